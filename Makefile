@@ -1,0 +1,39 @@
+# The README's two commands: `make run` and `make test`.
+SHELL      := /bin/bash
+GO         ?= go
+BUILD      := build
+MODULE_SO  := $(abspath $(BUILD)/emq.so)
+GOTEST     := $(GO) test -count=1
+export EMQ_MODULE := $(MODULE_SO)
+
+.PHONY: build run test unit integration deps valkey bench bench-quick soak fuzz torture clean
+
+## build: build/emq.so, the module, with the execute bit the server requires
+build: $(MODULE_SO)
+
+$(MODULE_SO): $(shell find . -name '*.go' -o -name '*.c' -o -name '*.h' | grep -v _test.go) go.mod
+	@mkdir -p $(BUILD)
+	$(GO) build -buildmode=c-shared -trimpath -o $(MODULE_SO) ./cmd/emq-module
+	@rm -f $(BUILD)/emq.h
+	chmod +x $(MODULE_SO)
+
+## valkey: install valkey-server 8.0 from bookworm-backports when missing
+valkey:
+	@bash scripts/install-valkey.sh
+
+deps: valkey
+	$(GO) mod download
+
+## run: a server on 127.0.0.1:6379 with the module loaded, in the foreground
+run: valkey build
+	valkey-server valkey.conf --loadmodule $(MODULE_SO)
+
+## test: every test — unit, fuzz seeds, integration against real servers
+test: deps build
+	$(GOTEST) -timeout 20m ./...
+
+unit:
+	$(GOTEST) $$($(GO) list ./... | grep -v /test)
+
+clean:
+	rm -rf $(BUILD)

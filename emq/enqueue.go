@@ -1,0 +1,75 @@
+package emq
+
+import (
+	"bytes"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// ErrJobKind is ENQUEUE's refusal of an id that is not a JOB id; clients
+// match on its exact text.
+var ErrJobKind = &errors.Refusal{Code: errors.Kind, Msg: "job id must be JOB-namespaced"}
+
+// Enqueue admits a job:
+//
+//	EMQ.ENQUEUE 2 emq:{q}:job:<id> emq:{q}:pending <id> <payload>
+//
+// It replies 1 having written the job row and its pending entry, or 0 when
+// the job row already exists.
+func Enqueue(c Call) error {
+	a := c.Args
+	const jobKey, pendingKey, idArg, payloadArg = 2, 3, 4, 5
+
+	// shape
+	if err := numkeys(a, 2); err != nil {
+		return err
+	}
+
+	// fence
+	queue, keyID, ok := keys.SplitJob(a[jobKey])
+	if !ok {
+		return errors.New(errors.Layout, "job key must be emq:{<queue>}:job:<JOB id>")
+	}
+	pendingQueue, ok := keys.SplitPending(a[pendingKey])
+	if !ok {
+		return errors.New(errors.Layout, "pending key must be emq:{<queue>}:pending")
+	}
+	if _, ok := ids.Parse(ids.Job, keyID); !ok {
+		return ErrJobKind
+	}
+	if _, ok := ids.Parse(ids.Job, a[idArg]); !ok {
+		return ErrJobKind
+	}
+	if !bytes.Equal(queue, pendingQueue) {
+		return errors.New(errors.Layout, "job key and pending key name different queues")
+	}
+	if !bytes.Equal(keyID, a[idArg]) {
+		return errors.New(errors.Layout, "the job key's id differs from the id argument")
+	}
+
+	// reads
+	s := c.Server
+	s.Open(2)
+	job, pending := s.Type(0), s.Type(1)
+	if (job != Empty && job != Hash) || (pending != Empty && pending != ZSet) {
+		return errors.ErrWrongType
+	}
+
+	// plan
+	p := c.Plan
+	p.Reply = ReplyInt
+	if job == Hash {
+		p.Int = 0 // a duplicate: the job row is already there
+	} else {
+		p.Int = 1
+		p.add(Write{Op: HSet, Key: 0, NRefs: 6,
+			Refs: [6]Ref{refState, refPending, refAttempts, refZero, refPayload, Arg(payloadArg)}})
+		p.add(Write{Op: ZAdd, Key: 1, NRefs: 1, Refs: [6]Ref{Arg(idArg)}, Score: 0})
+	}
+
+	// apply
+	s.Apply(p)
+	return nil
+}

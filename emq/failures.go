@@ -1,0 +1,74 @@
+package emq
+
+import (
+	"math"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// FailuresIncr counts one failure of a message for a subscriber and sets the
+// count's TTL, in one turn:
+//
+//	EMQ.FAILURES.INCR 1 emq:{t}:fail:<SUB id>:<MSG id> <fail_ttl_ms>
+//
+// The TTL is fail_ttl_ms rounded up to whole seconds. It replies the new count.
+func FailuresIncr(c Call) error {
+	a := c.Args
+	const failKey, ttlArg = 2, 3
+
+	// shape
+	if err := numkeys(a, 1); err != nil {
+		return err
+	}
+	ttlMs, err := positive(a[ttlArg], "fail_ttl_ms")
+	if err != nil {
+		return err
+	}
+	if ttlMs > math.MaxInt64-999 {
+		return errors.New(errors.Shape, "fail_ttl_ms overflows when rounded up to seconds")
+	}
+	s := c.Server
+	now, secs := s.NowMs(), (ttlMs+999)/1000
+	if secs > (math.MaxInt64-now)/1000 {
+		return errors.New(errors.Shape, "fail_ttl_ms overflows the absolute expiry")
+	}
+
+	// fence
+	_, sub, msg, ok := keys.SplitFail(a[failKey])
+	if !ok {
+		return errors.New(errors.Layout, "failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>")
+	}
+	if _, ok := ids.Parse(ids.Sub, sub); !ok {
+		return errors.New(errors.Kind, "subscriber id must be SUB-namespaced")
+	}
+	if _, ok := ids.Parse(ids.Msg, msg); !ok {
+		return errors.New(errors.Kind, "message id must be MSG-namespaced")
+	}
+
+	// reads
+	s.Open(1)
+	var count int64
+	switch s.Type(0) {
+	case Empty:
+	case String:
+		if count, ok = ParseInt(s.Value(0)); !ok {
+			return errors.New(errors.Count, "value is not an integer or out of range")
+		}
+		if count == math.MaxInt64 {
+			return errors.New(errors.Count, "increment or decrement would overflow")
+		}
+	default:
+		return errors.ErrWrongType
+	}
+
+	// plan
+	p := c.Plan
+	p.Reply, p.Int = ReplyInt, count+1
+	p.add(Write{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: now + secs*1000})
+
+	// apply
+	s.Apply(p)
+	return nil
+}

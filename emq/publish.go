@@ -1,0 +1,37 @@
+package emq
+
+import (
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+)
+
+// Publish is the durable publish of one envelope:
+//
+//	EMQ.PUBLISH 1 emq:{t}:stream:msgs 1 <EVT id> <pairs> <field> <value> …
+//
+// It is EMQ.APPEND of exactly one entry to the stream msgs, whose fields
+// make an envelope: msg (a MSG id) and payload, each exactly once.
+func Publish(c Call) error {
+	return appendBatch(c, batchRules{sname: "msgs", entries: 1, entry: envelope})
+}
+
+// envelope checks that entry n's fields hold msg, a MSG id, and payload,
+// each exactly once.
+func envelope(a [][]byte, w *Write, n int) error {
+	msgs, payloads := 0, 0
+	for f := w.First; f < w.First+2*w.Pairs; f += 2 {
+		switch string(a[f]) {
+		case "msg":
+			msgs++
+			if _, ok := ids.Parse(ids.Msg, a[f+1]); !ok {
+				return errors.New(errors.Envelope, "entry %d: msg must hold a MSG id", n)
+			}
+		case "payload":
+			payloads++
+		}
+	}
+	if msgs != 1 || payloads != 1 {
+		return errors.New(errors.Envelope, "entry %d: an envelope holds msg and payload, each exactly once", n)
+	}
+	return nil
+}

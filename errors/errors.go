@@ -1,0 +1,102 @@
+// Package errors holds the EchoMQ refusal codes and builds their reply text.
+//
+// A refusal is an error reply whose first word is a code a client can match
+// on (SPEC §4). The verbs decide refusals as values of [*Refusal]; the host
+// turns one into the wire text with [Refusal.Error], in one place. Client
+// code matches with the standard library: errors.Is(err, errors.Kind).
+package errors
+
+import "fmt"
+
+// Code is the first word of a refusal.
+type Code uint8
+
+// The refusal codes, in the order SPEC §4 checks them.
+const (
+	// Shape: the arguments do not have the verb's shape.
+	Shape Code = iota + 1
+	// Layout: a key does not follow its layout, or keys and ids disagree.
+	Layout
+	// Kind: an id is not a well-formed id of the namespace its place requires.
+	Kind
+	// Envelope: an EMQ.PUBLISH entry is not an envelope.
+	Envelope
+	// WrongType: a key holds the wrong type.
+	WrongType
+	// Count: the stored failure count is not an integer or would overflow.
+	Count
+	// Order: a stream ID is not above the stream's top, or the batch is not
+	// strictly increasing.
+	Order
+	// Internal: the module failed (a recovered panic); never a rule.
+	Internal
+)
+
+// Codes lists every code, for counters and tests.
+var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal}
+
+var names = [...]string{
+	Shape:     "EMQSHAPE",
+	Layout:    "EMQLAYOUT",
+	Kind:      "EMQKIND",
+	Envelope:  "EMQENVELOPE",
+	WrongType: "WRONGTYPE",
+	Count:     "EMQCOUNT",
+	Order:     "EMQORDER",
+	Internal:  "ERR",
+}
+
+// String returns the code as it appears on the wire, e.g. "EMQKIND".
+func (c Code) String() string {
+	if int(c) < len(names) && names[c] != "" {
+		return names[c]
+	}
+	return fmt.Sprintf("Code(%d)", uint8(c))
+}
+
+// Error makes a Code usable as a target of errors.Is.
+func (c Code) Error() string { return c.String() }
+
+// ParseCode returns the code named by the first word of an error reply.
+func ParseCode(word string) (Code, bool) {
+	for _, c := range Codes {
+		if names[c] == word {
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// Refusal is a verb's coded refusal: nothing was written.
+type Refusal struct {
+	Code Code
+	Msg  string // what was wrong, without the code
+}
+
+// Error returns the reply text: the code, a space, the message.
+func (r *Refusal) Error() string { return r.Code.String() + " " + r.Msg }
+
+// Is reports whether target is r's code, so errors.Is(err, errors.Kind) works.
+func (r *Refusal) Is(target error) bool {
+	c, ok := target.(Code)
+	return ok && c == r.Code
+}
+
+// New returns a refusal with a formatted message.
+func New(code Code, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// WrongTypeText is the server's own WRONGTYPE reply text.
+const WrongTypeText = "Operation against a key holding the wrong kind of value"
+
+// ErrWrongType is the WRONGTYPE refusal, worded as the server words it.
+var ErrWrongType = &Refusal{Code: WrongType, Msg: WrongTypeText}
+
+// CodeOf returns the code of err if it is a refusal, or 0.
+func CodeOf(err error) Code {
+	if r, ok := err.(*Refusal); ok {
+		return r.Code
+	}
+	return 0
+}

@@ -1,0 +1,3 @@
+module github.com/echomq/emq
+
+go 1.26.8

@@ -1,0 +1,147 @@
+package host
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/ids"
+)
+
+// Call is one command in flight. It lives in C memory for the length of the
+// command, and implements emq.Server over it.
+type Call C.emq_call
+
+// frame is the Go memory one call in flight reuses: kept between calls so
+// that serving a verb allocates nothing.
+type frame struct {
+	args [][]byte
+	ops  []C.emq_op
+	plan emq.Plan
+}
+
+// maxKeptArgs bounds the room a frame keeps between calls.
+const maxKeptArgs = 4096
+
+// frames are indexed by nesting depth: a verb may, through another module's
+// keyspace callback, run while one of ours is in flight.
+var (
+	frames []*frame
+	depth  int
+)
+
+//export emqServe
+func emqServe(c *C.emq_call, verb C.int) {
+	call := (*Call)(c)
+	if depth == len(frames) {
+		frames = append(frames, new(frame))
+	}
+	f := frames[depth]
+	depth++
+	defer func() {
+		depth--
+		if cap(f.args) > maxKeptArgs {
+			f.args = nil
+		}
+		if cap(f.ops) > maxKeptArgs {
+			f.ops = nil
+		}
+		if r := recover(); r != nil {
+			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
+			call.ReplyError(fmt.Sprintf("ERR emq internal error: %v", r))
+		}
+	}()
+	views := unsafe.Slice(c.args, int(c.argc))
+	f.args = f.args[:0]
+	for _, v := range views {
+		f.args = append(f.args, unsafe.Slice((*byte)(unsafe.Pointer(v.ptr)), int(v.len)))
+	}
+	f.plan.Reset()
+	handlers[verb](call, f.args, &f.plan)
+}
+
+// Open opens the call's first n keys for writing and learns their types.
+func (c *Call) Open(n int) { C.emq_open((*C.emq_call)(c), C.int(n)) }
+
+// Type returns the type of key k.
+func (c *Call) Type(k int) emq.KeyType {
+	switch c.types[k] {
+	case C.EMQ_KEY_EMPTY:
+		return emq.Empty
+	case C.EMQ_KEY_STRING:
+		return emq.String
+	case C.EMQ_KEY_HASH:
+		return emq.Hash
+	case C.EMQ_KEY_ZSET:
+		return emq.ZSet
+	case C.EMQ_KEY_STREAM:
+		return emq.Stream
+	}
+	return emq.Other
+}
+
+// Value returns the bytes of string key k, in place.
+func (c *Call) Value(k int) []byte {
+	v := c.values[k]
+	return unsafe.Slice((*byte)(unsafe.Pointer(v.ptr)), int(v.len))
+}
+
+// StreamTop returns the last generated ID of stream key k.
+func (c *Call) StreamTop(k int) ids.StreamID {
+	C.emq_stream_top((*C.emq_call)(c), C.int(k))
+	return ids.StreamID{Ms: uint64(c.top_ms), Seq: uint64(c.top_seq)}
+}
+
+// NowMs returns the server's clock, read when the command started.
+func (c *Call) NowMs() int64 { return int64(c.now_ms) }
+
+// Apply makes p's writes and replies, in one crossing into C.
+func (c *Call) Apply(p *emq.Plan) bool {
+	f := frames[depth-1]
+	f.ops = f.ops[:0]
+	for i := range p.Writes {
+		w := &p.Writes[i]
+		op := C.emq_op{
+			op: C.int(w.Op), key: C.int(w.Key), nrefs: C.int(w.NRefs),
+			first: C.int(w.First), pairs: C.int(w.Pairs),
+			ms: C.uint64_t(w.ID.Ms), seq: C.uint64_t(w.ID.Seq),
+			score: C.double(w.Score), count: C.longlong(w.Count), at_ms: C.longlong(w.AtMs),
+		}
+		for j := 0; j < w.NRefs; j++ {
+			op.refs[j] = C.int(w.Refs[j])
+		}
+		f.ops = append(f.ops, op)
+	}
+	var ops *C.emq_op
+	if len(f.ops) > 0 {
+		ops = &f.ops[0]
+	}
+	return C.emq_apply((*C.emq_call)(c), ops, C.int(len(f.ops)), C.int(p.Reply), C.longlong(p.Int)) != 0
+}
+
+// ReplyArray starts an array reply of n elements.
+func (c *Call) ReplyArray(n int) { C.emq_reply_array((*C.emq_call)(c), C.long(n)) }
+
+// ReplyString adds a bulk string to the reply.
+func (c *Call) ReplyString(s string) {
+	C.emq_reply_string((*C.emq_call)(c), cBytes(s), C.size_t(len(s)))
+}
+
+// ReplyError replies an error; text starts with its code, as "EMQKIND …".
+func (c *Call) ReplyError(text string) {
+	C.emq_reply_error((*C.emq_call)(c), cBytes(text), C.size_t(len(text)))
+}
+
+// cBytes points C at a Go string's bytes for the length of one C call.
+func cBytes(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	return (*C.char)(unsafe.Pointer(unsafe.StringData(s)))
+}

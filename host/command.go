@@ -1,0 +1,167 @@
+package host
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"strings"
+	"unsafe"
+)
+
+// KeyFlags describe what a command does to its keys (the CMD_KEY_* flags).
+type KeyFlags uint64
+
+// The key flags the module's commands use.
+const (
+	KeyRO     KeyFlags = 1 << 0
+	KeyRW     KeyFlags = 1 << 1
+	KeyAccess KeyFlags = 1 << 4
+	KeyUpdate KeyFlags = 1 << 5
+	KeyInsert KeyFlags = 1 << 6
+)
+
+// ArgType is the type of a documented argument.
+type ArgType int
+
+// The argument types COMMAND DOCS shows.
+const (
+	ArgString  ArgType = 0
+	ArgInteger ArgType = 1
+	ArgKey     ArgType = 3
+	ArgBlock   ArgType = 8
+)
+
+// ArgSpec documents one argument for COMMAND DOCS and valkey-cli's hints.
+type ArgSpec struct {
+	Name     string
+	Type     ArgType
+	Summary  string
+	Multiple bool      // the argument may repeat
+	Sub      []ArgSpec // a block's parts
+}
+
+// CommandSpec is everything the server is told about one command.
+type CommandSpec struct {
+	Name       string
+	Arity      int    // as COMMAND INFO has it: -N means at least N
+	Flags      string // command flags, one space between words
+	ACL        string // ACL categories, one space between words
+	KeyFlags   KeyFlags // what the command does to its keys; 0 for a command with none
+	Summary    string
+	Complexity string
+	Since      string
+	Args       []ArgSpec
+}
+
+// Register creates the command, documents it, puts it in its ACL categories
+// and routes its calls to h. Its keys are EVAL-style: argument 1 is numkeys
+// and the keys follow; the server learns them from a key spec and, for
+// cluster routing, from the module's getkeys answer.
+func (m *Module) Register(spec CommandSpec, h Handler) error {
+	name := C.CString(spec.Name)
+	defer C.free(unsafe.Pointer(name))
+	cflags := spec.Flags
+	if spec.KeyFlags != 0 {
+		cflags += " getkeys-api"
+	}
+	flags := C.CString(cflags)
+	defer C.free(unsafe.Pointer(flags))
+	verb := len(handlers)
+	if C.emq_create_command(m.ctx, C.int(verb), name, flags, C.uint64_t(spec.KeyFlags)) != 0 {
+		return fmt.Errorf("%s: cannot create the command (flags %q)", spec.Name, spec.Flags)
+	}
+	handlers = append(handlers, h)
+	if err := m.document(name, spec); err != nil {
+		return err
+	}
+	if spec.ACL == "" {
+		return nil
+	}
+	if !m.Has("RedisModule_SetCommandACLCategories") {
+		m.Log(Warning, spec.Name+": this server cannot set ACL categories; the command is in none")
+		return nil
+	}
+	acl := C.CString(spec.ACL)
+	defer C.free(unsafe.Pointer(acl))
+	if C.emq_set_acl_categories(m.ctx, name, acl) != 0 {
+		return fmt.Errorf("%s: cannot set ACL categories %q", spec.Name, spec.ACL)
+	}
+	return nil
+}
+
+// document sets the command's info: arity, the key spec and the docs.
+func (m *Module) document(name *C.char, spec CommandSpec) error {
+	var a cAlloc
+	defer a.free()
+	specs := (*[2]C.emq_key_spec)(a.calloc(2, C.sizeof_emq_key_spec))
+	if spec.KeyFlags != 0 {
+		keynum(&specs[0], spec.KeyFlags)
+	}
+	rc := C.emq_set_command_info(m.ctx, name, a.str(spec.Summary), a.str(spec.Complexity), a.str(spec.Since),
+		C.int(spec.Arity), &specs[0], a.args(spec.Args))
+	if rc != 0 {
+		return fmt.Errorf("%s: the server refused the command info", spec.Name)
+	}
+	return nil
+}
+
+// keynum fills ks with the EVAL-style key spec: begin at index 1, where
+// numkeys is; the keys follow it, one after the other.
+func keynum(ks *C.emq_key_spec, flags KeyFlags) {
+	ks.flags = C.uint64_t(flags)
+	ks.begin_search_type = 2 // INDEX
+	*(*C.int)(unsafe.Pointer(&ks.bs)) = 1
+	ks.find_keys_type = 3 // KEYNUM: numkeys at +0, first key at +1, step 1
+	fk := (*[3]C.int)(unsafe.Pointer(&ks.fk))
+	fk[0], fk[1], fk[2] = 0, 1, 1
+}
+
+// cAlloc is C memory for one registration, freed together.
+type cAlloc []unsafe.Pointer
+
+func (a *cAlloc) calloc(n, size C.size_t) unsafe.Pointer {
+	p := C.calloc(n, size)
+	*a = append(*a, p)
+	return p
+}
+
+func (a *cAlloc) str(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	p := C.CString(s)
+	*a = append(*a, unsafe.Pointer(p))
+	return p
+}
+
+// args lays out a NULL-terminated argument array, recursively.
+func (a *cAlloc) args(specs []ArgSpec) *C.emq_cmd_arg {
+	if len(specs) == 0 {
+		return nil
+	}
+	arr := unsafe.Slice((*C.emq_cmd_arg)(a.calloc(C.size_t(len(specs)+1), C.sizeof_emq_cmd_arg)), len(specs)+1)
+	for i, s := range specs {
+		arr[i].name = a.str(strings.ToLower(s.Name))
+		arr[i]._type = C.int(s.Type)
+		arr[i].key_spec_index = -1
+		if s.Type == ArgKey {
+			arr[i].key_spec_index = 0
+		}
+		arr[i].summary = a.str(s.Summary)
+		if s.Multiple {
+			arr[i].flags = 2 // MULTIPLE
+		}
+		arr[i].subargs = a.args(s.Sub)
+	}
+	return &arr[0]
+}
+
+func (a *cAlloc) free() {
+	for _, p := range *a {
+		C.free(p)
+	}
+}

@@ -1,0 +1,153 @@
+package host
+
+/*
+#include <stdlib.h>
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"unsafe"
+
+	"github.com/echomq/emq/emq"
+)
+
+// Loader sets the module up when the server loads it: it is given the
+// module's load arguments and registers everything the module serves.
+type Loader func(m *Module, args []string) error
+
+var loader Loader
+
+// Serve makes load the module's OnLoad. The c-shared main calls it from init.
+func Serve(load Loader) { loader = load }
+
+// Handler serves one call of a verb: the arguments, viewed in place, and an
+// empty plan to fill.
+type Handler func(c *Call, args [][]byte, plan *emq.Plan)
+
+// handlers are the registered verbs, by the number their C trampoline knows.
+var handlers []Handler
+
+// Module is the server's context while the module loads.
+type Module struct {
+	ctx *C.ValkeyModuleCtx
+}
+
+//export RedisModule_OnLoad
+func RedisModule_OnLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) C.int {
+	return onLoad(ctx, argv, argc)
+}
+
+//export ValkeyModule_OnLoad
+func ValkeyModule_OnLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) C.int {
+	return onLoad(ctx, argv, argc)
+}
+
+// unloadRefusal is logged when the server asks to unload the module.
+const unloadRefusal = "emq: refusing MODULE UNLOAD: a Go runtime cannot be unloaded from a running process"
+
+//export RedisModule_OnUnload
+func RedisModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
+
+//export ValkeyModule_OnUnload
+func ValkeyModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
+
+func onUnload(ctx *C.ValkeyModuleCtx) C.int {
+	(&Module{ctx: ctx}).Log(Warning, unloadRefusal)
+	return 1 // ERR: the server cancels the unload and the verbs keep working
+}
+
+func onLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) (rc C.int) {
+	m := &Module{ctx: ctx}
+	defer func() {
+		if r := recover(); r != nil {
+			m.Log(Warning, fmt.Sprintf("emq: load failed: %v\n%s", r, debug.Stack()))
+			rc = 1
+		}
+	}()
+	// A second load in one process starts from clean state.
+	C.emq_release()
+	handlers, frames, depth, infoFunc = nil, nil, 0, nil
+	if loader == nil {
+		return 1
+	}
+	if err := loader(m, loadArgs(argv, argc)); err != nil {
+		m.Log(Warning, "emq: load failed: "+err.Error())
+		return 1
+	}
+	return 0
+}
+
+func loadArgs(argv **C.ValkeyModuleString, argc C.int) []string {
+	var args []string
+	for _, s := range unsafe.Slice(argv, int(argc)) {
+		var n C.size_t
+		p := C.emq_string_ptr(s, &n)
+		args = append(args, C.GoStringN(p, C.int(n)))
+	}
+	return args
+}
+
+// Init names the module and fetches the API. It fails if a module of that
+// name is loaded already.
+func (m *Module) Init(name string, version int) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if C.emq_init(m.ctx, cname, C.int(version)) != 0 {
+		return fmt.Errorf("a module named %s is loaded already", name)
+	}
+	return nil
+}
+
+// Has reports whether the server serves the module API function name (as in
+// "RedisModule_AddACLCategory").
+func (m *Module) Has(name string) bool {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	return C.emq_has(cname) != 0
+}
+
+// Level is a server log level.
+type Level string
+
+// The log levels the module uses.
+const (
+	Notice  Level = "notice"
+	Warning Level = "warning"
+)
+
+// Log writes msg to the server log.
+func (m *Module) Log(level Level, msg string) { logf(m.ctx, level, msg) }
+
+func logf(ctx *C.ValkeyModuleCtx, level Level, msg string) {
+	clevel, cmsg := C.CString(string(level)), C.CString(msg)
+	defer C.free(unsafe.Pointer(clevel))
+	defer C.free(unsafe.Pointer(cmsg))
+	C.emq_log(ctx, clevel, cmsg)
+}
+
+// AddACLCategory adds an ACL category the module's commands can be put in.
+func (m *Module) AddACLCategory(name string) error {
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	if C.emq_add_acl_category(m.ctx, cname) != 0 {
+		return fmt.Errorf("cannot add ACL category %s", name)
+	}
+	return nil
+}
+
+// Intern makes the strings plans refer to by negative emq.Ref, in order.
+func (m *Module) Intern(strs []string) error {
+	for _, s := range strs {
+		cs := C.CString(s)
+		i := C.emq_intern(cs, C.size_t(len(s)))
+		C.free(unsafe.Pointer(cs))
+		if i < 0 {
+			return errors.New("too many interned strings")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+// Package ids parses, formats and mints EchoMQ branded ids.
+//
+// A branded id is a 3-byte namespace (JOB, MSG, EVT or SUB) followed by 16
+// lowercase hexadecimal digits of a 64-bit snowflake whose top bit is 0:
+//
+//	JOB0018f2a4c1e00001
+//
+// The snowflake holds, high to low, milliseconds since the EMQ epoch
+// (2024-01-01T00:00:00Z) in bits 62–22, a node in bits 21–12 and a sequence in
+// bits 11–0. Fixed-width lowercase hex makes byte order mint order.
+//
+// The module and Go clients share this package, so an id a client mints is
+// exactly an id the module accepts.
+package ids
+
+import "strconv"
+
+// Namespace is the 3-byte brand at the front of an id.
+type Namespace string
+
+// The namespaces a branded id may carry.
+const (
+	Job Namespace = "JOB"
+	Msg Namespace = "MSG"
+	Evt Namespace = "EVT"
+	Sub Namespace = "SUB"
+)
+
+// Len is the length of a branded id in bytes.
+const Len = 19
+
+// EpochMs is the EMQ epoch, 2024-01-01T00:00:00Z, in Unix milliseconds.
+const EpochMs = 1704067200000
+
+// Snowflake field widths and limits.
+const (
+	seqBits  = 12
+	nodeBits = 10
+	// MaxNode is the largest node number a snowflake can carry.
+	MaxNode = 1<<nodeBits - 1
+	// MaxSeq is the largest sequence within one millisecond and node.
+	MaxSeq = 1<<seqBits - 1
+	// MaxMs is the largest millisecond offset from the epoch (41 bits).
+	MaxMs = 1<<41 - 1
+)
+
+// ID is a branded id: a namespace and its snowflake.
+type ID struct {
+	NS    Namespace
+	Value uint64
+}
+
+// Parse reads b as an id of namespace ns. It reports false for anything that
+// is not exactly such an id: wrong length, another namespace, uppercase or
+// non-hex digits, or the top bit set.
+func Parse(ns Namespace, b []byte) (ID, bool) {
+	if len(b) != Len || string(b[:3]) != string(ns) {
+		return ID{}, false
+	}
+	v, ok := parseHex(b[3:])
+	if !ok || v>>63 != 0 {
+		return ID{}, false
+	}
+	return ID{NS: ns, Value: v}, true
+}
+
+// parseHex reads exactly 16 lowercase hex digits.
+func parseHex(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// New returns the id of namespace ns for the snowflake fields ms (since the
+// EMQ epoch), node and seq. It reports false when a field is out of range.
+func New(ns Namespace, ms uint64, node, seq uint32) (ID, bool) {
+	if ms > MaxMs || node > MaxNode || seq > MaxSeq {
+		return ID{}, false
+	}
+	return ID{NS: ns, Value: ms<<(nodeBits+seqBits) | uint64(node)<<seqBits | uint64(seq)}, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// Append appends the id's 19 bytes to dst.
+func (id ID) Append(dst []byte) []byte {
+	dst = append(dst, id.NS...)
+	for shift := 60; shift >= 0; shift -= 4 {
+		dst = append(dst, hexDigits[id.Value>>uint(shift)&0xf])
+	}
+	return dst
+}
+
+// String returns the id's 19-byte text.
+func (id ID) String() string {
+	var buf [Len]byte
+	return string(id.Append(buf[:0]))
+}
+
+// Ms returns the id's milliseconds since the EMQ epoch.
+func (id ID) Ms() uint64 { return id.Value >> (nodeBits + seqBits) }
+
+// Node returns the id's node number.
+func (id ID) Node() uint32 { return uint32(id.Value>>seqBits) & MaxNode }
+
+// Seq returns the id's sequence within its millisecond and node.
+func (id ID) Seq() uint32 { return uint32(id.Value) & MaxSeq }
+
+// UnixMs returns the wall-clock time the id was minted at, in Unix ms.
+func (id ID) UnixMs() uint64 { return EpochMs + id.Ms() }
+
+// StreamID returns the stream ID an entry appended under this id gets:
+// <EpochMs + ms>-<node and sequence>. The mapping preserves order.
+func (id ID) StreamID() StreamID {
+	return StreamID{Ms: EpochMs + id.Value>>(nodeBits+seqBits), Seq: id.Value & (1<<(nodeBits+seqBits) - 1)}
+}
+
+// StreamID is a stream entry ID, <ms>-<seq>.
+type StreamID struct {
+	Ms, Seq uint64
+}
+
+// Less reports whether s sorts before t.
+func (s StreamID) Less(t StreamID) bool {
+	return s.Ms < t.Ms || (s.Ms == t.Ms && s.Seq < t.Seq)
+}
+
+// Append appends the ID's text, <ms>-<seq>, to dst.
+func (s StreamID) Append(dst []byte) []byte {
+	dst = strconv.AppendUint(dst, s.Ms, 10)
+	dst = append(dst, '-')
+	return strconv.AppendUint(dst, s.Seq, 10)
+}
+
+// String returns the ID's text, <ms>-<seq>.
+func (s StreamID) String() string {
+	var buf [41]byte
+	return string(s.Append(buf[:0]))
+}
+
+// ParseStreamID reads a full stream ID, <ms>-<seq>, both decimal.
+func ParseStreamID(text string) (StreamID, bool) {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '-' {
+			continue
+		}
+		ms, err1 := strconv.ParseUint(text[:i], 10, 64)
+		seq, err2 := strconv.ParseUint(text[i+1:], 10, 64)
+		return StreamID{Ms: ms, Seq: seq}, err1 == nil && err2 == nil
+	}
+	return StreamID{}, false
+}

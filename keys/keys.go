@@ -1,0 +1,87 @@
+// Package keys builds and splits the EchoMQ key layouts.
+//
+// Every key lives under the emq: prefix and carries its queue or topic name
+// as a hash tag, so that all the keys one verb touches share a cluster slot:
+//
+//	emq:{<queue>}:job:<JOB id>             job row (hash)
+//	emq:{<queue>}:pending                  pending set (sorted set)
+//	emq:{<topic>}:stream:<sname>           stream
+//	emq:{<topic>}:fail:<SUB id>:<MSG id>   failure count (string)
+//
+// Splitting checks structure only — prefix, hash tag, segment names — and
+// hands back the id segments as bytes: whether they are ids of the right
+// namespace is the caller's next question.
+package keys
+
+import "bytes"
+
+const prefix = "emq:{"
+
+// ValidName reports whether b can be a queue or topic name: one or more
+// bytes with no '{', '}' or NUL.
+func ValidName(b []byte) bool {
+	return len(b) > 0 && bytes.IndexAny(b, "{}\x00") < 0
+}
+
+// ValidStreamName reports whether b can be a stream's sname: a valid name
+// with no ':' either.
+func ValidStreamName(b []byte) bool {
+	return ValidName(b) && bytes.IndexByte(b, ':') < 0
+}
+
+// split reads emq:{<name>}:<kind> and returns the name and what follows the
+// kind. ok is false when the key does not start that way.
+func split(key []byte, kind string) (name, rest []byte, ok bool) {
+	if !bytes.HasPrefix(key, []byte(prefix)) {
+		return nil, nil, false
+	}
+	key = key[len(prefix):]
+	end := bytes.IndexByte(key, '}')
+	if end < 0 || !ValidName(key[:end]) {
+		return nil, nil, false
+	}
+	name, key = key[:end], key[end+1:]
+	if !bytes.HasPrefix(key, []byte(":")) || !bytes.HasPrefix(key[1:], []byte(kind)) {
+		return nil, nil, false
+	}
+	return name, key[1+len(kind):], true
+}
+
+// SplitJob splits emq:{<queue>}:job:<id>.
+func SplitJob(key []byte) (queue, id []byte, ok bool) {
+	return split(key, "job:")
+}
+
+// SplitPending splits emq:{<queue>}:pending.
+func SplitPending(key []byte) (queue []byte, ok bool) {
+	queue, rest, ok := split(key, "pending")
+	return queue, ok && len(rest) == 0
+}
+
+// SplitStream splits emq:{<topic>}:stream:<sname>.
+func SplitStream(key []byte) (topic, sname []byte, ok bool) {
+	topic, sname, ok = split(key, "stream:")
+	return topic, sname, ok && ValidStreamName(sname)
+}
+
+// SplitFail splits emq:{<topic>}:fail:<sub id>:<msg id>.
+func SplitFail(key []byte) (topic, sub, msg []byte, ok bool) {
+	topic, rest, ok := split(key, "fail:")
+	colon := bytes.IndexByte(rest, ':')
+	if !ok || colon < 0 {
+		return nil, nil, nil, false
+	}
+	return topic, rest[:colon], rest[colon+1:], true
+}
+
+// Job returns the job row key of id in queue.
+func Job(queue, id string) string { return prefix + queue + "}:job:" + id }
+
+// Pending returns the pending set key of queue.
+func Pending(queue string) string { return prefix + queue + "}:pending" }
+
+// Stream returns the key of stream sname of topic.
+func Stream(topic, sname string) string { return prefix + topic + "}:stream:" + sname }
+
+// Fail returns the failure count key of message msg for subscriber sub.
+func Fail(topic, sub, msg string) string { return prefix + topic + "}:fail:" + sub + ":" + msg }

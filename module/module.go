@@ -1,0 +1,59 @@
+// Package module is what the server loads: it names the module, registers
+// every row of the command table, and serves each call of a verb — run it,
+// reply its refusal if it refuses, count it for INFO emq.
+package module
+
+import (
+	"fmt"
+
+	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/host"
+	"github.com/echomq/emq/registry"
+)
+
+// version is emq.Version as MODULE LIST shows it: major*10000+minor*100+patch.
+const version = 100
+
+// Load sets the module up in a server; host calls it from OnLoad, once per
+// load, with every package variable it touches reset here.
+func Load(m *host.Module, args []string) error {
+	if err := m.Init(registry.ModuleName, version); err != nil {
+		return err
+	}
+	if len(args) != 0 {
+		return fmt.Errorf("unexpected load arguments %q", args)
+	}
+	if m.Has("RedisModule_AddACLCategory") {
+		if err := m.AddACLCategory(registry.ACLCategory); err != nil {
+			return err
+		}
+	} else {
+		m.Log(host.Warning, "emq: this server has no module ACL categories; use +@write or the verbs' names")
+	}
+	if err := m.Intern(emq.Constants); err != nil {
+		return err
+	}
+	rows := registry.Rows()
+	stats = newStats(rows)
+	for i, row := range rows {
+		if err := m.Register(row.CommandSpec, serve(row.Verb, &stats.verbs[i])); err != nil {
+			return err
+		}
+	}
+	return m.OnInfo(stats.info)
+}
+
+// serve turns a verb into the handler of its command.
+func serve(verb emq.Verb, counts *verbStats) host.Handler {
+	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
+		counts.calls++
+		err := verb(emq.Call{Args: args, Server: c, Plan: plan})
+		if err != nil {
+			counts.refused[emqerrors.CodeOf(err)]++
+			c.ReplyError(err.Error())
+			return
+		}
+		counts.count(plan)
+	}
+}
