@@ -1,0 +1,278 @@
+// Package valkeytest starts real valkey-server processes on free loopback
+// ports for tests, benchmarks and examples: with the emq module or without
+// it, as replicas, with persistence, in a cluster. Every server is stopped
+// when its test ends. A server that cannot be started fails the test; it
+// never skips.
+package valkeytest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// Options choose how a server starts.
+type Options struct {
+	// NoModule starts the server without emq.so loaded.
+	NoModule bool
+	// ModuleArgs are passed after the module path in --loadmodule.
+	ModuleArgs []string
+	// Config is extra configuration, as name/value pairs: "appendonly", "yes".
+	Config []string
+	// Dir is the working directory (RDB, AOF, nodes.conf); a new temporary
+	// directory if empty.
+	Dir string
+	// Port to listen on; a free one if 0.
+	Port int
+}
+
+// Server is one running valkey-server.
+type Server struct {
+	Addr string
+	Port int
+	Dir  string
+	Opts Options
+
+	cmd    *exec.Cmd
+	done   chan struct{}
+	client valkey.Client
+	once   sync.Once
+}
+
+// ModulePath returns the emq.so the tests load: $EMQ_MODULE, or build/emq.so
+// in the repository that holds the working directory.
+func ModulePath() (string, error) {
+	if p := os.Getenv("EMQ_MODULE"); p != "" {
+		return p, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		p := filepath.Join(dir, "build", "emq.so")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return "", fmt.Errorf("no %s: run make build (or make test)", p)
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no build/emq.so above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+// FreePort returns a loopback port nothing listens on right now.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start starts a server and stops it when t ends.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s, err := Launch(opts)
+	if err != nil {
+		t.Fatalf("valkeytest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a server; the caller stops it. For tools outside tests.
+func Launch(opts Options) (*Server, error) {
+	if _, err := exec.LookPath("valkey-server"); err != nil {
+		return nil, fmt.Errorf("valkey-server is not installed (make test installs it): %w", err)
+	}
+	if opts.Dir == "" {
+		dir, err := os.MkdirTemp("", "emq-valkey-")
+		if err != nil {
+			return nil, err
+		}
+		opts.Dir = dir
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s, err := launch(opts)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if opts.Port != 0 {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func launch(opts Options) (*Server, error) {
+	port := opts.Port
+	if port == 0 {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
+	}
+	args := []string{
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", opts.Dir, "--logfile", "valkey.log",
+		"--save", "", "--appendonly", "no",
+		"--enable-debug-command", "yes", "--enable-module-command", "yes",
+		"--crash-memcheck-enabled", "no",
+	}
+	if !opts.NoModule {
+		so, err := ModulePath()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "--loadmodule", strings.Join(append([]string{so}, opts.ModuleArgs...), " "))
+	}
+	for i := 0; i+1 < len(opts.Config); i += 2 {
+		args = append(args, "--"+opts.Config[i], opts.Config[i+1])
+	}
+	cmd := exec.Command("valkey-server", args...)
+	cmd.Dir = opts.Dir
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: opts.Dir, Opts: opts, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("valkey-server on port %d exited at start:\n%s", port, s.LogTail(20))
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
+			_ = c.Close()
+			if s.ping() == nil {
+				return s, nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.Stop()
+	return nil, fmt.Errorf("valkey-server on port %d did not answer within 15s:\n%s", port, s.LogTail(20))
+}
+
+func (s *Server) ping() error {
+	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING: %q", line)
+	}
+	return nil
+}
+
+// Client returns a valkey-go client of this server (no client-side cache),
+// made on first use and closed when the server stops.
+func (s *Server) Client() valkey.Client {
+	s.once.Do(func() {
+		c, err := valkey.NewClient(valkey.ClientOption{
+			InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true,
+		})
+		if err != nil {
+			panic(fmt.Sprintf("valkeytest: client of %s: %v", s.Addr, err))
+		}
+		s.client = c
+	})
+	return s.client
+}
+
+// Do sends one command and returns its result.
+func (s *Server) Do(args ...string) valkey.ValkeyResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.Client()
+	return c.Do(ctx, c.B().Arbitrary(args...).Build())
+}
+
+// Running reports whether the process is still alive.
+func (s *Server) Running() bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop shuts the server down without saving and waits for it to exit.
+func (s *Server) Stop() {
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+		s.once = sync.Once{}
+	}
+	if s.cmd == nil || s.cmd.Process == nil || !s.Running() {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// LogPath is the server's log file.
+func (s *Server) LogPath() string { return filepath.Join(s.Dir, "valkey.log") }
+
+// Log returns the whole server log.
+func (s *Server) Log() string {
+	b, _ := os.ReadFile(s.LogPath())
+	return string(b)
+}
+
+// LogTail returns the last n lines of the server log.
+func (s *Server) LogTail(n int) string {
+	lines := strings.Split(strings.TrimRight(s.Log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ModuleWarnings returns the log lines at warning level that the module
+// wrote ("<emq>" lines marked #).
+func (s *Server) ModuleWarnings() []string {
+	var out []string
+	for _, line := range strings.Split(s.Log(), "\n") {
+		if strings.Contains(line, " # <emq>") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
