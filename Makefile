@@ -26,7 +26,7 @@ deps: valkey
 
 ## run: a server on 127.0.0.1:6379 with the module loaded, in the foreground
 run: valkey build
-	valkey-server valkey.conf --loadmodule $(MODULE_SO)
+	valkey-server valkey.conf
 
 ## test: every test — unit, fuzz seeds, integration against real servers
 test: deps build

@@ -56,7 +56,7 @@ func RedisModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
 func ValkeyModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
 
 func onUnload(ctx *C.ValkeyModuleCtx) C.int {
-	(&Module{ctx: ctx}).Log(Warning, unloadRefusal)
+	(&Module{ctx: ctx}).Log(Notice, unloadRefusal)
 	return 1 // ERR: the server cancels the unload and the verbs keep working
 }
 
