@@ -35,5 +35,25 @@ test: deps build
 unit:
 	$(GOTEST) $$($(GO) list ./... | grep -v /test)
 
+## bench: every verb side by side with what it replaces; writes docs/PERFORMANCE.md
+bench: deps build
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -out docs/PERFORMANCE.md
+
+## bench-quick: the same comparisons, short (under a minute)
+bench-quick: deps build
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -quick
+
+## soak: millions of mixed calls; memory must stay flat
+soak: deps build
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -soak
+
+## fuzz: every fuzz target, long
+fuzz:
+	bash scripts/fuzz.sh $${FUZZTIME:-60s}
+
+## torture: the large live-server torture run
+torture: deps build
+	EMQ_TORTURE=full $(GOTEST) -timeout 60m -run Torture ./test/...
+
 clean:
 	rm -rf $(BUILD)
