@@ -137,7 +137,7 @@ func launch(opts Options) (*Server, error) {
 		"--dir", opts.Dir, "--logfile", "valkey.log",
 		"--save", "", "--appendonly", "no",
 		"--enable-debug-command", "yes", "--enable-module-command", "yes",
-		"--crash-memcheck-enabled", "no",
+		"--crash-memcheck-enabled", "no", "--repl-diskless-sync-delay", "0",
 	}
 	if !opts.NoModule {
 		so, err := ModulePath()
