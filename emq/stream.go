@@ -1,8 +1,6 @@
 package emq
 
 import (
-	"bytes"
-
 	"github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
@@ -15,9 +13,9 @@ const maxEntryBytes = 1 << 30
 
 // batchRules are what one stream verb adds to the shared core.
 type batchRules struct {
-	sname    string                                   // the stream name the key must carry, or "" for any
-	entries  int                                      // the exact entry count, or 0 for any
-	maxItems int                                      // the most entries a call may carry, or 0 for any
+	sname    string                                  // the stream name the key must carry, or "" for any
+	entries  int                                     // the exact entry count, or 0 for any
+	maxItems int                                     // the most entries a call may carry, or 0 for any
 	entry    func(a [][]byte, w *Write, n int) error // the verb's own check of entry n
 }
 
@@ -45,7 +43,7 @@ func appendBatch(c Call, r batchRules) error {
 	if r.maxItems != 0 && n > int64(r.maxItems) {
 		return errors.New(errors.Shape, "n is above emq.append-max-entries (%d)", r.maxItems)
 	}
-	if n > int64(len(a)-firstEntry)/3 {
+	if n > int64(len(a)-firstEntry)/4 { // an entry is at least <id> 1 <field> <value>
 		return errors.New(errors.Shape, "the arguments hold fewer than n=%d entries", n)
 	}
 	p := c.Plan
@@ -126,7 +124,7 @@ func splitEntry(a [][]byte, pos, n int) (Write, error) {
 		switch {
 		case len(a[f]) == 0:
 			return Write{}, errors.New(errors.Shape, "entry %d: a field name is empty", n)
-		case bytes.Equal(a[f], []byte("id")):
+		case string(a[f]) == "id":
 			return Write{}, errors.New(errors.Shape, "entry %d: the field name id is reserved", n)
 		}
 		size += len(a[f]) + len(a[f+1])

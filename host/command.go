@@ -47,9 +47,9 @@ type ArgSpec struct {
 // CommandSpec is everything the server is told about one command.
 type CommandSpec struct {
 	Name       string
-	Arity      int    // as COMMAND INFO has it: -N means at least N
-	Flags      string // command flags, one space between words
-	ACL        string // ACL categories, one space between words
+	Arity      int      // as COMMAND INFO has it: -N means at least N
+	Flags      string   // command flags, one space between words
+	ACL        string   // ACL categories, one space between words
 	KeyFlags   KeyFlags // what the command does to its keys; 0 for a command with none
 	Summary    string
 	Complexity string

@@ -15,9 +15,9 @@ import (
 	"github.com/echomq/emq/emq"
 )
 
-// Loader sets the module up when the server loads it: it is given the
-// module's load arguments and registers everything the module serves.
-type Loader func(m *Module, args []string) error
+// Loader sets the module up when the server loads it: it registers
+// everything the module serves.
+type Loader func(m *Module) error
 
 var loader Loader
 
@@ -33,7 +33,9 @@ var handlers []Handler
 
 // Module is the server's context while the module loads.
 type Module struct {
-	ctx *C.ValkeyModuleCtx
+	ctx  *C.ValkeyModuleCtx
+	argv **C.ValkeyModuleString
+	argc C.int
 }
 
 //export RedisModule_OnLoad
@@ -61,7 +63,7 @@ func onUnload(ctx *C.ValkeyModuleCtx) C.int {
 }
 
 func onLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) (rc C.int) {
-	m := &Module{ctx: ctx}
+	m := &Module{ctx: ctx, argv: argv, argc: argc}
 	defer func() {
 		if r := recover(); r != nil {
 			m.Log(Warning, fmt.Sprintf("emq: load failed: %v\n%s", r, debug.Stack()))
@@ -70,20 +72,22 @@ func onLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) (rc
 	}()
 	// A second load in one process starts from clean state.
 	C.emq_release()
-	handlers, frames, depth, infoFunc = nil, nil, 0, nil
+	handlers, frames, depth, infoFunc, nconfigs = nil, nil, 0, nil, 0
 	if loader == nil {
 		return 1
 	}
-	if err := loader(m, loadArgs(argv, argc)); err != nil {
+	if err := loader(m); err != nil {
 		m.Log(Warning, "emq: load failed: "+err.Error())
 		return 1
 	}
 	return 0
 }
 
-func loadArgs(argv **C.ValkeyModuleString, argc C.int) []string {
+// Args returns the arguments that follow the module's path on the
+// loadmodule line. Call it after Init.
+func (m *Module) Args() []string {
 	var args []string
-	for _, s := range unsafe.Slice(argv, int(argc)) {
+	for _, s := range unsafe.Slice(m.argv, int(m.argc)) {
 		var n C.size_t
 		p := C.emq_string_ptr(s, &n)
 		args = append(args, C.GoStringN(p, C.int(n)))

@@ -95,6 +95,11 @@ static struct {
     int (*RegisterInfoFunc)(ValkeyModuleCtx *, void (*)(ValkeyModuleInfoCtx *, int));
     int (*InfoAddSection)(ValkeyModuleInfoCtx *, const char *);
     int (*InfoAddFieldLongLong)(ValkeyModuleInfoCtx *, const char *, long long);
+    int (*RegisterNumericConfig)(ValkeyModuleCtx *, const char *, long long, unsigned int, long long, long long,
+                                 long long (*)(const char *, void *),
+                                 int (*)(const char *, long long, void *, ValkeyModuleString **),
+                                 int (*)(ValkeyModuleCtx *, void *, ValkeyModuleString **), void *);
+    int (*LoadConfigs)(ValkeyModuleCtx *);
 } api;
 
 // Fetch API function NAME under its RedisModule_ name, which both Valkey and
@@ -149,6 +154,8 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(RegisterInfoFunc);
     FETCH(InfoAddSection);
     FETCH(InfoAddFieldLongLong);
+    FETCH(RegisterNumericConfig);
+    FETCH(LoadConfigs);
     if (api.IsModuleNameBusy && api.IsModuleNameBusy(name)) return -1;
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
@@ -432,6 +439,29 @@ void emq_reply_error(emq_call *c, const char *msg, size_t len) {
 void emq_reply_array(emq_call *c, long n) { api.ReplyWithArray(c->ctx, n); }
 
 void emq_reply_string(emq_call *c, const char *s, size_t len) { api.ReplyWithStringBuffer(c->ctx, s, len); }
+
+// ---- configs ---------------------------------------------------------------
+
+long long emq_config_values[EMQ_MAX_CONFIGS];
+
+static long long get_numeric(const char *name, void *slot) {
+    (void)name;
+    return emq_config_values[(intptr_t)slot];
+}
+
+static int set_numeric(const char *name, long long v, void *slot, ValkeyModuleString **err) {
+    (void)name, (void)err;
+    emq_config_values[(intptr_t)slot] = v;
+    return API_OK;
+}
+
+int emq_numeric_config(ValkeyModuleCtx *ctx, int slot, const char *name, long long def, long long min, long long max) {
+    if (slot < 0 || slot >= EMQ_MAX_CONFIGS || !api.RegisterNumericConfig) return -1;
+    emq_config_values[slot] = def;
+    return api.RegisterNumericConfig(ctx, name, def, 0, min, max, get_numeric, set_numeric, NULL, (void *)(intptr_t)slot);
+}
+
+int emq_load_configs(ValkeyModuleCtx *ctx) { return api.LoadConfigs ? api.LoadConfigs(ctx) : -1; }
 
 // ---- INFO -----------------------------------------------------------------
 

@@ -107,6 +107,12 @@ void emq_release(void);
 void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
 int emq_register_info(ValkeyModuleCtx *ctx);
 
+// Numeric configs: emq.<name>, values read in place by Go.
+#define EMQ_MAX_CONFIGS 4
+extern long long emq_config_values[EMQ_MAX_CONFIGS];
+int emq_numeric_config(ValkeyModuleCtx *ctx, int slot, const char *name, long long def, long long min, long long max);
+int emq_load_configs(ValkeyModuleCtx *ctx);
+
 // Serving one call.
 void emq_open(emq_call *c, int n);
 int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value);

@@ -4,8 +4,6 @@
 package module
 
 import (
-	"fmt"
-
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/host"
@@ -17,12 +15,9 @@ const version = 100
 
 // Load sets the module up in a server; host calls it from OnLoad, once per
 // load, with every package variable it touches reset here.
-func Load(m *host.Module, args []string) error {
+func Load(m *host.Module) error {
 	if err := m.Init(registry.ModuleName, version); err != nil {
 		return err
-	}
-	if len(args) != 0 {
-		return fmt.Errorf("unexpected load arguments %q", args)
 	}
 	if m.Has("RedisModule_AddACLCategory") {
 		if err := m.AddACLCategory(registry.ACLCategory); err != nil {
@@ -34,10 +29,14 @@ func Load(m *host.Module, args []string) error {
 	if err := m.Intern(emq.Constants); err != nil {
 		return err
 	}
+	lim, err := loadConfigs(m, m.Args())
+	if err != nil {
+		return err
+	}
 	rows := registry.Rows()
 	stats = newStats(rows)
 	for i, row := range rows {
-		if err := m.Register(row.CommandSpec, serve(row.Verb, &stats.verbs[i])); err != nil {
+		if err := m.Register(row.CommandSpec, serve(row.Verb, &stats.verbs[i], lim)); err != nil {
 			return err
 		}
 	}
@@ -45,10 +44,10 @@ func Load(m *host.Module, args []string) error {
 }
 
 // serve turns a verb into the handler of its command.
-func serve(verb emq.Verb, counts *verbStats) host.Handler {
+func serve(verb emq.Verb, counts *verbStats, lim limits) host.Handler {
 	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
 		counts.calls++
-		err := verb(emq.Call{Args: args, Server: c, Plan: plan})
+		err := verb(emq.Call{Args: args, Server: c, Plan: plan, Limits: lim.emq()})
 		if err != nil {
 			counts.refused[emqerrors.CodeOf(err)]++
 			c.ReplyError(err.Error())

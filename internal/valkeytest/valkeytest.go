@@ -144,7 +144,7 @@ func launch(opts Options) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, "--loadmodule", strings.Join(append([]string{so}, opts.ModuleArgs...), " "))
+		args = append(append(args, "--loadmodule", so), opts.ModuleArgs...)
 	}
 	for i := 0; i+1 < len(opts.Config); i += 2 {
 		args = append(args, "--"+opts.Config[i], opts.Config[i+1])
