@@ -1,0 +1,313 @@
+package valkeytest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// Slots is the number of hash slots of a Valkey cluster.
+const Slots = 16384
+
+// Cluster is a running Valkey cluster on loopback: Primaries own the slots,
+// split evenly in order; Replicas[i*replicasEach+j] replicates Primaries[i].
+type Cluster struct {
+	// Nodes are every node: the primaries, then the replicas.
+	Nodes     []*Server
+	Primaries []*Server
+	Replicas  []*Server
+
+	client valkey.Client
+}
+
+// StartCluster starts a cluster of primaries, each with replicasEach
+// replicas, every node started with opts (the module loaded unless
+// opts.NoModule; opts.Dir and opts.Port are chosen per node), and waits until
+// every node reports cluster_state:ok and agrees on who serves which slot.
+// Everything is stopped when t ends.
+func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Cluster {
+	t.Helper()
+	if primaries < 1 || replicasEach < 0 {
+		t.Fatalf("valkeytest: a cluster of %d primaries with %d replicas each", primaries, replicasEach)
+	}
+	c := &Cluster{}
+	for i := 0; i < primaries*(1+replicasEach); i++ {
+		c.Nodes = append(c.Nodes, startClusterNode(t, opts))
+	}
+	c.Primaries, c.Replicas = c.Nodes[:primaries], c.Nodes[primaries:]
+	t.Cleanup(func() {
+		if c.client != nil {
+			c.client.Close()
+		}
+	})
+
+	for i, s := range c.Nodes {
+		mustOK(t, s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1))
+	}
+	for i, s := range c.Primaries {
+		first, last := i*Slots/primaries, (i+1)*Slots/primaries-1
+		mustOK(t, s, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(first), strconv.Itoa(last))
+	}
+	seed := c.Nodes[0]
+	for _, s := range c.Nodes[1:] {
+		mustOK(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed)))
+	}
+	waitFor(t, "every node to know every other", func() error {
+		for _, s := range c.Nodes {
+			if n := s.ClusterInfo("cluster_known_nodes"); n != strconv.Itoa(len(c.Nodes)) {
+				return fmt.Errorf("%s knows %s nodes", s.Addr, n)
+			}
+		}
+		return nil
+	})
+	for i, r := range c.Replicas {
+		primary := c.Primaries[i/max(replicasEach, 1)]
+		id := c.ID(t, primary)
+		waitFor(t, "a replica to accept its primary", func() error {
+			return r.Do("CLUSTER", "REPLICATE", id).Error()
+		})
+	}
+	for _, r := range c.Replicas {
+		waitFor(t, "replicas to sync", func() error {
+			if v := r.InfoField("replication", "master_link_status"); v != "up" {
+				return fmt.Errorf("%s master_link_status:%s", r.Addr, v)
+			}
+			return nil
+		})
+	}
+	c.Wait(t)
+	return c
+}
+
+// startClusterNode starts one node with its own directory, a free port and
+// a free cluster bus port (port+10000 may be taken or past 65535).
+func startClusterNode(t testing.TB, opts Options) *Server {
+	t.Helper()
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatalf("valkeytest: %v", err)
+		}
+		bus, err := FreePort()
+		if err != nil {
+			t.Fatalf("valkeytest: %v", err)
+		}
+		if bus == port {
+			continue
+		}
+		o := opts
+		o.Dir, o.Port = "", port
+		o.Config = append([]string{
+			"cluster-enabled", "yes", "cluster-port", strconv.Itoa(bus),
+			"cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000",
+		}, opts.Config...)
+		s, err := Launch(o)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("valkeytest: cluster node: %v", lastErr)
+	return nil
+}
+
+// busPort returns the cluster bus port a node was started with.
+func busPort(s *Server) int {
+	for i := 0; i+1 < len(s.Opts.Config); i += 2 {
+		if s.Opts.Config[i] == "cluster-port" {
+			p, _ := strconv.Atoi(s.Opts.Config[i+1])
+			return p
+		}
+	}
+	return s.Port + 10000
+}
+
+// Client returns a valkey-go cluster client of c (no client-side cache),
+// made on first use and closed when the test ends. It follows MOVED and ASK.
+func (c *Cluster) Client() valkey.Client {
+	if c.client == nil {
+		addrs := make([]string, len(c.Primaries))
+		for i, s := range c.Primaries {
+			addrs[i] = s.Addr
+		}
+		cl, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs, DisableCache: true})
+		if err != nil {
+			panic(fmt.Sprintf("valkeytest: cluster client of %v: %v", addrs, err))
+		}
+		c.client = cl
+	}
+	return c.client
+}
+
+// ID returns a node's cluster node id.
+func (c *Cluster) ID(t testing.TB, s *Server) string {
+	t.Helper()
+	id, err := s.Do("CLUSTER", "MYID").ToString()
+	if err != nil {
+		t.Fatalf("valkeytest: CLUSTER MYID of %s: %v", s.Addr, err)
+	}
+	return id
+}
+
+// Slot returns the hash slot of key, as the server computes it.
+func (c *Cluster) Slot(t testing.TB, key string) int {
+	t.Helper()
+	n, err := c.Nodes[0].Do("CLUSTER", "KEYSLOT", key).AsInt64()
+	if err != nil {
+		t.Fatalf("valkeytest: CLUSTER KEYSLOT %q: %v", key, err)
+	}
+	return int(n)
+}
+
+// Owner returns the primary that serves slot, as the first node sees it.
+func (c *Cluster) Owner(t testing.TB, slot int) *Server {
+	t.Helper()
+	m, err := slotMap(c.Nodes[0])
+	if err != nil {
+		t.Fatalf("valkeytest: %v", err)
+	}
+	for _, r := range m {
+		if r.first <= slot && slot <= r.last {
+			for _, s := range c.Primaries {
+				if s.Port == r.port {
+					return s
+				}
+			}
+		}
+	}
+	t.Fatalf("valkeytest: no primary serves slot %d", slot)
+	return nil
+}
+
+// Wait waits until every node reports cluster_state:ok, sees every primary
+// and replica in its role, and agrees with the others on who serves which
+// slot — after StartCluster, or after the test moved a slot.
+func (c *Cluster) Wait(t testing.TB) {
+	t.Helper()
+	waitFor(t, "the cluster to agree", func() error {
+		var first string
+		for i, s := range c.Nodes {
+			if v := s.ClusterInfo("cluster_state"); v != "ok" {
+				return fmt.Errorf("%s cluster_state:%s", s.Addr, v)
+			}
+			if err := c.checkRoles(s); err != nil {
+				return err
+			}
+			m, err := slotMap(s)
+			if err != nil {
+				return err
+			}
+			if sig := fmt.Sprint(m); i == 0 {
+				first = sig
+			} else if sig != first {
+				return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr, sig, c.Nodes[0].Addr, first)
+			}
+		}
+		return nil
+	})
+}
+
+// checkRoles checks that s sees each node of c, settled, in its role.
+func (c *Cluster) checkRoles(s *Server) error {
+	nodes, err := s.Do("CLUSTER", "NODES").ToString()
+	if err != nil {
+		return err
+	}
+	var primaries, replicas int
+	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		flags := f[2]
+		if strings.Contains(flags, "handshake") || strings.Contains(flags, "fail") || strings.Contains(flags, "noaddr") {
+			return fmt.Errorf("%s sees %s", s.Addr, line)
+		}
+		switch {
+		case strings.Contains(flags, "master"):
+			primaries++
+		case strings.Contains(flags, "slave"):
+			replicas++
+		}
+	}
+	if primaries != len(c.Primaries) || replicas != len(c.Replicas) {
+		return fmt.Errorf("%s sees %d primaries and %d replicas", s.Addr, primaries, replicas)
+	}
+	return nil
+}
+
+// slotRange is a range of slots and the port of the primary serving it.
+type slotRange struct{ first, last, port int }
+
+func (r slotRange) String() string { return fmt.Sprintf("%d-%d@%d", r.first, r.last, r.port) }
+
+// slotMap returns the slot ranges s knows, in slot order.
+func slotMap(s *Server) ([]slotRange, error) {
+	rows, err := s.Do("CLUSTER", "SLOTS").ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SLOTS of %s: %w", s.Addr, err)
+	}
+	var out []slotRange
+	for _, row := range rows {
+		f, err := row.ToArray()
+		if err != nil || len(f) < 3 {
+			return nil, fmt.Errorf("CLUSTER SLOTS of %s: row %v", s.Addr, row)
+		}
+		first, _ := f[0].AsInt64()
+		last, _ := f[1].AsInt64()
+		node, _ := f[2].ToArray()
+		if len(node) < 2 {
+			return nil, fmt.Errorf("CLUSTER SLOTS of %s: row %v", s.Addr, row)
+		}
+		port, _ := node[1].AsInt64()
+		out = append(out, slotRange{int(first), int(last), int(port)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].first < out[j].first })
+	return out, nil
+}
+
+// ClusterInfo returns one field of CLUSTER INFO, or "" if absent.
+func (s *Server) ClusterInfo(field string) string {
+	text, _ := s.Do("CLUSTER", "INFO").ToString()
+	// RESP3 answers a verbatim string, whose format prefix valkey-go keeps.
+	for _, line := range strings.Split(strings.TrimPrefix(text, "txt:"), "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// mustOK sends a command that must answer OK.
+func mustOK(t testing.TB, s *Server, args ...string) {
+	t.Helper()
+	if err := s.Do(args...).Error(); err != nil {
+		t.Fatalf("valkeytest: %s on %s: %v", strings.Join(args, " "), s.Addr, err)
+	}
+}
+
+// waitFor retries check until it returns nil, failing t after 30 seconds.
+func waitFor(t testing.TB, what string, check func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("valkeytest: waiting for %s: %v", what, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
