@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/valkey-io/valkey-go"
+)
+
+// Cap is a capability token of EMQ.CAPS: a verb a node serves natively.
+type Cap string
+
+// The capability tokens, one per verb.
+const (
+	CapEnqueue      Cap = "enqueue"
+	CapAppend       Cap = "append"
+	CapPublish      Cap = "publish"
+	CapFailuresIncr Cap = "failures.incr"
+)
+
+// DefaultRecheck is how long a node's EMQ.CAPS answer is trusted when no
+// [WithRecheck] option says otherwise.
+const DefaultRecheck = time.Minute
+
+// Client calls the EMQ verbs through a valkey-go client: natively on nodes
+// whose EMQ.CAPS lists the verb, and through the seed's compositions on
+// nodes that do not serve it. It is safe for concurrent use.
+type Client struct {
+	vk       valkey.Client
+	nodes    *nodes
+	admit    *valkey.Lua
+	failures *valkey.Lua
+}
+
+// Option configures a [Client].
+type Option func(*Client)
+
+// WithRecheck sets how long a node's capabilities and, in a cluster, the
+// slot map are trusted before they are asked again; 0 trusts them until a
+// node answers a native verb with "unknown command".
+func WithRecheck(d time.Duration) Option {
+	return func(c *Client) { c.nodes.recheck = d }
+}
+
+// New returns a Client over vk, a standalone, sentinel or cluster client.
+// It asks nothing of the server until the first verb.
+func New(vk valkey.Client, opts ...Option) *Client {
+	c := &Client{
+		vk:       vk,
+		nodes:    newNodes(vk, DefaultRecheck),
+		admit:    valkey.NewLuaScript(AdmitScript),
+		failures: valkey.NewLuaScript(FailuresIncrScript),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Native reports whether the node serving the queue or topic name serves
+// the verb of cp natively. When it does not, the verb falls back to the
+// composition of built-ins, which is not atomic (see the package docs).
+func (c *Client) Native(ctx context.Context, cp Cap, name string) (bool, error) {
+	if err := checkName(name, "name"); err != nil {
+		return false, err
+	}
+	cmd := c.vk.B().Arbitrary("EMQ.CAPS").Keys("{" + name + "}").Build()
+	return c.nodes.serves(ctx, slotOf(cmd), cp)
+}
+
+// call runs one verb: cmd on a node that serves cp, fallback elsewhere. A
+// node that answers cmd with "unknown command" did not run it, so the
+// fallback runs instead and the node is asked again on the next call.
+func call[T any](ctx context.Context, c *Client, cp Cap, cmd valkey.Completed,
+	reply func(valkey.ValkeyResult) (T, error), fallback func() (T, error)) (T, error) {
+	slot := slotOf(cmd)
+	native, err := c.nodes.serves(ctx, slot, cp)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if native {
+		r := c.vk.Do(ctx, cmd)
+		if !unknownCommand(r.Error()) {
+			return reply(r)
+		}
+		c.nodes.forget(slot)
+	}
+	return fallback()
+}
+
+// slotOf is the cluster slot of a command built with its keys.
+func slotOf(cmd valkey.Completed) uint16 { return cmd.Slot() & (slots - 1) }
+
+// unknownCommand reports whether err is the server's reply to a command it
+// does not have: a node without the module. valkey-go drops the "ERR " of
+// "ERR unknown command …".
+func unknownCommand(err error) bool {
+	verr, ok := valkey.IsValkeyErr(err)
+	return ok && strings.HasPrefix(verr.Error(), "unknown command")
+}
+
+// refusal turns an error reply whose first word is a refusal code (SPEC §4)
+// into a *errors.Refusal, so errors.Is(err, errors.Kind) works; other errors
+// are returned unchanged.
+func refusal(err error) error {
+	verr, ok := valkey.IsValkeyErr(err)
+	if !ok {
+		return err
+	}
+	word, msg, _ := strings.Cut(verr.Error(), " ")
+	code, ok := emqerrors.ParseCode(word)
+	if !ok || code == emqerrors.Internal { // an ERR reply is not a refusal
+		return err
+	}
+	return &emqerrors.Refusal{Code: code, Msg: withoutScript(msg)}
+}
+
+// withoutScript drops what the server appends to a script's error:
+// " script: <sha>, on @user_script:<line>.".
+func withoutScript(msg string) string {
+	if i := strings.Index(msg, " script: "); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// validID reports whether id is a well-formed id of namespace ns: what the
+// module's parser accepts, asked of the parser itself.
+func validID(id ids.ID, ns ids.Namespace) bool {
+	var buf [ids.Len]byte
+	_, ok := ids.Parse(ns, id.Append(buf[:0]))
+	return ok
+}
