@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -64,6 +66,12 @@ func integer(t *testing.T, s *valkeytest.Server, args ...string) int64 {
 	n, err := s.Do(args...).AsInt64()
 	require.NoError(t, err, "%v", args)
 	return n
+}
+
+// sha1hex is the SHA1 digest a script is cached under.
+func sha1hex(script string) string {
+	sum := sha1.Sum([]byte(script))
+	return hex.EncodeToString(sum[:])
 }
 
 // entry is one stream entry as XRANGE shows it, fields in order.
@@ -251,6 +259,208 @@ func TestVerbs(t *testing.T) {
 			for i, tc := range tests {
 				t.Run(tc.name, func(t *testing.T) { tc.run(t, n, fmt.Sprintf("t%d", i)) })
 			}
+		})
+	}
+}
+
+// TestRefusalsBeforeSending: what the client can check itself it refuses
+// with the code the module would answer, on either node, writing nothing.
+func TestRefusalsBeforeSending(t *testing.T) {
+	m, err := ids.NewMinter(2)
+	require.NoError(t, err)
+	evt, msg, sub, job := m.Mint(ids.Evt), m.Mint(ids.Msg), m.Mint(ids.Sub), m.Mint(ids.Job)
+	one := func(id ids.ID) []Entry { return []Entry{{ID: id, Fields: fields("f", "v")}} }
+	tooHigh := ids.ID{NS: ids.Evt, Value: 1 << 63}
+	tests := []struct {
+		name string
+		code emqerrors.Code
+		call func(c *Client) error
+	}{
+		{"a queue name with a brace is a layout refusal", emqerrors.Layout, func(c *Client) error {
+			_, err := c.Enqueue(ctx(t), "a}b", job, nil)
+			return err
+		}},
+		{"an empty queue name is a layout refusal", emqerrors.Layout, func(c *Client) error {
+			_, err := c.Enqueue(ctx(t), "", job, nil)
+			return err
+		}},
+		{"a stream name with a colon is a layout refusal", emqerrors.Layout, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "a:b", one(evt))
+			return err
+		}},
+		{"a topic name with NUL is a layout refusal", emqerrors.Layout, func(c *Client) error {
+			_, err := c.Publish(ctx(t), "t\x00", Envelope{ID: evt, Msg: msg})
+			return err
+		}},
+		{"an empty batch is a shape refusal", emqerrors.Shape, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", nil)
+			return err
+		}},
+		{"an entry without fields is a shape refusal", emqerrors.Shape, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", []Entry{{ID: evt}})
+			return err
+		}},
+		{"an empty field name is a shape refusal", emqerrors.Shape, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", []Entry{{ID: evt, Fields: fields("", "v")}})
+			return err
+		}},
+		{"the field name id is reserved", emqerrors.Shape, func(c *Client) error {
+			_, err := c.Publish(ctx(t), "t", Envelope{ID: evt, Msg: msg, Fields: fields("id", "v")})
+			return err
+		}},
+		{"a shape refusal comes before a bad name", emqerrors.Shape, func(c *Client) error {
+			_, err := c.Append(ctx(t), "{", "s", nil)
+			return err
+		}},
+		{"an entry under a MSG id is a kind refusal", emqerrors.Kind, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", one(msg))
+			return err
+		}},
+		{"an id with the top bit set is a kind refusal", emqerrors.Kind, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", one(tooHigh))
+			return err
+		}},
+		{"the zero id is a kind refusal", emqerrors.Kind, func(c *Client) error {
+			_, err := c.Enqueue(ctx(t), "q", ids.ID{}, nil)
+			return err
+		}},
+		{"a batch that does not increase is an order refusal", emqerrors.Order, func(c *Client) error {
+			_, err := c.Append(ctx(t), "t", "s", append(one(evt), one(evt)...))
+			return err
+		}},
+		{"an envelope's msg must be a MSG id", emqerrors.Envelope, func(c *Client) error {
+			_, err := c.Publish(ctx(t), "t", Envelope{ID: evt, Msg: sub})
+			return err
+		}},
+		{"an envelope holds payload once", emqerrors.Envelope, func(c *Client) error {
+			_, err := c.Publish(ctx(t), "t", Envelope{ID: evt, Msg: msg, Fields: fields("payload", "again")})
+			return err
+		}},
+		{"a publish under a JOB id is a kind refusal before the envelope", emqerrors.Kind, func(c *Client) error {
+			_, err := c.Publish(ctx(t), "t", Envelope{ID: job, Msg: sub})
+			return err
+		}},
+		{"a TTL that is not positive is a shape refusal", emqerrors.Shape, func(c *Client) error {
+			_, err := c.FailuresIncr(ctx(t), "t", sub, msg, 0)
+			return err
+		}},
+		{"failures of a subscriber that is not a SUB id are a kind refusal", emqerrors.Kind, func(c *Client) error {
+			_, err := c.FailuresIncr(ctx(t), "t", msg, msg, time.Second)
+			return err
+		}},
+		{"failures of a message that is not a MSG id are a kind refusal", emqerrors.Kind, func(c *Client) error {
+			_, err := c.FailuresIncr(ctx(t), "t", sub, sub, time.Second)
+			return err
+		}},
+	}
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			for _, tc := range tests {
+				t.Run(tc.name, func(t *testing.T) {
+					requireRefusal(t, tc.call(n.c), tc.code)
+					assert.Zero(t, integer(t, n.s, "DBSIZE"), "a refusal writes nothing")
+				})
+			}
+		})
+	}
+}
+
+// TestVerbsRunNativelyWhereServed: on the module's node every verb is the
+// native one (the module counts it); on a plain node the client runs the
+// seed's scripts and XADD.
+func TestVerbsRunNativelyWhereServed(t *testing.T) {
+	m, err := ids.NewMinter(3)
+	require.NoError(t, err)
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			for _, cp := range []Cap{CapEnqueue, CapAppend, CapPublish, CapFailuresIncr} {
+				native, err := n.c.Native(ctx(t), cp, "q")
+				require.NoError(t, err)
+				assert.Equal(t, n.native, native, "%s", cp)
+			}
+			_, err := n.c.Enqueue(ctx(t), "q", m.Mint(ids.Job), nil)
+			require.NoError(t, err)
+			_, err = n.c.Append(ctx(t), "t", "s", []Entry{{ID: m.Mint(ids.Evt), Fields: fields("f", "v")}})
+			require.NoError(t, err)
+			_, err = n.c.Publish(ctx(t), "t", Envelope{ID: m.Mint(ids.Evt), Msg: m.Mint(ids.Msg)})
+			require.NoError(t, err)
+			_, err = n.c.FailuresIncr(ctx(t), "t", m.Mint(ids.Sub), m.Mint(ids.Msg), time.Second)
+			require.NoError(t, err)
+			if n.native {
+				for _, verb := range []string{"enqueue", "append", "publish", "failures_incr"} {
+					assert.Equal(t, "1", n.s.InfoField("emq", "emq_calls_"+verb), verb)
+				}
+				return
+			}
+			scripts, err := n.s.Do("SCRIPT", "EXISTS", sha1hex(AdmitScript), sha1hex(FailuresIncrScript)).AsIntSlice()
+			require.NoError(t, err)
+			assert.Equal(t, []int64{1, 1}, scripts, "the fallback ran the seed's scripts")
+		})
+	}
+}
+
+// TestUnknownCommandFallsBackAndAsksAgain: a node believed to serve the
+// verbs that answers "unknown command" gets the fallback for that call and
+// is asked EMQ.CAPS again.
+func TestUnknownCommandFallsBackAndAsksAgain(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	c := New(s.Client())
+	all := map[Cap]bool{CapEnqueue: true, CapAppend: true, CapPublish: true, CapFailuresIncr: true}
+	c.nodes.caps[""] = nodeCaps{tokens: all, at: time.Now()}
+
+	m, err := ids.NewMinter(4)
+	require.NoError(t, err)
+	ok, err := c.Enqueue(ctx(t), "q", m.Mint(ids.Job), []byte("p"))
+	require.NoError(t, err)
+	assert.True(t, ok, "the fallback admitted the job")
+	assert.NotContains(t, c.nodes.caps, "", "the stale answer is forgotten")
+
+	native, err := c.Native(ctx(t), CapEnqueue, "q")
+	require.NoError(t, err)
+	assert.False(t, native, "asked again, the node serves nothing")
+}
+
+// TestNodeThatLoadsTheModuleIsUsedNativelyAfterRecheck: the answer of
+// EMQ.CAPS is trusted for the recheck interval, then asked again.
+func TestNodeThatLoadsTheModuleIsUsedNativelyAfterRecheck(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	const recheck = 50 * time.Millisecond
+	c := New(s.Client(), WithRecheck(recheck))
+	native, err := c.Native(ctx(t), CapEnqueue, "q")
+	require.NoError(t, err)
+	require.False(t, native)
+
+	so, err := valkeytest.ModulePath()
+	require.NoError(t, err)
+	must(t, s, "MODULE", "LOAD", so)
+	time.Sleep(2 * recheck)
+
+	m, err := ids.NewMinter(5)
+	require.NoError(t, err)
+	_, err = c.Enqueue(ctx(t), "q", m.Mint(ids.Job), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "1", s.InfoField("emq", "emq_calls_enqueue"))
+}
+
+// TestScriptAndVerbRefuseANonJobIDAlike: the seed's admission script and
+// EMQ.ENQUEUE give the same reply text to an id that is not a JOB id, the
+// text clients match on.
+func TestScriptAndVerbRefuseANonJobIDAlike(t *testing.T) {
+	m, err := ids.NewMinter(6)
+	require.NoError(t, err)
+	id := m.Mint(ids.Msg).String()
+	job, pending := keys.Job("q", id), keys.Pending("q")
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			var err error
+			if n.native {
+				err = n.s.Do("EMQ.ENQUEUE", "2", job, pending, id, "p").Error()
+			} else {
+				err = n.s.Do("EVAL", AdmitScript, "2", job, pending, id, "p").Error()
+			}
+			requireRefusal(t, refusal(err), emqerrors.Kind)
+			assert.EqualError(t, refusal(err), "EMQKIND job id must be JOB-namespaced")
+			assert.Zero(t, integer(t, n.s, "DBSIZE"))
 		})
 	}
 }
