@@ -64,13 +64,12 @@ static struct {
     const char *(*StringPtrLen)(const ValkeyModuleString *, size_t *);
     int (*StringToLongLong)(const ValkeyModuleString *, long long *);
     ValkeyModuleString *(*CreateString)(ValkeyModuleCtx *, const char *, size_t);
-    ValkeyModuleString *(*CreateStringFromLongLong)(ValkeyModuleCtx *, long long);
     void (*FreeString)(ValkeyModuleCtx *, ValkeyModuleString *);
     ValkeyModuleKey *(*OpenKey)(ValkeyModuleCtx *, ValkeyModuleString *, int);
     void (*CloseKey)(ValkeyModuleKey *);
     int (*KeyType)(ValkeyModuleKey *);
     char *(*StringDMA)(ValkeyModuleKey *, size_t *, int);
-    int (*StringSet)(ValkeyModuleKey *, ValkeyModuleString *);
+    int (*StringTruncate)(ValkeyModuleKey *, size_t);
     int (*SetAbsExpire)(ValkeyModuleKey *, long long);
     int (*HashSet)(ValkeyModuleKey *, int, ...);
     int (*ZsetAdd)(ValkeyModuleKey *, double, ValkeyModuleString *, int *);
@@ -123,13 +122,12 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(StringPtrLen);
     FETCH(StringToLongLong);
     FETCH(CreateString);
-    FETCH(CreateStringFromLongLong);
     FETCH(FreeString);
     FETCH(OpenKey);
     FETCH(CloseKey);
     FETCH(KeyType);
     FETCH(StringDMA);
-    FETCH(StringSet);
+    FETCH(StringTruncate);
     FETCH(SetAbsExpire);
     FETCH(HashSet);
     FETCH(ZsetAdd);
@@ -346,13 +344,17 @@ static int xadd(emq_call *c, const emq_op *op) {
     return err;
 }
 
+// setpxat stores the count in place — the key keeps its slot in the keyspace,
+// and the next read finds plain bytes — then sets the absolute expiry.
 static void setpxat(emq_call *c, const emq_op *op) {
     ValkeyModuleKey *key = c->keys[op->key];
-    ValkeyModuleString *count = api.CreateStringFromLongLong(c->ctx, op->count);
-    api.StringSet(key, count);
+    char digits[24];
+    int n = snprintf(digits, sizeof(digits), "%lld", op->count);
+    size_t len;
+    api.StringTruncate(key, (size_t)n);
+    memcpy(api.StringDMA(key, &len, OPEN_WRITE), digits, (size_t)n);
     api.SetAbsExpire(key, op->at_ms);
-    api.Replicate(c->ctx, "SET", "sscl", keyname(c, op->key), count, "PXAT", op->at_ms);
-    api.FreeString(c->ctx, count);
+    api.Replicate(c->ctx, "SET", "sbcl", keyname(c, op->key), digits, (size_t)n, "PXAT", op->at_ms);
     api.NotifyKeyspaceEvent(c->ctx, NOTIFY_STRING, "incrby", keyname(c, op->key));
     api.NotifyKeyspaceEvent(c->ctx, NOTIFY_GENERIC, "expire", keyname(c, op->key));
 }
