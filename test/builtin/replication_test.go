@@ -1,0 +1,80 @@
+package builtin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// workloadRounds is how many rounds of every verb the data suites run.
+func workloadRounds() int {
+	if soak() {
+		return 2000
+	}
+	return 60
+}
+
+func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	live := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	w := newWorkload(t, p.Client(), "repl", 7)
+	require.True(t, w.run(t, workloadRounds()))
+	late := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	valkeytest.WaitReplicated(t, p, live)
+	valkeytest.WaitReplicated(t, p, late)
+	want := digest(t, p)
+	require.NotEqual(t, strings.Repeat("0", 40), want, "the workload wrote nothing")
+
+	for _, rr := range []struct {
+		name string
+		r    *valkeytest.Server
+	}{{"a replica linked before the writes", live}, {"a replica linked after them", late}} {
+		name, r := rr.name, rr.r
+		t.Run(name+" holds the primary's data", func(t *testing.T) {
+			assert.Equal(t, want, digest(t, r))
+			assert.Equal(t, num(t, p, "DBSIZE"), num(t, r, "DBSIZE"))
+		})
+		t.Run(name+" holds what the verbs replied", func(t *testing.T) {
+			onReplica := *w
+			onReplica.cl = r.Client()
+			onReplica.verify(t)
+		})
+		t.Run(name+" has the primary's TTLs within a second", func(t *testing.T) {
+			for _, k := range w.failureKeys() {
+				pt, rt := num(t, p, "PTTL", k), num(t, r, "PTTL", k)
+				assert.Greater(t, pt, int64(60000), k)
+				assert.InDelta(t, pt, rt, 1000, k)
+			}
+		})
+		t.Run(name+" logs no error", func(t *testing.T) {
+			assert.Empty(t, warningLines(r.Log()))
+		})
+	}
+
+	t.Run("the live replica ran only built-ins", func(t *testing.T) {
+		stats := commandStats(t, live)
+		for _, c := range []string{"hset", "zadd", "xadd", "set", "multi", "exec"} {
+			assert.Contains(t, stats, c)
+		}
+		for _, c := range stats {
+			assert.NotContains(t, c, "emq")
+		}
+	})
+}
+
+// commandStats returns the commands INFO commandstats counts on s, as the
+// lowercase names after cmdstat_.
+func commandStats(t *testing.T, s *valkeytest.Server) []string {
+	t.Helper()
+	var out []string
+	for _, line := range strings.Split(str(t, s, "INFO", "commandstats"), "\r\n") {
+		if name, ok := strings.CutPrefix(line, "cmdstat_"); ok {
+			out = append(out, name[:strings.IndexByte(name, ':')])
+		}
+	}
+	return out
+}
