@@ -67,18 +67,28 @@ func Parse(ns Namespace, b []byte) (ID, bool) {
 // parseHex reads exactly 16 lowercase hex digits.
 func parseHex(b []byte) (uint64, bool) {
 	var v uint64
-	for _, c := range b {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | uint64(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | uint64(c-'a'+10)
-		default:
-			return 0, false
-		}
+	bad := byte(0)
+	for _, c := range b[:16] {
+		d := hexValue[c]
+		bad |= d
+		v = v<<4 | uint64(d&0xf)
 	}
-	return v, true
+	return v, bad&notHex == 0
 }
+
+// notHex marks the bytes that are not lowercase hex digits in hexValue.
+const notHex = 0x80
+
+// hexValue maps a lowercase hex digit to its value and anything else to notHex.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = notHex
+	}
+	for i, c := range []byte(hexDigits) {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 // New returns the id of namespace ns for the snowflake fields ms (since the
 // EMQ epoch), node and seq. It reports false when a field is out of range.

@@ -32,7 +32,7 @@ func ValidStreamName(b []byte) bool {
 // split reads emq:{<name>}:<kind> and returns the name and what follows the
 // kind. ok is false when the key does not start that way.
 func split(key []byte, kind string) (name, rest []byte, ok bool) {
-	if !bytes.HasPrefix(key, []byte(prefix)) {
+	if len(key) < len(prefix) || string(key[:len(prefix)]) != prefix {
 		return nil, nil, false
 	}
 	key = key[len(prefix):]
@@ -41,7 +41,7 @@ func split(key []byte, kind string) (name, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	name, key = key[:end], key[end+1:]
-	if !bytes.HasPrefix(key, []byte(":")) || !bytes.HasPrefix(key[1:], []byte(kind)) {
+	if len(key) < 1+len(kind) || key[0] != ':' || string(key[1:1+len(kind)]) != kind {
 		return nil, nil, false
 	}
 	return name, key[1+len(kind):], true
