@@ -11,9 +11,9 @@ import (
 	"github.com/echomq/emq/internal/valkeytest"
 )
 
-// client returns a valkey-go client of s of its own, so that it can block
+// connect returns a valkey-go client of s of its own, so that it can block
 // or hold a WATCH while s.Do goes on.
-func client(t *testing.T, s *valkeytest.Server) valkey.Client {
+func connect(t *testing.T, s *valkeytest.Server) valkey.Client {
 	t.Helper()
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
 	require.NoError(t, err)
@@ -25,7 +25,7 @@ func client(t *testing.T, s *valkeytest.Server) valkey.Client {
 // the server counts it blocked, and returns where its reply will arrive.
 func blocked(t *testing.T, s *valkeytest.Server, args ...string) <-chan valkey.ValkeyResult {
 	t.Helper()
-	c := client(t, s)
+	c := connect(t, s)
 	out := make(chan valkey.ValkeyResult, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -163,7 +163,7 @@ func TestWatch(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			w := client(t, s)
+			w := connect(t, s)
 			err := w.Dedicated(func(d valkey.DedicatedClient) error {
 				require.NoError(t, d.Do(ctx, d.B().Watch().Key(c.watch).Build()).Error())
 				callErr := s.Do(c.call...).Error() // from another connection
