@@ -151,6 +151,17 @@ func snapshot(t *testing.T, s *valkeytest.Server) dbState {
 	return st
 }
 
+// withoutDumps returns st without its keys' DUMP payloads, for comparing
+// two servers: their digests compare the values.
+func withoutDumps(st dbState) dbState {
+	keys := make(map[string]keyState, len(st.Keys))
+	for k, ks := range st.Keys {
+		ks.Dump = ""
+		keys[k] = ks
+	}
+	return dbState{Digest: st.Digest, Keys: keys}
+}
+
 // refuse sends args and requires the refusal want — its whole text, or its
 // start when want ends in "…" — and that the call changed nothing at all.
 func refuse(t *testing.T, s *valkeytest.Server, want string, args ...string) {
