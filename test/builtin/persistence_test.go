@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -88,11 +87,7 @@ func TestSavePointsSeeVerbWrites(t *testing.T) {
 	m, err := ids.NewMinter(2)
 	require.NoError(t, err)
 	calls, _ := oneOfEach(m, "save")
-	changes := func() int64 {
-		n, err := strconv.ParseInt(s.InfoField("persistence", "rdb_changes_since_last_save"), 10, 64)
-		require.NoError(t, err)
-		return n
-	}
+	changes := func() int64 { return infoInt(t, s, "persistence", "rdb_changes_since_last_save") }
 
 	t.Run("every accepted verb counts as a change", func(t *testing.T) {
 		for _, c := range calls {
