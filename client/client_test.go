@@ -464,3 +464,28 @@ func TestScriptAndVerbRefuseANonJobIDAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentCallers: one Client serves many goroutines, on either node.
+func TestConcurrentCallers(t *testing.T) {
+	const goroutines, each = 8, 50
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			errs := make(chan error, goroutines)
+			for g := 0; g < goroutines; g++ {
+				go func() {
+					for i := 0; i < each; i++ {
+						if _, err := n.c.Enqueue(ctx(t), "q", n.m.Mint(ids.Job), nil); err != nil {
+							errs <- err
+							return
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for g := 0; g < goroutines; g++ {
+				require.NoError(t, <-errs)
+			}
+			assert.Equal(t, int64(goroutines*each), integer(t, n.s, "ZCARD", keys.Pending("q")))
+		})
+	}
+}

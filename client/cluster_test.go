@@ -1,0 +1,139 @@
+package client
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// namesByOwner returns, for each primary of c, a queue name whose slot it
+// serves.
+func namesByOwner(t *testing.T, c *valkeytest.Cluster) map[*valkeytest.Server]string {
+	t.Helper()
+	out := map[*valkeytest.Server]string{}
+	for i := 0; len(out) < len(c.Primaries); i++ {
+		name := fmt.Sprintf("q%d", i)
+		owner := c.Owner(t, c.Slot(t, keys.Pending(name)))
+		if _, ok := out[owner]; !ok {
+			out[owner] = name
+		}
+	}
+	return out
+}
+
+// everyVerb calls each verb once on name and checks that its writes live on
+// owner.
+func everyVerb(t *testing.T, c *Client, m *ids.Minter, owner *valkeytest.Server, name string) {
+	t.Helper()
+	job := m.Mint(ids.Job)
+	ok, err := c.Enqueue(ctx(t), name, job, []byte("p"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = c.Append(ctx(t), name, "s", []Entry{{ID: m.Mint(ids.Evt), Fields: fields("f", "v")}})
+	require.NoError(t, err)
+	_, err = c.Publish(ctx(t), name, Envelope{ID: m.Mint(ids.Evt), Msg: m.Mint(ids.Msg), Payload: []byte("p")})
+	require.NoError(t, err)
+	sub, msg := m.Mint(ids.Sub), m.Mint(ids.Msg)
+	n, err := c.FailuresIncr(ctx(t), name, sub, msg, time.Second)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	for _, key := range []string{keys.Job(name, job.String()), keys.Pending(name), keys.Stream(name, "s"),
+		keys.Stream(name, "msgs"), keys.Fail(name, sub.String(), msg.String())} {
+		assert.Equal(t, int64(1), integer(t, owner, "EXISTS", key), "%s lives on %s", key, owner.Addr)
+	}
+}
+
+// TestClusterDecidesPerNode: a cluster client routes every verb to the
+// node serving its name, runs it natively on nodes with the module, and
+// falls back on a node without it — after a slot moves there, too.
+func TestClusterDecidesPerNode(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	c := New(cl.Client())
+	m, err := ids.NewMinter(8)
+	require.NoError(t, err)
+	names := namesByOwner(t, cl)
+
+	t.Run("every primary serves its names natively", func(t *testing.T) {
+		for owner, name := range names {
+			before := owner.InfoField("emq", "emq_calls_enqueue")
+			everyVerb(t, c, m, owner, name)
+			assert.NotEqual(t, before, owner.InfoField("emq", "emq_calls_enqueue"), "%s ran EMQ.ENQUEUE", owner.Addr)
+		}
+	})
+
+	plain := joinWithoutModule(t, cl)
+	moved := "moved"
+	slot := cl.Slot(t, keys.Pending(moved))
+	native, err := c.Native(ctx(t), CapEnqueue, moved)
+	require.NoError(t, err)
+	require.True(t, native, "before the move a primary with the module serves %q", moved)
+	moveEmptySlot(t, cl, slot, plain)
+
+	t.Run("a slot moved to a node without the module falls back", func(t *testing.T) {
+		everyVerb(t, c, m, plain, moved)
+		native, err := c.Native(ctx(t), CapEnqueue, moved)
+		require.NoError(t, err)
+		assert.False(t, native)
+		assert.Empty(t, c.nodes.caps[plain.Addr].tokens, "the node's answer is remembered by its address")
+		assert.Contains(t, c.nodes.caps, plain.Addr)
+	})
+
+	t.Run("the other nodes stay native", func(t *testing.T) {
+		for owner, name := range names {
+			native, err := c.Native(ctx(t), CapAppend, name)
+			require.NoError(t, err)
+			assert.True(t, native, "%s on %s", name, owner.Addr)
+			before := owner.InfoField("emq", "emq_calls_append")
+			everyVerb(t, c, m, owner, name)
+			assert.NotEqual(t, before, owner.InfoField("emq", "emq_calls_append"), "%s ran EMQ.APPEND", owner.Addr)
+		}
+	})
+}
+
+// joinWithoutModule starts a cluster node without the module, serving no
+// slot yet, and makes it a primary of cl.
+func joinWithoutModule(t *testing.T, cl *valkeytest.Cluster) *valkeytest.Server {
+	t.Helper()
+	bus, err := valkeytest.FreePort()
+	require.NoError(t, err)
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true, Config: []string{
+		"cluster-enabled", "yes", "cluster-port", strconv.Itoa(bus),
+		"cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000",
+	}})
+	seed := cl.Primaries[0]
+	must(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), clusterPort(t, seed))
+	cl.Nodes = append(cl.Nodes, s)
+	cl.Primaries = append(cl.Primaries, s)
+	cl.Wait(t)
+	return s
+}
+
+// clusterPort is a node's cluster bus port, as it reports it.
+func clusterPort(t *testing.T, s *valkeytest.Server) string {
+	t.Helper()
+	kv, err := s.Do("CONFIG", "GET", "cluster-port").AsStrMap()
+	require.NoError(t, err)
+	return kv["cluster-port"]
+}
+
+// moveEmptySlot hands an empty slot to node, the way a resharding tool
+// does once the keys are migrated, and waits until the cluster agrees.
+func moveEmptySlot(t *testing.T, cl *valkeytest.Cluster, slot int, node *valkeytest.Server) {
+	t.Helper()
+	from := cl.Owner(t, slot)
+	s := strconv.Itoa(slot)
+	must(t, node, "CLUSTER", "SETSLOT", s, "IMPORTING", cl.ID(t, from))
+	must(t, from, "CLUSTER", "SETSLOT", s, "MIGRATING", cl.ID(t, node))
+	for _, n := range []*valkeytest.Server{node, from} {
+		must(t, n, "CLUSTER", "SETSLOT", s, "NODE", cl.ID(t, node))
+	}
+	cl.Wait(t)
+	require.Same(t, node, cl.Owner(t, slot))
+}
