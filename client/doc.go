@@ -1,0 +1,83 @@
+// Package client calls the EMQ verbs from Go, over a valkey-go client, and
+// falls back to the compositions of built-in commands the verbs replace on
+// nodes that do not have the emq module loaded.
+//
+// # Usage
+//
+//	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+//	...
+//	c := client.New(vk)
+//	minter, _ := ids.NewMinter(node)
+//
+//	admitted, err := c.Enqueue(ctx, "orders", minter.Mint(ids.Job), payload)
+//	sids, err := c.Append(ctx, "audit", "events", []client.Entry{
+//		{ID: minter.Mint(ids.Evt), Fields: []client.Field{{Name: "kind", Value: "created"}}},
+//	})
+//	sid, err := c.Publish(ctx, "orders", client.Envelope{
+//		ID: minter.Mint(ids.Evt), Msg: minter.Mint(ids.Msg), Payload: payload,
+//	})
+//	failures, err := c.FailuresIncr(ctx, "orders", sub, msg, time.Minute)
+//
+// Keys follow the layouts of package [keys] and are declared as keys to
+// valkey-go, so a cluster client routes each call to the node serving its
+// queue or topic name.
+//
+// # Refusals
+//
+// A refusal is a [*errors.Refusal] (package github.com/echomq/emq/errors)
+// carrying the code of SPEC §4, so callers match with the standard library:
+//
+//	if errors.Is(err, emqerrors.Kind) { … }
+//
+// The client checks what it can before sending — names, id namespaces,
+// entry shapes, envelopes, the order within a batch — in the module's order
+// and with its codes, so those refusals are the same on every node and
+// nothing is written. Refusals only the server can decide (WRONGTYPE, a
+// stream's top, a stored count) come back from the server, parsed by their
+// first word.
+//
+// # Native or fallback, per node
+//
+// Before a verb's first call on a node the client asks that node EMQ.CAPS
+// and uses the verb natively when its token is listed. A node without the
+// module answers "unknown command"; there the client runs the seed's
+// composition:
+//
+//   - Enqueue: EVALSHA of [AdmitScript].
+//   - Append and Publish: one XADD per entry,
+//     XADD <key> <stream ID> id <EVT id> <field> <value> …
+//   - FailuresIncr: EVALSHA of [FailuresIncrScript], INCR then EXPIRE of the
+//     TTL rounded up to whole seconds.
+//
+// For valid input the results are the same: the same keys, values, stream
+// IDs, replies and refusal codes. The answer is remembered per node — one
+// entry for a standalone or sentinel client, one per node address for a
+// cluster client, which reads CLUSTER SLOTS (the map valkey-go routes by)
+// to learn which node serves a call's slot and asks that node through
+// valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
+// ([WithRecheck] changes it). When a node believed to serve a verb answers
+// it with "unknown command" — a failover to a node without the module, a
+// slot moved to one — the verb did not run, so the client runs the fallback
+// for that call and asks again on the next. [Client.Native] reports the
+// decision for a name.
+//
+// # What the fallback does not give
+//
+// The verbs validate everything, then write everything in one server turn;
+// the compositions do not:
+//
+//   - Append's batch is not atomic: its entries are separate XADDs, stopped
+//     at the first that fails. Another client's entries may land between
+//     them, and a failure after the first (a lost connection, a concurrent
+//     writer passing a later entry's ID) leaves the entries before it
+//     appended; Append returns their IDs with the error. The module's limit
+//     emq.append-max-entries is not applied.
+//   - Enqueue's script asks EXISTS, not the key's type: a job key holding
+//     another type is reported as a duplicate (false) rather than WRONGTYPE,
+//     and a pending key holding another type is refused with WRONGTYPE only
+//     after the job row is written.
+//   - An EMQORDER refusal of an entry not above the stream's top does not
+//     name the top.
+//   - Replicas and the AOF receive each of Append's XADDs on its own, not
+//     wrapped as one unit (a script's effects are wrapped).
+package client
