@@ -1,0 +1,322 @@
+// Package surface checks what a user discovers about the module from the
+// server itself — COMMAND INFO, COMMAND DOCS, COMMAND GETKEYS, INFO emq and
+// the emq.* configs — against the command table and the calls made.
+package surface
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/host"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/registry"
+)
+
+func strs(t *testing.T, m valkey.ValkeyMessage) []string {
+	t.Helper()
+	v, err := m.AsStrSlice()
+	require.NoError(t, err)
+	return v
+}
+
+// wantFlags is the flags COMMAND INFO shows for a row: the row's own, in the
+// server's spelling, plus what every module command with keys gets.
+func wantFlags(r registry.Row) []string {
+	var out []string
+	for _, f := range strings.Fields(r.Flags) {
+		out = append(out, strings.ReplaceAll(f, "-", ""))
+	}
+	out = append(out, "module")
+	if r.KeyFlags != 0 {
+		out = append(out, "movablekeys")
+	}
+	return out
+}
+
+func TestCommandInfoMatchesTheTable(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for _, r := range registry.Rows() {
+		t.Run(r.Name, func(t *testing.T) {
+			info, err := s.Do("COMMAND", "INFO", r.Name).ToArray()
+			require.NoError(t, err)
+			require.Len(t, info, 1)
+			fields, err := info[0].ToArray()
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, len(fields), 9)
+			name, _ := fields[0].ToString()
+			assert.Equal(t, strings.ToLower(r.Name), strings.ToLower(name))
+			arity, _ := fields[1].AsInt64()
+			assert.Equal(t, int64(r.Arity), arity, "arity")
+			assert.ElementsMatch(t, wantFlags(r), strs(t, fields[2]), "flags")
+			var acl []string
+			for _, c := range strings.Fields(r.ACL) {
+				acl = append(acl, "@"+c)
+			}
+			assert.ElementsMatch(t, acl, strs(t, fields[6]), "ACL categories")
+			specs, err := fields[8].ToArray()
+			require.NoError(t, err)
+			if r.KeyFlags == 0 {
+				assert.Empty(t, specs, "a verb without keys has no key spec")
+				return
+			}
+			require.Len(t, specs, 1, "one EVAL-style key spec")
+			spec, err := specs[0].AsMap()
+			require.NoError(t, err)
+			assert.ElementsMatch(t, keyFlagNames(r.KeyFlags), strs(t, spec["flags"]))
+			assert.Equal(t, "index", mustString(t, asMap(t, spec["begin_search"])["type"]))
+			assert.Equal(t, "keynum", mustString(t, asMap(t, spec["find_keys"])["type"]))
+		})
+	}
+}
+
+func keyFlagNames(f host.KeyFlags) []string {
+	names := map[host.KeyFlags]string{host.KeyRO: "RO", host.KeyRW: "RW", host.KeyAccess: "access",
+		host.KeyUpdate: "update", host.KeyInsert: "insert"}
+	var out []string
+	for bit, name := range names {
+		if f&bit != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func asMap(t *testing.T, m valkey.ValkeyMessage) map[string]valkey.ValkeyMessage {
+	t.Helper()
+	v, err := m.AsMap()
+	require.NoError(t, err)
+	return v
+}
+
+func mustString(t *testing.T, m valkey.ValkeyMessage) string {
+	t.Helper()
+	v, err := m.ToString()
+	require.NoError(t, err)
+	return v
+}
+
+func TestCommandDocsMatchTheTable(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for _, r := range registry.Rows() {
+		t.Run(r.Name, func(t *testing.T) {
+			docs, err := s.Do("COMMAND", "DOCS", r.Name).AsMap()
+			require.NoError(t, err)
+			require.Len(t, docs, 1)
+			var doc map[string]valkey.ValkeyMessage
+			for _, v := range docs {
+				doc, err = v.AsMap()
+				require.NoError(t, err)
+			}
+			assert.Equal(t, r.Summary, mustString(t, doc["summary"]))
+			assert.Equal(t, r.Since, mustString(t, doc["since"]))
+			assert.Equal(t, r.Complexity, mustString(t, doc["complexity"]))
+			assert.Equal(t, "emq", mustString(t, doc["module"]))
+			if len(r.Args) == 0 {
+				assert.NotContains(t, doc, "arguments")
+				return
+			}
+			assertArgs(t, r.Args, doc["arguments"])
+		})
+	}
+}
+
+var argTypes = map[host.ArgType]string{host.ArgString: "string", host.ArgInteger: "integer", host.ArgKey: "key", host.ArgBlock: "block"}
+
+func assertArgs(t *testing.T, want []host.ArgSpec, got valkey.ValkeyMessage) {
+	t.Helper()
+	args, err := got.ToArray()
+	require.NoError(t, err)
+	require.Len(t, args, len(want))
+	for i, w := range want {
+		a, err := args[i].AsMap()
+		require.NoError(t, err)
+		assert.Equal(t, strings.ToLower(w.Name), mustString(t, a["name"]))
+		assert.Equal(t, argTypes[w.Type], mustString(t, a["type"]), w.Name)
+		if w.Type == host.ArgKey {
+			ks := a["key_spec_index"]
+			n, err := ks.AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, int64(0), n, "%s refers to the key spec", w.Name)
+		}
+		if w.Multiple {
+			assert.Contains(t, strs(t, a["flags"]), "multiple", w.Name)
+		}
+		if len(w.Sub) > 0 {
+			assertArgs(t, w.Sub, a["arguments"])
+		}
+	}
+}
+
+func TestGetKeys(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	cases := []struct {
+		name string
+		cmd  []string
+		keys []string
+	}{
+		{"enqueue names its two keys", []string{"EMQ.ENQUEUE", "2", "emq:{q}:job:JOB0018f2a4c1e00001", "emq:{q}:pending", "JOB0018f2a4c1e00001", "p"},
+			[]string{"emq:{q}:job:JOB0018f2a4c1e00001", "emq:{q}:pending"}},
+		{"append names its stream", []string{"EMQ.APPEND", "1", "emq:{t}:stream:s", "1", "EVT0018f2a4c1e00001", "1", "a", "b"},
+			[]string{"emq:{t}:stream:s"}},
+		{"publish names its stream", []string{"EMQ.PUBLISH", "1", "emq:{t}:stream:msgs", "1", "EVT0018f2a4c1e00001", "1", "a", "b"},
+			[]string{"emq:{t}:stream:msgs"}},
+		{"failures.incr names its counter", []string{"EMQ.FAILURES.INCR", "1", "emq:{t}:fail:SUB0018f2a4c1e00001:MSG0018f2a4c1e00001", "5"},
+			[]string{"emq:{t}:fail:SUB0018f2a4c1e00001:MSG0018f2a4c1e00001"}},
+		{"keys follow numkeys, whatever the verb expects", []string{"EMQ.FAILURES.INCR", "2", "a", "b"}, []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.Do(append([]string{"COMMAND", "GETKEYS"}, c.cmd...)...).AsStrSlice()
+			require.NoError(t, err)
+			assert.Equal(t, c.keys, got)
+			withFlags, err := s.Do(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, c.cmd...)...).ToArray()
+			require.NoError(t, err)
+			require.Len(t, withFlags, len(c.keys))
+			pair, err := withFlags[0].ToArray()
+			require.NoError(t, err)
+			assert.Contains(t, strs(t, pair[1]), "RW")
+		})
+	}
+	for _, lie := range [][]string{
+		{"EMQ.ENQUEUE", "9", "a", "b", "c", "d"},
+		{"EMQ.ENQUEUE", "-1", "a", "b", "c", "d"},
+		{"EMQ.ENQUEUE", "two", "a", "b", "c", "d"},
+	} {
+		t.Run("numkeys lie "+lie[1]+" names no key", func(t *testing.T) {
+			err := s.Do(append([]string{"COMMAND", "GETKEYS"}, lie...)...).Error()
+			require.Error(t, err)
+		})
+	}
+	t.Run("caps has no keys", func(t *testing.T) {
+		err := s.Do("COMMAND", "GETKEYS", "EMQ.CAPS").Error()
+		require.ErrorContains(t, err, "command has no key arguments")
+	})
+}
+
+// emqInfo returns INFO emq as field → value.
+func emqInfo(t *testing.T, s *valkeytest.Server) map[string]int64 {
+	t.Helper()
+	text, err := s.Do("INFO", "emq").ToString()
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, line := range strings.Split(text, "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasPrefix(k, "emq_") {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err, line)
+		out[k] = n
+	}
+	return out
+}
+
+func TestInfoCountsEveryCall(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const job, pending, fail = "emq:{q}:job:JOB0018f2a4c1e00001", "emq:{q}:pending", "emq:{t}:fail:SUB0018f2a4c1e00001:MSG0018f2a4c1e00001"
+	steps := []struct {
+		name  string
+		cmd   []string
+		moved map[string]int64 // counters that move, by how much; every other stays
+	}{
+		{"an admitted job", []string{"EMQ.ENQUEUE", "2", job, pending, "JOB0018f2a4c1e00001", "p"},
+			map[string]int64{"emq_calls_enqueue": 1, "emq_ok_enqueue": 1, "emq_jobs_admitted": 1}},
+		{"a duplicate", []string{"EMQ.ENQUEUE", "2", job, pending, "JOB0018f2a4c1e00001", "p"},
+			map[string]int64{"emq_calls_enqueue": 1, "emq_ok_enqueue": 1, "emq_jobs_duplicate": 1}},
+		{"a kind refusal", []string{"EMQ.ENQUEUE", "2", job, pending, "MSG0018f2a4c1e00001", "p"},
+			map[string]int64{"emq_calls_enqueue": 1, "emq_refused_enqueue": 1, "emq_refused_emqkind": 1}},
+		{"a batch of three", []string{"EMQ.APPEND", "1", "emq:{t}:stream:s", "3", "EVT0018f2a4c1e00001", "1", "a", "b",
+			"EVT0018f2a4c1e00002", "1", "a", "b", "EVT0018f2a4c1e00003", "1", "a", "b"},
+			map[string]int64{"emq_calls_append": 1, "emq_ok_append": 1, "emq_entries_appended": 3}},
+		{"an order refusal", []string{"EMQ.APPEND", "1", "emq:{t}:stream:s", "1", "EVT0018f2a4c1e00001", "1", "a", "b"},
+			map[string]int64{"emq_calls_append": 1, "emq_refused_append": 1, "emq_refused_emqorder": 1}},
+		{"an envelope", []string{"EMQ.PUBLISH", "1", "emq:{t}:stream:msgs", "1", "EVT0018f2a4c1e00001", "2", "msg", "MSG0018f2a4c1e00001", "payload", "x"},
+			map[string]int64{"emq_calls_publish": 1, "emq_ok_publish": 1, "emq_envelopes_published": 1}},
+		{"an envelope refusal", []string{"EMQ.PUBLISH", "1", "emq:{t}:stream:msgs", "1", "EVT0018f2a4c1e00002", "1", "payload", "x"},
+			map[string]int64{"emq_calls_publish": 1, "emq_refused_publish": 1, "emq_refused_emqenvelope": 1}},
+		{"a failure counted", []string{"EMQ.FAILURES.INCR", "1", fail, "1000"},
+			map[string]int64{"emq_calls_failures_incr": 1, "emq_ok_failures_incr": 1, "emq_failures_counted": 1}},
+		{"a shape refusal", []string{"EMQ.FAILURES.INCR", "1", fail, "0"},
+			map[string]int64{"emq_calls_failures_incr": 1, "emq_refused_failures_incr": 1, "emq_refused_emqshape": 1}},
+		{"a layout refusal", []string{"EMQ.FAILURES.INCR", "1", pending, "1000"},
+			map[string]int64{"emq_calls_failures_incr": 1, "emq_refused_failures_incr": 1, "emq_refused_emqlayout": 1}},
+		{"caps", []string{"EMQ.CAPS"}, map[string]int64{"emq_calls_caps": 1, "emq_ok_caps": 1}},
+		{"a built-in command", []string{"PING"}, nil},
+	}
+	before := emqInfo(t, s)
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			_ = s.Do(st.cmd...)
+			after := emqInfo(t, s)
+			for field, was := range before {
+				if strings.HasPrefix(field, "emq_go_") {
+					continue
+				}
+				assert.Equal(t, was+st.moved[field], after[field], field)
+			}
+			before = after
+		})
+	}
+	t.Run("a wrong type is counted under its code", func(t *testing.T) {
+		require.NoError(t, s.Do("SET", fail, "x").Error())
+		require.NoError(t, s.Do("DEL", fail).Error())
+		require.NoError(t, s.Do("LPUSH", fail, "x").Error())
+		was := emqInfo(t, s)["emq_refused_wrongtype"]
+		require.ErrorContains(t, s.Do("EMQ.FAILURES.INCR", "1", fail, "1000").Error(), "WRONGTYPE")
+		assert.Equal(t, was+1, emqInfo(t, s)["emq_refused_wrongtype"])
+	})
+	t.Run("Go runtime figures are there", func(t *testing.T) {
+		info := emqInfo(t, s)
+		for _, f := range []string{"emq_go_heap_inuse_bytes", "emq_go_heap_objects", "emq_go_total_allocs", "emq_go_gc_cycles"} {
+			assert.Contains(t, info, f)
+		}
+		assert.Positive(t, info["emq_go_heap_inuse_bytes"])
+	})
+}
+
+func TestAppendMaxEntries(t *testing.T) {
+	batch := func(n int) []string {
+		cmd := []string{"EMQ.APPEND", "1", "emq:{t}:stream:s", strconv.Itoa(n)}
+		for i := 1; i <= n; i++ {
+			cmd = append(cmd, "EVT0018f2a4c1e0"+strconv.FormatInt(int64(0x1000+i), 16), "1", "f", "v")
+		}
+		return cmd
+	}
+	cases := []struct {
+		name string
+		opts valkeytest.Options
+		want string
+	}{
+		{"default", valkeytest.Options{}, "100000"},
+		{"a load argument", valkeytest.Options{ModuleArgs: []string{"append-max-entries", "3"}}, "3"},
+		{"a config line", valkeytest.Options{Config: []string{"emq.append-max-entries", "4"}}, "4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := valkeytest.Start(t, c.opts)
+			got, err := s.Do("CONFIG", "GET", "emq.append-max-entries").AsStrMap()
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got["emq.append-max-entries"])
+		})
+	}
+	t.Run("the cap refuses above it and CONFIG SET moves it", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{ModuleArgs: []string{"append-max-entries", "3"}})
+		require.ErrorContains(t, s.Do(batch(4)...).Error(), "EMQSHAPE n is above emq.append-max-entries (3)")
+		n, _ := s.Do("EXISTS", "emq:{t}:stream:s").AsInt64()
+		assert.Zero(t, n, "a refused batch writes nothing")
+		require.NoError(t, s.Do(batch(3)...).Error())
+		require.NoError(t, s.Do("CONFIG", "SET", "emq.append-max-entries", "5").Error())
+		require.NoError(t, s.Do("DEL", "emq:{t}:stream:s").Error())
+		require.NoError(t, s.Do(batch(5)...).Error())
+		require.Error(t, s.Do("CONFIG", "SET", "emq.append-max-entries", "0").Error(), "0 is below the minimum")
+	})
+	t.Run("an unknown load argument fails the load", func(t *testing.T) {
+		_, err := valkeytest.Launch(valkeytest.Options{ModuleArgs: []string{"no-such-setting", "1"}})
+		require.Error(t, err)
+	})
+}
