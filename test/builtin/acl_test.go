@@ -1,0 +1,151 @@
+package builtin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+// userClient returns a client of s logged in as user (created nopass).
+func userClient(t *testing.T, s *valkeytest.Server, user string) valkey.Client {
+	t.Helper()
+	cl, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: []string{s.Addr}, Username: user, Password: "any",
+		DisableCache: true, ForceSingleClient: true,
+	})
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// as sends c through cl.
+func as(t *testing.T, cl valkey.Client, c command) valkey.ValkeyResult {
+	return cl.Do(ctx(t), c.build(cl))
+}
+
+func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(4)
+	require.NoError(t, err)
+	ok(t, s, "ACL", "SETUSER", "tagged", "on", "nopass", "+@emq", "~emq:{a}:*")
+	ok(t, s, "ACL", "SETUSER", "nowrite", "on", "nopass", "+@all", "-@write", "~*")
+	ok(t, s, "ACL", "SETUSER", "fast", "on", "nopass", "+@fast", "~*")
+	tagged, nowrite, fast := userClient(t, s, "tagged"), userClient(t, s, "nowrite"), userClient(t, s, "fast")
+
+	t.Run("+@emq with a key pattern allows every verb on its keys", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "a")
+		for _, c := range append(calls, caps) {
+			assert.NoError(t, as(t, tagged, c).Error(), c.String())
+		}
+	})
+
+	t.Run("+@emq with a key pattern refuses every verb on other keys with NOPERM", func(t *testing.T) {
+		calls, written := oneOfEach(m, "b")
+		for _, c := range calls {
+			assert.True(t, strings.HasPrefix(errorText(as(t, tagged, c)), "NOPERM "), c.String())
+		}
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+	})
+
+	t.Run("+@emq grants no built-in", func(t *testing.T) {
+		got := errorText(as(t, tagged, builtin("HSET", 1, keys.Job("a", m.Mint(ids.Job).String()), "f", "v")))
+		assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
+	})
+
+	t.Run("-@write refuses every write verb and allows EMQ.CAPS", func(t *testing.T) {
+		calls, written := oneOfEach(m, "w")
+		for _, c := range calls {
+			assert.True(t, strings.HasPrefix(errorText(as(t, nowrite, c)), "NOPERM "), c.String())
+		}
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+		assert.NoError(t, as(t, nowrite, caps).Error())
+	})
+
+	t.Run("+@fast allows ENQUEUE, PUBLISH, FAILURES.INCR and CAPS, not APPEND", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "f")
+		for _, c := range append(calls, caps) {
+			got := errorText(as(t, fast, c))
+			if c.name == "EMQ.APPEND" {
+				assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
+			} else {
+				assert.Empty(t, got, c.String())
+			}
+		}
+	})
+
+	t.Run("a numkeys that lies never reaches a key outside the pattern", func(t *testing.T) {
+		job, sub, msg, evt := m.Mint(ids.Job).String(), m.Mint(ids.Sub).String(), m.Mint(ids.Msg).String(), m.Mint(ids.Evt).String()
+		jobA, pendA, streamA := keys.Job("a", job), keys.Pending("a"), keys.Stream("a", "events")
+		jobB, pendB, streamB, msgsB, failB := keys.Job("b", job), keys.Pending("b"), keys.Stream("b", "events"),
+			keys.Stream("b", "msgs"), keys.Fail("b", sub, msg)
+		lie := func(name, numkeys string, args ...string) command {
+			return command{name: name, pre: []string{numkeys}, args: args}
+		}
+		var lies []command
+		for _, n := range []string{"0", "1", "3", "5", "-1", "-2", "x", "01", "+2", " 2", "2 ", "2.0", "0x2", "99999999999999999999"} {
+			lies = append(lies,
+				lie("EMQ.ENQUEUE", n, jobB, pendB, job, "p"),
+				lie("EMQ.ENQUEUE", n, jobA, pendB, job, "p"),
+				lie("EMQ.ENQUEUE", n, jobA, pendA, pendB, "p"),
+				lie("EMQ.APPEND", n, streamB, "1", evt, "1", "f", "v"),
+				lie("EMQ.APPEND", n, streamA, streamB, "1", evt, "1", "f", "v"),
+				lie("EMQ.PUBLISH", n, msgsB, "1", evt, "2", "msg", msg, "payload", "p"),
+				lie("EMQ.FAILURES.INCR", n, failB, "1000"),
+			)
+		}
+		outside := []string{"EXISTS", jobB, pendB, streamB, msgsB, failB, "1000", "p"}
+		for _, c := range lies {
+			got := errorText(as(t, tagged, c))
+			assert.True(t, strings.HasPrefix(got, "EMQSHAPE ") || strings.HasPrefix(got, "NOPERM ") ||
+				strings.HasPrefix(got, "ERR wrong number of arguments"), "%s: %q", c, got)
+			assert.Equal(t, int64(0), num(t, s, outside...), "%s touched a key outside the pattern", c)
+		}
+	})
+
+	t.Run("COMMAND GETKEYS names every verb's keys", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "g")
+		for _, c := range calls {
+			got, err := s.Do(append([]string{"COMMAND", "GETKEYS"}, c.argv()...)...).AsStrSlice()
+			require.NoError(t, err, c.String())
+			assert.Equal(t, c.keys, got, c.String())
+		}
+		assert.Equal(t, errorText(s.Do("COMMAND", "GETKEYS", "PING")), errorText(s.Do("COMMAND", "GETKEYS", "EMQ.CAPS")),
+			"EMQ.CAPS has no keys, as PING has none")
+	})
+
+	t.Run("COMMAND GETKEYSANDFLAGS marks every written key RW", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "g")
+		for _, c := range calls {
+			rows, err := s.Do(append([]string{"COMMAND", "GETKEYSANDFLAGS"}, c.argv()...)...).ToArray()
+			require.NoError(t, err, c.String())
+			require.Len(t, rows, len(c.keys), c.String())
+			for _, row := range rows {
+				kf, err := row.ToArray()
+				require.NoError(t, err)
+				flags, err := kf[1].AsStrSlice()
+				require.NoError(t, err)
+				assert.Contains(t, flags, "RW", c.String())
+			}
+		}
+	})
+
+	t.Run("ACL LOG records the denied verb and key", func(t *testing.T) {
+		ok(t, s, "ACL", "LOG", "RESET")
+		calls, _ := oneOfEach(m, "b")
+		as(t, tagged, calls[0])
+		entries, err := s.Do("ACL", "LOG").ToArray()
+		require.NoError(t, err)
+		require.NotEmpty(t, entries)
+		e, err := entries[0].AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, "key", e["reason"])
+		assert.Equal(t, calls[0].keys[0], e["object"])
+	})
+}
