@@ -11,7 +11,7 @@ import (
 	"github.com/echomq/emq/ids"
 )
 
-// argsOf splits a command line written with spaces; "''" stands for an
+// argsOf splits a command line written with spaces; "”" stands for an
 // empty argument.
 func argsOf(line string) [][]byte {
 	var out [][]byte
