@@ -11,12 +11,12 @@ import (
 	"github.com/echomq/emq/ids"
 )
 
-// argsOf splits a command line written with spaces; "”" stands for an
-// empty argument.
+// argsOf splits a command line written with spaces; the word <empty>
+// stands for an empty argument.
 func argsOf(line string) [][]byte {
 	var out [][]byte
 	for _, w := range strings.Fields(line) {
-		if w == "''" {
+		if w == "<empty>" {
 			w = ""
 		}
 		out = append(out, []byte(w))
@@ -35,7 +35,7 @@ func TestSplitEntry(t *testing.T) {
 			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 1}},
 		{name: "three pairs, more arguments after them", line: head + "E 3 f v g w h x E2 1 f v",
 			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 3}},
-		{name: "an empty value", line: head + "E 1 f ''",
+		{name: "an empty value", line: head + "E 1 f <empty>",
 			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 1}},
 		{name: "a value id and a field ID are allowed", line: head + "E 2 f id ID v",
 			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 2}},
@@ -44,7 +44,7 @@ func TestSplitEntry(t *testing.T) {
 		{name: "pairs -1", line: head + "E -1 f v", refusal: "entry 7: pairs must be a positive integer"},
 		{name: "pairs abc", line: head + "E abc f v", refusal: "entry 7: pairs must be a positive integer"},
 		{name: "pairs beyond the arguments", line: head + "E 2 f v g", refusal: "entry 7: fewer than pairs=2 field/value pairs follow"},
-		{name: "an empty field name", line: head + "E 1 '' v", refusal: "entry 7: a field name is empty"},
+		{name: "an empty field name", line: head + "E 1 <empty> v", refusal: "entry 7: a field name is empty"},
 		{name: "a field named id", line: head + "E 1 id v", refusal: "entry 7: the field name id is reserved"},
 		{name: "a field named id in the second pair", line: head + "E 2 f v id w", refusal: "entry 7: the field name id is reserved"},
 	}
@@ -113,7 +113,7 @@ func TestEnvelope(t *testing.T) {
 	}{
 		{name: "msg and payload", fields: "msg " + msg + " payload p"},
 		{name: "payload first, other fields around", fields: "a 1 payload p b 2 msg " + msg + " c 3"},
-		{name: "an empty payload", fields: "msg " + msg + " payload ''"},
+		{name: "an empty payload", fields: "msg " + msg + " payload <empty>"},
 		{name: "no msg", fields: "payload p", refusal: eachOnce},
 		{name: "no payload", fields: "msg " + msg, refusal: eachOnce},
 		{name: "msg twice", fields: "msg " + msg + " payload p msg " + msg, refusal: eachOnce},
@@ -121,7 +121,7 @@ func TestEnvelope(t *testing.T) {
 		{name: "Msg is another field", fields: "Msg " + msg + " payload p", refusal: eachOnce},
 		{name: "msg holding an EVT id", fields: "msg EVT0018f2a4c1e00001 payload p", refusal: "entry 1: msg must hold a MSG id"},
 		{name: "msg holding uppercase hex", fields: "msg MSG0018F2A4C1E00001 payload p", refusal: "entry 1: msg must hold a MSG id"},
-		{name: "msg holding nothing", fields: "msg '' payload p", refusal: "entry 1: msg must hold a MSG id"},
+		{name: "msg holding nothing", fields: "msg <empty> payload p", refusal: "entry 1: msg must hold a MSG id"},
 		{name: "a bad msg answers before a missing payload", fields: "msg x", refusal: "entry 1: msg must hold a MSG id"},
 	}
 	for _, c := range cases {
