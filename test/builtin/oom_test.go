@@ -1,0 +1,63 @@
+package builtin
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	m, err := ids.NewMinter(5)
+	require.NoError(t, err)
+	overLimit := func() {
+		t.Helper()
+		limit := infoInt(t, s, "memory", "used_memory") + 2<<20
+		ok(t, s, "CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10))
+		ok(t, s, "SETRANGE", "filler", "8000000", "x") // allowed: the server was under its limit
+		require.Greater(t, infoInt(t, s, "memory", "used_memory"), limit)
+	}
+	allWork := func(t *testing.T, tag string) {
+		calls, _ := oneOfEach(m, tag)
+		for _, c := range calls {
+			assert.NoError(t, s.Do(c.argv()...).Error(), c.String())
+		}
+	}
+	overLimit()
+
+	t.Run("every write verb answers OOM and writes nothing", func(t *testing.T) {
+		calls, written := oneOfEach(m, "oom")
+		before := num(t, s, "DBSIZE")
+		for _, c := range calls {
+			got := errorText(s.Do(c.argv()...))
+			assert.True(t, strings.HasPrefix(got, "OOM "), "%s: %q", c, got)
+		}
+		assert.Equal(t, before, num(t, s, "DBSIZE"))
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+	})
+	t.Run("a verb called from a script answers OOM too", func(t *testing.T) {
+		calls, written := oneOfEach(m, "oomscript")
+		got := errorText(s.Do(append([]string{"EVAL", "return redis.call('EMQ.ENQUEUE', 2, KEYS[1], KEYS[2], ARGV[1], ARGV[2])", "2"},
+			calls[0].keys[0], calls[0].keys[1], calls[0].args[0], calls[0].args[1])...))
+		assert.Contains(t, got, "OOM", got)
+		assert.Equal(t, int64(0), num(t, s, "EXISTS", written[0]))
+	})
+	t.Run("EMQ.CAPS still answers", func(t *testing.T) {
+		assert.NoError(t, s.Do(caps.argv()...).Error())
+	})
+	t.Run("after FLUSHALL SYNC every verb works again", func(t *testing.T) {
+		ok(t, s, "FLUSHALL", "SYNC") // lazyfree-lazy-user-flush would free it later
+		allWork(t, "flushed")
+	})
+	t.Run("after the limit is raised every verb works again", func(t *testing.T) {
+		overLimit()
+		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
+		allWork(t, "raised")
+	})
+}
