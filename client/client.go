@@ -7,6 +7,7 @@ import (
 
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -67,7 +68,8 @@ func (c *Client) Native(ctx context.Context, cp Cap, name string) (bool, error) 
 	if err := checkName(name, "name"); err != nil {
 		return false, err
 	}
-	cmd := c.vk.B().Arbitrary("EMQ.CAPS").Keys("{" + name + "}").Build()
+	// Every key of a name hashes to its slot; the command only carries it.
+	cmd := c.vk.B().Arbitrary("EMQ.CAPS").Keys(keys.Pending(name)).Build()
 	return c.nodes.serves(ctx, slotOf(cmd), cp)
 }
 
@@ -112,8 +114,8 @@ func refusal(err error) error {
 		return err
 	}
 	word, msg, _ := strings.Cut(verr.Error(), " ")
-	code, ok := emqerrors.ParseCode(word)
-	if !ok || code == emqerrors.Internal { // an ERR reply is not a refusal
+	code, ok := emqerrors.ParseCode(word) // never ERR: valkey-go drops it
+	if !ok {
 		return err
 	}
 	return &emqerrors.Refusal{Code: code, Msg: withoutScript(msg)}

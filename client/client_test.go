@@ -18,6 +18,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // node is one server the shared table runs against, and a Client of it.
@@ -74,27 +75,21 @@ func sha1hex(script string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// entry is one stream entry as XRANGE shows it, fields in order.
-type entry struct {
-	ID     string
-	Fields []string
+// xrange returns every entry of stream key, fields in stored order.
+func xrange(t *testing.T, s *valkeytest.Server, key string) []valkey.XRangeSlice {
+	t.Helper()
+	entries, err := s.Do("XRANGE", key, "-", "+").AsXRangeSlices()
+	require.NoError(t, err)
+	return entries
 }
 
-func xrange(t *testing.T, s *valkeytest.Server, key string) []entry {
-	t.Helper()
-	rows, err := s.Do("XRANGE", key, "-", "+").ToArray()
-	require.NoError(t, err)
-	var out []entry
-	for _, r := range rows {
-		row, err := r.ToArray()
-		require.NoError(t, err)
-		id, err := row[0].ToString()
-		require.NoError(t, err)
-		fields, err := row[1].AsStrSlice()
-		require.NoError(t, err)
-		out = append(out, entry{ID: id, Fields: fields})
+// stored is an entry as XRANGE returns it, from field/value pairs.
+func stored(id string, kv ...string) valkey.XRangeSlice {
+	e := valkey.XRangeSlice{ID: id}
+	for i := 0; i+1 < len(kv); i += 2 {
+		e.FieldValues = append(e.FieldValues, valkey.XRangeFieldValue{Field: kv[i], Value: kv[i+1]})
 	}
-	return out
+	return e
 }
 
 // requireRefusal checks that err is a refusal of code.
@@ -167,9 +162,9 @@ func TestVerbs(t *testing.T) {
 			})
 			require.NoError(t, err)
 			assert.Equal(t, []ids.StreamID{a.StreamID(), b.StreamID()}, got)
-			assert.Equal(t, []entry{
-				{a.StreamID().String(), []string{"id", a.String(), "k", "1"}},
-				{b.StreamID().String(), []string{"id", b.String(), "k", "2", "bin", "\x00"}},
+			assert.Equal(t, []valkey.XRangeSlice{
+				stored(a.StreamID().String(), "id", a.String(), "k", "1"),
+				stored(b.StreamID().String(), "id", b.String(), "k", "2", "bin", "\x00"),
 			}, xrange(t, n.s, keys.Stream(topic, "events")))
 		}},
 		{"append refuses an entry not above the stream top with EMQORDER", func(t *testing.T, n node, topic string) {
@@ -219,7 +214,7 @@ func TestVerbs(t *testing.T) {
 			sid, err := n.c.Publish(ctx(t), topic, Envelope{ID: evt, Msg: msg, Payload: []byte("p\x00"), Fields: fields("type", "t")})
 			require.NoError(t, err)
 			assert.Equal(t, evt.StreamID(), sid)
-			assert.Equal(t, []entry{{sid.String(), []string{"id", evt.String(), "msg", msg.String(), "payload", "p\x00", "type", "t"}}},
+			assert.Equal(t, []valkey.XRangeSlice{stored(sid.String(), "id", evt.String(), "msg", msg.String(), "payload", "p\x00", "type", "t")},
 				xrange(t, n.s, keys.Stream(topic, "msgs")))
 		}},
 		{"failures incr counts and sets the TTL rounded up to seconds", func(t *testing.T, n node, topic string) {
