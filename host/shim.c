@@ -286,6 +286,31 @@ void emq_open(emq_call *c, int n) {
     }
 }
 
+// Decimal text without snprintf, which costs more than the write it formats.
+static int fmt_u64(char *buf, uint64_t v) {
+    char tmp[20];
+    int n = 0;
+    do tmp[n++] = (char)('0' + v % 10), v /= 10;
+    while (v);
+    for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+static int fmt_i64(char *buf, long long v) {
+    if (v >= 0) return fmt_u64(buf, (uint64_t)v);
+    buf[0] = '-';
+    return 1 + fmt_u64(buf + 1, 0 - (uint64_t)v);
+}
+
+// stream_id writes <ms>-<seq> and a NUL into buf (48 bytes), returning its length.
+static int stream_id(char *buf, uint64_t ms, uint64_t seq) {
+    int n = fmt_u64(buf, ms);
+    buf[n++] = '-';
+    n += fmt_u64(buf + n, seq);
+    buf[n] = 0;
+    return n;
+}
+
 static ValkeyModuleString *ref(emq_call *c, int r) { return r >= 0 ? c->argv[r] : constants[-1 - r]; }
 
 // Field/value strings of a write, on the stack when they are few.
@@ -312,14 +337,11 @@ static int zadd(emq_call *c, const emq_op *op) {
     api.ZsetAdd(c->keys[op->key], op->score, member, &flags);
     if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
     char score[32];
-    snprintf(score, sizeof(score), "%.17g", op->score);
+    if (op->score == (double)(long long)op->score) score[fmt_i64(score, (long long)op->score)] = 0;
+    else snprintf(score, sizeof(score), "%.17g", op->score);
     api.Replicate(c->ctx, "ZADD", "scs", keyname(c, op->key), score, member);
     api.NotifyKeyspaceEvent(c->ctx, NOTIFY_ZSET, "zadd", keyname(c, op->key));
     return 1;
-}
-
-static int stream_id(char *buf, size_t size, uint64_t ms, uint64_t seq) {
-    return snprintf(buf, size, "%llu-%llu", (unsigned long long)ms, (unsigned long long)seq);
 }
 
 // xadd returns 0 on success or the errno of a refused append.
@@ -336,7 +358,7 @@ static int xadd(emq_call *c, const emq_op *op) {
         err = errno ? errno : EINVAL;
     } else {
         char text[48];
-        stream_id(text, sizeof(text), op->ms, op->seq);
+        stream_id(text, op->ms, op->seq);
         api.Replicate(c->ctx, "XADD", "scv", keyname(c, op->key), text, f, n);
         api.NotifyKeyspaceEvent(c->ctx, NOTIFY_STREAM, "xadd", keyname(c, op->key));
     }
@@ -349,7 +371,7 @@ static int xadd(emq_call *c, const emq_op *op) {
 static void setpxat(emq_call *c, const emq_op *op) {
     ValkeyModuleKey *key = c->keys[op->key];
     char digits[24];
-    int n = snprintf(digits, sizeof(digits), "%lld", op->count);
+    int n = fmt_i64(digits, op->count);
     size_t len;
     api.StringTruncate(key, (size_t)n);
     memcpy(api.StringDMA(key, &len, OPEN_WRITE), digits, (size_t)n);
@@ -392,7 +414,7 @@ int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value) {
         char text[48];
         for (int i = 0; i < nops; i++) {
             if (ops[i].op != EMQ_OP_XADD) continue;
-            int len = stream_id(text, sizeof(text), ops[i].ms, ops[i].seq);
+            int len = stream_id(text, ops[i].ms, ops[i].seq);
             api.ReplyWithStringBuffer(c->ctx, text, (size_t)len);
         }
     }
