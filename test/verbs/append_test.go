@@ -114,6 +114,11 @@ func TestAppend(t *testing.T) {
 			id, _ := ids.New(ids.Evt, 5000+uint64(i/4), uint32(i%4/2), uint32(i%2))
 			items = append(items, item{id: id.String(), fields: fields})
 		}
+		var wide []string // more fields than the host keeps on its stack
+		for j := range 1000 {
+			wide = append(wide, "w"+strconv.Itoa(j), strconv.Itoa(j))
+		}
+		items = append(items, item{id: evt(6000), fields: wide})
 		appendOK(t, s, "EMQ.APPEND", streamKey, items...)
 		require.Equal(t, stored(items...), xrange(t, s, streamKey))
 	})
@@ -178,17 +183,11 @@ func TestAppendRefusals(t *testing.T) {
 		return append([]string{"EMQ.APPEND", "1", key}, rest...)
 	}
 	sid := func(ms uint64) string { return streamID(evt(ms)) }
-	// The stream holds entries at ms 1000 and 1001 before every case.
 	top := sid(1001)
 	fresh := item{id: evt(2000), fields: []string{"f", "v"}}
 	big := bigBatch(3000, 10_000)
 	big[9_998].id = newID(ids.Msg, 3000+9_998, 0)
-	cases := []struct {
-		name  string
-		setup [][]string
-		args  []string
-		want  string
-	}{
+	cases := []refusal{
 		// shape
 		{name: "numkeys 0", args: []string{"EMQ.APPEND", "0", streamKey, "1", evt(2000), "1", "f", "v"}, want: numkeys},
 		{name: "numkeys 2", args: []string{"EMQ.APPEND", "2", streamKey, "1", evt(2000), "1", "f", "v"}, want: numkeys},
@@ -289,16 +288,8 @@ func TestAppendRefusals(t *testing.T) {
 		{name: "four arguments are an arity error", args: []string{"EMQ.APPEND", "1", streamKey, "1"}, want: arityErr("EMQ.APPEND")},
 		{name: "no arguments are an arity error", args: []string{"EMQ.APPEND"}, want: arityErr("EMQ.APPEND")},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			appendOK(t, s, "EMQ.APPEND", streamKey, item{id: evt(1000), fields: []string{"f", "a"}}, item{id: evt(1001), fields: []string{"f", "b"}})
-			for _, cmd := range c.setup {
-				must(t, s, cmd...)
-			}
-			refuse(t, s, c.want, c.args...)
-		})
-	}
+	// The stream holds two entries; the second is the top.
+	runRefusals(t, s, [][]string{batch("EMQ.APPEND", streamKey, item{id: evt(1000), fields: []string{"f", "a"}}, item{id: evt(1001), fields: []string{"f", "b"}})}, cases)
 }
 
 func TestPublish(t *testing.T) {
@@ -356,12 +347,7 @@ func TestPublishRefusals(t *testing.T) {
 		return batch("EMQ.PUBLISH", msgsKey, item{id: id, fields: fields})
 	}
 	top := streamID(evt(1001))
-	cases := []struct {
-		name  string
-		setup [][]string
-		args  []string
-		want  string
-	}{
+	cases := []refusal{
 		// shape
 		{name: "n 2, even of two envelopes", args: batch("EMQ.PUBLISH", msgsKey,
 			item{id: evt(2000), fields: []string{"msg", msgID, "payload", "p"}},
@@ -414,15 +400,8 @@ func TestPublishRefusals(t *testing.T) {
 		// arity
 		{name: "four arguments are an arity error", args: []string{"EMQ.PUBLISH", "1", msgsKey, "1"}, want: arityErr("EMQ.PUBLISH")},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			appendOK(t, s, "EMQ.PUBLISH", msgsKey, item{id: evt(1000), fields: []string{"msg", msgID, "payload", "a"}})
-			appendOK(t, s, "EMQ.PUBLISH", msgsKey, item{id: evt(1001), fields: []string{"msg", msgID, "payload", "b"}})
-			for _, cmd := range c.setup {
-				must(t, s, cmd...)
-			}
-			refuse(t, s, c.want, c.args...)
-		})
-	}
+	runRefusals(t, s, [][]string{
+		batch("EMQ.PUBLISH", msgsKey, item{id: evt(1000), fields: []string{"msg", msgID, "payload", "a"}}),
+		batch("EMQ.PUBLISH", msgsKey, item{id: evt(1001), fields: []string{"msg", msgID, "payload", "b"}}),
+	}, cases)
 }

@@ -21,17 +21,11 @@ import (
 func TestFailureKeyWithAnExtraSegmentIsALayoutRefusal(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const badKey = "EMQLAYOUT failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>"
-	cases := []struct{ name, key string }{
-		{"a segment after the MSG id", failKey + ":x"},
-		{"an empty segment between the ids", "emq:{t}:fail:" + subID + "::" + msgID},
-		{"an empty segment before the ids", "emq:{t}:fail::" + subID + ":" + msgID},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			refuse(t, s, badKey, incr(c.key, "1000")...)
-		})
-	}
+	runRefusals(t, s, nil, []refusal{
+		{name: "a segment after the MSG id", args: incr(failKey+":x", "1000"), want: badKey},
+		{name: "an empty segment between the ids", args: incr("emq:{t}:fail:"+subID+"::"+msgID, "1000"), want: badKey},
+		{name: "an empty segment before the ids", args: incr("emq:{t}:fail::"+subID+":"+msgID, "1000"), want: badKey},
+	})
 }
 
 // A refused call writes nothing; that includes how the server holds a value.

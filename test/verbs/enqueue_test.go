@@ -85,6 +85,24 @@ func TestEnqueue(t *testing.T) {
 		require.Equal(t, before, snapshot(t, s))
 	})
 
+	t.Run("an id already pending without its row is admitted, the pending set unchanged", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, "ZADD", pendingKey, "0", jobID)
+		pending := snapshot(t, s).Keys[pendingKey]
+		got, err := s.Do(enqueue(jobID, "p")...).AsInt64()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), got)
+		requireJob(t, s, jobID, "p")
+		require.Equal(t, pending, snapshot(t, s).Keys[pendingKey])
+	})
+
+	t.Run("an id pending with another score is set back to score 0", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, "ZADD", pendingKey, "5", jobID)
+		must(t, s, enqueue(jobID, "p")...)
+		requireJob(t, s, jobID, "p")
+	})
+
 	t.Run("pending ids sort in byte order, the claim order", func(t *testing.T) {
 		flush(t, s)
 		for _, id := range []string{"JOB0018f2a4c1e00003", jobID, otherJobID} {
@@ -127,12 +145,7 @@ func TestEnqueueRefusals(t *testing.T) {
 	withNumkeys := func(n string) []string {
 		return []string{"EMQ.ENQUEUE", n, jobKey, pendingKey, jobID, "payload"}
 	}
-	cases := []struct {
-		name  string
-		setup [][]string // commands run before the refused call
-		args  []string
-		want  string
-	}{
+	cases := []refusal{
 		// shape
 		{name: "numkeys 0 is a shape refusal", args: withNumkeys("0"), want: shape},
 		{name: "numkeys 1 is a shape refusal", args: withNumkeys("1"), want: shape},
@@ -205,16 +218,5 @@ func TestEnqueueRefusals(t *testing.T) {
 		{name: "seven arguments are an arity error", args: append(enqueue(jobID, "p"), "x"), want: arityErr("EMQ.ENQUEUE")},
 		{name: "no arguments are an arity error", args: []string{"EMQ.ENQUEUE"}, want: arityErr("EMQ.ENQUEUE")},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			// A queue that already holds a job, so that refusals have
-			// something to leave alone.
-			must(t, s, enqueue(otherJobID, "there before")...)
-			for _, cmd := range c.setup {
-				must(t, s, cmd...)
-			}
-			refuse(t, s, c.want, c.args...)
-		})
-	}
+	runRefusals(t, s, [][]string{enqueue(otherJobID, "there before")}, cases)
 }

@@ -127,12 +127,7 @@ func TestFailuresIncrRefusals(t *testing.T) {
 		overflow     = "EMQCOUNT increment or decrement would overflow"
 	)
 	stored := func(v string) [][]string { return [][]string{{"SET", failKey, v, "PX", "100000"}} }
-	cases := []struct {
-		name  string
-		setup [][]string
-		args  []string
-		want  string
-	}{
+	cases := []refusal{
 		// shape
 		{name: "numkeys 0", args: []string{"EMQ.FAILURES.INCR", "0", failKey, "1000"}, want: "EMQSHAPE numkeys must be 1"},
 		{name: "numkeys 2", args: []string{"EMQ.FAILURES.INCR", "2", failKey, "1000"}, want: "EMQSHAPE numkeys must be 1"},
@@ -177,6 +172,7 @@ func TestFailuresIncrRefusals(t *testing.T) {
 		{name: "a stored value with a leading space", setup: stored(" 1"), args: incr(failKey, "1000"), want: notInteger},
 		{name: "a stored 01", setup: stored("01"), args: incr(failKey, "1000"), want: notInteger},
 		{name: "a stored +1", setup: stored("+1"), args: incr(failKey, "1000"), want: notInteger},
+		{name: "a stored -0", setup: stored("-0"), args: incr(failKey, "1000"), want: notInteger},
 		{name: "a stored empty string", setup: stored(""), args: incr(failKey, "1000"), want: notInteger},
 		{name: "a stored value beyond int64", setup: stored("9223372036854775808"), args: incr(failKey, "1000"), want: notInteger},
 		{name: "a stored int64 max would overflow", setup: stored("9223372036854775807"), args: incr(failKey, "1000"), want: overflow},
@@ -200,15 +196,5 @@ func TestFailuresIncrRefusals(t *testing.T) {
 		{name: "three arguments are an arity error", args: []string{"EMQ.FAILURES.INCR", "1", failKey}, want: arityErr("EMQ.FAILURES.INCR")},
 		{name: "five arguments are an arity error", args: append(incr(failKey, "1000"), "x"), want: arityErr("EMQ.FAILURES.INCR")},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			// A count of another message, there before, with a TTL.
-			must(t, s, "SET", keys.Fail("t", subID, "MSG0018f2a4c1e00009"), "3", "PX", "100000")
-			for _, cmd := range c.setup {
-				must(t, s, cmd...)
-			}
-			refuse(t, s, c.want, c.args...)
-		})
-	}
+	runRefusals(t, s, [][]string{{"SET", keys.Fail("t", subID, "MSG0018f2a4c1e00009"), "3", "PX", "100000"}}, cases)
 }

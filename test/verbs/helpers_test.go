@@ -3,6 +3,7 @@ package verbs
 import (
 	"bufio"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -149,6 +150,31 @@ func snapshot(t *testing.T, s *valkeytest.Server) dbState {
 		st.Keys[k] = ks
 	}
 	return st
+}
+
+// refusal is one refused call: the commands that set up the keyspace for
+// it, the call, and its reply (see refuse for want).
+type refusal struct {
+	name  string
+	setup [][]string
+	args  []string
+	want  string
+}
+
+// runRefusals runs each case on a keyspace holding what baseline writes —
+// something a refused call must leave alone — and then the case's setup,
+// and requires the refusal with nothing changed.
+func runRefusals(t *testing.T, s *valkeytest.Server, baseline [][]string, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			for _, cmd := range slices.Concat(baseline, c.setup) {
+				must(t, s, cmd...)
+			}
+			refuse(t, s, c.want, c.args...)
+		})
+	}
 }
 
 // withoutDumps returns st without its keys' DUMP payloads, for comparing
