@@ -1,0 +1,387 @@
+package emq
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// fakeServer is a pure-Go test double of the [Server] port: its keys hold
+// the types, string value and stream top a fuzz input gives, and it records
+// what the verb asked of it, failing the test on a use the port forbids.
+type fakeServer struct {
+	t     *testing.T
+	types [2]KeyType
+	value []byte
+	top   ids.StreamID
+	now   int64
+
+	opens   int // calls of Open
+	opened  int // keys opened
+	applies int // calls of Apply
+	wrote   bool
+	plan    Plan // a copy of the plan Apply was given
+}
+
+func (s *fakeServer) Open(n int) {
+	s.opens++
+	if s.opens > 1 || n < 1 || n > len(s.types) {
+		s.t.Fatalf("Open(%d), call %d: a verb opens its 1 or 2 keys once", n, s.opens)
+	}
+	s.opened = n
+}
+
+func (s *fakeServer) Type(k int) KeyType {
+	if k >= s.opened {
+		s.t.Fatalf("Type(%d) of a key not opened (%d opened)", k, s.opened)
+	}
+	return s.types[k]
+}
+
+func (s *fakeServer) Value(k int) []byte {
+	if s.Type(k) != String {
+		s.t.Fatalf("Value(%d) of a key that is not a string", k)
+	}
+	return s.value
+}
+
+func (s *fakeServer) StreamTop(k int) ids.StreamID {
+	if s.Type(k) != Stream {
+		s.t.Fatalf("StreamTop(%d) of a key that is not a stream", k)
+	}
+	return s.top
+}
+
+func (s *fakeServer) NowMs() int64 { return s.now }
+
+// Apply writes unless the plan's first write is an append at or below its
+// stream's top, as the server's own append refuses.
+func (s *fakeServer) Apply(p *Plan) bool {
+	s.applies++
+	if s.opens == 0 || s.applies > 1 {
+		s.t.Fatalf("Apply, call %d, after %d Open: a verb applies once, after Open", s.applies, s.opens)
+	}
+	s.plan = Plan{Writes: append([]Write(nil), p.Writes...), Reply: p.Reply, Int: p.Int}
+	s.wrote = true
+	if len(p.Writes) > 0 && p.Writes[0].Op == XAdd {
+		var top ids.StreamID
+		if s.types[p.Writes[0].Key] == Stream {
+			top = s.top
+		}
+		s.wrote = top.Less(p.Writes[0].ID)
+	}
+	return s.wrote
+}
+
+func (s *fakeServer) ReplyArray(int)     { s.t.Fatal("a verb with a plan replies through Apply") }
+func (s *fakeServer) ReplyString(string) { s.t.Fatal("a verb with a plan replies through Apply") }
+
+// keyType reads a fuzzed byte as one of the key types.
+func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
+
+// specCodes are the refusal codes of SPEC §4; errors.Internal is none.
+var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order}
+
+// call runs verb on args against s and checks what holds for every verb:
+// a refusal carries a SPEC §4 code first in its text and wrote nothing, and
+// one decided from the arguments alone read no key; an acceptance applied
+// its plan once. It returns the refusal, or nil for an acceptance.
+func call(t *testing.T, verb Verb, args []string, s *fakeServer, limits Limits) *errors.Refusal {
+	t.Helper()
+	s.t = t
+	argv := make([][]byte, len(args))
+	for i, a := range args {
+		argv[i] = []byte(a)
+	}
+	err := verb(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
+	if err == nil {
+		require.Equal(t, 1, s.applies, "an acceptance applies its plan")
+		require.True(t, s.wrote, "an acceptance is a plan the server wrote")
+		return nil
+	}
+	refusal, ok := err.(*errors.Refusal)
+	require.True(t, ok, "a verb refuses with a *errors.Refusal, not %T %q", err, err)
+	code := refusal.Code
+	require.Contains(t, specCodes, code, "refusal %q", err)
+	require.True(t, strings.HasPrefix(err.Error(), code.String()+" "), "the text starts with the code: %q", err)
+	require.NotEmpty(t, refusal.Msg, "the refusal says what was wrong")
+	require.False(t, s.wrote, "a refusal wrote nothing")
+	if code <= errors.Envelope {
+		require.Zero(t, s.opens, "%s is decided from the arguments, before any key is read", code)
+	}
+	return refusal
+}
+
+// codeOf is the code of a refusal, or 0 for an acceptance.
+func codeOf(r *errors.Refusal) errors.Code {
+	if r == nil {
+		return 0
+	}
+	return r.Code
+}
+
+// splitArgs reads a fuzzed string as arguments separated by single spaces;
+// the empty string is no argument at all.
+func splitArgs(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, " ")
+}
+
+// resolve returns the string a plan's ref names.
+func resolve(args []string, r Ref) string {
+	if r < 0 {
+		return Constants[r.Const()]
+	}
+	return args[r]
+}
+
+func isInt(b string) bool {
+	_, ok := ParseInt([]byte(b))
+	return ok
+}
+
+// FuzzParseInt: ParseInt accepts exactly the canonical decimal text of an
+// int64, as the server's string2ll does.
+func FuzzParseInt(f *testing.F) {
+	f.Fuzz(func(t *testing.T, text string) {
+		v, ok := ParseInt([]byte(text))
+		canonical := new(big.Int)
+		_, isNumber := canonical.SetString(text, 10)
+		want := isNumber && canonical.IsInt64() && canonical.String() == text
+		require.Equal(t, want, ok, "ParseInt(%q)", text)
+		if ok {
+			require.Equal(t, canonical.Int64(), v)
+		}
+	})
+}
+
+// FuzzEnqueue: EMQ.ENQUEUE accepts exactly the calls SPEC §3 admits, and
+// then plans the job row and its pending entry, or nothing for a duplicate.
+func FuzzEnqueue(f *testing.F) {
+	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, id, payload string, jobType, pendingType byte) {
+		args := []string{"EMQ.ENQUEUE", numkeys, jobKey, pendingKey, id, payload}
+		s := &fakeServer{types: [2]KeyType{keyType(jobType), keyType(pendingType)}}
+		refusal := call(t, Enqueue, args, s, Limits{})
+		code := codeOf(refusal)
+
+		queue, keyID, jobOK := keys.SplitJob([]byte(jobKey))
+		pendingQueue, pendingOK := keys.SplitPending([]byte(pendingKey))
+		_, idOK := ids.Parse(ids.Job, []byte(id))
+		argsOK := numkeys == "2" && jobOK && pendingOK && idOK &&
+			bytes.Equal(queue, pendingQueue) && string(keyID) == id
+		typesOK := (s.types[0] == Empty || s.types[0] == Hash) && (s.types[1] == Empty || s.types[1] == ZSet)
+		require.Equal(t, argsOK && typesOK, code == 0, "accepted exactly when SPEC §3 admits the call (refusal %s)", code)
+
+		switch code {
+		case 0:
+		case errors.Kind:
+			require.Equal(t, "EMQKIND job id must be JOB-namespaced", refusal.Error(), "clients match this text")
+			return
+		case errors.WrongType:
+			require.True(t, argsOK && !typesOK, "WRONGTYPE comes after every argument rule, on a wrong key type")
+			return
+		default:
+			require.Contains(t, []errors.Code{errors.Shape, errors.Layout}, code)
+			return
+		}
+
+		p := s.plan
+		require.Equal(t, ReplyInt, p.Reply)
+		if s.types[0] == Hash {
+			require.Equal(t, int64(0), p.Int, "an existing job row is a duplicate")
+			require.Empty(t, p.Writes, "a duplicate writes nothing")
+			return
+		}
+		require.Equal(t, int64(1), p.Int)
+		require.Len(t, p.Writes, 2, "HSet then ZAdd")
+		hset, zadd := p.Writes[0], p.Writes[1]
+		require.Equal(t, HSet, hset.Op)
+		require.Equal(t, 0, hset.Key)
+		var row []string
+		for _, r := range hset.Refs[:hset.NRefs] {
+			row = append(row, resolve(args, r))
+		}
+		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, row)
+		require.Equal(t, ZAdd, zadd.Op)
+		require.Equal(t, 1, zadd.Key)
+		require.Equal(t, 1, zadd.NRefs)
+		require.Equal(t, id, resolve(args, zadd.Refs[0]))
+		require.Zero(t, zadd.Score, "score 0: byte order of ids is the claim order")
+	})
+}
+
+// batchCall is one fuzzed call of a stream verb.
+type batchCall struct {
+	args       []string
+	server     *fakeServer
+	maxEntries int
+}
+
+func newBatchCall(verb, numkeys, key, n, entries string, keyTypeByte byte, topMs, topSeq uint64) (batchCall, bool) {
+	args := append([]string{verb, numkeys, key, n}, splitArgs(entries)...)
+	s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, top: ids.StreamID{Ms: topMs, Seq: topSeq}}
+	return batchCall{args: args, server: s}, len(args) >= 5 // arity -5: the server refuses fewer
+}
+
+// checkBatch checks the common rules of EMQ.APPEND and EMQ.PUBLISH: which
+// codes a refusal may carry given the key's type, and that an accepted
+// batch is exactly n XAdd writes, one per entry in order, under strictly
+// increasing stream IDs above the top, together covering every argument.
+func checkBatch(t *testing.T, b batchCall, code errors.Code) {
+	s := b.server
+	typeOK := s.types[0] == Empty || s.types[0] == Stream
+	switch code {
+	case errors.WrongType:
+		require.False(t, typeOK, "WRONGTYPE on a key that is empty or a stream")
+		return
+	case errors.Order:
+		require.True(t, typeOK, "EMQORDER comes after the type check")
+		return
+	case errors.Count:
+		t.Fatalf("a stream verb refused with %s", code)
+	}
+	if code != 0 {
+		return
+	}
+	args := b.args
+	require.Equal(t, "1", args[1])
+	_, _, ok := keys.SplitStream([]byte(args[2]))
+	require.True(t, ok, "the key follows the stream layout")
+	require.True(t, typeOK)
+	require.Equal(t, ReplyStreamIDs, s.plan.Reply)
+	n, _ := ParseInt([]byte(args[3]))
+	ws := s.plan.Writes
+	require.Equal(t, int(n), len(ws), "exactly n writes")
+	if b.maxEntries > 0 {
+		require.LessOrEqual(t, len(ws), b.maxEntries)
+	}
+	var top ids.StreamID
+	if s.types[0] == Stream {
+		top = s.top
+	}
+	pos := 4
+	for i, w := range ws {
+		require.Equal(t, XAdd, w.Op, "entry %d", i+1)
+		require.Equal(t, 0, w.Key)
+		require.Equal(t, pos+2, w.First, "entry %d starts where entry %d ended", i+1, i)
+		id, ok := ids.Parse(ids.Evt, []byte(args[pos]))
+		require.True(t, ok, "entry %d: an EVT id", i+1)
+		require.Equal(t, id.StreamID(), w.ID, "entry %d: its id's stream ID", i+1)
+		require.True(t, top.Less(w.ID), "entry %d: %s above %s", i+1, w.ID, top)
+		top = w.ID
+		pairs, _ := ParseInt([]byte(args[pos+1]))
+		require.Equal(t, int(pairs), w.Pairs)
+		require.Positive(t, w.Pairs)
+		require.Equal(t, 2, w.NRefs)
+		require.Equal(t, "id", resolve(args, w.Refs[0]))
+		require.Equal(t, args[pos], resolve(args, w.Refs[1]), "the id field holds the EVT id")
+		for f := w.First; f < w.First+2*w.Pairs; f += 2 {
+			require.NotEmpty(t, args[f], "entry %d: empty field name", i+1)
+			require.NotEqual(t, "id", args[f], "entry %d: the reserved field id", i+1)
+		}
+		pos = w.First + 2*w.Pairs
+	}
+	require.Equal(t, len(args), pos, "the entries cover every argument")
+}
+
+// FuzzAppend: EMQ.APPEND refuses with SPEC codes, writing nothing, or plans
+// exactly its n entries in order.
+func FuzzAppend(f *testing.F) {
+	f.Fuzz(func(t *testing.T, numkeys, key, n, entries string, typ byte, topMs, topSeq uint64, maxEntries uint16) {
+		b, ok := newBatchCall("EMQ.APPEND", numkeys, key, n, entries, typ, topMs, topSeq)
+		if !ok {
+			return
+		}
+		b.maxEntries = int(maxEntries)
+		code := codeOf(call(t, Append, b.args, b.server, Limits{AppendMaxEntries: b.maxEntries}))
+		require.NotEqual(t, errors.Envelope, code, "only EMQ.PUBLISH checks envelopes")
+		checkBatch(t, b, code)
+	})
+}
+
+// FuzzPublish: EMQ.PUBLISH refuses with SPEC codes, writing nothing, or
+// plans one envelope to the stream msgs.
+func FuzzPublish(f *testing.F) {
+	f.Fuzz(func(t *testing.T, numkeys, key, n, entries string, typ byte, topMs, topSeq uint64) {
+		b, ok := newBatchCall("EMQ.PUBLISH", numkeys, key, n, entries, typ, topMs, topSeq)
+		if !ok {
+			return
+		}
+		code := codeOf(call(t, Publish, b.args, b.server, Limits{}))
+		checkBatch(t, b, code)
+		if code != 0 {
+			return
+		}
+		_, sname, _ := keys.SplitStream([]byte(b.args[2]))
+		require.Equal(t, "msgs", string(sname))
+		require.Len(t, b.server.plan.Writes, 1)
+		w := b.server.plan.Writes[0]
+		fields := map[string]int{}
+		for f := w.First; f < w.First+2*w.Pairs; f += 2 {
+			fields[b.args[f]]++
+			if b.args[f] == "msg" {
+				_, ok := ids.Parse(ids.Msg, []byte(b.args[f+1]))
+				require.True(t, ok, "msg holds a MSG id")
+			}
+		}
+		require.Equal(t, 1, fields["msg"], "one msg field")
+		require.Equal(t, 1, fields["payload"], "one payload field")
+	})
+}
+
+// FuzzFailuresIncr: EMQ.FAILURES.INCR accepts exactly the calls SPEC §3
+// admits, and then plans one SET of the next count with its absolute expiry.
+func FuzzFailuresIncr(f *testing.F) {
+	f.Fuzz(func(t *testing.T, numkeys, key, ttl, value string, keyTypeByte byte, now int64) {
+		args := []string{"EMQ.FAILURES.INCR", numkeys, key, ttl}
+		s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
+		code := codeOf(call(t, FailuresIncr, args, s, Limits{}))
+
+		// The expiry SPEC §3 asks for, in exact arithmetic.
+		ttlMs, _ := ParseInt([]byte(ttl))
+		at := new(big.Int).Add(big.NewInt(ttlMs), big.NewInt(999))
+		at.Quo(at, big.NewInt(1000)).Mul(at, big.NewInt(1000)).Add(at, big.NewInt(s.now))
+		shapeOK := numkeys == "1" && isInt(ttl) && ttlMs > 0 && ttlMs <= math.MaxInt64-999 && at.IsInt64()
+		_, sub, msg, layoutOK := keys.SplitFail([]byte(key))
+		_, subOK := ids.Parse(ids.Sub, sub)
+		_, msgOK := ids.Parse(ids.Msg, msg)
+		argsOK := shapeOK && layoutOK && subOK && msgOK
+		var count int64
+		stored := s.types[0] == Empty
+		if s.types[0] == String {
+			count, stored = ParseInt(s.value)
+			stored = stored && count < math.MaxInt64
+		}
+		require.Equal(t, argsOK && stored, code == 0, "accepted exactly when SPEC §3 admits the call (refusal %s)", code)
+
+		switch code {
+		case 0:
+		case errors.Count:
+			require.True(t, argsOK && s.types[0] == String, "EMQCOUNT is about a stored string")
+			return
+		case errors.WrongType:
+			require.True(t, argsOK && s.types[0] != Empty && s.types[0] != String)
+			return
+		case errors.Shape:
+			require.False(t, shapeOK)
+			return
+		default:
+			require.Contains(t, []errors.Code{errors.Layout, errors.Kind}, code)
+			return
+		}
+		p := s.plan
+		require.Equal(t, ReplyInt, p.Reply)
+		require.Equal(t, count+1, p.Int, "the reply is the new count")
+		require.Equal(t, []Write{{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: at.Int64()}}, p.Writes)
+	})
+}
