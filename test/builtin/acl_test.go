@@ -13,18 +13,6 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// userClient returns a client of s logged in as user (created nopass).
-func userClient(t *testing.T, s *valkeytest.Server, user string) valkey.Client {
-	t.Helper()
-	cl, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: []string{s.Addr}, Username: user, Password: "any",
-		DisableCache: true, ForceSingleClient: true,
-	})
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return cl
-}
-
 // as sends c through cl.
 func as(t *testing.T, cl valkey.Client, c command) valkey.ValkeyResult {
 	return cl.Do(ctx(t), c.build(cl))
@@ -37,7 +25,7 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 	ok(t, s, "ACL", "SETUSER", "tagged", "on", "nopass", "+@emq", "~emq:{a}:*")
 	ok(t, s, "ACL", "SETUSER", "nowrite", "on", "nopass", "+@all", "-@write", "~*")
 	ok(t, s, "ACL", "SETUSER", "fast", "on", "nopass", "+@fast", "~*")
-	tagged, nowrite, fast := userClient(t, s, "tagged"), userClient(t, s, "nowrite"), userClient(t, s, "fast")
+	tagged, nowrite, fast := newClient(t, s, "tagged"), newClient(t, s, "nowrite"), newClient(t, s, "fast")
 
 	t.Run("+@emq with a key pattern allows every verb on its keys", func(t *testing.T) {
 		calls, _ := oneOfEach(m, "a")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -110,13 +109,11 @@ type pings struct {
 // pingThroughout pings s on a connection of its own every 10ms until stop
 // closes, each PING allowed a second; the counts are final once wg is done.
 func pingThroughout(t *testing.T, s *valkeytest.Server, stop chan struct{}, wg *sync.WaitGroup) *pings {
-	cl, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true})
-	require.NoError(t, err)
+	cl := newClient(t, s, "")
 	p := &pings{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		defer cl.Close()
 		for {
 			select {
 			case <-stop:

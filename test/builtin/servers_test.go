@@ -36,6 +36,21 @@ func noModuleWarnings(t *testing.T, s *valkeytest.Server) {
 	t.Cleanup(func() { assert.Empty(t, s.ModuleWarnings(), "module warnings in %s", s.LogPath()) })
 }
 
+// newClient returns a client of s on connections of its own (s.Client()
+// is shared), logged in as user unless user is "" (any password: the users
+// here are nopass), and closed when t ends.
+func newClient(t *testing.T, s *valkeytest.Server, user string) valkey.Client {
+	t.Helper()
+	opt := valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true, ForceSingleClient: true}
+	if user != "" {
+		opt.Username, opt.Password = user, "any"
+	}
+	cl, err := valkey.NewClient(opt)
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // ctx bounds one command of a test.
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -28,8 +28,8 @@ func (c command) argv() []string {
 
 func (c command) String() string { return strings.Join(c.argv(), " ") }
 
-// build makes the command for client cl.
-func (c command) build(cl valkey.Client) valkey.Completed {
+// build makes the command for a client, cluster, standalone or dedicated.
+func (c command) build(cl interface{ B() valkey.Builder }) valkey.Completed {
 	b := cl.B().Arbitrary(append([]string{c.name}, c.pre...)...)
 	if len(c.keys) > 0 {
 		b = b.Keys(c.keys...)

@@ -14,12 +14,22 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// want is what a reply must be: an error starting with code, an array of
-// array elements, or the integer n.
+// want is what a reply must be: an error starting with code, the string
+// text, an array of array elements, or the integer n.
 type want struct {
 	code  string
+	text  string
 	array int
 	n     int64
+}
+
+// reply is a reply to check: a valkey.ValkeyResult, or a
+// *valkey.ValkeyMessage inside an EXEC reply.
+type reply interface {
+	Error() error
+	ToString() (string, error)
+	ToArray() ([]valkey.ValkeyMessage, error)
+	AsInt64() (int64, error)
 }
 
 // step is one call of a workload round and the reply it must get.
@@ -134,10 +144,14 @@ func (w *workload) do(c command) valkey.ValkeyResult {
 }
 
 // expect checks that r, the reply to c, is as w says.
-func expect(t *testing.T, c command, r valkey.ValkeyResult, w want) bool {
+func expect(t *testing.T, c command, r reply, w want) bool {
 	switch {
 	case w.code != "":
-		return assert.True(t, strings.HasPrefix(errorText(r), w.code+" "), "%s: want %s, got %v", c, w.code, r)
+		err := r.Error()
+		return assert.True(t, err != nil && strings.HasPrefix(err.Error(), w.code+" "), "%s: want %s, got %v", c, w.code, r)
+	case w.text != "":
+		s, err := r.ToString()
+		return assert.NoError(t, err, c.String()) && assert.Equal(t, w.text, s, c.String())
 	case w.array > 0:
 		a, err := r.ToArray()
 		return assert.NoError(t, err, c.String()) && assert.Len(t, a, w.array, c.String())
