@@ -20,6 +20,10 @@ func TestReplicaWithoutModule(t *testing.T) {
 	otherFail := keys.Fail("t", subID, "MSG0018f2a4c1e00002")
 	notCount := keys.Fail("t", subID, "MSG0018f2a4c1e00003")
 	must(t, p, "SET", notCount, "abc")
+	lowest := keys.Fail("t", subID, "MSG0018f2a4c1e00004")
+	must(t, p, "SET", lowest, "-9223372036854775808", "EX", "100")
+	highest := keys.Fail("t", subID, "MSG0018f2a4c1e00005")
+	must(t, p, "SET", highest, "9223372036854775806")
 	calls := []struct {
 		args    []string
 		refused bool
@@ -34,6 +38,9 @@ func TestReplicaWithoutModule(t *testing.T) {
 		{args: incr(otherFail, "30001")},
 		{args: incr(otherFail, "0"), refused: true},
 		{args: incr(notCount, "1000"), refused: true},
+		{args: incr(lowest, "5000")},
+		{args: incr(highest, "5000")},
+		{args: incr(highest, "5000"), refused: true},
 		{args: batch("EMQ.APPEND", streamKey, item{id: evt(1000), fields: []string{"f", "a"}})},
 		{args: batch("EMQ.APPEND", streamKey, item{id: evt(1001), fields: []string{"f", "b", "g", ""}}, item{id: evt(1002), fields: []string{"f", "c"}})},
 		{args: batch("EMQ.APPEND", streamKey, item{id: evt(1003), fields: []string{"f", "d"}}, item{id: evt(999), fields: []string{"f", "e"}}), refused: true},
