@@ -1,0 +1,299 @@
+package builtin
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// event is one keyspace notification: what happened to which key.
+type event struct{ name, key string }
+
+func TestKeyspaceNotificationsMatchTheBuiltins(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"notify-keyspace-events", "KEA"}})
+	m, err := ids.NewMinter(8)
+	require.NoError(t, err)
+	events := subscribeKeyspace(t, s)
+
+	calls, _ := oneOfEach(m, "ks")
+	enq, app, pub, inc := calls[0], calls[1], calls[2], calls[3]
+	cases := []struct {
+		rule string
+		c    command
+		want []event
+	}{
+		{"ENQUEUE fires hset on the job and zadd on the pending set", enq,
+			[]event{{"hset", enq.keys[0]}, {"zadd", enq.keys[1]}}},
+		{"a duplicate ENQUEUE fires nothing", enq, nil},
+		{"a refused ENQUEUE fires nothing", enqueue("ks", m.Mint(ids.Msg), "p"), nil},
+		{"APPEND fires xadd per entry", app, []event{{"xadd", app.keys[0]}, {"xadd", app.keys[0]}}},
+		{"a refused APPEND fires nothing", app, nil},
+		{"PUBLISH fires xadd", pub, []event{{"xadd", pub.keys[0]}}},
+		{"a refused PUBLISH fires nothing", streamVerb("EMQ.PUBLISH", pub.keys[0], entry{m.Mint(ids.Evt), []string{"msg", "x"}}), nil},
+		{"FAILURES.INCR fires incrby and expire", inc, []event{{"incrby", inc.keys[0]}, {"expire", inc.keys[0]}}},
+		{"a refused FAILURES.INCR fires nothing", failuresIncr("ks", m.Mint(ids.Sub), m.Mint(ids.Msg), 0), nil},
+		{"EMQ.CAPS fires nothing", caps, nil},
+	}
+	for i, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			s.Do(tc.c.argv()...)
+			marker := "marker:" + strconv.Itoa(i)
+			ok(t, s, "SET", marker, "x")
+			got := events.until(t, event{"set", marker})
+			assert.Equal(t, tc.want, got.keyevents, tc.c.String())
+			assert.Equal(t, tc.want, got.keyspace, "keyspace channel: %s", tc.c)
+		})
+	}
+}
+
+// keyspaceEvents are the notifications received on both channel families.
+type keyspaceEvents struct{ keyevents, keyspace []event }
+
+// eventStream delivers the keyspace notifications of a server in order.
+type eventStream chan valkey.PubSubMessage
+
+// subscribeKeyspace subscribes to every keyspace notification of s (db 0)
+// and returns once the subscription delivers.
+func subscribeKeyspace(t *testing.T, s *valkeytest.Server) eventStream {
+	t.Helper()
+	cl := newClient(t, s, "")
+	c, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch := make(eventStream, 1024)
+	go cl.Receive(c, cl.B().Psubscribe().Pattern("__keyevent@0__:*", "__keyspace@0__:*").Build(), func(msg valkey.PubSubMessage) {
+		ch <- msg
+	})
+	for i := 0; ; i++ {
+		require.Less(t, i, 250, "keyspace notifications never arrived")
+		ok(t, s, "SET", "marker:subscribed", "x")
+		select {
+		case <-ch:
+			// Drain what the loop set off, up to a marker of its own.
+			ok(t, s, "SET", "marker:ready", "x")
+			ch.until(t, event{"set", "marker:ready"})
+			return ch
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// until collects notifications up to and including the keyevent last (and
+// its keyspace twin), and returns those before it.
+func (ch eventStream) until(t *testing.T, last event) keyspaceEvents {
+	t.Helper()
+	var got keyspaceEvents
+	seen := 0
+	for seen < 2 {
+		select {
+		case msg := <-ch:
+			if name, ok := strings.CutPrefix(msg.Channel, "__keyevent@0__:"); ok {
+				if e := (event{name, msg.Message}); e == last {
+					seen++
+				} else {
+					got.keyevents = append(got.keyevents, e)
+				}
+			} else if key, ok := strings.CutPrefix(msg.Channel, "__keyspace@0__:"); ok {
+				if e := (event{msg.Message, key}); e == last {
+					seen++
+				} else {
+					got.keyspace = append(got.keyspace, e)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			require.FailNow(t, fmt.Sprintf("no notification %v within 5s", last))
+		}
+	}
+	return got
+}
+
+func TestClientTrackingInvalidatesWhatVerbsWrite(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(9)
+	require.NoError(t, err)
+	tracking, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, ForceSingleClient: true})
+	require.NoError(t, err)
+	t.Cleanup(tracking.Close)
+	writer := newClient(t, s, "")
+	// cached reads the type of key through the tracking client's cache
+	// and reports whether the cache answered.
+	cached := func(key string) bool {
+		r := tracking.DoCache(ctx(t), tracking.B().Type().Key(key).Cache(), time.Minute)
+		require.NoError(t, r.Error())
+		return r.IsCacheHit()
+	}
+	track := func(t *testing.T, key string) {
+		cached(key)
+		require.True(t, cached(key), "the second read of %s comes from the cache", key)
+	}
+
+	t.Run("every key a verb writes is invalidated", func(t *testing.T) {
+		calls, written := oneOfEach(m, "track")
+		for _, k := range written {
+			track(t, k)
+		}
+		for _, c := range calls {
+			require.NoError(t, as(t, writer, c).Error(), c.String())
+		}
+		for _, k := range written {
+			eventually(t, 5*time.Second, "an invalidation of "+k, func() bool { return !cached(k) })
+		}
+	})
+
+	t.Run("a duplicate or refused call invalidates nothing", func(t *testing.T) {
+		calls, written := oneOfEach(m, "notrack")
+		for _, c := range calls {
+			require.NoError(t, as(t, writer, c).Error(), c.String())
+		}
+		for _, k := range append(written, "marker") {
+			track(t, k)
+		}
+		noWrite := []step{
+			{calls[0], want{n: 0}},
+			{appendTo("notrack", "events", entry{ids.ID{NS: ids.Evt, Value: 1}, []string{"f", "v"}}), want{code: "EMQORDER"}},
+			{streamVerb("EMQ.PUBLISH", calls[2].keys[0], entry{m.Mint(ids.Evt), []string{"msg", "x"}}), want{code: "EMQENVELOPE"}},
+			{failuresIncr("notrack", m.Mint(ids.Sub), m.Mint(ids.Msg), 0), want{code: "EMQSHAPE"}},
+		}
+		for _, s := range noWrite {
+			expect(t, s.c, as(t, writer, s.c), s.w)
+		}
+		// Invalidations reach the tracking connection in order: once the
+		// marker's arrived, any for the verbs' keys would have too.
+		require.NoError(t, as(t, writer, builtin("SET", 1, "marker", "x")).Error())
+		eventually(t, 5*time.Second, "the marker's invalidation", func() bool { return !cached("marker") })
+		for _, k := range written {
+			assert.True(t, cached(k), "%s was invalidated", k)
+		}
+	})
+}
+
+func TestMonitorAndSlowlogShowVerbsAsSent(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(10)
+	require.NoError(t, err)
+	ok(t, s, "CONFIG", "SET", "slowlog-log-slower-than", "0")
+	ok(t, s, "CONFIG", "SET", "slowlog-max-len", "1024")
+	ok(t, s, "SLOWLOG", "RESET")
+	monitor := startMonitor(t, s)
+	calls, _ := oneOfEach(m, "mon")
+	calls = append(calls, caps, enqueue("mon", m.Mint(ids.Msg), "p"))
+	for _, c := range calls {
+		s.Do(c.argv()...)
+	}
+
+	t.Run("MONITOR shows every verb with its arguments", func(t *testing.T) {
+		for _, c := range calls {
+			quoted := make([]string, 0, len(c.argv()))
+			for _, a := range c.argv() {
+				quoted = append(quoted, strconv.Quote(a))
+			}
+			monitor.expect(t, strings.Join(quoted, " "))
+		}
+	})
+
+	t.Run("SLOWLOG records every verb with its arguments", func(t *testing.T) {
+		entries, err := s.Do("SLOWLOG", "GET", "1024").ToArray()
+		require.NoError(t, err)
+		var logged []string
+		for _, e := range entries {
+			fields, err := e.ToArray()
+			require.NoError(t, err)
+			args, err := fields[3].AsStrSlice()
+			require.NoError(t, err)
+			logged = append(logged, strings.Join(args, " "))
+		}
+		for _, c := range calls {
+			assert.Contains(t, logged, c.String())
+		}
+	})
+}
+
+// monitor reads a MONITOR connection's lines.
+type monitor struct {
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// startMonitor opens a connection to s and turns it into a MONITOR.
+func startMonitor(t *testing.T, s *valkeytest.Server) *monitor {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	mon := &monitor{conn: conn, r: bufio.NewReader(conn)}
+	_, err = conn.Write([]byte("MONITOR\r\n"))
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", mon.line(t))
+	return mon
+}
+
+func (mon *monitor) line(t *testing.T) string {
+	t.Helper()
+	require.NoError(t, mon.conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+	line, err := mon.r.ReadString('\n')
+	require.NoError(t, err)
+	return line
+}
+
+// expect reads lines until one ends with the quoted command.
+func (mon *monitor) expect(t *testing.T, quoted string) {
+	t.Helper()
+	for {
+		if strings.HasSuffix(strings.TrimRight(mon.line(t), "\r\n"), "] "+quoted) {
+			return
+		}
+	}
+}
+
+func TestBlockedReadersWakeOnVerbWrites(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(11)
+	require.NoError(t, err)
+	calls, _ := oneOfEach(m, "block")
+	app, pub := calls[1], calls[2]
+	ok(t, s, "XGROUP", "CREATE", pub.keys[0], "g", "$", "MKSTREAM")
+	reader := newClient(t, s, "")
+
+	cases := []struct {
+		rule  string
+		read  []string
+		write command
+		want  int
+	}{
+		{"XREAD blocked on a stream wakes with APPEND's entries", []string{"XREAD", "BLOCK", "10000", "STREAMS", app.keys[0], "$"}, app, 2},
+		{"XREADGROUP blocked on msgs wakes with PUBLISH's envelope", []string{"XREADGROUP", "GROUP", "g", "c", "BLOCK", "10000", "STREAMS", pub.keys[0], ">"}, pub, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			done := make(chan valkey.ValkeyResult, 1)
+			go func() {
+				done <- reader.Do(context.Background(), reader.B().Arbitrary(tc.read...).Blocking())
+			}()
+			eventually(t, 5*time.Second, "the reader to block", func() bool {
+				return s.InfoField("clients", "blocked_clients") == "1"
+			})
+			began := time.Now()
+			require.NoError(t, s.Do(tc.write.argv()...).Error())
+			select {
+			case r := <-done:
+				streams, err := r.AsXRead()
+				require.NoError(t, err)
+				assert.Len(t, streams[tc.write.keys[0]], tc.want)
+				assert.Less(t, time.Since(began), time.Second)
+			case <-time.After(5 * time.Second):
+				require.FailNow(t, "the blocked reader did not wake")
+			}
+		})
+	}
+}
