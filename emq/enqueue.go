@@ -51,7 +51,7 @@ func Enqueue(c Call) error {
 
 	// reads
 	s := c.Server
-	s.Open(2)
+	s.Open(2, false)
 	job, pending := s.Type(0), s.Type(1)
 	if (job != Empty && job != Hash) || (pending != Empty && pending != ZSet) {
 		return errors.ErrWrongType

@@ -48,7 +48,7 @@ func FailuresIncr(c Call) error {
 	}
 
 	// reads
-	s.Open(1)
+	s.Open(1, true)
 	var count int64
 	switch s.Type(0) {
 	case Empty:

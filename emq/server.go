@@ -18,11 +18,13 @@ const (
 // Server is one command's view of the server it runs in. The keys of a call
 // are its arguments 2 … 1+numkeys, addressed by their 0-based position.
 type Server interface {
-	// Open opens the call's first n keys for writing and learns their types.
-	Open(n int)
+	// Open opens the call's first n keys for writing and learns their types;
+	// with values, it also reads the bytes of those that hold strings.
+	Open(n int, values bool)
 	// Type returns the type of key k, as found by Open.
 	Type(k int) KeyType
-	// Value returns the bytes of string key k, valid until the call ends.
+	// Value returns the bytes of string key k, read by Open with values;
+	// valid until the call ends.
 	Value(k int) []byte
 	// StreamTop returns the last generated ID of stream key k (0-0 if empty).
 	StreamTop(k int) ids.StreamID

@@ -86,7 +86,7 @@ func appendBatch(c Call, r batchRules) error {
 
 	// reads: the key's type; the stream's top is checked by the first write
 	s := c.Server
-	s.Open(1)
+	s.Open(1, false)
 	typ := s.Type(0)
 	if typ != Empty && typ != Stream {
 		return errors.ErrWrongType

@@ -31,7 +31,7 @@ type fakeServer struct {
 	plan    Plan // a copy of the plan Apply was given
 }
 
-func (s *fakeServer) Open(n int) {
+func (s *fakeServer) Open(n int, _ bool) {
 	s.opens++
 	if s.opens > 1 || n < 1 || n > len(s.types) {
 		s.t.Fatalf("Open(%d), call %d: a verb opens its 1 or 2 keys once", n, s.opens)

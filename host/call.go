@@ -66,8 +66,15 @@ func emqServe(c *C.emq_call, verb C.int) {
 	handlers[verb](call, f.args, &f.plan)
 }
 
-// Open opens the call's first n keys for writing and learns their types.
-func (c *Call) Open(n int) { C.emq_open((*C.emq_call)(c), C.int(n)) }
+// Open opens the call's first n keys for writing and learns their types,
+// and with values the bytes of the strings among them.
+func (c *Call) Open(n int, values bool) {
+	v := C.int(0)
+	if values {
+		v = 1
+	}
+	C.emq_open((*C.emq_call)(c), C.int(n), v)
+}
 
 // Type returns the type of key k.
 func (c *Call) Type(k int) emq.KeyType {

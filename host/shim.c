@@ -276,13 +276,16 @@ void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg) {
 
 static ValkeyModuleString *keyname(emq_call *c, int k) { return c->argv[2 + k]; }
 
-void emq_open(emq_call *c, int n) {
+// emq_open opens the call's first n keys. Reading a string's bytes (values)
+// decodes an int or embstr string into a raw one, so only a verb that needs
+// the bytes asks for them.
+void emq_open(emq_call *c, int n, int values) {
     for (int k = 0; k < n && k < EMQ_MAX_KEYS; k++) {
         ValkeyModuleKey *key = api.OpenKey(c->ctx, keyname(c, k), OPEN_READ | OPEN_WRITE);
         c->keys[k] = key;
         c->nkeys = k + 1;
         c->types[k] = api.KeyType(key);
-        if (c->types[k] == EMQ_KEY_STRING) c->values[k].ptr = api.StringDMA(key, &c->values[k].len, OPEN_READ);
+        if (values && c->types[k] == EMQ_KEY_STRING) c->values[k].ptr = api.StringDMA(key, &c->values[k].len, OPEN_READ);
     }
 }
 

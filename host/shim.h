@@ -114,7 +114,7 @@ int emq_numeric_config(ValkeyModuleCtx *ctx, int slot, const char *name, long lo
 int emq_load_configs(ValkeyModuleCtx *ctx);
 
 // Serving one call.
-void emq_open(emq_call *c, int n);
+void emq_open(emq_call *c, int n, int values);
 int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value);
 void emq_stream_top(emq_call *c, int k);
 void emq_reply_error(emq_call *c, const char *msg, size_t len);

@@ -47,9 +47,11 @@ func split(key []byte, kind string) (name, rest []byte, ok bool) {
 	return name, key[1+len(kind):], true
 }
 
-// SplitJob splits emq:{<queue>}:job:<id>.
+// SplitJob splits emq:{<queue>}:job:<id>. The id is one segment: a ':' in
+// it is the key's structure going wrong, not an id of the wrong namespace.
 func SplitJob(key []byte) (queue, id []byte, ok bool) {
-	return split(key, "job:")
+	queue, id, ok = split(key, "job:")
+	return queue, id, ok && bytes.IndexByte(id, ':') < 0
 }
 
 // SplitPending splits emq:{<queue>}:pending.
@@ -64,11 +66,12 @@ func SplitStream(key []byte) (topic, sname []byte, ok bool) {
 	return topic, sname, ok && ValidStreamName(sname)
 }
 
-// SplitFail splits emq:{<topic>}:fail:<sub id>:<msg id>.
+// SplitFail splits emq:{<topic>}:fail:<sub id>:<msg id>: exactly two
+// non-empty id segments.
 func SplitFail(key []byte) (topic, sub, msg []byte, ok bool) {
 	topic, rest, ok := split(key, "fail:")
 	colon := bytes.IndexByte(rest, ':')
-	if !ok || colon < 0 {
+	if !ok || colon <= 0 || colon == len(rest)-1 || bytes.IndexByte(rest[colon+1:], ':') >= 0 {
 		return nil, nil, nil, false
 	}
 	return topic, rest[:colon], rest[colon+1:], true

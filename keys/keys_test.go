@@ -51,6 +51,7 @@ func TestSplitJob(t *testing.T) {
 		{"NUL in the queue name", "emq:{q\x00}:job:x", false, "", ""},
 		{"no : after the tag", "emq:{q}job:x", false, "", ""},
 		{"another segment name", "emq:{q}:jobs:x", false, "", ""},
+		{"a second id segment", "emq:{q}:job:x:y", false, "", ""},
 		{"job without its :", "emq:{q}:job", false, "", ""},
 		{"a pending key", "emq:{q}:pending", false, "", ""},
 	}
@@ -129,6 +130,9 @@ func TestSplitFail(t *testing.T) {
 		{"a failure key", "emq:{t}:fail:SUB0018f2a4c1e00001:MSG0018f2a4c1e00001", true, "t", "SUB0018f2a4c1e00001", "MSG0018f2a4c1e00001"},
 		{"the ids are not checked here", "emq:{t}:fail:a:b", true, "t", "a", "b"},
 		{"one id segment", "emq:{t}:fail:SUB0018f2a4c1e00001", false, "", "", ""},
+		{"a third segment", "emq:{t}:fail:a:b:c", false, "", "", ""},
+		{"an empty first segment", "emq:{t}:fail::b", false, "", "", ""},
+		{"an empty second segment", "emq:{t}:fail:a:", false, "", "", ""},
 		{"no id segment", "emq:{t}:fail:", false, "", "", ""},
 		{"fail without its :", "emq:{t}:fail", false, "", "", ""},
 		{"another segment name", "emq:{t}:fails:a:b", false, "", "", ""},
