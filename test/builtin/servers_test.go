@@ -88,7 +88,8 @@ func ok(t *testing.T, s *valkeytest.Server, args ...string) {
 	require.NoError(t, s.Do(args...).Error(), strings.Join(args, " "))
 }
 
-// errorText returns the error a result carries, or "" for none.
+// errorText returns the error a result carries, or "" for none. valkey-go
+// drops the ERR of an `ERR …` reply; other codes (EMQKIND, NOPERM) stay.
 func errorText(r valkey.ValkeyResult) string {
 	if err := r.Error(); err != nil {
 		return err.Error()

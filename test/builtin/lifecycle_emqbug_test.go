@@ -1,0 +1,40 @@
+//go:build emqbug
+
+package builtin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// A MODULE LOAD of the loaded emq.so is refused (OnLoad finds the name
+// taken), but host.onLoad has already reset the live module's state before
+// asking: the handler table, the frames, the INFO callback and, through
+// emq_release, the interned constants the verbs write. Every verb then
+// answers "ERR emq internal error: runtime error: index out of range" and
+// INFO emq is empty.
+func TestVerbsSurviveARefusedSecondLoad(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(13)
+	require.NoError(t, err)
+	so, err := valkeytest.ModulePath()
+	require.NoError(t, err)
+	got := errorText(s.Do("MODULE", "LOAD", so))
+	require.True(t, strings.HasPrefix(got, loadRefusal), got)
+
+	t.Run("every verb still works", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "reload")
+		for _, c := range append(calls, caps) {
+			assert.NoError(t, s.Do(c.argv()...).Error(), c.String())
+		}
+	})
+	t.Run("INFO emq still reports", func(t *testing.T) {
+		assert.NotEmpty(t, s.InfoField("emq", "emq_calls_enqueue"))
+	})
+}
