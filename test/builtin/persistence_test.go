@@ -25,7 +25,7 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 	// Let a second pass, so that a TTL replayed as relative would come
 	// back longer than the one the server held.
 	time.Sleep(1100 * time.Millisecond)
-	want := digest(t, s)
+	want, streams := digest(t, s), w.streamMetas(t, s)
 	ttls := map[string]int64{}
 	for _, k := range w.failureKeys() {
 		ttls[k] = num(t, s, "PTTL", k)
@@ -45,6 +45,7 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 			r := start(t, valkeytest.Options{NoModule: !mod, Dir: dir, Config: aof})
 			defer r.Stop()
 			assert.Equal(t, want, digest(t, r))
+			assert.Equal(t, streams, w.streamMetas(t, r))
 			replayed := *w
 			replayed.cl = r.Client()
 			replayed.verify(t)
@@ -127,7 +128,7 @@ func TestShutdownSaveKeepsEverything(t *testing.T) {
 	s := start(t, valkeytest.Options{Dir: dir})
 	w := newWorkload(t, s.Client(), "rdb", 5)
 	require.True(t, w.run(t, workloadRounds()))
-	want := digest(t, s)
+	want, streams := digest(t, s), w.streamMetas(t, s)
 	s.Do("SHUTDOWN", "SAVE") // the connection closes: no reply to check
 	eventually(t, 15*time.Second, "the server to exit", func() bool { return !s.Running() })
 	require.FileExists(t, filepath.Join(dir, "dump.rdb"))
@@ -138,6 +139,7 @@ func TestShutdownSaveKeepsEverything(t *testing.T) {
 			r := start(t, valkeytest.Options{NoModule: !mod, Dir: dir})
 			defer r.Stop()
 			assert.Equal(t, want, digest(t, r))
+			assert.Equal(t, streams, w.streamMetas(t, r))
 			loaded := *w
 			loaded.cl = r.Client()
 			loaded.verify(t)

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 )
 
@@ -189,6 +191,35 @@ func (w *workload) verify(t *testing.T) {
 		assert.NoError(t, err, k)
 		assert.Greater(t, ttl, int64(0), k)
 	}
+}
+
+// streamMetas returns, per stream of the workload, what DEBUG DIGEST leaves
+// out of a stream: its last generated ID, entries added, first entry ID and
+// maximal deleted ID (the scalar fields of XINFO STREAM).
+func (w *workload) streamMetas(t *testing.T, s *valkeytest.Server) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for k := range w.streams {
+		out[k] = streamMeta(t, s, k)
+	}
+	return out
+}
+
+// streamMeta returns the scalar fields of XINFO STREAM key.
+func streamMeta(t *testing.T, s *valkeytest.Server, key string) map[string]string {
+	t.Helper()
+	fields, err := s.Do("XINFO", "STREAM", key).AsMap()
+	require.NoError(t, err, key)
+	out := map[string]string{}
+	for name, v := range fields {
+		if text, err := v.ToString(); err == nil {
+			out[name] = text
+		} else if n, err := v.AsInt64(); err == nil {
+			out[name] = strconv.FormatInt(n, 10)
+		}
+	}
+	require.Contains(t, out, "last-generated-id", key)
+	return out
 }
 
 // failureKeys returns the failure keys the workload counted.
