@@ -168,7 +168,6 @@ func TestFailuresIncrRefusals(t *testing.T) {
 		{name: "a SUB id in uppercase hex", args: incr(keys.Fail("t", "SUB0018F2A4C1E00001", msgID), "1000"), want: notSub},
 		{name: "a MSG id with bit 63 set", args: incr(keys.Fail("t", subID, "MSG8000000000000000"), "1000"), want: notMsg},
 		{name: "a MSG id of 18 bytes", args: incr(keys.Fail("t", subID, msgID[:18]), "1000"), want: notMsg},
-		{name: "an empty SUB id", args: incr(keys.Fail("t", "", msgID), "1000"), want: notSub},
 
 		// stored values
 		{name: "a stored abc", setup: stored("abc"), args: incr(failKey, "1000"), want: notInteger},
