@@ -22,25 +22,10 @@ import (
 // unchanged; docs/commands.md states the deviation.
 func TestCountRefusalLeavesAStringsEncoding(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	cases := []struct {
-		name, key, value string
-		args             []string
-	}{
+	requireEncodingsKept(t, s, []encodingCase{
 		{"EMQCOUNT on an embstr count", failKey, "abc", incr(failKey, "1000")},
 		{"EMQCOUNT on an int count at int64 max", failKey, "9223372036854775807", incr(failKey, "1000")},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			flush(t, s)
-			must(t, s, "SET", c.key, c.value)
-			before, err := s.Do("OBJECT", "ENCODING", c.key).ToString()
-			require.NoError(t, err)
-			require.Error(t, s.Do(c.args...).Error())
-			after, err := s.Do("OBJECT", "ENCODING", c.key).ToString()
-			require.NoError(t, err)
-			require.Equal(t, before, after, "the refused call re-encoded the value")
-		})
-	}
+	})
 }
 
 // EMQ.FAILURES.INCR stands for INCR (SPEC §5), which keeps a count as an
