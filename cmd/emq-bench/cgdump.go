@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// profile is a callgrind dump's instructions by where they ran: each
+// function's own (self) cost, and each object's (binary or library).
+type profile struct {
+	total    int64
+	function map[string]int64 // "function [object]"
+	object   map[string]int64
+}
+
+// parseProfile reads a callgrind dump made with positions "line" and the one
+// event Ir, naming each object (binary, library) by objectName of its path.
+// callgrind_annotate is not used: it double counts across the stack
+// switches of Go's cgo callbacks.
+func parseProfile(r io.Reader, objectName func(path string) string) (profile, error) {
+	p := profile{function: map[string]int64{}, object: map[string]int64{}}
+	// Names are compressed: "(id) name" defines an id, "(id)" refers to it;
+	// ob/cob share one space, fn/cfn another.
+	objects, functions := map[string]string{}, map[string]string{}
+	name := func(space map[string]string, v string) string {
+		id, rest, ok := strings.Cut(v, ")")
+		if !strings.HasPrefix(id, "(") || !ok {
+			return v
+		}
+		if rest = strings.TrimSpace(rest); rest != "" {
+			space[id] = rest
+		}
+		return space[id]
+	}
+	var ob, fn string
+	afterCalls := false
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		key, value, isSpec := strings.Cut(line, "=")
+		if isSpec && !strings.ContainsAny(key, " +-*") {
+			switch key {
+			case "ob":
+				ob = objectName(name(objects, value))
+			case "cob":
+				name(objects, value)
+			case "fn":
+				fn = name(functions, value)
+			case "cfn":
+				name(functions, value)
+			case "calls":
+				afterCalls = true
+			}
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) != 2 || !isPosition(fields[0]) {
+			continue
+		}
+		cost, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		if afterCalls { // the inclusive cost of a call, counted in the callee
+			afterCalls = false
+			continue
+		}
+		p.total += cost
+		p.function[fn+" ["+ob+"]"] += cost
+		p.object[ob] += cost
+	}
+	return p, sc.Err()
+}
+
+// isPosition reports whether s is a cost line's position: a number, a
+// relative +n/-n, or * for the same as before.
+func isPosition(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	if s == "*" {
+		return true
+	}
+	_, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && s != ""
+}
+
+// cost is one named share of a profile.
+type cost struct {
+	name string
+	ir   int64
+}
+
+// top returns the n largest entries of m, largest first.
+func top(m map[string]int64, n int) []cost {
+	out := make([]cost, 0, len(m))
+	for k, v := range m {
+		out = append(out, cost{k, v})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].ir != out[j].ir {
+			return out[i].ir > out[j].ir
+		}
+		return out[i].name < out[j].name
+	})
+	return out[:min(n, len(out))]
+}
+
+// minus is, per function, how many more instructions p ran than q.
+func (p profile) minus(q profile) map[string]int64 {
+	d := map[string]int64{}
+	for k, v := range p.function {
+		d[k] = v - q.function[k]
+	}
+	return d
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A callgrind dump in the shape --dump-instr=no writes: compressed names,
+// relative positions, and calls whose inclusive cost must not count twice.
+const sampleDump = `# callgrind format
+version: 1
+positions: line
+events: Ir
+summary: 175
+
+ob=(1) /usr/bin/valkey-server
+fl=(1) ???
+fn=(1) call
+0 100
+cob=(2) /work/build/emq.so
+cfn=(2) emqServe
+calls=1 0
+0 60
++2 5
+
+ob=(2)
+fn=(2)
+* 50
+-1 10
+totals: 175
+`
+
+func TestParseProfile(t *testing.T) {
+	p, err := parseProfile(strings.NewReader(sampleDump), filepath.Base)
+	require.NoError(t, err)
+	assert.Equal(t, int64(165), p.total, "a call's inclusive cost is its callee's, not counted again")
+	assert.Equal(t, map[string]int64{"call [valkey-server]": 105, "emqServe [emq.so]": 60}, p.function)
+	assert.Equal(t, map[string]int64{"valkey-server": 105, "emq.so": 60}, p.object)
+}
+
+func TestProfileMinusIsPerFunction(t *testing.T) {
+	p := profile{function: map[string]int64{"a": 10, "b": 5}}
+	q := profile{function: map[string]int64{"a": 4, "c": 7}}
+	assert.Equal(t, map[string]int64{"a": 6, "b": 5}, p.minus(q))
+}
+
+func TestTopSortsByCostThenName(t *testing.T) {
+	got := top(map[string]int64{"b": 5, "a": 5, "c": 9, "d": 1}, 3)
+	assert.Equal(t, []cost{{"c", 9}, {"a", 5}, {"b", 5}}, got)
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// conn is one connection of the load generator: it writes operations a
+// batch at a time, one write per batch, then reads every reply.
+type conn struct {
+	nc net.Conn
+	rr replyReader
+	w  cmdBuf
+}
+
+func dial(addr string) (*conn, error) {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{nc: nc, rr: replyReader{r: bufio.NewReaderSize(nc, 1<<16)}}, nil
+}
+
+func dialAll(addr string, n int) ([]*conn, error) {
+	var cs []*conn
+	for i := 0; i < n; i++ {
+		c, err := dial(addr)
+		if err != nil {
+			closeAll(cs)
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+func closeAll(cs []*conn) {
+	for _, c := range cs {
+		_ = c.nc.Close()
+	}
+}
+
+// run does ops operations of v, depth of them in flight. Any error reply
+// fails the run: every operation must do its work.
+func (c *conn) run(v *variant, g *opGen, ops, depth int) error {
+	for done := 0; done < ops; {
+		n := min(depth, ops-done)
+		c.w.reset()
+		for i := 0; i < n; i++ {
+			v.write(&c.w, g)
+		}
+		g.ops += int64(n)
+		if _, err := c.nc.Write(c.w.b); err != nil {
+			return err
+		}
+		for i := 0; i < c.w.n; i++ {
+			if err := c.rr.skip(); err != nil {
+				return err
+			}
+		}
+		if c.rr.failure != "" {
+			return fmt.Errorf("%s replied %q", v.name, c.rr.failure)
+		}
+		done += n
+	}
+	return nil
+}
+
+// runPhase does ops operations of v spread over every connection at once,
+// connection i using gens[i], and returns the wall time it took.
+func runPhase(conns []*conn, v *variant, gens []*opGen, ops, depth int) (time.Duration, error) {
+	start := time.Now()
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		share := ops / len(conns)
+		if i == 0 {
+			share += ops % len(conns)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.run(v, gens[i], share, depth)
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), errors.Join(errs...)
+}

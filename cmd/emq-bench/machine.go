@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// runFacts says how and where a section's numbers were made, so that
+// anyone can make them again and judge them.
+func runFacts(s *server, setup string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Command: `%s`\n", commandLine())
+	fmt.Fprintf(&b, "- Date: %s\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "- Machine: %d × %s, Linux %s; valkey-server %s; %s; commit %s\n",
+		runtime.NumCPU(), cpuModel(), kernel(), s.InfoField("server", "valkey_version"), runtime.Version(), commit())
+	fmt.Fprintf(&b, "- Setup: %s\n", setup)
+	return b.String()
+}
+
+// commandLine is the command that reproduces this run.
+func commandLine() string {
+	args := []string{"go", "run", "./cmd/emq-bench"}
+	for _, a := range os.Args[1:] {
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		args = append(args, a)
+	}
+	return strings.Join(args, " ")
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return runtime.GOARCH
+}
+
+func kernel() string {
+	b, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return strings.TrimSpace(string(b))
+}
+
+func commit() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}

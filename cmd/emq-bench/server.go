@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// server is the valkey-server a benchmark drives, started by the tool.
+type server struct {
+	*valkeytest.Server
+	pid     int
+	pinning string // how server and load generator share the cores, for the report
+}
+
+// launch starts a server with the module loaded and debug commands on, and
+// pins it to core 0 and this process to core 1 when there are two cores.
+func launch(opts valkeytest.Options) (*server, error) {
+	vs, err := valkeytest.Launch(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{Server: vs}
+	if s.pid, err = strconv.Atoi(s.InfoField("server", "process_id")); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("the server's process_id: %w", err)
+	}
+	s.pinning = pin(s.pid)
+	return s, nil
+}
+
+// pin puts every thread of the server on core 0 and every thread of this
+// process on core 1, so the load generator never steals the server's core.
+func pin(pid int) string {
+	if runtime.NumCPU() < 2 {
+		return "not pinned (one core)"
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return "not pinned (no taskset)"
+	}
+	for _, p := range []struct{ pid, core int }{{pid, 0}, {os.Getpid(), 1}} {
+		out, err := exec.Command("taskset", "-a", "-pc", strconv.Itoa(p.core), strconv.Itoa(p.pid)).CombinedOutput()
+		if err != nil {
+			return fmt.Sprintf("not pinned (taskset: %v: %s)", err, strings.TrimSpace(string(out)))
+		}
+	}
+	return "server on core 0, load generator on core 1 (taskset -a)"
+}
+
+// info returns the fields of the named INFO sections, in one call.
+func (s *server) info(sections ...string) (map[string]string, error) {
+	text, err := s.Do(append([]string{"INFO"}, sections...)...).ToString()
+	if err != nil {
+		return nil, err
+	}
+	return parseInfo(text), nil
+}
+
+// parseInfo reads INFO text into field → value.
+func parseInfo(text string) map[string]string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+// infoInt is an integer INFO field, 0 when absent.
+func infoInt(fields map[string]string, name string) int64 {
+	v, _ := strconv.ParseInt(fields[name], 10, 64)
+	return v
+}
+
+// threadCPU returns the CPU time, in nanoseconds, the kernel has accounted
+// to the server's main thread and to all its threads (/proc …/schedstat,
+// exact to the nanosecond, unlike the tick-sampled rusage).
+func threadCPU(pid int) (main, all int64, err error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // a thread that just exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) == 0 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		all += ns
+		if t.Name() == strconv.Itoa(pid) {
+			main = ns
+		}
+	}
+	return main, all, nil
+}
+
+// rssBytes is the server's resident set size from /proc.
+func rssBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, fmt.Errorf("statm: %q", b)
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize()), err
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// The soak's mix: every cycle makes these verb calls, two of them refused
+// unless refusals are off, then trims what it made so that the data set
+// stays the same size.
+const (
+	soakCallsPerCycle   = 8
+	soakRefusedPerCycle = 2
+	soakKeep            = 1000 // jobs, stream entries and failure keys kept per connection
+	soakCyclesPerBatch  = 8
+	soakIDsPerCycle     = 16 // snowflakes a cycle uses: 10 appended, 1 published, 1 message, 1 job
+	soakWarmUp          = 0.2
+	soakFlat            = 0.02 // the most a sample may stray from the median after warm-up
+)
+
+// soakConn drives the mix on one connection.
+type soakConn struct {
+	*conn
+	prefix   string
+	base     uint64 // the first snowflake; cycle c uses base + c*soakIDsPerCycle + k
+	cycle    int64
+	refusals bool // whether cycles make the two refused calls
+}
+
+// callsPerCycle are the verb calls one cycle makes, and how many are refused.
+func (s *soakConn) callsPerCycle() (calls, refused int64) {
+	if s.refusals {
+		return soakCallsPerCycle, soakRefusedPerCycle
+	}
+	return soakCallsPerCycle - soakRefusedPerCycle, 0
+}
+
+func (s *soakConn) id(ns ids.Namespace, c int64, k int, buf *[ids.Len]byte) []byte {
+	return ids.ID{NS: ns, Value: s.base + uint64(c)*soakIDsPerCycle + uint64(k)}.Append(buf[:0])
+}
+
+// writeCycle appends one cycle: admit a job, admit it again (a duplicate),
+// append 10 entries, publish an envelope, count a failure, two refusals
+// (an id below the stream top; a MSG id as a job id), EMQ.CAPS — and the
+// trimming, which is not counted.
+func (s *soakConn) writeCycle(w *cmdBuf) {
+	c := s.cycle
+	s.cycle++
+	var job, evt, msg [ids.Len]byte
+	s.id(ids.Job, c, 12, &job)
+	for range 2 {
+		w.command("EMQ.ENQUEUE", 6)
+		w.str("2")
+		w.join([]byte(s.prefix), []byte("}:job:"), job[:])
+		w.str(s.prefix + "}:pending")
+		w.join(job[:])
+		w.str(payload)
+	}
+	w.command("EMQ.APPEND", 4+4*10)
+	w.str("1")
+	w.str(s.prefix + "}:stream:s")
+	w.str("10")
+	for k := range 10 {
+		w.join(s.id(ids.Evt, c, k, &evt))
+		w.str("1")
+		w.str("f")
+		w.str("v")
+	}
+	w.command("EMQ.PUBLISH", 10)
+	w.str("1")
+	w.str(s.prefix + "}:stream:msgs")
+	w.str("1")
+	w.join(s.id(ids.Evt, c, 10, &evt))
+	w.str("2")
+	w.str("msg")
+	w.join(s.id(ids.Msg, c, 11, &msg))
+	w.str("payload")
+	w.str(payload)
+	w.command("EMQ.FAILURES.INCR", 4)
+	w.str("1")
+	w.join([]byte(s.prefix), []byte("}:fail:SUB0000000000000001:"), s.id(ids.Msg, c%soakKeep, 11, &msg))
+	w.int(failTTLMs)
+	if s.refusals {
+		w.command("EMQ.APPEND", 8)
+		w.str("1")
+		w.str(s.prefix + "}:stream:s")
+		w.str("1")
+		w.join(s.id(ids.Evt, 0, 0, &evt))
+		w.str("1")
+		w.str("f")
+		w.str("v")
+		w.command("EMQ.ENQUEUE", 6)
+		w.str("2")
+		w.join([]byte(s.prefix), []byte("}:job:"), msg[:])
+		w.str(s.prefix + "}:pending")
+		w.join(msg[:])
+		w.str(payload)
+	}
+	w.command("EMQ.CAPS", 1)
+	if c >= soakKeep {
+		s.id(ids.Job, c-soakKeep, 12, &job)
+		w.command("DEL", 2)
+		w.join([]byte(s.prefix), []byte("}:job:"), job[:])
+		w.command("ZREM", 3)
+		w.str(s.prefix + "}:pending")
+		w.join(job[:])
+	}
+	for _, sname := range []string{"s", "msgs"} {
+		w.command("XTRIM", 4)
+		w.str(s.prefix + "}:stream:" + sname)
+		w.str("MAXLEN")
+		w.int(soakKeep)
+	}
+}
+
+// runCycles does n cycles, soakCyclesPerBatch to a write.
+func (s *soakConn) runCycles(n int64) error {
+	for done := int64(0); done < n; {
+		batch := min(soakCyclesPerBatch, n-done)
+		s.w.reset()
+		for range batch {
+			s.writeCycle(&s.w)
+		}
+		if _, err := s.nc.Write(s.w.b); err != nil {
+			return err
+		}
+		s.rr.errors = 0
+		for i := 0; i < s.w.n; i++ {
+			if err := s.rr.skip(); err != nil {
+				return err
+			}
+		}
+		_, refused := s.callsPerCycle()
+		if want := int(batch * refused); s.rr.errors != want {
+			return fmt.Errorf("%d error replies to %d cycles, want %d (first: %s)", s.rr.errors, batch, want, s.rr.failure)
+		}
+		done += batch
+	}
+	return nil
+}
+
+// soakSample is the server's memory after some calls.
+type soakSample struct {
+	calls                    int64
+	usedMemory, rss          int64
+	goHeap, goObjects, goGCs int64
+	goAllocs                 int64
+}
+
+func (s *server) soakSample(calls int64) (soakSample, error) {
+	f, err := s.info("memory", "emq")
+	if err != nil {
+		return soakSample{}, err
+	}
+	rss, err := rssBytes(s.pid)
+	if err != nil {
+		rss = infoInt(f, "used_memory_rss")
+	}
+	return soakSample{
+		calls: calls, usedMemory: infoInt(f, "used_memory"), rss: rss,
+		goHeap: infoInt(f, "emq_go_heap_inuse_bytes"), goObjects: infoInt(f, "emq_go_heap_objects"),
+		goGCs: infoInt(f, "emq_go_gc_cycles"), goAllocs: infoInt(f, "emq_go_total_allocs"),
+	}, nil
+}
+
+// runSoak makes o.calls verb calls of the mix, sampling memory every
+// o.every calls, and reports whether it stays flat after warm-up.
+func runSoak(o options) (section, body string, err error) {
+	s, err := launch(valkeytest.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	defer s.Stop()
+	conns, err := dialAll(s.Addr, o.cfg.conns)
+	if err != nil {
+		return "", "", err
+	}
+	defer closeAll(conns)
+	infoAllocs, err := s.infoAllocs()
+	if err != nil {
+		return "", "", err
+	}
+	base := uint64(time.Now().UnixMilli()-ids.EpochMs) << 22
+	var scs []*soakConn
+	for i, c := range conns {
+		scs = append(scs, &soakConn{conn: c, prefix: fmt.Sprintf("emq:{soak:c%d", i), base: base + uint64(i)<<32, refusals: o.refusals})
+	}
+	perCycle, _ := scs[0].callsPerCycle()
+	cyclesPerSample := max(1, o.every/perCycle/int64(len(scs)))
+	callsPerSample := cyclesPerSample * perCycle * int64(len(scs))
+	samples := max(2, o.calls/callsPerSample)
+	start := time.Now()
+	first, err := s.soakSample(0)
+	if err != nil {
+		return "", "", err
+	}
+	series := []soakSample{first}
+	for i := int64(1); i <= samples; i++ {
+		errs := make([]error, len(scs))
+		var wg sync.WaitGroup
+		for ci, sc := range scs {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[ci] = sc.runCycles(cyclesPerSample) }()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return "", "", err
+		}
+		sample, err := s.soakSample(i * callsPerSample)
+		if err != nil {
+			return "", "", err
+		}
+		series = append(series, sample)
+		fmt.Fprintf(os.Stderr, "\rsoak: %d/%d calls", sample.calls, samples*callsPerSample)
+	}
+	fmt.Fprintln(os.Stderr)
+	elapsed := time.Since(start)
+	last := series[len(series)-1]
+	verbAllocs := float64(last.goAllocs-first.goAllocs-int64(len(series)-1)*infoAllocs) / float64(last.calls)
+	refusals := "no refused calls"
+	if o.refusals {
+		refusals = "two refused calls (EMQORDER, EMQKIND)"
+	}
+	setup := fmt.Sprintf("%d calls in %s (%.0f calls/s) over %d connections; each cycle admits a job, re-admits it, appends 10 entries, "+
+		"publishes, counts a failure, makes %s and EMQ.CAPS, then trims to %d jobs/entries per connection; "+
+		"a sample every %d calls; the first %.0f%% of samples are warm-up; %s",
+		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
+	var out strings.Builder
+	fmt.Fprintln(&out, "## Soak: memory under millions of calls")
+	fmt.Fprintln(&out)
+	fmt.Fprint(&out, runFacts(s, setup))
+	fmt.Fprintln(&out)
+	soakTable(&out, series)
+	fmt.Fprintf(&out, "\nGo heap allocations per verb call over the soak: %.4f (INFO's own taken out).\n", verbAllocs)
+	fmt.Fprintf(&out, "Go GC cycles during the soak: %d.\n", last.goGCs-first.goGCs)
+	return sectionSoak, out.String(), nil
+}

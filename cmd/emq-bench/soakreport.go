@@ -1,0 +1,81 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+)
+
+// flatness says how far one measure strayed after warm-up.
+type flatness struct {
+	name             string
+	median, min, max float64
+	maxDev           float64 // the largest |x − median| / median
+	drift            float64 // (mean of the last quarter − mean of the first quarter) / median
+}
+
+func (f flatness) flat() bool { return f.maxDev <= soakFlat }
+
+// measureFlatness looks at xs after warm-up: every sample but the first
+// soakWarmUp share.
+func measureFlatness(name string, xs []float64) flatness {
+	xs = xs[int(float64(len(xs))*soakWarmUp):]
+	f := flatness{name: name, median: median(xs)}
+	if len(xs) == 0 || f.median == 0 {
+		return f
+	}
+	f.min, f.max = slices.Min(xs), slices.Max(xs)
+	f.maxDev = max(f.max-f.median, f.median-f.min) / f.median
+	q := max(1, len(xs)/4)
+	f.drift = (mean(xs[len(xs)-q:]) - mean(xs[:q])) / f.median
+	return f
+}
+
+func mean(xs []float64) float64 {
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}
+
+// soakTable prints each memory measure's flatness after warm-up, then a
+// few of the samples.
+func soakTable(w io.Writer, series []soakSample) {
+	after := series[1:] // the first sample is before any call
+	measures := []struct {
+		name string
+		get  func(soakSample) int64
+	}{
+		{"RSS (bytes)", func(s soakSample) int64 { return s.rss }},
+		{"used_memory (bytes)", func(s soakSample) int64 { return s.usedMemory }},
+		{"emq_go_heap_inuse_bytes", func(s soakSample) int64 { return s.goHeap }},
+	}
+	fmt.Fprintln(w, "| measure | median after warm-up | min | max | largest deviation | drift | ±2 % |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|---|")
+	for _, m := range measures {
+		xs := make([]float64, len(after))
+		for i, s := range after {
+			xs[i] = float64(m.get(s))
+		}
+		f := measureFlatness(m.name, xs)
+		verdict := "MISS"
+		if f.flat() {
+			verdict = "PASS (flat)"
+		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.2f %% | %+.2f %% | %s |\n",
+			f.name, f.median, f.min, f.max, 100*f.maxDev, 100*f.drift, verdict)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| calls | RSS | used_memory | Go heap in use | Go heap objects | Go GC cycles |")
+	fmt.Fprintln(w, "|--:|--:|--:|--:|--:|--:|")
+	step := max(1, len(series)/10)
+	for i := 0; i < len(series); i += step {
+		s := series[i]
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %d | %d |\n", s.calls, s.rss, s.usedMemory, s.goHeap, s.goObjects, s.goGCs)
+	}
+	if (len(series)-1)%step != 0 {
+		s := series[len(series)-1]
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %d | %d |\n", s.calls, s.rss, s.usedMemory, s.goHeap, s.goObjects, s.goGCs)
+	}
+}

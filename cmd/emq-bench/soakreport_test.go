@@ -1,0 +1,24 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestMeasureFlatness(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []float64
+		flat bool
+	}{
+		{"warm-up growth is not counted", []float64{10, 50, 100, 101, 99, 100, 100, 101, 100, 99}, true},
+		{"steady growth after warm-up is not flat", []float64{100, 100, 100, 102, 104, 106, 108, 110, 112, 114}, false},
+		{"one spike above 2 % is not flat", []float64{100, 100, 100, 100, 100, 103, 100, 100, 100, 100}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.flat, measureFlatness("m", tt.xs).flat())
+		})
+	}
+}
