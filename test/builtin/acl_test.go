@@ -97,6 +97,16 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 		}
 	})
 
+	t.Run("ACL DRYRUN answers for every verb as for a built-in", func(t *testing.T) {
+		allowed, _ := oneOfEach(m, "a")
+		denied, _ := oneOfEach(m, "b")
+		for i := range allowed {
+			assert.Equal(t, "OK", str(t, s, append([]string{"ACL", "DRYRUN", "tagged"}, allowed[i].argv()...)...), allowed[i].String())
+			got := str(t, s, append([]string{"ACL", "DRYRUN", "tagged"}, denied[i].argv()...)...)
+			assert.Contains(t, got, "no permissions to access the '"+denied[i].keys[0]+"' key", denied[i].String())
+		}
+	})
+
 	t.Run("COMMAND GETKEYS names every verb's keys", func(t *testing.T) {
 		calls, _ := oneOfEach(m, "g")
 		for _, c := range calls {

@@ -41,6 +41,20 @@ func TestClusterRoutesVerbsLikeBuiltins(t *testing.T) {
 		}
 	})
 
+	t.Run("a verb sent to the owner's replica gets MOVED to the owner", func(t *testing.T) {
+		calls, written := oneOfEach(m, "replica")
+		slot := c.Slot(t, written[0])
+		owner := c.Owner(t, slot)
+		for i, p := range c.Primaries {
+			if p != owner {
+				continue
+			}
+			for _, v := range calls {
+				assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), errorText(c.Replicas[i].Do(v.argv()...)), v.String())
+			}
+		}
+	})
+
 	t.Run("keys of two slots are CROSSSLOT", func(t *testing.T) {
 		job := m.Mint(ids.Job).String()
 		a, b := keys.Job("a", job), keys.Pending("b")

@@ -58,6 +58,69 @@ func TestKeyspaceNotificationsMatchTheBuiltins(t *testing.T) {
 	}
 }
 
+func TestCreationEventsMatchTheBuiltinsTheVerbsStandFor(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"notify-keyspace-events", "KEAn"}})
+	m, err := ids.NewMinter(15)
+	require.NoError(t, err)
+	// The markers exist before, so that setting them fires no "new".
+	ok(t, s, "MSET", "marker:verb", "x", "marker:builtin", "x")
+	events := subscribeKeyspace(t, s)
+	calls, _ := oneOfEach(m, "new")
+	// mirror is the key the built-ins write in place of a verb's key.
+	mirror := func(k string) string { return "mirror:" + k }
+	for i, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			reply := s.Do(c.argv()...)
+			require.NoError(t, reply.Error())
+			ok(t, s, "SET", "marker:verb", "x")
+			byVerb := events.until(t, event{"set", "marker:verb"})
+
+			for _, b := range builtinsFor(t, c, reply) {
+				for j := range b.keys {
+					b.keys[j] = mirror(b.keys[j])
+				}
+				ok(t, s, b.argv()...)
+			}
+			ok(t, s, "SET", "marker:builtin", "x")
+			byBuiltins := events.until(t, event{"set", "marker:builtin"})
+			for j, e := range byVerb.keyevents {
+				byVerb.keyevents[j].key = mirror(e.key)
+			}
+			require.NotEmpty(t, byVerb.keyevents, "call %d", i)
+			assert.Equal(t, byBuiltins.keyevents, byVerb.keyevents)
+		})
+	}
+}
+
+// builtinsFor returns the built-in commands whose effects verb call c,
+// which replied r, stands for (SPEC §5).
+func builtinsFor(t *testing.T, c command, r valkey.ValkeyResult) []command {
+	t.Helper()
+	switch c.name {
+	case "EMQ.ENQUEUE":
+		job, pending, id, payload := c.keys[0], c.keys[1], c.args[0], c.args[1]
+		return []command{
+			builtin("HSET", 1, job, "state", "pending", "attempts", "0", "payload", payload),
+			builtin("ZADD", 1, pending, "0", id),
+		}
+	case "EMQ.APPEND", "EMQ.PUBLISH":
+		streamIDs, err := r.AsStrSlice()
+		require.NoError(t, err)
+		var out []command
+		for i, a := 0, c.args[1:]; i < len(streamIDs); i++ {
+			pairs, err := strconv.Atoi(a[1])
+			require.NoError(t, err)
+			out = append(out, builtin("XADD", 1, append([]string{c.keys[0], streamIDs[i], "id", a[0]}, a[2:2+2*pairs]...)...))
+			a = a[2+2*pairs:]
+		}
+		return out
+	case "EMQ.FAILURES.INCR":
+		return []command{builtin("INCR", 1, c.keys[0]), builtin("PEXPIREAT", 1, c.keys[0], "99999999999999")}
+	}
+	require.FailNow(t, "no built-ins for "+c.name)
+	return nil
+}
+
 // keyspaceEvents are the notifications received on both channel families.
 type keyspaceEvents struct{ keyevents, keyspace []event }
 
