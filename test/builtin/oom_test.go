@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -46,6 +47,17 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 		got := errorText(s.Do(append([]string{"EVAL", "return redis.call('EMQ.ENQUEUE', 2, KEYS[1], KEYS[2], ARGV[1], ARGV[2])", "2"},
 			calls[0].keys[0], calls[0].keys[1], calls[0].args[0], calls[0].args[1])...))
 		assert.Contains(t, got, "OOM", got)
+		assert.Equal(t, int64(0), num(t, s, "EXISTS", written[0]))
+	})
+	t.Run("a verb queued in MULTI answers OOM and EXEC aborts", func(t *testing.T) {
+		calls, written := oneOfEach(m, "oommulti")
+		err := s.Client().Dedicated(func(d valkey.DedicatedClient) error {
+			replies := d.DoMulti(ctx(t), d.B().Multi().Build(), calls[0].build(d), d.B().Exec().Build())
+			assert.True(t, strings.HasPrefix(errorText(replies[1]), "OOM "), errorText(replies[1]))
+			assert.True(t, strings.HasPrefix(errorText(replies[2]), "EXECABORT "), errorText(replies[2]))
+			return nil
+		})
+		require.NoError(t, err)
 		assert.Equal(t, int64(0), num(t, s, "EXISTS", written[0]))
 	})
 	t.Run("EMQ.CAPS still answers", func(t *testing.T) {

@@ -23,6 +23,8 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 	live := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	w := newWorkload(t, p.Client(), "repl", 7)
 	require.True(t, w.run(t, workloadRounds()))
+	otherDB := newWorkload(t, dbClient(t, p, 3), "db3-", 2)
+	require.True(t, otherDB.run(t, 4))
 	late := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	valkeytest.WaitReplicated(t, p, live)
 	valkeytest.WaitReplicated(t, p, late)
@@ -42,6 +44,11 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 		t.Run(name+" holds what the verbs replied", func(t *testing.T) {
 			onReplica := *w
 			onReplica.cl = r.Client()
+			onReplica.verify(t)
+		})
+		t.Run(name+" holds what the verbs wrote to another database there", func(t *testing.T) {
+			onReplica := *otherDB
+			onReplica.cl = dbClient(t, r, 3)
 			onReplica.verify(t)
 		})
 		t.Run(name+" has the primary's TTLs within a second", func(t *testing.T) {

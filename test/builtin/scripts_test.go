@@ -182,4 +182,12 @@ func TestReadOnlyReplicaWithTheModuleRefusesWriteVerbs(t *testing.T) {
 	}
 	assert.Equal(t, int64(0), num(t, r, append([]string{"EXISTS"}, written...)...))
 	assert.NoError(t, r.Do(caps.argv()...).Error(), "EMQ.CAPS answers on a replica")
+
+	t.Run("once promoted it serves every verb", func(t *testing.T) {
+		ok(t, r, "REPLICAOF", "NO", "ONE")
+		for _, c := range calls {
+			assert.NoError(t, r.Do(c.argv()...).Error(), c.String())
+		}
+		assert.Equal(t, int64(len(written)), num(t, r, append([]string{"EXISTS"}, written...)...))
+	})
 }

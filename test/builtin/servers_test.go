@@ -51,6 +51,16 @@ func newClient(t *testing.T, s *valkeytest.Server, user string) valkey.Client {
 	return cl
 }
 
+// dbClient returns a client of s that selected database db, closed when t
+// ends.
+func dbClient(t *testing.T, s *valkeytest.Server, db int) valkey.Client {
+	t.Helper()
+	cl, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, SelectDB: db, DisableCache: true, ForceSingleClient: true})
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
+}
+
 // ctx bounds one command of a test.
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
