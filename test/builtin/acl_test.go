@@ -69,31 +69,12 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 	})
 
 	t.Run("a numkeys that lies never reaches a key outside the pattern", func(t *testing.T) {
-		job, sub, msg, evt := m.Mint(ids.Job).String(), m.Mint(ids.Sub).String(), m.Mint(ids.Msg).String(), m.Mint(ids.Evt).String()
-		jobA, pendA, streamA := keys.Job("a", job), keys.Pending("a"), keys.Stream("a", "events")
-		jobB, pendB, streamB, msgsB, failB := keys.Job("b", job), keys.Pending("b"), keys.Stream("b", "events"),
-			keys.Stream("b", "msgs"), keys.Fail("b", sub, msg)
-		lie := func(name, numkeys string, args ...string) command {
-			return command{name: name, pre: []string{numkeys}, args: args}
-		}
-		var lies []command
-		for _, n := range []string{"0", "1", "3", "5", "-1", "-2", "x", "01", "+2", " 2", "2 ", "2.0", "0x2", "99999999999999999999"} {
-			lies = append(lies,
-				lie("EMQ.ENQUEUE", n, jobB, pendB, job, "p"),
-				lie("EMQ.ENQUEUE", n, jobA, pendB, job, "p"),
-				lie("EMQ.ENQUEUE", n, jobA, pendA, pendB, "p"),
-				lie("EMQ.APPEND", n, streamB, "1", evt, "1", "f", "v"),
-				lie("EMQ.APPEND", n, streamA, streamB, "1", evt, "1", "f", "v"),
-				lie("EMQ.PUBLISH", n, msgsB, "1", evt, "2", "msg", msg, "payload", "p"),
-				lie("EMQ.FAILURES.INCR", n, failB, "1000"),
-			)
-		}
-		outside := []string{"EXISTS", jobB, pendB, streamB, msgsB, failB, "1000", "p"}
+		lies, outside := numkeysLies(m, "a", "b")
 		for _, c := range lies {
 			got := errorText(as(t, tagged, c))
 			assert.True(t, strings.HasPrefix(got, "EMQSHAPE ") || strings.HasPrefix(got, "NOPERM ") ||
 				strings.HasPrefix(got, "wrong number of arguments"), "%s: %q", c, got)
-			assert.Equal(t, int64(0), num(t, s, outside...), "%s touched a key outside the pattern", c)
+			assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, outside...)...), "%s touched a key outside the pattern", c)
 		}
 	})
 

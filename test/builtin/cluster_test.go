@@ -65,6 +65,24 @@ func TestClusterRoutesVerbsLikeBuiltins(t *testing.T) {
 		assert.Equal(t, int64(0), num(t, owner, "EXISTS", a))
 	})
 
+	t.Run("a numkeys that lies writes nothing on any node", func(t *testing.T) {
+		lies, _ := numkeysLies(m, "a", "b")
+		before := make([]int64, len(c.Primaries))
+		for i, p := range c.Primaries {
+			before[i] = num(t, p, "DBSIZE")
+		}
+		for _, p := range c.Primaries {
+			for _, l := range lies {
+				got := errorText(p.Do(l.argv()...))
+				assert.Regexp(t, "^(EMQSHAPE|MOVED|CROSSSLOT|wrong number of arguments) ", got, "%s on %s", l, p.Addr)
+			}
+		}
+		for i, p := range c.Primaries {
+			assert.Equal(t, before[i], num(t, p, "DBSIZE"), p.Addr)
+			assert.Equal(t, "PONG", str(t, p, "PING"))
+		}
+	})
+
 	t.Run("a workload across many hash tags keeps every write while a slot migrates", func(t *testing.T) {
 		const names = 32
 		w := newWorkload(t, c.Client(), "c", names)

@@ -103,3 +103,43 @@ func oneOfEach(m *ids.Minter, tag string) (calls []command, written []string) {
 	}
 	return calls, written
 }
+
+// numkeysLies returns calls of every write verb whose numkeys lies — too
+// few keys, too many, past the last argument, negative, not a number, or a
+// number only a lax parser would read — or that lack arguments, over keys
+// of tag a (which a restricted user may touch) and tag b (which it may
+// not); and the keys of tag b, which none of the calls may write.
+func numkeysLies(m *ids.Minter, a, b string) (lies []command, outside []string) {
+	job, sub, msg, evt := m.Mint(ids.Job).String(), m.Mint(ids.Sub).String(), m.Mint(ids.Msg).String(), m.Mint(ids.Evt).String()
+	jobA, pendA, streamA := keys.Job(a, job), keys.Pending(a), keys.Stream(a, "events")
+	jobB, pendB, streamB, msgsB, failB := keys.Job(b, job), keys.Pending(b), keys.Stream(b, "events"),
+		keys.Stream(b, "msgs"), keys.Fail(b, sub, msg)
+	lie := func(name, numkeys string, args ...string) command {
+		return command{name: name, pre: []string{numkeys}, args: args}
+	}
+	calls := []struct {
+		name   string
+		honest string // the numkeys that is no lie for these arguments, if any
+		args   []string
+	}{
+		{"EMQ.ENQUEUE", "2", []string{jobB, pendB, job, "p"}},
+		{"EMQ.ENQUEUE", "", []string{jobA, pendB, job, "p"}},
+		{"EMQ.ENQUEUE", "2", []string{jobA, pendA, pendB, "p"}}, // with 2, a well-formed call with a bad id
+		{"EMQ.APPEND", "1", []string{streamB, "1", evt, "1", "f", "v"}},
+		{"EMQ.APPEND", "", []string{streamA, streamB, "1", evt, "1", "f", "v"}},
+		{"EMQ.PUBLISH", "1", []string{msgsB, "1", evt, "2", "msg", msg, "payload", "p"}},
+		{"EMQ.FAILURES.INCR", "1", []string{failB, "1000"}},
+	}
+	for _, n := range []string{"0", "1", "2", "3", "5", "-1", "-2", "x", "01", "+2", " 2", "2 ", "2.0", "0x2", "99999999999999999999"} {
+		for _, c := range calls {
+			if n != c.honest {
+				lies = append(lies, lie(c.name, n, c.args...))
+			}
+		}
+	}
+	lies = append(lies,
+		lie("EMQ.ENQUEUE", "2", jobB), lie("EMQ.APPEND", "1", streamB), lie("EMQ.APPEND", "1", streamB, "1"),
+		lie("EMQ.PUBLISH", "1", msgsB), lie("EMQ.FAILURES.INCR", "1"), command{name: "EMQ.FAILURES.INCR"},
+	)
+	return lies, []string{jobB, pendB, streamB, msgsB, failB, "1000", "p"}
+}
