@@ -55,6 +55,8 @@ func TestForksUnderLoad(t *testing.T) {
 			break
 		}
 	}
+	// A full sync forks too: link a replica while the drivers write.
+	replica := valkeytest.StartReplica(t, s, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	close(stop)
 	wg.Wait()
 	rounds := 0
@@ -77,6 +79,10 @@ func TestForksUnderLoad(t *testing.T) {
 			assert.Greater(t, w.rounds, 0)
 			w.verify(t)
 		}
+	})
+	t.Run("a replica synced under load holds the same data", func(t *testing.T) {
+		valkeytest.WaitReplicated(t, s, replica)
+		assert.Equal(t, digest(t, s), digest(t, replica))
 	})
 	t.Run("a replay of the rewritten AOF without the module gives the same data", func(t *testing.T) {
 		want := digest(t, s)

@@ -123,6 +123,18 @@ func TestSavePointsSeeVerbWrites(t *testing.T) {
 	})
 }
 
+func TestDebugReloadKeepsEverything(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	w := newWorkload(t, s.Client(), "reload", 3)
+	require.True(t, w.run(t, workloadRounds()/4))
+	want, streams := digest(t, s), w.streamMetas(t, s)
+	ok(t, s, "DEBUG", "RELOAD")
+	assert.Equal(t, want, digest(t, s))
+	assert.Equal(t, streams, w.streamMetas(t, s))
+	require.True(t, w.run(t, workloadRounds()/4), "the verbs after the reload")
+	w.verify(t)
+}
+
 func TestShutdownSaveKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, valkeytest.Options{Dir: dir})

@@ -3,10 +3,12 @@ package builtin
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 )
 
@@ -85,4 +87,26 @@ func commandStats(t *testing.T, s *valkeytest.Server) []string {
 		}
 	}
 	return out
+}
+
+func TestExpiredCountsStartOverLikeINCROnTheReplicaToo(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	m, err := ids.NewMinter(17)
+	require.NoError(t, err)
+	// Only a read may now find the keys expired: the lazy path.
+	ok(t, p, "DEBUG", "SET-ACTIVE-EXPIRE", "0")
+	incr := failuresIncr("exp", m.Mint(ids.Sub), m.Mint(ids.Msg), 1)
+	require.Equal(t, int64(1), num(t, p, incr.argv()...))
+	require.Equal(t, int64(2), num(t, p, incr.argv()...))
+	ok(t, p, "SET", "builtin-count", "2", "PX", "1000")
+	time.Sleep(1100 * time.Millisecond)
+
+	assert.Equal(t, int64(1), num(t, p, "INCR", "builtin-count"), "the built-in starts over")
+	assert.Equal(t, int64(1), num(t, p, incr.argv()...), "the verb starts over")
+	assert.Equal(t, int64(-1), num(t, p, "TTL", "builtin-count"))
+	assert.Greater(t, num(t, p, "PTTL", incr.keys[0]), int64(0), "the new count has its own TTL")
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, digest(t, p), digest(t, r))
+	assert.Empty(t, warningLines(r.Log()))
 }
