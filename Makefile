@@ -38,6 +38,7 @@ unit:
 ## bench: every verb side by side with what it replaces; writes docs/PERFORMANCE.md
 bench: deps build
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -out docs/PERFORMANCE.md
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -out docs/PERFORMANCE.md
 
 ## bench-quick: the same comparisons, short (under a minute)
 bench-quick: deps build
@@ -45,7 +46,7 @@ bench-quick: deps build
 
 ## soak: millions of mixed calls; memory must stay flat
 soak: deps build
-	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -soak
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -soak -calls $${CALLS:-10000000} -out docs/PERFORMANCE.md
 
 ## fuzz: every fuzz target, long
 fuzz:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -21,10 +22,15 @@ func runFacts(s *server, setup string) string {
 	return b.String()
 }
 
-// commandLine is the command that reproduces this run.
+// commandLine is the command that reproduces this run, with paths inside
+// the working directory made relative so that it works in any checkout.
 func commandLine() string {
 	args := []string{"go", "run", "./cmd/emq-bench"}
+	wd, _ := os.Getwd()
 	for _, a := range os.Args[1:] {
+		if rel, err := filepath.Rel(wd, a); err == nil && filepath.IsAbs(a) && !strings.HasPrefix(rel, "..") {
+			a = rel
+		}
 		if strings.ContainsAny(a, " \t'\"$") {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}

@@ -46,7 +46,7 @@ func parseOptions() options {
 	flag.BoolVar(&o.soak, "soak", false, "soak: millions of mixed calls, sampling memory")
 	flag.BoolVar(&o.callgrind, "callgrind", false, "count instructions per operation under valgrind --tool=callgrind")
 	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick)")
-	flag.DurationVar(&o.cfg.phase, "phase", 0, "wall time of the slowest variant's phase (default 400ms, 120ms with -quick)")
+	flag.DurationVar(&o.cfg.phase, "phase", 0, "wall time of the slowest variant's phase (default 400ms, 150ms with -quick)")
 	flag.IntVar(&o.cfg.conns, "conns", 4, "connections")
 	flag.IntVar(&o.cfg.depth, "depth", 32, "operations in flight per connection")
 	flag.Int64Var(&o.calls, "calls", 10_000_000, "soak: verb calls in all")
@@ -64,7 +64,7 @@ func parseOptions() options {
 		o.cfg.reps = map[bool]int{false: 15, true: 5}[o.quick]
 	}
 	if o.cfg.phase == 0 {
-		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 120 * time.Millisecond}[o.quick]
+		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 150 * time.Millisecond}[o.quick]
 	}
 	if o.every == 0 {
 		o.every = max(1, o.calls/100)

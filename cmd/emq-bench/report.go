@@ -43,11 +43,11 @@ func (r cpuReport) write(w io.Writer) {
 }
 
 func comparisonTable(w io.Writer, cs []comparison) {
-	fmt.Fprintln(w, "| operation | native | composition | CPU ratio | target | all-threads ratio | commandstats ratio | native µs/op | composition µs/op | native kops/s | composition kops/s |")
-	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| operation | native | composition | CPU ratio | target | repetitions' range | all-threads ratio | commandstats ratio | native µs/op | composition µs/op | native kops/s | composition kops/s |")
+	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, c := range cs {
-		fmt.Fprintf(w, "| %s | %s | %s | **%.3f** | %s | %.3f | %.3f | %.2f | %.2f | %.0f | %.0f |\n",
-			c.op, c.native, c.composition, c.cpuRatio, targetCell(c), c.allRatio, c.cmdRatio,
+		fmt.Fprintf(w, "| %s | %s | %s | **%.3f** | %s | %.2f–%.2f | %.3f | %.3f | %.2f | %.2f | %.0f | %.0f |\n",
+			c.op, c.native, c.composition, c.cpuRatio, targetCell(c), c.cpuLow, c.cpuHigh, c.allRatio, c.cmdRatio,
 			c.nativeCPU/1e3, c.compCPU/1e3, c.nativeRate/1e3, c.compRate/1e3)
 	}
 }

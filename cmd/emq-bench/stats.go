@@ -19,17 +19,20 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// pairedRatio is the median over repetitions of a[i]/b[i]: each ratio
-// compares two phases run side by side, so drift between repetitions cancels.
-func pairedRatio(a, b []float64) float64 {
+// pairedRatios are a[i]/b[i] for each repetition i: each ratio compares two
+// phases run side by side, so drift between repetitions cancels.
+func pairedRatios(a, b []float64) []float64 {
 	var rs []float64
 	for i := range min(len(a), len(b)) {
 		if b[i] != 0 {
 			rs = append(rs, a[i]/b[i])
 		}
 	}
-	return median(rs)
+	return rs
 }
+
+// pairedRatio is the median of the paired ratios.
+func pairedRatio(a, b []float64) float64 { return median(pairedRatios(a, b)) }
 
 // column picks one number out of each measurement.
 func column(ms []measurement, f func(measurement) float64) []float64 {
@@ -45,6 +48,7 @@ func column(ms []measurement, f func(measurement) float64) []float64 {
 type comparison struct {
 	op, native, composition string
 	cpuRatio, allRatio      float64 // medians of native/composition CPU per operation
+	cpuLow, cpuHigh         float64 // the least and greatest per-repetition CPU ratio
 	cmdRatio                float64 // the same for INFO commandstats time
 	nativeCPU, compCPU      float64 // median main-thread ns per operation
 	nativeRate, compRate    float64 // median operations per second
@@ -63,9 +67,12 @@ func compare(res rowResult) []comparison {
 		all := func(m measurement) float64 { return m.allCPUNs }
 		cmd := func(m measurement) float64 { return m.cmdUs }
 		rate := func(m measurement) float64 { return m.opsPerSec }
+		ratios := pairedRatios(column(native, cpu), column(comp, cpu))
 		out = append(out, comparison{
 			op: res.row.name, native: res.row.variants[0].name, composition: res.row.variants[vi].name,
-			cpuRatio:   pairedRatio(column(native, cpu), column(comp, cpu)),
+			cpuRatio:   median(ratios),
+			cpuLow:     slices.Min(ratios),
+			cpuHigh:    slices.Max(ratios),
 			allRatio:   pairedRatio(column(native, all), column(comp, all)),
 			cmdRatio:   pairedRatio(column(native, cmd), column(comp, cmd)),
 			nativeCPU:  median(column(native, cpu)),
