@@ -97,16 +97,7 @@ func TestClusterRoutesVerbsLikeBuiltins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !w.round(t) {
-					return
-				}
-			}
+			w.runUntil(t, stop)
 		}()
 		migrateSlotUnderLoad(t, c, m, "c5")
 		close(stop)

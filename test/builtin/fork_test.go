@@ -33,16 +33,7 @@ func TestForksUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func(w *workload) {
 			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if !w.round(t) {
-					return
-				}
-			}
+			w.runUntil(t, stop)
 		}(drivers[i])
 	}
 	pings := pingThroughout(t, s, stop, &wg)

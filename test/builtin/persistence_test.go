@@ -25,7 +25,7 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 	// Let a second pass, so that a TTL replayed as relative would come
 	// back longer than the one the server held.
 	time.Sleep(1100 * time.Millisecond)
-	want, streams := digest(t, s), w.streamMetas(t, s)
+	want := w.snapshot(t, s)
 	ttls := map[string]int64{}
 	for _, k := range w.failureKeys() {
 		ttls[k] = num(t, s, "PTTL", k)
@@ -44,11 +44,7 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 		t.Run(name+" replays it to the same data", func(t *testing.T) {
 			r := start(t, valkeytest.Options{NoModule: !mod, Dir: dir, Config: aof})
 			defer r.Stop()
-			assert.Equal(t, want, digest(t, r))
-			assert.Equal(t, streams, w.streamMetas(t, r))
-			replayed := *w
-			replayed.cl = r.Client()
-			replayed.verify(t)
+			w.holds(t, r, want)
 			for k, before := range ttls {
 				assert.LessOrEqual(t, num(t, r, "PTTL", k), before, "%s: a TTL restarted on replay", k)
 			}
@@ -127,10 +123,9 @@ func TestDebugReloadKeepsEverything(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	w := newWorkload(t, s.Client(), "reload", 3)
 	require.True(t, w.run(t, workloadRounds()/4))
-	want, streams := digest(t, s), w.streamMetas(t, s)
+	want := w.snapshot(t, s)
 	ok(t, s, "DEBUG", "RELOAD")
-	assert.Equal(t, want, digest(t, s))
-	assert.Equal(t, streams, w.streamMetas(t, s))
+	w.holds(t, s, want)
 	require.True(t, w.run(t, workloadRounds()/4), "the verbs after the reload")
 	w.verify(t)
 }
@@ -140,7 +135,7 @@ func TestShutdownSaveKeepsEverything(t *testing.T) {
 	s := start(t, valkeytest.Options{Dir: dir})
 	w := newWorkload(t, s.Client(), "rdb", 5)
 	require.True(t, w.run(t, workloadRounds()))
-	want, streams := digest(t, s), w.streamMetas(t, s)
+	want := w.snapshot(t, s)
 	s.Do("SHUTDOWN", "SAVE") // the connection closes: no reply to check
 	eventually(t, 15*time.Second, "the server to exit", func() bool { return !s.Running() })
 	require.FileExists(t, filepath.Join(dir, "dump.rdb"))
@@ -150,11 +145,7 @@ func TestShutdownSaveKeepsEverything(t *testing.T) {
 		t.Run("a restart "+name+" loads the same data", func(t *testing.T) {
 			r := start(t, valkeytest.Options{NoModule: !mod, Dir: dir})
 			defer r.Stop()
-			assert.Equal(t, want, digest(t, r))
-			assert.Equal(t, streams, w.streamMetas(t, r))
-			loaded := *w
-			loaded.cl = r.Client()
-			loaded.verify(t)
+			w.holds(t, r, want)
 		})
 	}
 }

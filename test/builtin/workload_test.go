@@ -76,6 +76,20 @@ func (w *workload) run(t *testing.T, rounds int) bool {
 	return true
 }
 
+// runUntil runs rounds until stop closes or a reply is not as it must be.
+func (w *workload) runUntil(t *testing.T, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if !w.round(t) {
+			return
+		}
+	}
+}
+
 // round calls every verb on the next name: each accepted, duplicated and
 // refused for each reason the verb has, and EMQ.CAPS.
 func (w *workload) round(t *testing.T) bool {
@@ -193,16 +207,37 @@ func (w *workload) verify(t *testing.T) {
 	}
 }
 
-// streamMetas returns, per stream of the workload, what DEBUG DIGEST leaves
-// out of a stream: its last generated ID, entries added, first entry ID and
-// maximal deleted ID (the scalar fields of XINFO STREAM).
-func (w *workload) streamMetas(t *testing.T, s *valkeytest.Server) map[string]map[string]string {
+// on returns the workload with its tally, reading through cl.
+func (w *workload) on(cl valkey.Client) *workload {
+	c := *w
+	c.cl = cl
+	return &c
+}
+
+// snapshot is what a server holds after a workload: its DEBUG DIGEST, and
+// per stream what the digest leaves out — the scalar fields of XINFO
+// STREAM: last generated ID, entries added, first entry ID, maximal
+// deleted ID.
+type snapshot struct {
+	digest  string
+	streams map[string]map[string]string
+}
+
+// snapshot takes s's snapshot.
+func (w *workload) snapshot(t *testing.T, s *valkeytest.Server) snapshot {
 	t.Helper()
-	out := map[string]map[string]string{}
+	snap := snapshot{digest: digest(t, s), streams: map[string]map[string]string{}}
 	for k := range w.streams {
-		out[k] = streamMeta(t, s, k)
+		snap.streams[k] = streamMeta(t, s, k)
 	}
-	return out
+	return snap
+}
+
+// holds checks that s holds want and everything the tally says.
+func (w *workload) holds(t *testing.T, s *valkeytest.Server, want snapshot) {
+	t.Helper()
+	assert.Equal(t, want, w.snapshot(t, s))
+	w.on(s.Client()).verify(t)
 }
 
 // streamMeta returns the scalar fields of XINFO STREAM key.
