@@ -22,6 +22,15 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 	require.True(t, w.run(t, workloadRounds()/2))
 	rewriteAOF(t, s)
 	require.True(t, w.run(t, workloadRounds()/2))
+	t.Run("WAITAOF sees every verb's writes fsynced", func(t *testing.T) {
+		calls, _ := oneOfEach(w.mint, "waitaof")
+		for _, c := range calls {
+			require.NoError(t, s.Do(c.argv()...).Error(), c.String())
+			got, err := s.Do("WAITAOF", "1", "0", "5000").AsIntSlice()
+			require.NoError(t, err)
+			assert.Equal(t, []int64{1, 0}, got, c.String())
+		}
+	})
 	// Let a second pass, so that a TTL replayed as relative would come
 	// back longer than the one the server held.
 	time.Sleep(1100 * time.Millisecond)

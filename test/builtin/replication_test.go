@@ -28,6 +28,13 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 	otherDB := newWorkload(t, dbClient(t, p, 3), "db3-", 2)
 	require.True(t, otherDB.run(t, 4))
 	late := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	t.Run("WAIT counts both replicas as having the verbs' writes", func(t *testing.T) {
+		calls, _ := oneOfEach(w.mint, "wait")
+		for _, c := range calls {
+			require.NoError(t, p.Do(c.argv()...).Error(), c.String())
+			assert.Equal(t, int64(2), num(t, p, "WAIT", "2", "5000"), c.String())
+		}
+	})
 	valkeytest.WaitReplicated(t, p, live)
 	valkeytest.WaitReplicated(t, p, late)
 	want := w.snapshot(t, p)

@@ -48,7 +48,8 @@ func scripted(cmd, script string, c command) []string {
 const readOnlyScriptError = "Write commands are not allowed from read-only scripts"
 
 func TestTransactionsAndScriptsRunVerbsLikeBuiltins(t *testing.T) {
-	s := start(t, valkeytest.Options{})
+	aof := []string{"appendonly", "yes", "appendfsync", "always"}
+	s := start(t, valkeytest.Options{Config: aof})
 	replica := valkeytest.StartReplica(t, s, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	m, err := ids.NewMinter(6)
 	require.NoError(t, err)
@@ -149,6 +150,13 @@ func TestTransactionsAndScriptsRunVerbsLikeBuiltins(t *testing.T) {
 		valkeytest.WaitReplicated(t, s, replica)
 		assert.Equal(t, digest(t, s), digest(t, replica))
 		assert.Empty(t, warningLines(replica.Log()))
+	})
+	t.Run("so does a replay of the AOF without the module", func(t *testing.T) {
+		want := digest(t, s)
+		s.Stop()
+		r := start(t, valkeytest.Options{NoModule: true, Dir: s.Dir, Config: aof})
+		assert.Equal(t, want, digest(t, r))
+		assert.Empty(t, warningLines(r.Log()))
 	})
 }
 
