@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"time"
 )
@@ -107,8 +108,9 @@ func (b *bench) verify(r *row, v *variant, gens []*opGen) error {
 
 // phaseOps sizes the phases of r: a warm-up of every variant finds the
 // slowest, and every variant then does the operations that one does in
-// cfg.phase, a whole number of batches.
+// cfg.phase: a whole number of batches, at least minBatches.
 func (b *bench) phaseOps(r *row, gens [][]*opGen) (int, error) {
+	const minBatches = 4
 	batch := b.cfg.conns * b.cfg.depth
 	slowest := math.Inf(1)
 	for vi := range r.variants {
@@ -116,30 +118,36 @@ func (b *bench) phaseOps(r *row, gens [][]*opGen) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if b.verbose {
+			fmt.Fprintf(os.Stderr, "warm-up %-28s %8.0f ops/s\n", r.variants[vi].name, rate)
+		}
 		slowest = min(slowest, rate)
 	}
-	batches := max(1, int(math.Round(slowest*b.cfg.phase.Seconds()/float64(batch))))
+	batches := max(minBatches, int(math.Round(slowest*b.cfg.phase.Seconds()/float64(batch))))
 	return batches * batch, nil
 }
 
-// warmUp runs v for a while and returns its rate once warm, in operations
-// per second.
+// warmUp runs v for about cfg.phase and returns its rate in operations per
+// second over all but the first (cold) run, so that one stall of a busy
+// machine does not decide the size of every phase.
 func (b *bench) warmUp(v *variant, gens []*opGen, batch int) (float64, error) {
+	if _, err := runPhase(b.conns, v, gens, batch, b.cfg.depth); err != nil {
+		return 0, err
+	}
 	var spent time.Duration
-	ops := batch
-	for {
+	ops, done := batch, 0
+	for spent < b.cfg.phase {
 		wall, err := runPhase(b.conns, v, gens, ops, b.cfg.depth)
 		if err != nil {
 			return 0, err
 		}
 		spent += wall
-		if spent >= b.cfg.phase/2 && wall >= 20*time.Millisecond {
-			return float64(ops) / wall.Seconds(), nil
-		}
-		if wall < 20*time.Millisecond {
+		done += ops
+		if wall < b.cfg.phase/8 {
 			ops *= 2
 		}
 	}
+	return float64(done) / spent.Seconds(), nil
 }
 
 // runRow measures every variant of r, cfg.reps times, interleaved: the
