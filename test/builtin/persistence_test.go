@@ -20,6 +20,9 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 	s := start(t, valkeytest.Options{Dir: dir, Config: aof})
 	w := newWorkload(t, s.Client(), "aof", 5)
 	require.True(t, w.run(t, workloadRounds()/2))
+	for _, c := range largeCalls(w.mint, "large") {
+		require.NoError(t, s.Do(c.argv()...).Error(), c.name)
+	}
 	rewriteAOF(t, s)
 	require.True(t, w.run(t, workloadRounds()/2))
 	t.Run("WAITAOF sees every verb's writes fsynced", func(t *testing.T) {

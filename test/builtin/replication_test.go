@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 	live := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	w := newWorkload(t, p.Client(), "repl", 7)
 	require.True(t, w.run(t, workloadRounds()))
+	for _, c := range largeCalls(w.mint, "large") {
+		require.NoError(t, p.Do(c.argv()...).Error(), c.name)
+	}
 	otherDB := newWorkload(t, dbClient(t, p, 3), "db3-", 2)
 	require.True(t, otherDB.run(t, 4))
 	late := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
@@ -73,6 +77,28 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 			assert.NotContains(t, strings.ToLower(c), "emq")
 		}
 	})
+}
+
+// largeCalls returns calls of every write verb at the edges of their size:
+// a batch of 200 entries, an entry of 100 pairs, a binary payload of 1 MiB,
+// a TTL of 30 years.
+func largeCalls(m *ids.Minter, tag string) []command {
+	var batch []entry
+	for i := 0; i < 200; i++ {
+		batch = append(batch, entry{m.Mint(ids.Evt), []string{"n", strconv.Itoa(i)}})
+	}
+	var pairs []string
+	for i := 0; i < 100; i++ {
+		pairs = append(pairs, "f"+strconv.Itoa(i), strings.Repeat("v", i))
+	}
+	binary := strings.Repeat("\x00\r\n\xff payload ", 1<<20/13)
+	return []command{
+		appendTo(tag, "batch", batch...),
+		appendTo(tag, "wide", entry{m.Mint(ids.Evt), pairs}),
+		enqueue(tag, m.Mint(ids.Job), binary),
+		publish(tag, m.Mint(ids.Evt), m.Mint(ids.Msg), binary),
+		failuresIncr(tag, m.Mint(ids.Sub), m.Mint(ids.Msg), 30*365*24*3600*1000),
+	}
 }
 
 // commandStats returns the commands INFO commandstats counts on s, as the
