@@ -28,8 +28,9 @@ type Cluster struct {
 
 // StartCluster starts a cluster of primaries, each with replicasEach
 // replicas, every node started with opts (the module loaded unless
-// opts.NoModule; opts.Dir and opts.Port are chosen per node), and waits until
-// every node reports cluster_state:ok and agrees on who serves which slot.
+// opts.NoModule; each node gets a port and a directory of its own, removed
+// when t ends, whatever opts.Dir and opts.Port say), and waits until every
+// node reports cluster_state:ok and agrees on who serves which slot.
 // Everything is stopped when t ends.
 func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Cluster {
 	t.Helper()
@@ -103,7 +104,7 @@ func startClusterNode(t testing.TB, opts Options) *Server {
 			continue
 		}
 		o := opts
-		o.Dir, o.Port = "", port
+		o.Dir, o.Port = t.TempDir(), port
 		o.Config = append([]string{
 			"cluster-enabled", "yes", "cluster-port", strconv.Itoa(bus),
 			"cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000",
