@@ -54,10 +54,17 @@ func kernel() string {
 	return strings.TrimSpace(string(b))
 }
 
+// commit names the checkout's commit, marked when the module's sources
+// differ from it: the module was then built from uncommitted code.
 func commit() string {
 	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown"
 	}
-	return strings.TrimSpace(string(out))
+	c := strings.TrimSpace(string(out))
+	module := []string{"diff", "--quiet", "HEAD", "--", "host", "module", "emq", "registry", "errors", "ids", "keys", "cmd/emq-module"}
+	if exec.Command("git", module...).Run() != nil {
+		c += " with uncommitted module changes"
+	}
+	return c
 }
