@@ -78,13 +78,6 @@ func enqueueRow() row {
 		w.str("0")
 		w.join(job)
 	}
-	keysAndArgs := func(w *cmdBuf, g *opGen, job []byte) {
-		w.str("2")
-		jobKey(w, g, job)
-		w.str(g.key)
-		w.join(job)
-		w.str(payload)
-	}
 	withJob := func(f func(w *cmdBuf, g *opGen, job []byte)) func(w *cmdBuf, g *opGen) {
 		return func(w *cmdBuf, g *opGen) {
 			var buf [ids.Len]byte
@@ -96,12 +89,12 @@ func enqueueRow() row {
 		variants: []variant{
 			{name: "EMQ.ENQUEUE", verb: "enqueue", write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
 				w.command("EMQ.ENQUEUE", 6)
-				keysAndArgs(w, g, job)
+				enqueueArgs(w, g.prefix, job)
 			})},
 			{name: "EVALSHA admit script", script: client.AdmitScript, target: 0.65, write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
 				w.command("EVALSHA", 7)
 				w.str(g.sha)
-				keysAndArgs(w, g, job)
+				enqueueArgs(w, g.prefix, job)
 			})},
 			{name: "MULTI HSET ZADD EXEC", write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
 				w.command("MULTI", 1)
@@ -146,17 +139,7 @@ func appendRow(n int) row {
 		name: fmt.Sprintf("APPEND of %d", n), entries: n, fixedKey: "}:stream:s", check: lengthOf("XLEN", int64(n)),
 		variants: []variant{
 			{name: "EMQ.APPEND", verb: "append", write: func(w *cmdBuf, g *opGen) {
-				w.command("EMQ.APPEND", 4+4*n)
-				w.str("1")
-				w.str(g.key)
-				w.int(int64(n))
-				for i := 0; i < n; i++ {
-					var evt [ids.Len]byte
-					w.join(g.id(ids.Evt, &evt))
-					w.str("1")
-					w.str("f")
-					w.str("v")
-				}
+				appendCmd(w, g.key, n, func(_ int, buf *[ids.Len]byte) []byte { return g.id(ids.Evt, buf) })
 			}},
 			{name: fmt.Sprintf("%d XADD pipelined", n), target: target, write: xadds},
 			{name: fmt.Sprintf("MULTI %d XADD EXEC", n), write: func(w *cmdBuf, g *opGen) {
@@ -174,16 +157,7 @@ func publishRow() row {
 		variants: []variant{
 			{name: "EMQ.PUBLISH", verb: "publish", write: func(w *cmdBuf, g *opGen) {
 				var evt, msg [ids.Len]byte
-				w.command("EMQ.PUBLISH", 10)
-				w.str("1")
-				w.str(g.key)
-				w.str("1")
-				w.join(g.id(ids.Evt, &evt))
-				w.str("2")
-				w.str("msg")
-				w.join(g.id(ids.Msg, &msg))
-				w.str("payload")
-				w.str(payload)
+				publishCmd(w, g.key, g.id(ids.Evt, &evt), g.id(ids.Msg, &msg))
 			}},
 			{name: "one XADD", target: 1.4, write: func(w *cmdBuf, g *opGen) {
 				var msg [ids.Len]byte
