@@ -70,9 +70,6 @@ func onLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) (rc
 			rc = 1
 		}
 	}()
-	// A second load in one process starts from clean state.
-	C.emq_release()
-	handlers, frames, depth, infoFunc, nconfigs = nil, nil, 0, nil, 0
 	if loader == nil {
 		return 1
 	}
@@ -103,6 +100,9 @@ func (m *Module) Init(name string, version int) error {
 	if C.emq_init(m.ctx, cname, C.int(version)) != 0 {
 		return fmt.Errorf("a module named %s is loaded already", name)
 	}
+	// A second load in one process (after a first that failed) starts from
+	// clean state; a load refused above leaves the serving module alone.
+	handlers, frames, depth, infoFunc, nconfigs = nil, nil, 0, nil, 0
 	return nil
 }
 

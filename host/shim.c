@@ -105,9 +105,15 @@ static struct {
 // Redis serve; a function the server lacks stays NULL.
 #define FETCH(name) api.GetApi("RedisModule_" #name, (void **)&api.name)
 
+// emq_init names the module and fetches the API. A load refused because the
+// name is taken touches nothing: the loaded module keeps serving with it.
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
+    int (*get_api)(const char *, void *) = (int (*)(const char *, void *))((void **)ctx)[0];
+    int (*busy)(const char *) = NULL;
+    if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
+    emq_release();
     memset(&api, 0, sizeof(api));
-    api.GetApi = (int (*)(const char *, void *))((void **)ctx)[0];
+    api.GetApi = get_api;
     FETCH(IsModuleNameBusy);
     FETCH(SetModuleAttribs);
     FETCH(SetModuleOptions);
@@ -154,7 +160,6 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(InfoAddFieldLongLong);
     FETCH(RegisterNumericConfig);
     FETCH(LoadConfigs);
-    if (api.IsModuleNameBusy && api.IsModuleNameBusy(name)) return -1;
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and

@@ -45,6 +45,7 @@ type Server struct {
 	Opts Options
 
 	cmd    *exec.Cmd
+	ownDir bool // Dir was made by Launch and goes with the server
 	done   chan struct{}
 	client valkey.Client
 	once   sync.Once
@@ -89,6 +90,9 @@ func FreePort() (int, error) {
 // Start starts a server and stops it when t ends.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
 	s, err := Launch(opts)
 	if err != nil {
 		t.Fatalf("valkeytest: %v", err)
@@ -97,12 +101,14 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
-// Launch starts a server; the caller stops it. For tools outside tests.
+// Launch starts a server; the caller stops it. For tools outside tests: a
+// data directory it makes is removed when the server stops.
 func Launch(opts Options) (*Server, error) {
 	if _, err := exec.LookPath("valkey-server"); err != nil {
 		return nil, fmt.Errorf("valkey-server is not installed (make test installs it): %w", err)
 	}
-	if opts.Dir == "" {
+	ownDir := opts.Dir == ""
+	if ownDir {
 		dir, err := os.MkdirTemp("", "emq-valkey-")
 		if err != nil {
 			return nil, err
@@ -113,12 +119,16 @@ func Launch(opts Options) (*Server, error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		s, err := launch(opts)
 		if err == nil {
+			s.ownDir = ownDir
 			return s, nil
 		}
 		lastErr = err
 		if opts.Port != 0 {
 			break
 		}
+	}
+	if ownDir {
+		_ = os.RemoveAll(opts.Dir)
 	}
 	return nil, lastErr
 }
@@ -235,15 +245,17 @@ func (s *Server) Stop() {
 		s.client = nil
 		s.once = sync.Once{}
 	}
-	if s.cmd == nil || s.cmd.Process == nil || !s.Running() {
-		return
+	if s.cmd != nil && s.cmd.Process != nil && s.Running() {
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.done
+		}
 	}
-	_ = s.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	if s.ownDir {
+		_ = os.RemoveAll(s.Dir)
 	}
 }
 
