@@ -53,15 +53,17 @@ func comparisonTable(w io.Writer, cs []comparison) {
 }
 
 // targetCell is a comparison's target and whether it is met, or blank.
-func targetCell(c comparison) string {
-	if c.target == 0 {
+func targetCell(c comparison) string { return targetText(c.cpuRatio, c.target) }
+
+// targetText is a target and whether got meets it, or blank for no target.
+func targetText(got, target float64) string {
+	if target == 0 {
 		return ""
 	}
-	v := verdict{got: c.cpuRatio, limit: c.target}
-	if v.pass() {
-		return fmt.Sprintf("≤ %.2f PASS", c.target)
+	if (verdict{got: got, limit: target}).pass() {
+		return fmt.Sprintf("≤ %.2f PASS", target)
 	}
-	return fmt.Sprintf("≤ %.2f MISS", c.target)
+	return fmt.Sprintf("≤ %.2f MISS", target)
 }
 
 func allocationTable(w io.Writer, as []allocation) {
