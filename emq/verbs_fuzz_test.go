@@ -24,15 +24,17 @@ type fakeServer struct {
 	top   ids.StreamID
 	now   int64
 
-	opens   int // calls of Open
-	opened  int // keys opened
-	applies int // calls of Apply
+	opens   int  // calls of Open
+	opened  int  // keys opened
+	values  bool // whether Open read the strings' bytes
+	applies int  // calls of Apply
 	wrote   bool
 	plan    Plan // a copy of the plan Apply was given
 }
 
-func (s *fakeServer) Open(n int, _ bool) {
+func (s *fakeServer) Open(n int, values bool) {
 	s.opens++
+	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
 		s.t.Fatalf("Open(%d), call %d: a verb opens its 1 or 2 keys once", n, s.opens)
 	}
@@ -47,8 +49,8 @@ func (s *fakeServer) Type(k int) KeyType {
 }
 
 func (s *fakeServer) Value(k int) []byte {
-	if s.Type(k) != String {
-		s.t.Fatalf("Value(%d) of a key that is not a string", k)
+	if s.Type(k) != String || !s.values {
+		s.t.Fatalf("Value(%d) of a key that is not a string, or not read by Open", k)
 	}
 	return s.value
 }
