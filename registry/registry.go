@@ -39,6 +39,10 @@ var (
 	}}
 )
 
+// testRows are verbs a test build adds after the table (build tag emqtest);
+// a release build has none.
+var testRows []Row
+
 // Rows returns the command table.
 func Rows() []Row {
 	rows := []Row{
@@ -107,7 +111,7 @@ func Rows() []Row {
 	for _, r := range rows {
 		tokens = append(tokens, r.Cap)
 	}
-	return append(rows, Row{
+	rows = append(rows, Row{
 		CommandSpec: host.CommandSpec{
 			Name: "EMQ.CAPS", Arity: 1, Flags: "readonly fast", ACL: "fast connection " + ACLCategory,
 			Summary:    "Reports the module's version and the capability tokens of the verbs it serves.",
@@ -116,4 +120,5 @@ func Rows() []Row {
 		},
 		Verb: emq.Caps(tokens),
 	})
+	return append(rows, testRows...)
 }

@@ -1,0 +1,28 @@
+//go:build emqtest
+
+package registry
+
+import (
+	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/host"
+)
+
+// PanicMessage is what EMQ.PANIC panics with, for a test to find in the
+// error reply and the server log.
+const PanicMessage = "EMQ.PANIC: a deliberate panic of an emqtest build"
+
+// A test build serves EMQ.PANIC, a verb that panics inside its handler, so
+// that a test can prove a panic is recovered: the caller gets an ERR reply,
+// the server logs the panic and keeps serving. A release build has no such
+// verb.
+func init() {
+	testRows = append(testRows, Row{
+		CommandSpec: host.CommandSpec{
+			Name: "EMQ.PANIC", Arity: 1, Flags: "readonly fast",
+			Summary:    "Panics inside its handler (test builds only).",
+			Complexity: "O(1)",
+			Since:      since,
+		},
+		Verb: func(emq.Call) error { panic(PanicMessage) },
+	})
+}
