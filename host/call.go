@@ -22,7 +22,6 @@ type Call C.emq_call
 // that serving a verb allocates nothing.
 type frame struct {
 	args [][]byte
-	ops  []C.emq_op
 	plan emq.Plan
 }
 
@@ -48,9 +47,6 @@ func emqServe(c *C.emq_call, verb C.int) {
 		depth--
 		if cap(f.args) > maxKeptArgs {
 			f.args = nil
-		}
-		if cap(f.ops) > maxKeptArgs {
-			f.ops = nil
 		}
 		if r := recover(); r != nil {
 			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
@@ -108,28 +104,11 @@ func (c *Call) StreamTop(k int) ids.StreamID {
 // NowMs returns the server's clock, read when the command started.
 func (c *Call) NowMs() int64 { return int64(c.now_ms) }
 
-// Apply makes p's writes and replies, in one crossing into C.
+// Apply makes p's writes and replies, in one crossing into C, which reads
+// the writes in place (see layout.go).
 func (c *Call) Apply(p *emq.Plan) bool {
-	f := frames[depth-1]
-	f.ops = f.ops[:0]
-	for i := range p.Writes {
-		w := &p.Writes[i]
-		op := C.emq_op{
-			op: C.int(w.Op), key: C.int(w.Key), nrefs: C.int(w.NRefs),
-			first: C.int(w.First), pairs: C.int(w.Pairs),
-			ms: C.uint64_t(w.ID.Ms), seq: C.uint64_t(w.ID.Seq),
-			score: C.double(w.Score), count: C.longlong(w.Count), at_ms: C.longlong(w.AtMs),
-		}
-		for j := 0; j < w.NRefs; j++ {
-			op.refs[j] = C.int(w.Refs[j])
-		}
-		f.ops = append(f.ops, op)
-	}
-	var ops *C.emq_op
-	if len(f.ops) > 0 {
-		ops = &f.ops[0]
-	}
-	return C.emq_apply((*C.emq_call)(c), ops, C.int(len(f.ops)), C.int(p.Reply), C.longlong(p.Int)) != 0
+	ops := (*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes)))
+	return C.emq_apply((*C.emq_call)(c), ops, C.int(len(p.Writes)), C.int(p.Reply), C.longlong(p.Int)) != 0
 }
 
 // ReplyArray starts an array reply of n elements.

@@ -295,13 +295,28 @@ void emq_open(emq_call *c, int n, int values) {
 }
 
 // Decimal text without snprintf, which costs more than the write it formats.
+static const char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 static int fmt_u64(char *buf, uint64_t v) {
     char tmp[20];
-    int n = 0;
-    do tmp[n++] = (char)('0' + v % 10), v /= 10;
-    while (v);
-    for (int i = 0; i < n; i++) buf[i] = tmp[n - 1 - i];
-    return n;
+    int i = 20;
+    while (v >= 100) {
+        const char *p = digit_pairs + 2 * (v % 100);
+        v /= 100;
+        tmp[--i] = p[1];
+        tmp[--i] = p[0];
+    }
+    if (v >= 10) {
+        tmp[--i] = digit_pairs[2 * v + 1];
+        tmp[--i] = digit_pairs[2 * v];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
+    memcpy(buf, tmp + i, (size_t)(20 - i));
+    return 20 - i;
 }
 
 static int fmt_i64(char *buf, long long v) {
@@ -352,8 +367,18 @@ static int zadd(emq_call *c, const emq_op *op) {
     return 1;
 }
 
-// xadd returns 0 on success or the errno of a refused append.
-static int xadd(emq_call *c, const emq_op *op) {
+// A stream ID's text, formatted once for both the replicated XADD and the reply.
+typedef struct {
+    char s[47];
+    uint8_t len;
+} id_text;
+
+// Stream ID texts on the stack up to this many appends a call.
+#define INLINE_IDS 16
+
+// xadd appends op's entry and writes its ID's text into text. It returns 0
+// on success or the errno of a refused append.
+static int xadd(emq_call *c, const emq_op *op, id_text *text) {
     ValkeyModuleString *inline_fields[INLINE_FIELDS];
     size_t n = (size_t)op->nrefs + 2 * (size_t)op->pairs;
     ValkeyModuleString **f = n <= INLINE_FIELDS ? inline_fields : api.Alloc(sizeof(*f) * n);
@@ -365,9 +390,8 @@ static int xadd(emq_call *c, const emq_op *op) {
     if (api.StreamAdd(c->keys[op->key], 0, id, f, (int64_t)(n / 2)) != API_OK) {
         err = errno ? errno : EINVAL;
     } else {
-        char text[48];
-        stream_id(text, op->ms, op->seq);
-        api.Replicate(c->ctx, "XADD", "scv", keyname(c, op->key), text, f, n);
+        text->len = (uint8_t)stream_id(text->s, op->ms, op->seq);
+        api.Replicate(c->ctx, "XADD", "scv", keyname(c, op->key), text->s, f, n);
         api.NotifyKeyspaceEvent(c->ctx, NOTIFY_STREAM, "xadd", keyname(c, op->key));
     }
     if (f != inline_fields) api.Free(f);
@@ -393,9 +417,12 @@ static void setpxat(emq_call *c, const emq_op *op) {
 // having written and replied nothing, if the first write is an append the
 // stream refuses as not above its top; any later refusal was ruled out by
 // the verb before it planned, and is logged as the bug it would be.
-int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value) {
+int emq_apply(emq_call *c, const emq_op *ops, int nops, int reply, long long value) {
     int written[EMQ_MAX_KEYS] = {0};
     int nids = 0;
+    id_text inline_ids[INLINE_IDS];
+    id_text *ids = inline_ids;
+    if (nops > INLINE_IDS) ids = api.Alloc(sizeof(*ids) * (size_t)nops);
     for (int i = 0; i < nops; i++) {
         const emq_op *op = &ops[i];
         switch (op->op) {
@@ -403,8 +430,11 @@ int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value) {
         case EMQ_OP_ZADD: written[op->key] |= zadd(c, op); break;
         case EMQ_OP_SETPXAT: setpxat(c, op); written[op->key] = 1; break;
         case EMQ_OP_XADD: {
-            int err = xadd(c, op);
-            if (err && i == 0) return 0;
+            int err = xadd(c, op, &ids[nids]);
+            if (err && i == 0) {
+                if (ids != inline_ids) api.Free(ids);
+                return 0;
+            }
             if (err) api.Log(c->ctx, "warning", "emq: append %d of a checked batch failed (errno %d)", i + 1, err);
             written[op->key] = 1;
             nids++;
@@ -419,13 +449,9 @@ int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value) {
         api.ReplyWithLongLong(c->ctx, value);
     } else if (reply == EMQ_REPLY_STREAM_IDS) {
         api.ReplyWithArray(c->ctx, nids);
-        char text[48];
-        for (int i = 0; i < nops; i++) {
-            if (ops[i].op != EMQ_OP_XADD) continue;
-            int len = stream_id(text, ops[i].ms, ops[i].seq);
-            api.ReplyWithStringBuffer(c->ctx, text, (size_t)len);
-        }
+        for (int i = 0; i < nids; i++) api.ReplyWithStringBuffer(c->ctx, ids[i].s, ids[i].len);
     }
+    if (ids != inline_ids) api.Free(ids);
     return 1;
 }
 

@@ -82,16 +82,30 @@ enum { EMQ_OP_HSET = 1, EMQ_OP_ZADD, EMQ_OP_XADD, EMQ_OP_SETPXAT };
 // Replies, as emq.ReplyKind numbers them.
 enum { EMQ_REPLY_INT = 1, EMQ_REPLY_STREAM_IDS };
 
-// One write of a plan; mirrors emq.Write.
+// One write of a plan: emq.Write's own memory layout (Go's int is 64 bits
+// here), so a plan reaches C without a copy. host/layout.go checks it.
 typedef struct emq_op {
-    int op, key;
-    int refs[6];
-    int nrefs;
-    int first, pairs;
+    uint8_t op;
+    int64_t key;
+    int32_t refs[6];
+    int64_t nrefs, first, pairs;
     uint64_t ms, seq;
     double score;
-    long long count, at_ms;
+    int64_t count, at_ms;
 } emq_op;
+
+enum {
+    EMQ_OP_OFF_KEY = offsetof(emq_op, key),
+    EMQ_OP_OFF_REFS = offsetof(emq_op, refs),
+    EMQ_OP_OFF_NREFS = offsetof(emq_op, nrefs),
+    EMQ_OP_OFF_FIRST = offsetof(emq_op, first),
+    EMQ_OP_OFF_PAIRS = offsetof(emq_op, pairs),
+    EMQ_OP_OFF_MS = offsetof(emq_op, ms),
+    EMQ_OP_OFF_SEQ = offsetof(emq_op, seq),
+    EMQ_OP_OFF_SCORE = offsetof(emq_op, score),
+    EMQ_OP_OFF_COUNT = offsetof(emq_op, count),
+    EMQ_OP_OFF_AT_MS = offsetof(emq_op, at_ms),
+};
 
 // Loading and registering.
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version);
@@ -115,7 +129,7 @@ int emq_load_configs(ValkeyModuleCtx *ctx);
 
 // Serving one call.
 void emq_open(emq_call *c, int n, int values);
-int emq_apply(emq_call *c, emq_op *ops, int nops, int reply, long long value);
+int emq_apply(emq_call *c, const emq_op *ops, int nops, int reply, long long value);
 void emq_stream_top(emq_call *c, int k);
 void emq_reply_error(emq_call *c, const char *msg, size_t len);
 void emq_reply_array(emq_call *c, long n);

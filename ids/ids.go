@@ -54,24 +54,24 @@ type ID struct {
 // is not exactly such an id: wrong length, another namespace, uppercase or
 // non-hex digits, or the top bit set.
 func Parse(ns Namespace, b []byte) (ID, bool) {
-	if len(b) != Len || string(b[:3]) != string(ns) {
+	if len(b) != Len || len(ns) != 3 || b[0] != ns[0] || b[1] != ns[1] || b[2] != ns[2] {
 		return ID{}, false
 	}
-	v, ok := parseHex(b[3:])
+	v, ok := parseHex((*[16]byte)(b[3:]))
 	if !ok || v>>63 != 0 {
 		return ID{}, false
 	}
 	return ID{NS: ns, Value: v}, true
 }
 
-// parseHex reads exactly 16 lowercase hex digits.
-func parseHex(b []byte) (uint64, bool) {
+// parseHex reads 16 lowercase hex digits, two at a time.
+func parseHex(b *[16]byte) (uint64, bool) {
 	var v uint64
 	bad := byte(0)
-	for _, c := range b[:16] {
-		d := hexValue[c]
-		bad |= d
-		v = v<<4 | uint64(d&0xf)
+	for i := 0; i < 16; i += 2 {
+		hi, lo := hexValue[b[i]], hexValue[b[i+1]]
+		bad |= hi | lo
+		v = v<<8 | uint64(hi)<<4 | uint64(lo)
 	}
 	return v, bad&notHex == 0
 }

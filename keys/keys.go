@@ -20,7 +20,12 @@ const prefix = "emq:{"
 // ValidName reports whether b can be a queue or topic name: one or more
 // bytes with no '{', '}' or NUL.
 func ValidName(b []byte) bool {
-	return len(b) > 0 && bytes.IndexAny(b, "{}\x00") < 0
+	for _, c := range b {
+		if c == '{' || c == '}' || c == 0 {
+			return false
+		}
+	}
+	return len(b) > 0
 }
 
 // ValidStreamName reports whether b can be a stream's sname: a valid name
