@@ -1,0 +1,13 @@
+// Package torture throws hostile traffic at a live server with emq.so
+// loaded: valid calls, calls mutated from valid ones, and garbage — binary
+// and multi-megabyte arguments, lying numkeys, extreme counts, wrong types
+// at every key, keys of other layouts, up to 10,000 arguments — from several
+// connections at once, over raw RESP so that nothing filters what is sent.
+// It checks that every reply is the verb's success or a known refusal, that
+// refused calls change nothing, that accepted data is all there, that the
+// server keeps answering and logs no module warning, and that memory comes
+// back. The test build's EMQ.PANIC proves a panic in a handler is survived.
+//
+// make test runs a bounded torture (about 20,000 calls); make torture sets
+// EMQ_TORTURE=full for 200,000. EMQ_TORTURE_SEED replays a run.
+package torture

@@ -1,0 +1,83 @@
+package torture
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// buildTestModule builds the module with the emqtest tag, whose command
+// table adds EMQ.PANIC (registry/panic_emqtest.go), into a temporary
+// directory, and returns its path.
+func buildTestModule(t *testing.T) string {
+	t.Helper()
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	require.NoError(t, err, "go env GOMOD")
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	so := filepath.Join(t.TempDir(), "emq-test.so")
+	build := exec.Command("go", "build", "-tags", "emqtest", "-buildmode=c-shared", "-trimpath", "-o", so, "./cmd/emq-module")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build -tags emqtest:\n%s", out)
+	require.NoError(t, os.Chmod(so, 0o755), "the server loads only a module with its execute bit")
+	return so
+}
+
+// startTestModule starts a server with the emqtest build of the module.
+func startTestModule(t *testing.T) *valkeytest.Server {
+	return valkeytest.Start(t, valkeytest.Options{NoModule: true, Config: []string{"loadmodule", buildTestModule(t)}})
+}
+
+// TestPanicInAHandlerIsAnErrorReplyAndTheServerServesOn: a Go panic inside
+// a verb's handler is recovered — the caller gets an ERR reply, the panic is
+// in the server log at warning level, and the server keeps serving: PING,
+// the verbs, and the panicking verb again.
+func TestPanicInAHandlerIsAnErrorReplyAndTheServerServesOn(t *testing.T) {
+	s := startTestModule(t)
+	c := mustDial(t, s.Addr)
+	defer c.close()
+	const id = "JOB0018f2a4c1e00001"
+	for i, want := range []int64{1, 0, 0} {
+		r, err := c.str("EMQ.PANIC")
+		require.NoError(t, err, "EMQ.PANIC replies")
+		require.True(t, r.isError() && strings.HasPrefix(r.text, "ERR "), "EMQ.PANIC replies an ERR, got %s", r)
+		assert.Contains(t, r.text, "EMQ.PANIC", "the error says what panicked")
+
+		pong, err := s.Do("PING").ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "PONG", pong)
+		admitted, err := s.Do("EMQ.ENQUEUE", "2", "emq:{q}:job:"+id, "emq:{q}:pending", id, "p").AsInt64()
+		require.NoError(t, err, "a valid ENQUEUE after the panic")
+		assert.Equal(t, want, admitted, "after panic %d: admitted once, then a duplicate", i+1)
+	}
+	require.True(t, s.Running())
+	var logged []string
+	for _, line := range s.ModuleWarnings() {
+		if strings.Contains(line, "recovered from a panic") && strings.Contains(line, "EMQ.PANIC") {
+			logged = append(logged, line)
+		}
+	}
+	assert.Len(t, logged, 3, "each panic is logged at warning level:\n%s", s.LogTail(40))
+}
+
+// TestReleaseBuildHasNoPanicVerb: EMQ.PANIC exists only in the emqtest
+// build; the module make build writes does not know it.
+func TestReleaseBuildHasNoPanicVerb(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	c := mustDial(t, s.Addr)
+	defer c.close()
+	r, err := c.str("EMQ.PANIC")
+	require.NoError(t, err)
+	assert.True(t, r.isError() && strings.HasPrefix(r.text, unknownError), "%s", r)
+	info, err := s.Do("COMMAND", "INFO", "EMQ.PANIC").ToArray()
+	require.NoError(t, err)
+	require.Len(t, info, 1)
+	assert.True(t, info[0].IsNil(), "COMMAND INFO knows no EMQ.PANIC")
+}
