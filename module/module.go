@@ -47,7 +47,14 @@ func Load(m *host.Module) error {
 func serve(verb emq.Verb, counts *verbStats, lim limits) host.Handler {
 	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
 		counts.calls++
+		returned := false
+		defer func() {
+			if !returned { // a panic: host replies ERR and logs it
+				counts.refused[emqerrors.Internal]++
+			}
+		}()
 		err := verb(emq.Call{Args: args, Server: c, Plan: plan, Limits: lim.emq()})
+		returned = true
 		if err != nil {
 			counts.refused[emqerrors.CodeOf(err)]++
 			c.ReplyError(err.Error())

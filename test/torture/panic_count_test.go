@@ -1,5 +1,3 @@
-//go:build emqbug
-
 package torture
 
 import (
@@ -9,11 +7,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRecoveredPanicIsNotCountedAsOK: INFO emq counts a call whose handler
-// panicked as a success. module.serve (module/module.go:49) counts the call,
-// then the verb panics past its refusal counting; host.emqServe's recover
-// (host/call.go:51) replies ERR but counts nothing, so emq_ok_<verb> goes up
-// and emq_refused_err — errors.Internal, "a recovered panic" — never does.
+// TestRecoveredPanicIsNotCountedAsOK: a call whose handler panicked is no
+// success in INFO emq; it counts as refused with errors.Internal (emq_refused_err).
+// (module.serve once counted it as OK: the panic skipped its refusal count.)
 func TestRecoveredPanicIsNotCountedAsOK(t *testing.T) {
 	s := startTestModule(t)
 	c := mustDial(t, s.Addr)
