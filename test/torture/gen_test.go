@@ -250,12 +250,18 @@ func failuresCall(topic, sub, msg string, ttlMs int64) built {
 		ids: []idAt{{2, len(keys.Fail(topic, "", "")) - 1, ids.Sub}, {2, len(keys.Fail(topic, sub, "")), ids.Msg}}}
 }
 
-// entries makes n entries under fresh ids, with 1–4 pairs each.
+// entries makes n entries under fresh ids, with 1–4 pairs each, or now and
+// then around 32, where the module stops keeping an entry's fields on the
+// stack.
 func (g *gen) entries(n int) []entry {
 	es := make([]entry, n)
 	for i := range es {
 		es[i].evt = g.mint(ids.Evt)
-		for p := 1 + g.pick(4); p > 0; p-- {
+		pairs := 1 + g.pick(4)
+		if g.pick(30) == 0 {
+			pairs = 28 + g.pick(9)
+		}
+		for p := pairs; p > 0; p-- {
 			es[i].fields = append(es[i].fields, g.field(), g.value())
 		}
 	}
@@ -269,10 +275,14 @@ func (g *gen) value() []byte {
 	return g.bytes(g.r.IntN(24))
 }
 
-// batchSize is mostly a few entries, sometimes hundreds.
+// batchSize is mostly a few entries, sometimes around 16 (where the module
+// stops keeping the IDs of a batch on the stack), sometimes hundreds.
 func (g *gen) batchSize() int {
-	if g.r.IntN(40) == 0 {
+	switch g.pick(40) {
+	case 0:
 		return 50 + g.pick(250)
+	case 1, 2:
+		return 14 + g.pick(6)
 	}
 	return 1 + g.pick(5)
 }
