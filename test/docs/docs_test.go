@@ -119,7 +119,8 @@ func runCode(t *testing.T, b block, want string) {
 	var c *exec.Cmd
 	switch b.lang {
 	case "go":
-		dir := filepath.Join(repoRoot(t), "build", "docs-examples", strconv.Itoa(b.line))
+		// build/_examples: inside the module (so it can import it), hidden from ./...
+		dir := filepath.Join(repoRoot(t), "build", "_examples", strconv.Itoa(b.line))
 		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(b.body), 0o644))
 		c = exec.Command("go", "run", ".")
