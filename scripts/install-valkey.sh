@@ -27,5 +27,4 @@ $sudo apt-get install -y -qq -t bookworm-backports valkey-server valkey-tools >/
 # The package starts a system service on 6379; the project runs its own servers.
 if command -v systemctl >/dev/null 2>&1; then $sudo systemctl disable --now valkey-server >/dev/null 2>&1 || true; fi
 $sudo service valkey-server stop >/dev/null 2>&1 || true
-pkill -x valkey-server >/dev/null 2>&1 || true
 valkey-server --version
