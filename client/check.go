@@ -1,14 +1,25 @@
 package client
 
 import (
+	"time"
+
+	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
-	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 )
 
-// The client checks what it sends in the order the module does (SPEC §4),
-// with the module's codes and words, so a call refused on a node with the
-// module is refused the same way, writing nothing, on a fallback node.
+// check runs the module's own argument checks (emq.Check: arity, shape,
+// layouts, ids, agreement, envelope) on the command the client is about to
+// send, so a call the module would refuse for its arguments is refused the
+// same way, writing nothing, on every node — the fallback's included.
+func check(verb string, args ...string) error {
+	argv := make([][]byte, 0, 1+len(args))
+	argv = append(argv, []byte(verb))
+	for _, a := range args {
+		argv = append(argv, []byte(a))
+	}
+	return emq.Check(argv, time.Now().UnixMilli())
+}
 
 // checkName refuses a queue or topic name the key layouts cannot carry.
 func checkName(name, what string) error {
@@ -18,54 +29,14 @@ func checkName(name, what string) error {
 	return nil
 }
 
-// checkBatch checks entries bound for stream of topic: their shape, the
-// names, the EVT ids, then that the batch increases.
-func checkBatch(topic, stream string, entries []Entry) error {
-	if len(entries) == 0 {
-		return emqerrors.New(emqerrors.Shape, "n must be a positive integer")
-	}
-	for i, e := range entries {
-		if len(e.Fields) == 0 {
-			return emqerrors.New(emqerrors.Shape, "entry %d: pairs must be a positive integer", i+1)
-		}
-		for _, f := range e.Fields {
-			switch f.Name {
-			case "":
-				return emqerrors.New(emqerrors.Shape, "entry %d: a field name is empty", i+1)
-			case "id":
-				return emqerrors.New(emqerrors.Shape, "entry %d: the field name id is reserved", i+1)
-			}
-		}
-	}
-	if err := checkName(topic, "topic"); err != nil {
-		return err
-	}
-	if !keys.ValidStreamName([]byte(stream)) {
-		return emqerrors.New(emqerrors.Layout, "stream name must be 1 or more bytes with no {, }, : or NUL")
-	}
-	for i, e := range entries {
-		if !validID(e.ID, ids.Evt) {
-			return emqerrors.New(emqerrors.Kind, "entry %d: event id must be EVT-namespaced", i+1)
-		}
-	}
+// checkIncreasing refuses a batch whose stream IDs do not increase, as the
+// module would: the fallback appends one XADD at a time and must not write
+// the entries before the one out of order.
+func checkIncreasing(entries []Entry) error {
 	for i := 1; i < len(entries); i++ {
 		prev, id := entries[i-1].ID.StreamID(), entries[i].ID.StreamID()
 		if !prev.Less(id) {
 			return emqerrors.New(emqerrors.Order, "entry %d: %s is not above entry %d's %s", i+1, id, i, prev)
-		}
-	}
-	return nil
-}
-
-// checkEnvelope checks what makes env an envelope: a MSG id, and no other
-// field named msg or payload.
-func checkEnvelope(env Envelope) error {
-	if !validID(env.Msg, ids.Msg) {
-		return emqerrors.New(emqerrors.Envelope, "entry 1: msg must hold a MSG id")
-	}
-	for _, f := range env.Fields {
-		if f.Name == "msg" || f.Name == "payload" {
-			return emqerrors.New(emqerrors.Envelope, "entry 1: an envelope holds msg and payload, each exactly once")
 		}
 	}
 	return nil

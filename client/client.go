@@ -6,7 +6,6 @@ import (
 	"time"
 
 	emqerrors "github.com/echomq/emq/errors"
-	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
@@ -128,12 +127,4 @@ func withoutScript(msg string) string {
 		return msg[:i]
 	}
 	return msg
-}
-
-// validID reports whether id is a well-formed id of namespace ns: what the
-// module's parser accepts, asked of the parser itself.
-func validID(id ids.ID, ns ids.Namespace) bool {
-	var buf [ids.Len]byte
-	_, ok := ids.Parse(ns, id.Append(buf[:0]))
-	return ok
 }

@@ -34,21 +34,14 @@ type Envelope struct {
 	Fields  []Field // more fields; none empty or named id, msg or payload
 }
 
-// errJobKind is ENQUEUE's refusal of an id that is not a JOB id, worded as
-// the module words it.
-var errJobKind = &emqerrors.Refusal{Code: emqerrors.Kind, Msg: "job id must be JOB-namespaced"}
-
 // Enqueue admits job id with payload to queue: it writes the job row
 // (state pending, attempts 0, payload) and adds id to the pending set. It
 // reports false, writing nothing, when the job row already exists.
 func (c *Client) Enqueue(ctx context.Context, queue string, id ids.ID, payload []byte) (admitted bool, err error) {
-	if err := checkName(queue, "queue"); err != nil {
+	job, pending, text := keys.Job(queue, id.String()), keys.Pending(queue), id.String()
+	if err := check("EMQ.ENQUEUE", "2", job, pending, text, string(payload)); err != nil {
 		return false, err
 	}
-	if !validID(id, ids.Job) {
-		return false, errJobKind
-	}
-	job, pending, text := keys.Job(queue, id.String()), keys.Pending(queue), id.String()
 	cmd := c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, pending).Args(text, valkey.BinaryString(payload)).Build()
 	return call(ctx, c, CapEnqueue, cmd, admittedReply, func() (bool, error) {
 		return admittedReply(c.admit.Exec(ctx, c.vk, []string{job, pending}, []string{text, valkey.BinaryString(payload)}))
@@ -67,9 +60,6 @@ func admittedReply(r valkey.ValkeyResult) (bool, error) {
 // time and a refusal at entry i leaves entries before i appended: their IDs
 // are returned with the error.
 func (c *Client) Append(ctx context.Context, topic, stream string, entries []Entry) ([]ids.StreamID, error) {
-	if err := checkBatch(topic, stream, entries); err != nil {
-		return nil, err
-	}
 	return c.appendBatch(ctx, "EMQ.APPEND", CapAppend, keys.Stream(topic, stream), entries)
 }
 
@@ -79,29 +69,31 @@ func (c *Client) Publish(ctx context.Context, topic string, env Envelope) (ids.S
 	entry := Entry{ID: env.ID, Fields: append([]Field{
 		{"msg", env.Msg.String()}, {"payload", valkey.BinaryString(env.Payload)},
 	}, env.Fields...)}
-	entries := []Entry{entry}
-	if err := checkBatch(topic, "msgs", entries); err != nil {
-		return ids.StreamID{}, err
-	}
-	if err := checkEnvelope(env); err != nil {
-		return ids.StreamID{}, err
-	}
-	got, err := c.appendBatch(ctx, "EMQ.PUBLISH", CapPublish, keys.Stream(topic, "msgs"), entries)
+	got, err := c.appendBatch(ctx, "EMQ.PUBLISH", CapPublish, keys.Stream(topic, "msgs"), []Entry{entry})
 	if err != nil {
 		return ids.StreamID{}, err
 	}
 	return got[0], nil
 }
 
-// appendBatch sends a checked batch to key: verb natively, else one XADD
-// per entry.
+// appendBatch checks a batch and sends it to key: verb natively, else one
+// XADD per entry.
 func (c *Client) appendBatch(ctx context.Context, verb string, cp Cap, key string, entries []Entry) ([]ids.StreamID, error) {
+	if len(entries) == 0 { // no command can carry it: n=0 is the module's refusal
+		return nil, emqerrors.New(emqerrors.Shape, "n must be a positive integer")
+	}
 	args := []string{strconv.Itoa(len(entries))}
 	for _, e := range entries {
 		args = append(args, e.ID.String(), strconv.Itoa(len(e.Fields)))
 		for _, f := range e.Fields {
 			args = append(args, f.Name, f.Value)
 		}
+	}
+	if err := check(verb, append([]string{"1", key}, args...)...); err != nil {
+		return nil, err
+	}
+	if err := checkIncreasing(entries); err != nil {
+		return nil, err
 	}
 	cmd := c.vk.B().Arbitrary(verb, "1").Keys(key).Args(args...).Build()
 	return call(ctx, c, cp, cmd, streamIDsReply, func() ([]ids.StreamID, error) {
@@ -157,20 +149,11 @@ func isXAddOrder(err *valkey.ValkeyError) bool {
 // topic and sets the count's TTL to ttl rounded up to whole seconds, and
 // returns the new count.
 func (c *Client) FailuresIncr(ctx context.Context, topic string, sub, msg ids.ID, ttl time.Duration) (int64, error) {
-	if ttl <= 0 {
-		return 0, emqerrors.New(emqerrors.Shape, "fail_ttl_ms must be a positive integer")
-	}
-	if err := checkName(topic, "topic"); err != nil {
-		return 0, err
-	}
-	if !validID(sub, ids.Sub) {
-		return 0, emqerrors.New(emqerrors.Kind, "subscriber id must be SUB-namespaced")
-	}
-	if !validID(msg, ids.Msg) {
-		return 0, emqerrors.New(emqerrors.Kind, "message id must be MSG-namespaced")
-	}
 	key := keys.Fail(topic, sub.String(), msg.String())
 	ms := strconv.FormatInt(int64((ttl+time.Millisecond-1)/time.Millisecond), 10)
+	if err := check("EMQ.FAILURES.INCR", "1", key, ms); err != nil {
+		return 0, err
+	}
 	cmd := c.vk.B().Arbitrary("EMQ.FAILURES.INCR", "1").Keys(key).Args(ms).Build()
 	return call(ctx, c, CapFailuresIncr, cmd, countReply, func() (int64, error) {
 		return countReply(c.failures.Exec(ctx, c.vk, []string{key}, []string{ms}))

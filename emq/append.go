@@ -6,5 +6,7 @@ package emq
 //
 // It replies the stream IDs of the entries, in order.
 func Append(c Call) error {
-	return appendBatch(c, batchRules{maxItems: c.Limits.AppendMaxEntries})
+	return appendBatch(c, appendRules(c.Limits))
 }
+
+func appendRules(l Limits) batchRules { return batchRules{maxItems: l.AppendMaxEntries} }

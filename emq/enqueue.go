@@ -19,15 +19,49 @@ var ErrJobKind = &errors.Refusal{Code: errors.Kind, Msg: "job id must be JOB-nam
 // It replies 1 having written the job row and its pending entry, or 0 when
 // the job row already exists.
 func Enqueue(c Call) error {
-	a := c.Args
-	const jobKey, pendingKey, idArg, payloadArg = 2, 3, 4, 5
-
-	// shape
-	if err := numkeys(a, 2); err != nil {
+	// shape and fence
+	if err := checkEnqueue(c.Args); err != nil {
 		return err
 	}
 
-	// fence
+	// reads
+	s := c.Server
+	s.Open(2, false)
+	job, pending := s.Type(0), s.Type(1)
+	if (job != Empty && job != Hash) || (pending != Empty && pending != ZSet) {
+		return errors.ErrWrongType
+	}
+
+	// plan
+	p := c.Plan
+	p.Reply = ReplyInt
+	if job == Hash {
+		p.Int = 0 // a duplicate: the job row is already there
+	} else {
+		p.Int = 1
+		p.add(Write{Op: HSet, Key: 0, NRefs: 6,
+			Refs: [6]Ref{refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload)}})
+		p.add(Write{Op: ZAdd, Key: 1, NRefs: 1, Refs: [6]Ref{Arg(enqueueID)}, Score: 0})
+	}
+
+	// apply
+	s.Apply(p)
+	return nil
+}
+
+// EnqueueArity is EMQ.ENQUEUE's arity.
+const EnqueueArity = 6
+
+// The arguments of EMQ.ENQUEUE.
+const enqueueJobKey, enqueuePendingKey, enqueueID, enqueuePayload = 2, 3, 4, 5
+
+// checkEnqueue decides what the arguments alone decide: numkeys, then the
+// keys' layouts, the ids, and the keys agreeing with each other and the id.
+func checkEnqueue(a [][]byte) error {
+	const jobKey, pendingKey, idArg = enqueueJobKey, enqueuePendingKey, enqueueID
+	if err := numkeys(a, 2); err != nil {
+		return err
+	}
 	queue, keyID, ok := keys.SplitJob(a[jobKey])
 	if !ok {
 		return errors.New(errors.Layout, "job key must be emq:{<queue>}:job:<JOB id>")
@@ -48,28 +82,5 @@ func Enqueue(c Call) error {
 	if !bytes.Equal(keyID, a[idArg]) {
 		return errors.New(errors.Layout, "the job key's id differs from the id argument")
 	}
-
-	// reads
-	s := c.Server
-	s.Open(2, false)
-	job, pending := s.Type(0), s.Type(1)
-	if (job != Empty && job != Hash) || (pending != Empty && pending != ZSet) {
-		return errors.ErrWrongType
-	}
-
-	// plan
-	p := c.Plan
-	p.Reply = ReplyInt
-	if job == Hash {
-		p.Int = 0 // a duplicate: the job row is already there
-	} else {
-		p.Int = 1
-		p.add(Write{Op: HSet, Key: 0, NRefs: 6,
-			Refs: [6]Ref{refState, refPending, refAttempts, refZero, refPayload, Arg(payloadArg)}})
-		p.add(Write{Op: ZAdd, Key: 1, NRefs: 1, Refs: [6]Ref{Arg(idArg)}, Score: 0})
-	}
-
-	// apply
-	s.Apply(p)
 	return nil
 }

@@ -15,36 +15,12 @@ import (
 //
 // The TTL is fail_ttl_ms rounded up to whole seconds. It replies the new count.
 func FailuresIncr(c Call) error {
-	a := c.Args
-	const failKey, ttlArg = 2, 3
+	s := c.Server
 
-	// shape
-	if err := numkeys(a, 1); err != nil {
-		return err
-	}
-	ttlMs, err := positive(a[ttlArg], "fail_ttl_ms")
+	// shape and fence
+	atMs, err := checkFailuresIncr(c.Args, s.NowMs())
 	if err != nil {
 		return err
-	}
-	if ttlMs > math.MaxInt64-999 {
-		return errors.New(errors.Shape, "fail_ttl_ms overflows when rounded up to seconds")
-	}
-	s := c.Server
-	now, secs := s.NowMs(), (ttlMs+999)/1000
-	if secs > (math.MaxInt64-now)/1000 {
-		return errors.New(errors.Shape, "fail_ttl_ms overflows the absolute expiry")
-	}
-
-	// fence
-	_, sub, msg, ok := keys.SplitFail(a[failKey])
-	if !ok {
-		return errors.New(errors.Layout, "failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>")
-	}
-	if _, ok := ids.Parse(ids.Sub, sub); !ok {
-		return errors.New(errors.Kind, "subscriber id must be SUB-namespaced")
-	}
-	if _, ok := ids.Parse(ids.Msg, msg); !ok {
-		return errors.New(errors.Kind, "message id must be MSG-namespaced")
 	}
 
 	// reads
@@ -53,6 +29,7 @@ func FailuresIncr(c Call) error {
 	switch s.Type(0) {
 	case Empty:
 	case String:
+		var ok bool
 		if count, ok = ParseInt(s.Value(0)); !ok {
 			return errors.New(errors.Count, "value is not an integer or out of range")
 		}
@@ -66,9 +43,44 @@ func FailuresIncr(c Call) error {
 	// plan
 	p := c.Plan
 	p.Reply, p.Int = ReplyInt, count+1
-	p.add(Write{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: now + secs*1000})
+	p.add(Write{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: atMs})
 
 	// apply
 	s.Apply(p)
 	return nil
+}
+
+// FailuresIncrArity is EMQ.FAILURES.INCR's arity.
+const FailuresIncrArity = 4
+
+// checkFailuresIncr decides what the arguments alone decide — numkeys, the
+// TTL, the key's layout, its ids — and returns the absolute expiry, in Unix
+// ms, that the TTL sets at nowMs.
+func checkFailuresIncr(a [][]byte, nowMs int64) (atMs int64, err error) {
+	const failKey, ttlArg = 2, 3
+	if err := numkeys(a, 1); err != nil {
+		return 0, err
+	}
+	ttlMs, err := positive(a[ttlArg], "fail_ttl_ms")
+	if err != nil {
+		return 0, err
+	}
+	if ttlMs > math.MaxInt64-999 {
+		return 0, errors.New(errors.Shape, "fail_ttl_ms overflows when rounded up to seconds")
+	}
+	secs := (ttlMs + 999) / 1000
+	if secs > (math.MaxInt64-nowMs)/1000 {
+		return 0, errors.New(errors.Shape, "fail_ttl_ms overflows the absolute expiry")
+	}
+	_, sub, msg, ok := keys.SplitFail(a[failKey])
+	if !ok {
+		return 0, errors.New(errors.Layout, "failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>")
+	}
+	if _, ok := ids.Parse(ids.Sub, sub); !ok {
+		return 0, errors.New(errors.Kind, "subscriber id must be SUB-namespaced")
+	}
+	if _, ok := ids.Parse(ids.Msg, msg); !ok {
+		return 0, errors.New(errors.Kind, "message id must be MSG-namespaced")
+	}
+	return nowMs + secs*1000, nil
 }

@@ -12,8 +12,10 @@ import (
 // It is EMQ.APPEND of exactly one entry to the stream msgs, whose fields
 // make an envelope: msg (a MSG id) and payload, each exactly once.
 func Publish(c Call) error {
-	return appendBatch(c, batchRules{sname: "msgs", entries: 1, entry: envelope})
+	return appendBatch(c, publishRules)
 }
+
+var publishRules = batchRules{sname: "msgs", entries: 1, entry: envelope}
 
 // envelope checks that entry n's fields hold msg, a MSG id, and payload,
 // each exactly once.

@@ -26,10 +26,43 @@ type batchRules struct {
 // It appends every entry as XADD <key> <stream ID> id <EVT id> <fields…>, or
 // none of them, and replies the stream IDs.
 func appendBatch(c Call, r batchRules) error {
-	a := c.Args
-	const streamKey, countArg, firstEntry = 2, 3, 4
+	p := c.Plan
 
-	// shape: numkeys, n, and the split into exactly n entries
+	// shape and fence: the entries become the plan's writes
+	if err := checkEntries(c.Args, r, p); err != nil {
+		return err
+	}
+
+	// reads: the key's type; the stream's top is checked by the first write
+	s := c.Server
+	s.Open(1, false)
+	typ := s.Type(0)
+	if typ != Empty && typ != Stream {
+		return errors.ErrWrongType
+	}
+	if err := checkOrder(p.Writes, ids.StreamID{}); err != nil {
+		return orderAgainstTop(p.Writes, s, typ)
+	}
+
+	// plan: the writes are the entries; the reply their IDs
+	p.Reply = ReplyStreamIDs
+
+	// apply
+	if !s.Apply(p) {
+		return orderAgainstTop(p.Writes, s, typ)
+	}
+	return nil
+}
+
+// StreamArity is the arity of EMQ.APPEND and EMQ.PUBLISH: at least one
+// entry of one field after numkeys, the key and n — the rest is the shape's.
+const StreamArity = -5
+
+// checkEntries decides what the arguments alone decide — numkeys, n and the
+// split into n entries, the key's layout, every EVT id, the verb's own entry
+// rule — and adds an XAdd write per entry to p.
+func checkEntries(a [][]byte, r batchRules, p *Plan) error {
+	const streamKey, countArg, firstEntry = 2, 3, 4
 	if err := numkeys(a, 1); err != nil {
 		return err
 	}
@@ -46,7 +79,6 @@ func appendBatch(c Call, r batchRules) error {
 	if n > int64(len(a)-firstEntry)/4 { // an entry is at least <id> 1 <field> <value>
 		return errors.New(errors.Shape, "the arguments hold fewer than n=%d entries", n)
 	}
-	p := c.Plan
 	pos := firstEntry
 	for i := 1; i <= int(n); i++ {
 		w, err := splitEntry(a, pos, i)
@@ -60,7 +92,6 @@ func appendBatch(c Call, r batchRules) error {
 		return errors.New(errors.Shape, "%d arguments follow the last of the n=%d entries", len(a)-pos, n)
 	}
 
-	// fence: the key's layout, then every id, then the verb's own rules
 	_, sname, ok := keys.SplitStream(a[streamKey])
 	if !ok {
 		return errors.New(errors.Layout, "stream key must be emq:{<topic>}:stream:<sname>")
@@ -82,25 +113,6 @@ func appendBatch(c Call, r batchRules) error {
 				return err
 			}
 		}
-	}
-
-	// reads: the key's type; the stream's top is checked by the first write
-	s := c.Server
-	s.Open(1, false)
-	typ := s.Type(0)
-	if typ != Empty && typ != Stream {
-		return errors.ErrWrongType
-	}
-	if err := checkOrder(p.Writes, ids.StreamID{}); err != nil {
-		return orderAgainstTop(p.Writes, s, typ)
-	}
-
-	// plan: the writes are the entries; the reply their IDs
-	p.Reply = ReplyStreamIDs
-
-	// apply
-	if !s.Apply(p) {
-		return orderAgainstTop(p.Writes, s, typ)
 	}
 	return nil
 }

@@ -28,7 +28,8 @@ const (
 	// Order: a stream ID is not above the stream's top, or the batch is not
 	// strictly increasing.
 	Order
-	// Internal: the module failed (a recovered panic); never a rule.
+	// Internal: an ERR reply — the server's own arity refusal, or the
+	// module failing (a recovered panic); never a rule of SPEC §4.
 	Internal
 )
 

@@ -48,7 +48,7 @@ func Rows() []Row {
 	rows := []Row{
 		{
 			CommandSpec: host.CommandSpec{
-				Name: "EMQ.ENQUEUE", Arity: 6, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
+				Name: "EMQ.ENQUEUE", Arity: emq.EnqueueArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
 				KeyFlags:   host.KeyRW | host.KeyInsert,
 				Summary:    "Admits a job: writes its row and adds it to the pending set, or replies 0 if it exists.",
 				Complexity: "O(log(N)) where N is the number of pending jobs.",
@@ -64,7 +64,7 @@ func Rows() []Row {
 		},
 		{
 			CommandSpec: host.CommandSpec{
-				Name: "EMQ.APPEND", Arity: -5, Flags: "write deny-oom", ACL: "write slow " + ACLCategory,
+				Name: "EMQ.APPEND", Arity: emq.StreamArity, Flags: "write deny-oom", ACL: "write slow " + ACLCategory,
 				KeyFlags:   host.KeyRW | host.KeyUpdate,
 				Summary:    "Appends a batch of entries to a stream, all of them or none.",
 				Complexity: "O(M) where M is the number of fields in the batch.",
@@ -79,7 +79,7 @@ func Rows() []Row {
 		},
 		{
 			CommandSpec: host.CommandSpec{
-				Name: "EMQ.PUBLISH", Arity: -5, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
+				Name: "EMQ.PUBLISH", Arity: emq.StreamArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
 				KeyFlags:   host.KeyRW | host.KeyUpdate,
 				Summary:    "Publishes one envelope (msg and payload fields) to a topic's msgs stream.",
 				Complexity: "O(M) where M is the number of fields of the envelope.",
@@ -94,7 +94,7 @@ func Rows() []Row {
 		},
 		{
 			CommandSpec: host.CommandSpec{
-				Name: "EMQ.FAILURES.INCR", Arity: 4, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
+				Name: "EMQ.FAILURES.INCR", Arity: emq.FailuresIncrArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
 				KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
 				Summary:    "Counts a failure of a message for a subscriber and sets the count's TTL.",
 				Complexity: "O(1)",
@@ -113,7 +113,7 @@ func Rows() []Row {
 	}
 	rows = append(rows, Row{
 		CommandSpec: host.CommandSpec{
-			Name: "EMQ.CAPS", Arity: 1, Flags: "readonly fast", ACL: "fast connection " + ACLCategory,
+			Name: "EMQ.CAPS", Arity: emq.CapsArity, Flags: "readonly fast", ACL: "fast connection " + ACLCategory,
 			Summary:    "Reports the module's version and the capability tokens of the verbs it serves.",
 			Complexity: "O(1)",
 			Since:      since,

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -190,11 +191,27 @@ func withoutDumps(st dbState) dbState {
 
 // refuse sends args and requires the refusal want — its whole text, or its
 // start when want ends in "…" — and that the call changed nothing at all.
+// It also requires emq.Check, the clients' check before sending, to refuse
+// alike what the arguments alone decide, and to pass the rest.
 func refuse(t *testing.T, s *valkeytest.Server, want string, args ...string) {
 	t.Helper()
 	before := snapshot(t, s)
-	requireText(t, want, wireError(t, s, args...))
+	now := serverMs(t, s)
+	got := wireError(t, s, args...)
+	requireText(t, want, got)
 	require.Equal(t, before, snapshot(t, s), "a refused call changed the keyspace")
+	argv := make([][]byte, len(args))
+	for i, a := range args {
+		argv[i] = []byte(a)
+	}
+	checked := emq.Check(argv, now)
+	switch code, _, _ := strings.Cut(got, " "); code {
+	case "EMQSHAPE", "EMQLAYOUT", "EMQKIND", "EMQENVELOPE", "ERR":
+		require.Error(t, checked, "emq.Check passed what the module refused: %s", got)
+		require.Equal(t, got, checked.Error(), "emq.Check refuses as the module does")
+	default:
+		require.NoError(t, checked, "emq.Check refused what only the server can decide (%s)", got)
+	}
 }
 
 // wireError sends args on a connection of its own and returns the error
