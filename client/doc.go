@@ -29,12 +29,12 @@
 //
 //	if errors.Is(err, emqerrors.Kind) { … }
 //
-// The client checks what it can before sending — names, id namespaces,
-// entry shapes, envelopes, the order within a batch — in the module's order
-// and with its codes, so those refusals are the same on every node and
-// nothing is written. Refusals only the server can decide (WRONGTYPE, a
-// stream's top, a stored count) come back from the server, parsed by their
-// first word.
+// Before sending, the client runs the module's own argument checks on the
+// command ([emq.Check]: shape, key layouts, id namespaces, agreement,
+// envelope) and the order within a batch, so those refusals are the same on
+// every node, fallback or not, and nothing is written. Refusals only the
+// server can decide (WRONGTYPE, a stream's top, a stored count) come back
+// from the server, parsed by their first word.
 //
 // # Native or fallback, per node
 //
