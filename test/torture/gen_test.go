@@ -98,10 +98,11 @@ type failModel struct {
 // a mutated call never touches valid data or another worker's keys, and each
 // worker's replies do not depend on how the connections interleave.
 type gen struct {
-	r    *rand.Rand
-	name string
-	node uint32
-	seq  uint64 // ids minted so far
+	r          *rand.Rand
+	name       string
+	node       uint32
+	seq        uint64 // ids minted so far
+	validShare int    // valid calls in ten
 
 	jobs      []jobModel
 	streams   map[string][]entryModel
