@@ -117,10 +117,9 @@ type gen struct {
 // plantedKey is a junk-space key holding a wrong type or value, and the
 // refusal a call meets there.
 type plantedKey struct {
-	slot  string // job, pending, stream, msgs, fail
-	key   string
-	code  string
-	setup []string // the command that plants it
+	slot string // job, pending, stream, msgs, fail
+	key  string
+	code string
 }
 
 func newGen(seed uint64, worker int, name string) *gen {
