@@ -1,10 +1,6 @@
 package emq
 
-import (
-	"math"
-
-	"github.com/echomq/emq/errors"
-)
+import "math"
 
 // ParseInt reads b as the server reads an integer (string2ll): an optional
 // '-', then "0" or digits without a leading zero, fitting a signed 64-bit
@@ -37,19 +33,20 @@ func ParseInt(b []byte) (int64, bool) {
 	return 0, false
 }
 
-// positive reads b as a positive integer argument, or refuses naming it.
-func positive(b []byte, what string) (int64, error) {
+// positive reads b as a positive integer.
+func positive(b []byte) (int64, bool) {
 	v, ok := ParseInt(b)
-	if !ok || v <= 0 {
-		return 0, errors.New(errors.Shape, "%s must be a positive integer", what)
-	}
-	return v, nil
+	return v, ok && v > 0
 }
 
-// numkeys checks that the call declares exactly the keys its verb takes.
+// numkeys checks that the call declares exactly the keys its verb takes,
+// one or two.
 func numkeys(args [][]byte, want int) error {
 	if v, ok := ParseInt(args[1]); !ok || v != int64(want) {
-		return errors.New(errors.Shape, "numkeys must be %d", want)
+		if want == 1 {
+			return errNumkeys1
+		}
+		return errNumkeys2
 	}
 	return nil
 }

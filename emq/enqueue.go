@@ -8,10 +8,6 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// ErrJobKind is ENQUEUE's refusal of an id that is not a JOB id; clients
-// match on its exact text.
-var ErrJobKind = &errors.Refusal{Code: errors.Kind, Msg: "job id must be JOB-namespaced"}
-
 // Enqueue admits a job:
 //
 //	EMQ.ENQUEUE 2 emq:{q}:job:<id> emq:{q}:pending <id> <payload>
@@ -64,11 +60,11 @@ func checkEnqueue(a [][]byte) error {
 	}
 	queue, keyID, ok := keys.SplitJob(a[jobKey])
 	if !ok {
-		return errors.New(errors.Layout, "job key must be emq:{<queue>}:job:<JOB id>")
+		return errJobLayout
 	}
 	pendingQueue, ok := keys.SplitPending(a[pendingKey])
 	if !ok {
-		return errors.New(errors.Layout, "pending key must be emq:{<queue>}:pending")
+		return errPendingLayout
 	}
 	if _, ok := ids.Parse(ids.Job, keyID); !ok {
 		return ErrJobKind
@@ -77,10 +73,10 @@ func checkEnqueue(a [][]byte) error {
 		return ErrJobKind
 	}
 	if !bytes.Equal(queue, pendingQueue) {
-		return errors.New(errors.Layout, "job key and pending key name different queues")
+		return errQueues
 	}
 	if !bytes.Equal(keyID, a[idArg]) {
-		return errors.New(errors.Layout, "the job key's id differs from the id argument")
+		return errJobID
 	}
 	return nil
 }

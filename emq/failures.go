@@ -31,10 +31,10 @@ func FailuresIncr(c Call) error {
 	case String:
 		var ok bool
 		if count, ok = ParseInt(s.Value(0)); !ok {
-			return errors.New(errors.Count, "value is not an integer or out of range")
+			return errNotInteger
 		}
 		if count == math.MaxInt64 {
-			return errors.New(errors.Count, "increment or decrement would overflow")
+			return errOverflow
 		}
 	default:
 		return errors.ErrWrongType
@@ -61,26 +61,26 @@ func checkFailuresIncr(a [][]byte, nowMs int64) (atMs int64, err error) {
 	if err := numkeys(a, 1); err != nil {
 		return 0, err
 	}
-	ttlMs, err := positive(a[ttlArg], "fail_ttl_ms")
-	if err != nil {
-		return 0, err
+	ttlMs, ok := positive(a[ttlArg])
+	if !ok {
+		return 0, errTTL
 	}
 	if ttlMs > math.MaxInt64-999 {
-		return 0, errors.New(errors.Shape, "fail_ttl_ms overflows when rounded up to seconds")
+		return 0, errTTLRounding
 	}
 	secs := (ttlMs + 999) / 1000
 	if secs > (math.MaxInt64-nowMs)/1000 {
-		return 0, errors.New(errors.Shape, "fail_ttl_ms overflows the absolute expiry")
+		return 0, errTTLExpiry
 	}
 	_, sub, msg, ok := keys.SplitFail(a[failKey])
 	if !ok {
-		return 0, errors.New(errors.Layout, "failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>")
+		return 0, errFailLayout
 	}
 	if _, ok := ids.Parse(ids.Sub, sub); !ok {
-		return 0, errors.New(errors.Kind, "subscriber id must be SUB-namespaced")
+		return 0, errSubKind
 	}
 	if _, ok := ids.Parse(ids.Msg, msg); !ok {
-		return 0, errors.New(errors.Kind, "message id must be MSG-namespaced")
+		return 0, errMsgKind
 	}
 	return nowMs + secs*1000, nil
 }

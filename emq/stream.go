@@ -66,9 +66,9 @@ func checkEntries(a [][]byte, r batchRules, p *Plan) error {
 	if err := numkeys(a, 1); err != nil {
 		return err
 	}
-	n, err := positive(a[countArg], "n")
-	if err != nil {
-		return err
+	n, ok := positive(a[countArg])
+	if !ok {
+		return errN
 	}
 	if r.entries != 0 && n != int64(r.entries) {
 		return errors.New(errors.Shape, "n must be %d", r.entries)
@@ -94,7 +94,7 @@ func checkEntries(a [][]byte, r batchRules, p *Plan) error {
 
 	_, sname, ok := keys.SplitStream(a[streamKey])
 	if !ok {
-		return errors.New(errors.Layout, "stream key must be emq:{<topic>}:stream:<sname>")
+		return errStreamLayout
 	}
 	if r.sname != "" && string(sname) != r.sname {
 		return errors.New(errors.Layout, "stream key must name the stream %q", r.sname)
@@ -123,8 +123,8 @@ func splitEntry(a [][]byte, pos, n int) (Write, error) {
 	if len(a)-pos < 4 {
 		return Write{}, errors.New(errors.Shape, "entry %d: expected <id> <pairs> <field> <value>", n)
 	}
-	pairs, err := positive(a[pos+1], "entry pairs")
-	if err != nil {
+	pairs, ok := positive(a[pos+1])
+	if !ok {
 		return Write{}, errors.New(errors.Shape, "entry %d: pairs must be a positive integer", n)
 	}
 	first := pos + 2

@@ -50,7 +50,7 @@ func emqServe(c *C.emq_call, verb C.int) {
 		}
 		if r := recover(); r != nil {
 			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
-			call.ReplyError(fmt.Sprintf("ERR emq internal error: %v", r))
+			call.ReplyError("ERR", fmt.Sprintf("emq internal error: %v", r))
 		}
 	}()
 	views := unsafe.Slice(c.args, int(c.argc))
@@ -119,9 +119,10 @@ func (c *Call) ReplyString(s string) {
 	C.emq_reply_string((*C.emq_call)(c), cBytes(s), C.size_t(len(s)))
 }
 
-// ReplyError replies an error; text starts with its code, as "EMQKIND …".
-func (c *Call) ReplyError(text string) {
-	C.emq_reply_error((*C.emq_call)(c), cBytes(text), C.size_t(len(text)))
+// ReplyError replies the error "<code> <msg>", as "EMQKIND job id must be
+// JOB-namespaced"; the parts are joined in C, so Go allocates nothing.
+func (c *Call) ReplyError(code, msg string) {
+	C.emq_reply_error((*C.emq_call)(c), cBytes(code), C.size_t(len(code)), cBytes(msg), C.size_t(len(msg)))
 }
 
 // cBytes points C at a Go string's bytes for the length of one C call.

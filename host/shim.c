@@ -481,10 +481,14 @@ void emq_stream_top(emq_call *c, int k) {
     api.FreeCallReply(r);
 }
 
-void emq_reply_error(emq_call *c, const char *msg, size_t len) {
+// emq_reply_error replies the error "<code> <msg>".
+void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen) {
     char inline_text[256];
+    size_t len = codelen + 1 + msglen;
     char *text = len < sizeof(inline_text) ? inline_text : api.Alloc(len + 1);
-    memcpy(text, msg, len);
+    memcpy(text, code, codelen);
+    text[codelen] = ' ';
+    if (msglen) memcpy(text + codelen + 1, msg, msglen);
     text[len] = 0;
     // A reply line cannot hold a line break.
     for (size_t i = 0; i < len; i++) {

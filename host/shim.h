@@ -131,7 +131,7 @@ int emq_load_configs(ValkeyModuleCtx *ctx);
 void emq_open(emq_call *c, int n, int values);
 int emq_apply(emq_call *c, const emq_op *ops, int nops, int reply, long long value);
 void emq_stream_top(emq_call *c, int k);
-void emq_reply_error(emq_call *c, const char *msg, size_t len);
+void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
 void emq_reply_array(emq_call *c, long n);
 void emq_reply_string(emq_call *c, const char *s, size_t len);
 

@@ -57,7 +57,11 @@ func serve(verb emq.Verb, counts *verbStats, lim limits) host.Handler {
 		returned = true
 		if err != nil {
 			counts.refused[emqerrors.CodeOf(err)]++
-			c.ReplyError(err.Error())
+			if r, ok := err.(*emqerrors.Refusal); ok {
+				c.ReplyError(r.Code.String(), r.Msg)
+			} else {
+				c.ReplyError("ERR", err.Error())
+			}
 			return
 		}
 		counts.count(plan)
