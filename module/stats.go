@@ -2,6 +2,7 @@ package module
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"strings"
 
 	"github.com/echomq/emq/emq"
@@ -71,7 +72,14 @@ func (s *moduleStats) info(in host.Info) {
 	in.Int("failures_counted", failures.writes[emq.SetPXAt])
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
 	in.Int("go_heap_inuse_bytes", int64(ms.HeapInuse))
+	// the heap the last collection kept: flat when nothing leaks, where
+	// heap in use saws between collections
+	if live[0].Value.Kind() == metrics.KindUint64 {
+		in.Int("go_heap_live_bytes", int64(live[0].Value.Uint64()))
+	}
 	in.Int("go_heap_objects", int64(ms.HeapObjects))
 	in.Int("go_total_allocs", int64(ms.Mallocs))
 	in.Int("go_gc_cycles", int64(ms.NumGC))

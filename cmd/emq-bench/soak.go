@@ -115,10 +115,10 @@ func (s *soakConn) runCycles(n int64) error {
 
 // soakSample is the server's memory after some calls.
 type soakSample struct {
-	calls                    int64
-	usedMemory, rss          int64
-	goHeap, goObjects, goGCs int64
-	goAllocs                 int64
+	calls                            int64
+	usedMemory, rss                  int64
+	goHeap, goLive, goObjects, goGCs int64
+	goAllocs                         int64
 }
 
 func (s *server) soakSample(calls int64) (soakSample, error) {
@@ -132,7 +132,7 @@ func (s *server) soakSample(calls int64) (soakSample, error) {
 	}
 	return soakSample{
 		calls: calls, usedMemory: infoInt(f, "used_memory"), rss: rss,
-		goHeap: infoInt(f, "emq_go_heap_inuse_bytes"), goObjects: infoInt(f, "emq_go_heap_objects"),
+		goHeap: infoInt(f, "emq_go_heap_inuse_bytes"), goLive: infoInt(f, "emq_go_heap_live_bytes"), goObjects: infoInt(f, "emq_go_heap_objects"),
 		goGCs: infoInt(f, "emq_go_gc_cycles"), goAllocs: infoInt(f, "emq_go_total_allocs"),
 	}, nil
 }

@@ -22,3 +22,19 @@ func TestMeasureFlatness(t *testing.T) {
 		})
 	}
 }
+
+func TestSteady(t *testing.T) {
+	tests := []struct {
+		name   string
+		xs     []float64
+		steady bool
+	}{
+		{"jitter without growth is steady", []float64{50, 60, 70, 80, 100, 110, 90, 100, 100, 110, 90, 100, 100, 110, 90, 100, 100, 110, 90, 100}, true},
+		{"growth is not steady", []float64{100, 100, 100, 100, 101, 102, 103, 104, 105, 106, 107, 108}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.steady, measureFlatness("m", tt.xs).steady())
+		})
+	}
+}
