@@ -11,7 +11,7 @@ type flatness struct {
 	name             string
 	median, min, max float64
 	maxDev           float64 // the largest |x − median| / median
-	drift            float64 // (mean of the last quarter − mean of the first quarter) / median
+	drift            float64 // (median of the last quarter − median of the first quarter) / median
 }
 
 func (f flatness) flat() bool { return f.maxDev <= soakFlat }
@@ -31,16 +31,8 @@ func measureFlatness(name string, xs []float64) flatness {
 	f.min, f.max = slices.Min(xs), slices.Max(xs)
 	f.maxDev = max(f.max-f.median, f.median-f.min) / f.median
 	q := max(1, len(xs)/4)
-	f.drift = (mean(xs[len(xs)-q:]) - mean(xs[:q])) / f.median
+	f.drift = (median(xs[len(xs)-q:]) - median(xs[:q])) / f.median
 	return f
-}
-
-func mean(xs []float64) float64 {
-	var sum float64
-	for _, x := range xs {
-		sum += x
-	}
-	return sum / float64(len(xs))
 }
 
 // soakTable prints each memory measure's flatness after warm-up, then a
