@@ -94,8 +94,10 @@ var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.E
 
 // call runs verb on args against s and checks what holds for every verb:
 // a refusal carries a SPEC §4 code first in its text and wrote nothing, and
-// one decided from the arguments alone read no key; an acceptance applied
-// its plan once. It returns the refusal, or nil for an acceptance.
+// one decided from the arguments alone read no key — and is Check's verdict
+// to the letter, while Check passes every call the verb took past its
+// arguments; an acceptance applied its plan once. It returns the refusal, or
+// nil for an acceptance.
 func call(t *testing.T, verb Verb, args []string, s *fakeServer, limits Limits) *errors.Refusal {
 	t.Helper()
 	s.t = t
@@ -104,6 +106,14 @@ func call(t *testing.T, verb Verb, args []string, s *fakeServer, limits Limits) 
 		argv[i] = []byte(a)
 	}
 	err := verb(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
+	if limits.AppendMaxEntries == 0 { // Check knows no server's config
+		checked := Check(argv, s.now)
+		if code := errors.CodeOf(err); code != 0 && code <= errors.Envelope {
+			require.Equal(t, err, checked, "Check refuses as the verb does")
+		} else {
+			require.NoError(t, checked, "Check passes what only the server decides (verb: %v)", err)
+		}
+	}
 	if err == nil {
 		require.Equal(t, 1, s.applies, "an acceptance applies its plan")
 		require.True(t, s.wrote, "an acceptance is a plan the server wrote")
