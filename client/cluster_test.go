@@ -68,7 +68,7 @@ func TestClusterDecidesPerNode(t *testing.T) {
 		}
 	})
 
-	plain := joinWithoutModule(t, cl)
+	plain := cl.Join(t, valkeytest.Options{NoModule: true})
 	moved := "moved"
 	slot := cl.Slot(t, keys.Pending(moved))
 	native, err := c.Native(ctx(t), CapEnqueue, moved)
@@ -95,32 +95,6 @@ func TestClusterDecidesPerNode(t *testing.T) {
 			assert.NotEqual(t, before, owner.InfoField("emq", "emq_calls_append"), "%s ran EMQ.APPEND", owner.Addr)
 		}
 	})
-}
-
-// joinWithoutModule starts a cluster node without the module, serving no
-// slot yet, and makes it a primary of cl.
-func joinWithoutModule(t *testing.T, cl *valkeytest.Cluster) *valkeytest.Server {
-	t.Helper()
-	bus, err := valkeytest.FreePort()
-	require.NoError(t, err)
-	s := valkeytest.Start(t, valkeytest.Options{NoModule: true, Config: []string{
-		"cluster-enabled", "yes", "cluster-port", strconv.Itoa(bus),
-		"cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000",
-	}})
-	seed := cl.Primaries[0]
-	must(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), clusterPort(t, seed))
-	cl.Nodes = append(cl.Nodes, s)
-	cl.Primaries = append(cl.Primaries, s)
-	cl.Wait(t)
-	return s
-}
-
-// clusterPort is a node's cluster bus port, as it reports it.
-func clusterPort(t *testing.T, s *valkeytest.Server) string {
-	t.Helper()
-	kv, err := s.Do("CONFIG", "GET", "cluster-port").AsStrMap()
-	require.NoError(t, err)
-	return kv["cluster-port"]
 }
 
 // moveEmptySlot hands an empty slot to node, the way a resharding tool

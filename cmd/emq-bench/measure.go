@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/echomq/emq/internal/valkeytest"
 )
 
 // counters are the server's cumulative counters at one moment.
@@ -83,8 +85,8 @@ func measure(v *variant, ops int, wall time.Duration, before, after counters, to
 	}
 	m.cmdUs = float64(usec) / n
 	if v.native() {
-		m.verbCalls = infoInt(after.info, "emq_calls_"+v.verb) - infoInt(before.info, "emq_calls_"+v.verb)
-		m.goAllocs = infoInt(after.info, "emq_go_total_allocs") - infoInt(before.info, "emq_go_total_allocs") - infoAllocs
+		m.verbCalls = valkeytest.InfoInt(after.info, "emq_calls_"+v.verb) - valkeytest.InfoInt(before.info, "emq_calls_"+v.verb)
+		m.goAllocs = valkeytest.InfoInt(after.info, "emq_go_total_allocs") - valkeytest.InfoInt(before.info, "emq_go_total_allocs") - infoAllocs
 	}
 	return m
 }
@@ -102,7 +104,7 @@ func (s *server) infoAllocs() (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		d := infoInt(next.info, "emq_go_total_allocs") - infoInt(prev.info, "emq_go_total_allocs")
+		d := valkeytest.InfoInt(next.info, "emq_go_total_allocs") - valkeytest.InfoInt(prev.info, "emq_go_total_allocs")
 		if least < 0 || d < least {
 			least = d
 		}

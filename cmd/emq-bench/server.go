@@ -58,24 +58,7 @@ func (s *server) info(sections ...string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseInfo(text), nil
-}
-
-// parseInfo reads INFO text into field → value.
-func parseInfo(text string) map[string]string {
-	fields := map[string]string{}
-	for _, line := range strings.Split(text, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
-			fields[k] = v
-		}
-	}
-	return fields
-}
-
-// infoInt is an integer INFO field, 0 when absent.
-func infoInt(fields map[string]string, name string) int64 {
-	v, _ := strconv.ParseInt(fields[name], 10, 64)
-	return v
+	return valkeytest.ParseInfo(text), nil
 }
 
 // threadCPU returns the CPU time, in nanoseconds, the kernel has accounted

@@ -128,12 +128,12 @@ func (s *server) soakSample(calls int64) (soakSample, error) {
 	}
 	rss, err := rssBytes(s.pid)
 	if err != nil {
-		rss = infoInt(f, "used_memory_rss")
+		rss = valkeytest.InfoInt(f, "used_memory_rss")
 	}
 	return soakSample{
-		calls: calls, usedMemory: infoInt(f, "used_memory"), rss: rss,
-		goHeap: infoInt(f, "emq_go_heap_inuse_bytes"), goLive: infoInt(f, "emq_go_heap_live_bytes"), goObjects: infoInt(f, "emq_go_heap_objects"),
-		goGCs: infoInt(f, "emq_go_gc_cycles"), goAllocs: infoInt(f, "emq_go_total_allocs"),
+		calls: calls, usedMemory: valkeytest.InfoInt(f, "used_memory"), rss: rss,
+		goHeap: valkeytest.InfoInt(f, "emq_go_heap_inuse_bytes"), goLive: valkeytest.InfoInt(f, "emq_go_heap_live_bytes"), goObjects: valkeytest.InfoInt(f, "emq_go_heap_objects"),
+		goGCs: valkeytest.InfoInt(f, "emq_go_gc_cycles"), goAllocs: valkeytest.InfoInt(f, "emq_go_total_allocs"),
 	}, nil
 }
 

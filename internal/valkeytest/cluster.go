@@ -41,7 +41,7 @@ func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Clus
 	for i := 0; i < primaries*(1+replicasEach); i++ {
 		c.Nodes = append(c.Nodes, startClusterNode(t, opts))
 	}
-	c.Primaries, c.Replicas = c.Nodes[:primaries], c.Nodes[primaries:]
+	c.Primaries, c.Replicas = c.Nodes[:primaries:primaries], c.Nodes[primaries:] // appends to either never write into the other
 	t.Cleanup(func() {
 		if c.client != nil {
 			c.client.Close()
@@ -84,6 +84,19 @@ func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Clus
 	}
 	c.Wait(t)
 	return c
+}
+
+// Join starts a node with opts (a node without the module, say), makes it a
+// primary of c serving no slot yet, and waits until the cluster agrees.
+func (c *Cluster) Join(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := startClusterNode(t, opts)
+	seed := c.Primaries[0]
+	mustOK(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed)))
+	c.Nodes = append(c.Nodes, s)
+	c.Primaries = append(c.Primaries, s)
+	c.Wait(t)
+	return s
 }
 
 // startClusterNode starts one node with its own directory, a free port and

@@ -30,29 +30,13 @@ func StartReplica(t testing.TB, primary *Server, opts Options) *Server {
 // sent so far.
 func WaitReplicated(t testing.TB, primary, replica *Server) {
 	t.Helper()
-	want := infoInt(primary, "replication", "master_repl_offset")
+	want := InfoInt(primary.Info("replication"), "master_repl_offset")
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if infoInt(replica, "replication", "slave_repl_offset") >= want {
+		if InfoInt(replica.Info("replication"), "slave_repl_offset") >= want {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("valkeytest: replica %s did not reach offset %d", replica.Addr, want)
-}
-
-// InfoField returns one field of INFO section, or "" if absent.
-func (s *Server) InfoField(section, field string) string {
-	info, _ := s.Do("INFO", section).ToString()
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-func infoInt(s *Server, section, field string) int64 {
-	v, _ := strconv.ParseInt(s.InfoField(section, field), 10, 64)
-	return v
 }

@@ -130,7 +130,7 @@ func largeCalls(m *ids.Minter, tag string) []command {
 func commandStats(t *testing.T, s *valkeytest.Server) []string {
 	t.Helper()
 	var out []string
-	for field := range infoSection(t, s, "commandstats") {
+	for field := range s.Info("commandstats") {
 		if name, ok := strings.CutPrefix(field, "cmdstat_"); ok {
 			out = append(out, name)
 		}

@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,13 +35,13 @@ func TestStatsCountVerbsAndRefusalsLikeBuiltins(t *testing.T) {
 	s.Do("EMQ.ENQUEUE", "2") // the server's own arity rule: rejected before the verb runs
 
 	t.Run("INFO errorstats counts every refusal by its code", func(t *testing.T) {
-		counts := infoSection(t, s, "errorstats")
+		counts := s.Info("errorstats")
 		for code, n := range map[string]string{"EMQKIND": "1", "WRONGTYPE": "1", "EMQSHAPE": "2", "EMQCOUNT": "1", "ERR": "1"} {
 			assert.Equal(t, "count="+n, counts["errorstat_"+code], code)
 		}
 	})
 	t.Run("INFO commandstats counts calls, failed calls and rejected calls", func(t *testing.T) {
-		stats := infoSection(t, s, "commandstats")
+		stats := s.Info("commandstats")
 		assert.Contains(t, stats["cmdstat_EMQ.ENQUEUE"], "calls=5,")
 		assert.Contains(t, stats["cmdstat_EMQ.ENQUEUE"], "rejected_calls=1,failed_calls=3")
 		assert.Contains(t, stats["cmdstat_EMQ.FAILURES.INCR"], "failed_calls=1")
@@ -50,14 +49,3 @@ func TestStatsCountVerbsAndRefusalsLikeBuiltins(t *testing.T) {
 	})
 }
 
-// infoSection returns the fields of INFO section as field → value.
-func infoSection(t *testing.T, s *valkeytest.Server, section string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, line := range strings.Split(str(t, s, "INFO", section), "\r\n") {
-		if name, value, found := strings.Cut(line, ":"); found && !strings.HasPrefix(name, "#") {
-			out[name] = value
-		}
-	}
-	return out
-}

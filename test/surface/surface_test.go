@@ -198,22 +198,12 @@ func TestGetKeys(t *testing.T) {
 	})
 }
 
-// emqInfo returns INFO emq as field → value.
+// emqInfo returns INFO emq's counters.
 func emqInfo(t *testing.T, s *valkeytest.Server) map[string]int64 {
 	t.Helper()
-	text, err := s.Do("INFO", "emq").ToString()
-	require.NoError(t, err)
-	out := map[string]int64{}
-	for _, line := range strings.Split(text, "\r\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || !strings.HasPrefix(k, "emq_") {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		require.NoError(t, err, line)
-		out[k] = n
-	}
-	return out
+	fields := s.Info("emq")
+	require.NotEmpty(t, fields, "INFO emq answers")
+	return valkeytest.InfoInts(fields)
 }
 
 func TestInfoCountsEveryCall(t *testing.T) {

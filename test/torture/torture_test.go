@@ -371,16 +371,7 @@ func verifyStream(t *testing.T, c *conn, key string, want []entryModel) {
 func infoEmq(t *testing.T, c *conn) map[string]int64 {
 	r, err := c.str("INFO", "emq")
 	require.NoError(t, err)
-	fields := map[string]int64{}
-	for _, line := range strings.Split(r.text, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err == nil {
-				fields[k] = n
-			}
-		}
-	}
-	return fields
+	return valkeytest.InfoInts(valkeytest.ParseInfo(r.text))
 }
 
 // infoEmqOf reads INFO emq on a connection of its own, closed at once, so

@@ -1,0 +1,46 @@
+package valkeytest
+
+import (
+	"strconv"
+	"strings"
+)
+
+// ParseInfo reads the text of an INFO reply into field → value.
+func ParseInfo(text string) map[string]string {
+	fields := map[string]string{}
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+// InfoInt returns the integer field name of INFO fields, or 0 if absent.
+func InfoInt(fields map[string]string, name string) int64 {
+	v, _ := strconv.ParseInt(fields[name], 10, 64)
+	return v
+}
+
+// InfoInts returns the integer fields of INFO fields.
+func InfoInts(fields map[string]string) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range fields {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// Info returns the fields of the INFO sections named, in one call; none if
+// the server does not answer.
+func (s *Server) Info(sections ...string) map[string]string {
+	text, _ := s.Do(append([]string{"INFO"}, sections...)...).ToString()
+	return ParseInfo(text)
+}
+
+// InfoField returns one field of INFO section, or "" if absent.
+func (s *Server) InfoField(section, field string) string {
+	return s.Info(section)[field]
+}
