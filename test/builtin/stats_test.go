@@ -48,4 +48,3 @@ func TestStatsCountVerbsAndRefusalsLikeBuiltins(t *testing.T) {
 		assert.Contains(t, stats["cmdstat_EMQ.APPEND"], "failed_calls=1")
 	})
 }
-
