@@ -21,12 +21,8 @@ type Call C.emq_call
 // frame is the Go memory one call in flight reuses: kept between calls so
 // that serving a verb allocates nothing.
 type frame struct {
-	args [][]byte
 	plan emq.Plan
 }
-
-// maxKeptArgs bounds the room a frame keeps between calls.
-const maxKeptArgs = 4096
 
 // frames are indexed by nesting depth: a verb may, through another module's
 // keyspace callback, run while one of ours is in flight.
@@ -45,21 +41,15 @@ func emqServe(c *C.emq_call, verb C.int) {
 	depth++
 	defer func() {
 		depth--
-		if cap(f.args) > maxKeptArgs {
-			f.args = nil
-		}
 		if r := recover(); r != nil {
 			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
 			call.ReplyError("ERR", fmt.Sprintf("emq internal error: %v", r))
 		}
 	}()
-	views := unsafe.Slice(c.args, int(c.argc))
-	f.args = f.args[:0]
-	for _, v := range views {
-		f.args = append(f.args, unsafe.Slice((*byte)(unsafe.Pointer(v.ptr)), int(v.len)))
-	}
+	// C laid the arguments out as []byte headers (see layout.go).
+	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
 	f.plan.Reset()
-	handlers[verb](call, f.args, &f.plan)
+	handlers[verb](call, args, &f.plan)
 }
 
 // Open opens the call's first n keys for writing and learns their types,

@@ -12,8 +12,13 @@ import (
 )
 
 // emq.Write and C's emq_op share one layout, so Apply hands C the plan's own
-// memory. Each line fails to compile if a size or an offset drifts apart.
+// memory; C's emq_arg is a Go []byte, so the arguments reach Go as a
+// [][]byte in place. Each line fails to compile if a size or an offset
+// drifts apart.
 var (
+	_ = [1]struct{}{}[unsafe.Sizeof([]byte(nil))-C.sizeof_emq_arg]
+	_ = [1]struct{}{}[C.sizeof_emq_arg-unsafe.Sizeof([]byte(nil))]
+
 	w emq.Write
 
 	_ = [1]struct{}{}[unsafe.Sizeof(w)-C.sizeof_emq_op]

@@ -226,15 +226,18 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
         getkeys(ctx, argv, argc, verb);
         return API_OK;
     }
-    emq_view inline_args[INLINE_ARGS];
+    emq_arg inline_args[INLINE_ARGS];
     emq_call c;
     c.ctx = ctx;
     c.argv = argv;
     c.argc = argc;
-    c.args = argc <= INLINE_ARGS ? inline_args : api.Alloc(sizeof(emq_view) * (size_t)argc);
+    c.args = argc <= INLINE_ARGS ? inline_args : api.Alloc(sizeof(emq_arg) * (size_t)argc);
     c.now_ms = api.Milliseconds();
     c.nkeys = 0;
-    for (int i = 0; i < argc; i++) c.args[i].ptr = api.StringPtrLen(argv[i], &c.args[i].len);
+    for (int i = 0; i < argc; i++) {
+        c.args[i].ptr = api.StringPtrLen(argv[i], &c.args[i].len);
+        c.args[i].cap = c.args[i].len; // an append to an argument copies it to Go memory
+    }
     emqServe(&c, verb);
     for (int k = 0; k < c.nkeys; k++) api.CloseKey(c.keys[k]);
     if (c.args != inline_args) api.Free(c.args);

@@ -44,11 +44,19 @@ typedef struct emq_key_spec {
     } fk;
 } emq_key_spec;
 
-// A zero-copy view of one argument, valid for the whole command.
+// A zero-copy view of bytes the server holds, valid for the whole command.
 typedef struct emq_view {
     const char *ptr;
     size_t len;
 } emq_view;
+
+// One argument, laid out as a Go []byte (pointer, length, capacity), so an
+// array of them is the [][]byte of the call's arguments with no Go work.
+// host/layout.go checks the layout.
+typedef struct emq_arg {
+    const char *ptr;
+    size_t len, cap;
+} emq_arg;
 
 // The most keys one verb opens.
 #define EMQ_MAX_KEYS 2
@@ -67,7 +75,7 @@ typedef struct emq_call {
     ValkeyModuleCtx *ctx;
     ValkeyModuleString **argv;
     int argc;
-    emq_view *args;
+    emq_arg *args;
     long long now_ms;
     int nkeys;
     ValkeyModuleKey *keys[EMQ_MAX_KEYS];
