@@ -8,17 +8,18 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// check runs the module's own argument checks (emq.Check: arity, shape,
-// layouts, ids, agreement, envelope) on the command the client is about to
-// send, so a call the module would refuse for its arguments is refused the
-// same way, writing nothing, on every node — the fallback's included.
-func check(verb string, args ...string) error {
+// check runs the module's own argument checks (the verb's CheckCall: arity,
+// shape, layouts, ids, agreement, envelope) on the command the client is
+// about to send, so a call the module would refuse for its arguments is
+// refused the same way, writing nothing, on every node — the fallback's
+// included.
+func check(verb *emq.Verb, args ...string) error {
 	argv := make([][]byte, 0, 1+len(args))
-	argv = append(argv, []byte(verb))
+	argv = append(argv, []byte(verb.Name))
 	for _, a := range args {
 		argv = append(argv, []byte(a))
 	}
-	return emq.Check(argv, time.Now().UnixMilli())
+	return verb.CheckCall(argv, time.Now().UnixMilli())
 }
 
 // checkName refuses a queue or topic name the key layouts cannot carry.

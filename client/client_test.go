@@ -323,7 +323,7 @@ func TestRefusalsBeforeSending(t *testing.T) {
 			_, err := c.Append(ctx(t), "t", "s", append(one(evt), one(evt)...))
 			return err
 		}},
-		{"an envelope's msg must be a MSG id", emqerrors.Envelope, func(c *Client) error {
+		{"an envelope's msg must be a MSG id", emqerrors.Kind, func(c *Client) error {
 			_, err := c.Publish(ctx(t), "t", Envelope{ID: evt, Msg: sub})
 			return err
 		}},

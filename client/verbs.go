@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
@@ -39,7 +40,7 @@ type Envelope struct {
 // reports false, writing nothing, when the job row already exists.
 func (c *Client) Enqueue(ctx context.Context, queue string, id ids.ID, payload []byte) (admitted bool, err error) {
 	job, pending, text := keys.Job(queue, id.String()), keys.Pending(queue), id.String()
-	if err := check("EMQ.ENQUEUE", "2", job, pending, text, string(payload)); err != nil {
+	if err := check(emq.Enqueue, "2", job, pending, text, string(payload)); err != nil {
 		return false, err
 	}
 	cmd := c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, pending).Args(text, valkey.BinaryString(payload)).Build()
@@ -60,7 +61,7 @@ func admittedReply(r valkey.ValkeyResult) (bool, error) {
 // time and a refusal at entry i leaves entries before i appended: their IDs
 // are returned with the error.
 func (c *Client) Append(ctx context.Context, topic, stream string, entries []Entry) ([]ids.StreamID, error) {
-	return c.appendBatch(ctx, "EMQ.APPEND", CapAppend, keys.Stream(topic, stream), entries)
+	return c.appendBatch(ctx, emq.Append, CapAppend, keys.Stream(topic, stream), entries)
 }
 
 // Publish appends env to the msgs stream of topic, the durable publish of
@@ -69,7 +70,7 @@ func (c *Client) Publish(ctx context.Context, topic string, env Envelope) (ids.S
 	entry := Entry{ID: env.ID, Fields: append([]Field{
 		{"msg", env.Msg.String()}, {"payload", valkey.BinaryString(env.Payload)},
 	}, env.Fields...)}
-	got, err := c.appendBatch(ctx, "EMQ.PUBLISH", CapPublish, keys.Stream(topic, "msgs"), []Entry{entry})
+	got, err := c.appendBatch(ctx, emq.Publish, CapPublish, keys.Stream(topic, "msgs"), []Entry{entry})
 	if err != nil {
 		return ids.StreamID{}, err
 	}
@@ -78,7 +79,7 @@ func (c *Client) Publish(ctx context.Context, topic string, env Envelope) (ids.S
 
 // appendBatch checks a batch and sends it to key: verb natively, else one
 // XADD per entry.
-func (c *Client) appendBatch(ctx context.Context, verb string, cp Cap, key string, entries []Entry) ([]ids.StreamID, error) {
+func (c *Client) appendBatch(ctx context.Context, verb *emq.Verb, cp Cap, key string, entries []Entry) ([]ids.StreamID, error) {
 	if len(entries) == 0 { // no command can carry it: n=0 is the module's refusal
 		return nil, emqerrors.New(emqerrors.Shape, "n must be a positive integer")
 	}
@@ -95,7 +96,7 @@ func (c *Client) appendBatch(ctx context.Context, verb string, cp Cap, key strin
 	if err := checkIncreasing(entries); err != nil {
 		return nil, err
 	}
-	cmd := c.vk.B().Arbitrary(verb, "1").Keys(key).Args(args...).Build()
+	cmd := c.vk.B().Arbitrary(verb.Name, "1").Keys(key).Args(args...).Build()
 	return call(ctx, c, cp, cmd, streamIDsReply, func() ([]ids.StreamID, error) {
 		return c.xaddEach(ctx, key, entries)
 	})
@@ -151,7 +152,7 @@ func isXAddOrder(err *valkey.ValkeyError) bool {
 func (c *Client) FailuresIncr(ctx context.Context, topic string, sub, msg ids.ID, ttl time.Duration) (int64, error) {
 	key := keys.Fail(topic, sub.String(), msg.String())
 	ms := strconv.FormatInt(int64((ttl+time.Millisecond-1)/time.Millisecond), 10)
-	if err := check("EMQ.FAILURES.INCR", "1", key, ms); err != nil {
+	if err := check(emq.FailuresIncr, "1", key, ms); err != nil {
 		return 0, err
 	}
 	cmd := c.vk.B().Arbitrary("EMQ.FAILURES.INCR", "1").Keys(key).Args(ms).Build()

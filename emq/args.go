@@ -1,6 +1,11 @@
 package emq
 
-import "math"
+import (
+	"math"
+	"strconv"
+
+	"github.com/echomq/emq/errors"
+)
 
 // ParseInt reads b as the server reads an integer (string2ll): an optional
 // '-', then "0" or digits without a leading zero, fitting a signed 64-bit
@@ -39,14 +44,44 @@ func positive(b []byte) (int64, bool) {
 	return v, ok && v > 0
 }
 
-// numkeys checks that the call declares exactly the keys its verb takes,
-// one or two.
+// numkeys checks that the call declares exactly the keys its verb takes.
 func numkeys(args [][]byte, want int) error {
 	if v, ok := ParseInt(args[1]); !ok || v != int64(want) {
-		if want == 1 {
-			return errNumkeys1
-		}
-		return errNumkeys2
+		return errNumkeys[want]
 	}
 	return nil
+}
+
+// errNumkeys are the refusals of a wrong numkeys, by the count the verb takes.
+var errNumkeys = [...]error{
+	1: static(errors.Shape, "numkeys must be 1"),
+	2: static(errors.Shape, "numkeys must be 2"),
+	3: static(errors.Shape, "numkeys must be 3"),
+	4: static(errors.Shape, "numkeys must be 4"),
+	5: static(errors.Shape, "numkeys must be 5"),
+}
+
+// bound is an integer argument's range; its refusal is made once.
+type bound struct {
+	min, max int64
+	err      error
+}
+
+// newBound is the range min … max of the argument name.
+func newBound(name string, min, max int64) bound {
+	return bound{min, max, static(errors.Shape, name+" must be an integer from "+
+		strconv.FormatInt(min, 10)+" to "+strconv.FormatInt(max, 10))}
+}
+
+// parse reads b as an integer within the bound: decimal digits only, no
+// sign, no leading zero.
+func (r bound) parse(b []byte) (int64, error) {
+	if len(b) > 0 && b[0] == '-' {
+		return 0, r.err
+	}
+	v, ok := ParseInt(b)
+	if !ok || v < r.min || v > r.max {
+		return 0, r.err
+	}
+	return v, nil
 }

@@ -1,23 +1,20 @@
 package emq
 
-// Version is the module's semantic version, as EMQ.CAPS reports it.
-const Version = "0.1.0"
-
-// Caps replies the module's version and the capability tokens of the verbs
-// this build serves:
+// Caps is EMQ.CAPS, which reports the module's version and the capability
+// tokens of the verbs this build serves:
 //
 //	EMQ.CAPS → version <Version> caps [<token> …]
-func Caps(tokens []string) Verb {
-	return func(c Call) error {
-		s := c.Server
-		s.ReplyArray(4)
-		s.ReplyString("version")
-		s.ReplyString(Version)
-		s.ReplyString("caps")
-		s.ReplyArray(len(tokens))
+func Caps(tokens []string) *Verb {
+	return &Verb{Name: "EMQ.CAPS", Arity: 1, Run: func(c Call) error {
+		p := c.Plan
+		p.reply(ReplyArray, 0, 4)
+		p.reply(ReplyBulk, refVersion, 0)
+		p.reply(ReplyBulk, p.String(Version), 0)
+		p.reply(ReplyBulk, refCaps, 0)
+		p.reply(ReplyArray, 0, int64(len(tokens)))
 		for _, t := range tokens {
-			s.ReplyString(t)
+			p.reply(ReplyBulk, p.String(t), 0)
 		}
-		return nil
-	}
+		return c.Server.Apply(p)
+	}}
 }

@@ -14,7 +14,10 @@ import (
 //
 // It replies 1 having written the job row and its pending entry, or 0 when
 // the job row already exists.
-func Enqueue(c Call) error {
+var Enqueue = &Verb{Name: "EMQ.ENQUEUE", Arity: 6, Keys: 2, Cap: "enqueue",
+	Check: func(a [][]byte, _ int64) error { return checkEnqueue(a) }, Run: enqueue}
+
+func enqueue(c Call) error {
 	// shape and fence
 	if err := checkEnqueue(c.Args); err != nil {
 		return err
@@ -30,23 +33,19 @@ func Enqueue(c Call) error {
 
 	// plan
 	p := c.Plan
-	p.Reply = ReplyInt
 	if job == Hash {
-		p.Int = 0 // a duplicate: the job row is already there
+		p.replyInt(0) // a duplicate: the job row is already there
+		p.count(JobsDuplicate, 1)
 	} else {
-		p.Int = 1
-		p.add(Write{Op: HSet, Key: 0, NRefs: 6,
-			Refs: [6]Ref{refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload)}})
-		p.add(Write{Op: ZAdd, Key: 1, NRefs: 1, Refs: [6]Ref{Arg(enqueueID)}, Score: 0})
+		p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
+		p.zadd(1, Arg(enqueueID), 0)
+		p.replyInt(1)
+		p.count(JobsAdmitted, 1)
 	}
 
 	// apply
-	s.Apply(p)
-	return nil
+	return s.Apply(p)
 }
-
-// EnqueueArity is EMQ.ENQUEUE's arity.
-const EnqueueArity = 6
 
 // The arguments of EMQ.ENQUEUE.
 const enqueueJobKey, enqueuePendingKey, enqueueID, enqueuePayload = 2, 3, 4, 5

@@ -14,7 +14,11 @@ import (
 //	EMQ.FAILURES.INCR 1 emq:{t}:fail:<SUB id>:<MSG id> <fail_ttl_ms>
 //
 // The TTL is fail_ttl_ms rounded up to whole seconds. It replies the new count.
-func FailuresIncr(c Call) error {
+var FailuresIncr = &Verb{Name: "EMQ.FAILURES.INCR", Arity: 4, Keys: 1, Cap: "failures.incr",
+	Check: func(a [][]byte, nowMs int64) error { _, err := checkFailuresIncr(a, nowMs); return err },
+	Run:   failuresIncr}
+
+func failuresIncr(c Call) error {
 	s := c.Server
 
 	// shape and fence
@@ -42,16 +46,13 @@ func FailuresIncr(c Call) error {
 
 	// plan
 	p := c.Plan
-	p.Reply, p.Int = ReplyInt, count+1
-	p.add(Write{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: atMs})
+	p.Writes = append(p.Writes, Write{Op: SetPXAt, Count: count + 1, AtMs: atMs})
+	p.replyInt(count + 1)
+	p.count(FailuresCounted, 1)
 
 	// apply
-	s.Apply(p)
-	return nil
+	return s.Apply(p)
 }
-
-// FailuresIncrArity is EMQ.FAILURES.INCR's arity.
-const FailuresIncrArity = 4
 
 // checkFailuresIncr decides what the arguments alone decide — numkeys, the
 // TTL, the key's layout, its ids — and returns the absolute expiry, in Unix

@@ -1,91 +1,233 @@
 package emq
 
-import "github.com/echomq/emq/ids"
+import (
+	"strconv"
 
-// Op is a built-in write a plan can make.
+	"github.com/echomq/emq/ids"
+)
+
+// Op is a built-in write a plan can make. Each is applied with the
+// server's key API and replicated, notified and signalled as the built-in
+// command it is named for, so replicas and the AOF need no module.
 type Op uint8
 
-// The writes a plan is made of, each named for the built-in command that
-// replicas and the AOF receive for it.
+// The writes a plan is made of. Adding one is a constant here and a case in
+// host's apply; host/layout.go fails to compile while the two disagree.
 const (
-	// HSet sets the field/value pairs Refs[:NRefs] on a hash.
+	// HSet sets the field/value pairs Refs[From : From+N] on a hash.
 	HSet Op = iota + 1
-	// ZAdd adds member Refs[0] with Score to a sorted set.
+	// ZAdd adds member Refs[From] with Score to a sorted set, or moves it.
 	ZAdd
-	// XAdd appends entry ID with the fields Refs[:NRefs] followed by the
-	// arguments First … First+2*Pairs-1.
+	// ZRem removes member Refs[From] from a sorted set.
+	ZRem
+	// Del deletes the key.
+	Del
+	// PExpireAt sets the key's absolute expiry AtMs.
+	PExpireAt
+	// XAdd appends entry ID with the fields Refs[From : From+N] followed by
+	// the arguments First … First+2*Pairs-1.
 	XAdd
+	// XAck acknowledges entry ID Refs[From+1] for group Refs[From].
+	XAck
 	// SetPXAt stores the integer Count with the absolute expiry AtMs: the
 	// effect of INCR followed by PEXPIREAT.
 	SetPXAt
+
+	// NumOps is one more than the largest Op, for arrays indexed by Op.
+	NumOps = iota + 1
 )
 
-// Ref names a string the server already holds: argument i of the call for
-// i ≥ 0, or one of [Constants] for negative values.
-type Ref int32
+// Ref names a string a plan writes or replies: an argument of the call, a
+// constant the host interned at load, bytes the verb computed into the
+// plan's scratch, or a string the server read for this call.
+type Ref uint32
+
+// A Ref's top two bits say what it names; the rest is an index.
+const (
+	refArg     Ref = 0 << 30
+	refConst   Ref = 1 << 30
+	refScratch Ref = 2 << 30
+	// RefHeld marks a string the server read and holds for the call; the
+	// host makes these refs.
+	RefHeld  Ref = 3 << 30
+	refKind      = 3 << 30
+	RefIndex Ref = 1<<30 - 1 // the index bits of a Ref
+)
 
 // Arg refers to argument i of the call.
-func Arg(i int) Ref { return Ref(i) }
+func Arg(i int) Ref { return refArg | Ref(i) }
 
-// Constants are the strings a plan may name besides the call's arguments.
-// The host interns them once, at load.
-var Constants = []string{"id", "state", "pending", "attempts", "0", "payload"}
+// Constants are the strings a plan may name besides the call's arguments,
+// in the order of the ref constants below. The host interns them at load.
+var Constants = []string{"id", "state", "pending", "attempts", "0", "payload",
+	"error", "active", "delayed", "dead", "done", "lease expired", "attempts exhausted",
+	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason"}
 
 // References to Constants, in their order.
 const (
-	refID Ref = -1 - iota
+	refID Ref = refConst + iota
 	refState
 	refPending
 	refAttempts
 	refZero
 	refPayload
+	refError
+	refActive
+	refDelayed
+	refDead
+	refDone
+	refLeaseExpired
+	refAttemptsExhausted
+	refVersion
+	refCaps
+	refOriginStream
+	refOriginID
+	refOriginEvt
+	refGroup
+	refSub
+	refFailures
+	refReason
+	numConstants = iota
 )
 
-// Const returns the index into Constants that a negative ref names.
-func (r Ref) Const() int { return int(-1 - r) }
+// Span is a run of a plan's scratch bytes.
+type Span struct {
+	Off, Len int
+}
 
-// Write is one write of a plan.
+// Write is one write of a plan. Its layout is C's emq_op (host/layout.go).
 type Write struct {
 	Op    Op
-	Key   int // the call's key the write goes to
-	Refs  [6]Ref
-	NRefs int
-	First int // XAdd: the argument its field/value pairs start at
-	Pairs int // XAdd: how many pairs follow First
+	Key   int32 // the call's key: a declared key's position, or a derived key's
+	From  int32 // the write's first ref in Plan.Refs
+	N     int32 // how many refs it has
+	First int32 // XAdd: the argument its field/value pairs start at
+	Pairs int32 // XAdd: how many pairs follow First
 	ID    ids.StreamID
 	Score float64
 	Count int64
 	AtMs  int64
 }
 
-// ReplyKind is what a plan replies once its writes are made.
+// ReplyKind is one element of a plan's reply.
 type ReplyKind uint8
 
-// The replies of a plan.
+// The reply elements, in RESP terms.
 const (
-	// ReplyInt replies Plan.Int.
+	// ReplyInt is the integer Int.
 	ReplyInt ReplyKind = iota + 1
-	// ReplyStreamIDs replies an array of the IDs of the plan's XAdd writes.
-	ReplyStreamIDs
+	// ReplyBulk is the string Ref.
+	ReplyBulk
+	// ReplyNil is a null string.
+	ReplyNil
+	// ReplyArray opens an array of Int elements: the next Int elements.
+	ReplyArray
+	// ReplyNullArray is a null array (RESP2 *-1), as ZMPOP replies nothing.
+	ReplyNullArray
+	// ReplyStreamID is the ID of the plan's XAdd write number Int (from 0).
+	ReplyStreamID
+
+	// NumReplyKinds is one more than the largest ReplyKind.
+	NumReplyKinds = iota + 1
 )
 
-// Plan is the effect of one verb call: the writes, in order, and the reply.
+// Reply is one element of a plan's reply. Its layout is C's emq_reply.
+type Reply struct {
+	Kind ReplyKind
+	Ref  Ref
+	Int  int64
+}
+
+// Plan is the effect of one verb call: the writes, in order, then the
+// reply, with the strings they name and the events INFO emq counts.
 type Plan struct {
-	Writes []Write
-	Reply  ReplyKind
-	Int    int64
+	Writes  []Write
+	Refs    []Ref
+	Replies []Reply
+	Scratch []byte
+	Spans   []Span
+	Events  [NumEvents]int64
+	// buffers a verb reuses across calls, for reads and derived key names
+	fields []Ref
+	ids    []int
 }
 
-// maxKeptWrites bounds the writes a reused plan keeps room for between calls,
-// so one huge batch does not pin its memory for the life of the server.
-const maxKeptWrites = 1024
+// maxKept bounds the room a reused plan keeps between calls, so that one
+// huge batch does not pin its memory for the life of the server.
+const maxKept = 4096
 
-// Reset empties p for the next call, keeping its room unless it grew large.
+// Reset empties p for the next call.
 func (p *Plan) Reset() {
-	if cap(p.Writes) > maxKeptWrites {
-		p.Writes = nil
-	}
-	p.Writes, p.Reply, p.Int = p.Writes[:0], 0, 0
+	p.Writes, p.Refs, p.Replies = p.Writes[:0], p.Refs[:0], p.Replies[:0]
+	p.Scratch, p.Spans = p.Scratch[:0], p.Spans[:0]
+	p.Events = [NumEvents]int64{}
 }
 
-func (p *Plan) add(w Write) { p.Writes = append(p.Writes, w) }
+// Oversized reports whether p grew past what is worth keeping between
+// calls; the host then drops it and returns its memory.
+func (p *Plan) Oversized() bool {
+	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept
+}
+
+// Bytes copies b into the plan's scratch and returns a ref to it.
+func (p *Plan) Bytes(b []byte) Ref {
+	off := len(p.Scratch)
+	p.Scratch = append(p.Scratch, b...)
+	return p.span(off)
+}
+
+// String copies s into the plan's scratch and returns a ref to it.
+func (p *Plan) String(s string) Ref {
+	off := len(p.Scratch)
+	p.Scratch = append(p.Scratch, s...)
+	return p.span(off)
+}
+
+// Decimal writes v's decimal text into the scratch and returns a ref to it.
+func (p *Plan) Decimal(v int64) Ref {
+	off := len(p.Scratch)
+	p.Scratch = strconv.AppendInt(p.Scratch, v, 10)
+	return p.span(off)
+}
+
+// ScratchBytes returns the bytes a scratch ref names; valid until the
+// scratch next grows.
+func (p *Plan) ScratchBytes(r Ref) []byte {
+	s := p.Spans[r&RefIndex]
+	return p.Scratch[s.Off : s.Off+s.Len]
+}
+
+func (p *Plan) span(off int) Ref {
+	p.Spans = append(p.Spans, Span{Off: off, Len: len(p.Scratch) - off})
+	return refScratch | Ref(len(p.Spans)-1)
+}
+
+// write adds w with the refs rs.
+func (p *Plan) write(w Write, rs ...Ref) {
+	w.From, w.N = int32(len(p.Refs)), int32(len(rs))
+	p.Refs = append(p.Refs, rs...)
+	p.Writes = append(p.Writes, w)
+}
+
+// hset sets field/value pairs on key k.
+func (p *Plan) hset(k int, pairs ...Ref) { p.write(Write{Op: HSet, Key: int32(k)}, pairs...) }
+
+// zadd adds member to sorted set k with score.
+func (p *Plan) zadd(k int, member Ref, score float64) {
+	p.write(Write{Op: ZAdd, Key: int32(k), Score: score}, member)
+}
+
+// zrem removes member from sorted set k.
+func (p *Plan) zrem(k int, member Ref) { p.write(Write{Op: ZRem, Key: int32(k)}, member) }
+
+// reply adds an element to the reply.
+func (p *Plan) reply(kind ReplyKind, ref Ref, v int64) {
+	p.Replies = append(p.Replies, Reply{Kind: kind, Ref: ref, Int: v})
+}
+
+// replyInt makes the whole reply the integer v.
+func (p *Plan) replyInt(v int64) { p.reply(ReplyInt, 0, v) }
+
+// count adds n to event e.
+func (p *Plan) count(e Event, n int64) { p.Events[e] += n }

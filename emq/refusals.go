@@ -5,8 +5,6 @@ import "github.com/echomq/emq/errors"
 // The refusals whose text never changes are made once: refusing such a
 // call allocates nothing.
 var (
-	errNumkeys1      = static(errors.Shape, "numkeys must be 1")
-	errNumkeys2      = static(errors.Shape, "numkeys must be 2")
 	errTTL           = static(errors.Shape, "fail_ttl_ms must be a positive integer")
 	errTTLRounding   = static(errors.Shape, "fail_ttl_ms overflows when rounded up to seconds")
 	errTTLExpiry     = static(errors.Shape, "fail_ttl_ms overflows the absolute expiry")

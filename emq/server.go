@@ -1,6 +1,9 @@
 package emq
 
-import "github.com/echomq/emq/ids"
+import (
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+)
 
 // KeyType is what a key holds, as far as the verbs care.
 type KeyType uint8
@@ -15,45 +18,61 @@ const (
 	Other // a list, a set or a module type
 )
 
-// Server is one command's view of the server it runs in. The keys of a call
-// are its arguments 2 … 1+numkeys, addressed by their 0-based position.
+// Value is a string the server read for the call: a hash field's value.
+// Its layout is C's emq_value (host/layout.go).
+type Value struct {
+	Bytes []byte // in place, valid until the call ends
+	Ref   Ref    // names the same bytes in writes and replies
+	Found bool   // false: no such field; Bytes and Ref are zero
+}
+
+// Member is a sorted-set member the server read for the call. Its layout is
+// C's emq_member.
+type Member struct {
+	Bytes []byte // in place, valid until the call ends
+	Ref   Ref    // names the same bytes in writes and replies
+	Score float64
+}
+
+// Server is one command's view of the server it runs in: it opens keys,
+// reads them and applies a plan. The call's declared keys are its
+// arguments 2 … 1+numkeys, numbered from 0; keys a verb derives (the job
+// rows a claim pops) are numbered after them as they are opened.
 type Server interface {
 	// Open opens the call's first n keys for writing and learns their types;
 	// with values, it also reads the bytes of those that hold strings.
 	Open(n int, values bool)
-	// Type returns the type of key k, as found by Open.
+	// OpenDerived opens the key named by scratch ref name of p, after
+	// checking the caller's ACL key permissions on it (reads and writes),
+	// and returns its number; ok is false, with nothing opened, when the
+	// caller may not touch it.
+	OpenDerived(p *Plan, name Ref) (k int, ok bool)
+	// Type returns the type of key k, as found when it was opened.
 	Type(k int) KeyType
 	// Value returns the bytes of string key k, read by Open with values;
 	// valid until the call ends.
 	Value(k int) []byte
+	// HashGet reads the fields of hash key k (refs of p); the values are
+	// valid until the call ends, the slice until the next HashGet.
+	HashGet(p *Plan, k int, fields []Ref) []Value
+	// ZRange reads at most limit members of sorted set key k whose score is
+	// at most max (below max, with exclusive), lowest first; valid until
+	// the call ends, the slice until the next ZRange.
+	ZRange(k int, max float64, exclusive bool, limit int) []Member
 	// StreamTop returns the last generated ID of stream key k (0-0 if empty).
 	StreamTop(k int) ids.StreamID
-	// NowMs returns the server's clock in Unix milliseconds.
+	// NowMs returns the server's clock in Unix milliseconds, read once when
+	// the command started.
 	NowMs() int64
 	// Apply makes every write of p, in order, replicates them as the
-	// built-ins they stand for, and replies p.Reply. It returns false, having
-	// written and replied nothing, when p's first write is an XAdd whose ID is
-	// not above its stream's top: the one check only the write itself can do.
-	Apply(p *Plan) bool
-	// ReplyArray starts an array reply of n elements.
-	ReplyArray(n int)
-	// ReplyString adds a bulk string to the reply.
-	ReplyString(s string)
+	// built-ins they stand for, and replies p.Replies. It returns
+	// ErrNotAboveTop, having written and replied nothing, when p's first
+	// write is an XAdd whose ID is not above its stream's top: the one
+	// check only the write itself can do. Any other failure is a bug it
+	// reports as an errors.Internal refusal naming the writes made.
+	Apply(p *Plan) error
 }
 
-// Call is one invocation of a verb.
-type Call struct {
-	Args   [][]byte // the command line, Args[0] being the verb's name
-	Server Server
-	Plan   *Plan // an empty plan for the verb to fill; reused across calls
-	Limits Limits
-}
-
-// Limits are the module's configured bounds on a call.
-type Limits struct {
-	AppendMaxEntries int // entries per EMQ.APPEND call; 0 means no bound
-}
-
-// Verb is a verb's implementation: it replies through c.Server, or returns a
-// refusal for the caller to reply, having written nothing.
-type Verb func(c Call) error
+// ErrNotAboveTop is Apply's refusal of a plan whose first append is not
+// above its stream's top; nothing was written.
+var ErrNotAboveTop = static(errors.Order, "the first entry is not above the stream top")

@@ -17,6 +17,7 @@ type batchRules struct {
 	entries  int                                     // the exact entry count, or 0 for any
 	maxItems int                                     // the most entries a call may carry, or 0 for any
 	entry    func(a [][]byte, w *Write, n int) error // the verb's own check of entry n
+	event    Event                                   // what INFO counts per entry
 }
 
 // appendBatch is the core of EMQ.APPEND and EMQ.PUBLISH:
@@ -45,18 +46,22 @@ func appendBatch(c Call, r batchRules) error {
 	}
 
 	// plan: the writes are the entries; the reply their IDs
-	p.Reply = ReplyStreamIDs
+	p.reply(ReplyArray, 0, int64(len(p.Writes)))
+	for i := range p.Writes {
+		p.reply(ReplyStreamID, 0, int64(i))
+	}
+	p.count(r.event, int64(len(p.Writes)))
 
 	// apply
-	if !s.Apply(p) {
-		return orderAgainstTop(p.Writes, s, typ)
+	if err := s.Apply(p); err != ErrNotAboveTop {
+		return err
 	}
-	return nil
+	return orderAgainstTop(p.Writes, s, typ)
 }
 
-// StreamArity is the arity of EMQ.APPEND and EMQ.PUBLISH: at least one
+// streamArity is the arity of EMQ.APPEND and EMQ.PUBLISH: at least one
 // entry of one field after numkeys, the key and n — the rest is the shape's.
-const StreamArity = -5
+const streamArity = -5
 
 // checkEntries decides what the arguments alone decide — numkeys, n and the
 // split into n entries, the key's layout, every EVT id, the verb's own entry
@@ -85,8 +90,8 @@ func checkEntries(a [][]byte, r batchRules, p *Plan) error {
 		if err != nil {
 			return err
 		}
-		p.add(w)
-		pos = w.First + 2*w.Pairs
+		p.write(w, refID, Arg(pos))
+		pos = int(w.First + 2*w.Pairs)
 	}
 	if pos != len(a) {
 		return errors.New(errors.Shape, "%d arguments follow the last of the n=%d entries", len(a)-pos, n)
@@ -101,7 +106,7 @@ func checkEntries(a [][]byte, r batchRules, p *Plan) error {
 	}
 	for i := range p.Writes {
 		w := &p.Writes[i]
-		id, ok := ids.Parse(ids.Evt, a[w.First-2])
+		id, ok := ids.Parse(ids.Evt, a[w.First-2]) // <EVT id> <pairs> <fields…>
 		if !ok {
 			return errors.New(errors.Kind, "entry %d: event id must be EVT-namespaced", i+1)
 		}
@@ -144,7 +149,7 @@ func splitEntry(a [][]byte, pos, n int) (Write, error) {
 	if size > maxEntryBytes {
 		return Write{}, errors.New(errors.Shape, "entry %d: too large to be stored", n)
 	}
-	return Write{Op: XAdd, Key: 0, NRefs: 2, Refs: [6]Ref{refID, Arg(pos)}, First: first, Pairs: int(pairs)}, nil
+	return Write{Op: XAdd, First: int32(first), Pairs: int32(pairs)}, nil
 }
 
 // checkOrder finds the first entry, in entry order, whose ID is not above

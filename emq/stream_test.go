@@ -32,13 +32,13 @@ func TestSplitEntry(t *testing.T) {
 		refusal    string // the refusal's message, if refused
 	}{
 		{name: "one pair", line: head + "E 1 f v",
-			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 1}},
+			want: Write{Op: XAdd, First: 6, Pairs: 1}},
 		{name: "three pairs, more arguments after them", line: head + "E 3 f v g w h x E2 1 f v",
-			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 3}},
+			want: Write{Op: XAdd, First: 6, Pairs: 3}},
 		{name: "an empty value", line: head + "E 1 f <empty>",
-			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 1}},
+			want: Write{Op: XAdd, First: 6, Pairs: 1}},
 		{name: "a value id and a field ID are allowed", line: head + "E 2 f id ID v",
-			want: Write{Op: XAdd, NRefs: 2, Refs: [6]Ref{refID, Arg(4)}, First: 6, Pairs: 2}},
+			want: Write{Op: XAdd, First: 6, Pairs: 2}},
 		{name: "fewer than four arguments", line: head + "E 1 f", refusal: "entry 7: expected <id> <pairs> <field> <value>"},
 		{name: "pairs 0", line: head + "E 0 f v", refusal: "entry 7: pairs must be a positive integer"},
 		{name: "pairs -1", line: head + "E -1 f v", refusal: "entry 7: pairs must be a positive integer"},
@@ -107,9 +107,11 @@ func TestCheckOrder(t *testing.T) {
 func TestEnvelope(t *testing.T) {
 	const msg = "MSG0018f2a4c1e00001"
 	const eachOnce = "entry 1: an envelope holds msg and payload, each exactly once"
+	const notMsg = "entry 1: msg must hold a MSG id"
 	cases := []struct {
 		name, fields string
 		refusal      string
+		code         errors.Code // Envelope unless said
 	}{
 		{name: "msg and payload", fields: "msg " + msg + " payload p"},
 		{name: "payload first, other fields around", fields: "a 1 payload p b 2 msg " + msg + " c 3"},
@@ -119,20 +121,25 @@ func TestEnvelope(t *testing.T) {
 		{name: "msg twice", fields: "msg " + msg + " payload p msg " + msg, refusal: eachOnce},
 		{name: "payload twice", fields: "msg " + msg + " payload p payload q", refusal: eachOnce},
 		{name: "Msg is another field", fields: "Msg " + msg + " payload p", refusal: eachOnce},
-		{name: "msg holding an EVT id", fields: "msg EVT0018f2a4c1e00001 payload p", refusal: "entry 1: msg must hold a MSG id"},
-		{name: "msg holding uppercase hex", fields: "msg MSG0018F2A4C1E00001 payload p", refusal: "entry 1: msg must hold a MSG id"},
-		{name: "msg holding nothing", fields: "msg <empty> payload p", refusal: "entry 1: msg must hold a MSG id"},
-		{name: "a bad msg answers before a missing payload", fields: "msg x", refusal: "entry 1: msg must hold a MSG id"},
+		{name: "msg holding an EVT id", fields: "msg EVT0018f2a4c1e00001 payload p", refusal: notMsg, code: errors.Kind},
+		{name: "msg holding uppercase hex", fields: "msg MSG0018F2A4C1E00001 payload p", refusal: notMsg, code: errors.Kind},
+		{name: "msg holding nothing", fields: "msg <empty> payload p", refusal: notMsg, code: errors.Kind},
+		{name: "a bad msg answers before a missing payload", fields: "msg x", refusal: notMsg, code: errors.Kind},
+		{name: "a bad msg answers before a repeated payload", fields: "payload p payload q msg x", refusal: notMsg, code: errors.Kind},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			a := argsOf(c.fields)
-			err := envelope(a, &Write{Op: XAdd, First: 0, Pairs: len(a) / 2}, 1)
+			err := envelope(a, &Write{Op: XAdd, First: 0, Pairs: int32(len(a) / 2)}, 1)
 			if c.refusal == "" {
 				require.NoError(t, err)
 				return
 			}
-			require.Equal(t, &errors.Refusal{Code: errors.Envelope, Msg: c.refusal}, err)
+			code := c.code
+			if code == 0 {
+				code = errors.Envelope
+			}
+			require.Equal(t, &errors.Refusal{Code: code, Msg: c.refusal}, err)
 		})
 	}
 }

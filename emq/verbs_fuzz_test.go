@@ -66,12 +66,14 @@ func (s *fakeServer) NowMs() int64 { return s.now }
 
 // Apply writes unless the plan's first write is an append at or below its
 // stream's top, as the server's own append refuses.
-func (s *fakeServer) Apply(p *Plan) bool {
+func (s *fakeServer) Apply(p *Plan) error {
 	s.applies++
 	if s.opens == 0 || s.applies > 1 {
 		s.t.Fatalf("Apply, call %d, after %d Open: a verb applies once, after Open", s.applies, s.opens)
 	}
-	s.plan = Plan{Writes: append([]Write(nil), p.Writes...), Reply: p.Reply, Int: p.Int}
+	s.plan = Plan{Writes: append([]Write(nil), p.Writes...), Refs: append([]Ref(nil), p.Refs...),
+		Replies: append([]Reply(nil), p.Replies...), Scratch: append([]byte(nil), p.Scratch...),
+		Spans: append([]Span(nil), p.Spans...), Events: p.Events}
 	s.wrote = true
 	if len(p.Writes) > 0 && p.Writes[0].Op == XAdd {
 		var top ids.StreamID
@@ -80,11 +82,16 @@ func (s *fakeServer) Apply(p *Plan) bool {
 		}
 		s.wrote = top.Less(p.Writes[0].ID)
 	}
-	return s.wrote
+	if !s.wrote {
+		return ErrNotAboveTop
+	}
+	return nil
 }
 
-func (s *fakeServer) ReplyArray(int)     { s.t.Fatal("a verb with a plan replies through Apply") }
-func (s *fakeServer) ReplyString(string) { s.t.Fatal("a verb with a plan replies through Apply") }
+// The v0.1 verbs read nothing but their declared keys.
+func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool) { s.t.Fatal("OpenDerived"); return 0, false }
+func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value { s.t.Fatal("HashGet"); return nil }
+func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRange"); return nil }
 
 // keyType reads a fuzzed byte as one of the key types.
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
@@ -98,16 +105,16 @@ var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.E
 // to the letter, while Check passes every call the verb took past its
 // arguments; an acceptance applied its plan once. It returns the refusal, or
 // nil for an acceptance.
-func call(t *testing.T, verb Verb, args []string, s *fakeServer, limits Limits) *errors.Refusal {
+func call(t *testing.T, verb *Verb, args []string, s *fakeServer, limits Limits) *errors.Refusal {
 	t.Helper()
 	s.t = t
 	argv := make([][]byte, len(args))
 	for i, a := range args {
 		argv[i] = []byte(a)
 	}
-	err := verb(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
+	err := verb.Run(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
 	if limits.AppendMaxEntries == 0 { // Check knows no server's config
-		checked := Check(argv, s.now)
+		checked := verb.CheckCall(argv, s.now)
 		if code := errors.CodeOf(err); code != 0 && code <= errors.Envelope {
 			require.Equal(t, err, checked, "Check refuses as the verb does")
 		} else {
@@ -151,10 +158,19 @@ func splitArgs(s string) []string {
 
 // resolve returns the string a plan's ref names.
 func resolve(args []string, r Ref) string {
-	if r < 0 {
-		return Constants[r.Const()]
+	if r&refKind == refConst {
+		return Constants[r&RefIndex]
 	}
-	return args[r]
+	return args[r&RefIndex]
+}
+
+// refs returns the strings write w names.
+func refs(args []string, p *Plan, w Write) []string {
+	var out []string
+	for _, r := range p.Refs[w.From : w.From+w.N] {
+		out = append(out, resolve(args, r))
+	}
+	return out
 }
 
 func isInt(b string) bool {
@@ -208,26 +224,20 @@ func FuzzEnqueue(f *testing.F) {
 		}
 
 		p := s.plan
-		require.Equal(t, ReplyInt, p.Reply)
 		if s.types[0] == Hash {
-			require.Equal(t, int64(0), p.Int, "an existing job row is a duplicate")
+			require.Equal(t, []Reply{{Kind: ReplyInt, Int: 0}}, p.Replies, "an existing job row is a duplicate")
 			require.Empty(t, p.Writes, "a duplicate writes nothing")
 			return
 		}
-		require.Equal(t, int64(1), p.Int)
+		require.Equal(t, []Reply{{Kind: ReplyInt, Int: 1}}, p.Replies)
 		require.Len(t, p.Writes, 2, "HSet then ZAdd")
 		hset, zadd := p.Writes[0], p.Writes[1]
 		require.Equal(t, HSet, hset.Op)
-		require.Equal(t, 0, hset.Key)
-		var row []string
-		for _, r := range hset.Refs[:hset.NRefs] {
-			row = append(row, resolve(args, r))
-		}
-		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, row)
+		require.Equal(t, int32(0), hset.Key)
+		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, refs(args, &p, hset))
 		require.Equal(t, ZAdd, zadd.Op)
-		require.Equal(t, 1, zadd.Key)
-		require.Equal(t, 1, zadd.NRefs)
-		require.Equal(t, id, resolve(args, zadd.Refs[0]))
+		require.Equal(t, int32(1), zadd.Key)
+		require.Equal(t, []string{id}, refs(args, &p, zadd))
 		require.Zero(t, zadd.Score, "score 0: byte order of ids is the claim order")
 	})
 }
@@ -270,9 +280,12 @@ func checkBatch(t *testing.T, b batchCall, code errors.Code) {
 	_, _, ok := keys.SplitStream([]byte(args[2]))
 	require.True(t, ok, "the key follows the stream layout")
 	require.True(t, typeOK)
-	require.Equal(t, ReplyStreamIDs, s.plan.Reply)
 	n, _ := ParseInt([]byte(args[3]))
 	ws := s.plan.Writes
+	require.Equal(t, Reply{Kind: ReplyArray, Int: n}, s.plan.Replies[0], "an array of the n IDs")
+	for i := range ws {
+		require.Equal(t, Reply{Kind: ReplyStreamID, Int: int64(i)}, s.plan.Replies[1+i])
+	}
 	require.Equal(t, int(n), len(ws), "exactly n writes")
 	if b.maxEntries > 0 {
 		require.LessOrEqual(t, len(ws), b.maxEntries)
@@ -284,24 +297,22 @@ func checkBatch(t *testing.T, b batchCall, code errors.Code) {
 	pos := 4
 	for i, w := range ws {
 		require.Equal(t, XAdd, w.Op, "entry %d", i+1)
-		require.Equal(t, 0, w.Key)
-		require.Equal(t, pos+2, w.First, "entry %d starts where entry %d ended", i+1, i)
+		require.Equal(t, int32(0), w.Key)
+		require.Equal(t, int32(pos+2), w.First, "entry %d starts where entry %d ended", i+1, i)
 		id, ok := ids.Parse(ids.Evt, []byte(args[pos]))
 		require.True(t, ok, "entry %d: an EVT id", i+1)
 		require.Equal(t, id.StreamID(), w.ID, "entry %d: its id's stream ID", i+1)
 		require.True(t, top.Less(w.ID), "entry %d: %s above %s", i+1, w.ID, top)
 		top = w.ID
 		pairs, _ := ParseInt([]byte(args[pos+1]))
-		require.Equal(t, int(pairs), w.Pairs)
+		require.Equal(t, int32(pairs), w.Pairs)
 		require.Positive(t, w.Pairs)
-		require.Equal(t, 2, w.NRefs)
-		require.Equal(t, "id", resolve(args, w.Refs[0]))
-		require.Equal(t, args[pos], resolve(args, w.Refs[1]), "the id field holds the EVT id")
+		require.Equal(t, []string{"id", args[pos]}, refs(args, &s.plan, w), "the id field holds the EVT id")
 		for f := w.First; f < w.First+2*w.Pairs; f += 2 {
 			require.NotEmpty(t, args[f], "entry %d: empty field name", i+1)
 			require.NotEqual(t, "id", args[f], "entry %d: the reserved field id", i+1)
 		}
-		pos = w.First + 2*w.Pairs
+		pos = int(w.First + 2*w.Pairs)
 	}
 	require.Equal(t, len(args), pos, "the entries cover every argument")
 }
@@ -392,8 +403,7 @@ func FuzzFailuresIncr(f *testing.F) {
 			return
 		}
 		p := s.plan
-		require.Equal(t, ReplyInt, p.Reply)
-		require.Equal(t, count+1, p.Int, "the reply is the new count")
+		require.Equal(t, []Reply{{Kind: ReplyInt, Int: count + 1}}, p.Replies, "the reply is the new count")
 		require.Equal(t, []Write{{Op: SetPXAt, Key: 0, Count: count + 1, AtMs: at.Int64()}}, p.Writes)
 	})
 }

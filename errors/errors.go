@@ -6,7 +6,10 @@
 // code matches with the standard library: errors.Is(err, errors.Kind).
 package errors
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Code is the first word of a refusal.
 type Code uint8
@@ -29,12 +32,27 @@ const (
 	// strictly increasing.
 	Order
 	// Internal: an ERR reply — the server's own arity refusal, or the
-	// module failing (a recovered panic); never a rule of SPEC §4.
+	// module failing (a recovered panic); never a rule of docs/commands.md.
 	Internal
+	// NoJob: the job key names no job row.
+	NoJob
+	// Lease: the job is not active under the attempt given, or a pending
+	// entry is owned by another consumer.
+	Lease
+	// State: the job or entry is not in the state the verb needs.
+	State
+	// NoPerm: the caller may not touch a key the verb derived (the server's
+	// own ACL code).
+	NoPerm
+	// NoGroup: the stream has no such consumer group (the server's own code).
+	NoGroup
+
+	// NumCodes is one more than the largest code, for arrays indexed by Code.
+	NumCodes
 )
 
 // Codes lists every code, for counters and tests.
-var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal}
+var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal, NoJob, Lease, State, NoPerm, NoGroup}
 
 var names = [...]string{
 	Shape:     "EMQSHAPE",
@@ -45,6 +63,11 @@ var names = [...]string{
 	Count:     "EMQCOUNT",
 	Order:     "EMQORDER",
 	Internal:  "ERR",
+	NoJob:     "EMQNOJOB",
+	Lease:     "EMQLEASE",
+	State:     "EMQSTATE",
+	NoPerm:    "NOPERM",
+	NoGroup:   "NOGROUP",
 }
 
 // String returns the code as it appears on the wire, e.g. "EMQKIND".
@@ -94,9 +117,10 @@ const WrongTypeText = "Operation against a key holding the wrong kind of value"
 // ErrWrongType is the WRONGTYPE refusal, worded as the server words it.
 var ErrWrongType = &Refusal{Code: WrongType, Msg: WrongTypeText}
 
-// CodeOf returns the code of err if it is a refusal, or 0.
+// CodeOf returns the code of err if it is or wraps a refusal, or 0.
 func CodeOf(err error) Code {
-	if r, ok := err.(*Refusal); ok {
+	var r *Refusal
+	if errors.As(err, &r) {
 		return r.Code
 	}
 	return 0

@@ -35,6 +35,7 @@ func TestRefusalMatchesItsCode(t *testing.T) {
 	var r *errors.Refusal
 	assert.True(t, stderrors.As(err, &r))
 	assert.Equal(t, errors.Kind, errors.CodeOf(r))
+	assert.Equal(t, errors.Kind, errors.CodeOf(err), "a wrapped refusal keeps its code")
 	assert.Equal(t, errors.Code(0), errors.CodeOf(stderrors.New("plain")))
 }
 

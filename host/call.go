@@ -11,12 +11,15 @@ import (
 	"unsafe"
 
 	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 )
 
 // Call is one command in flight. It lives in C memory for the length of the
 // command, and implements emq.Server over it.
 type Call C.emq_call
+
+var _ emq.Server = (*Call)(nil)
 
 // frame is the Go memory one call in flight reuses: kept between calls so
 // that serving a verb allocates nothing.
@@ -45,6 +48,10 @@ func emqServe(c *C.emq_call, verb C.int) {
 			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
 			call.ReplyError("ERR", fmt.Sprintf("emq internal error: %v", r))
 		}
+		if f.plan.Oversized() { // one huge call: give its memory back
+			f.plan = emq.Plan{}
+			debug.FreeOSMemory()
+		}
 	}()
 	// C laid the arguments out as []byte headers (see layout.go).
 	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
@@ -62,9 +69,17 @@ func (c *Call) Open(n int, values bool) {
 	C.emq_open((*C.emq_call)(c), C.int(n), v)
 }
 
+// OpenDerived opens the key p's scratch ref name names, if the caller may
+// touch it.
+func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref) (int, bool) {
+	b := p.ScratchBytes(name)
+	k := C.emq_open_derived((*C.emq_call)(c), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)))
+	return int(k), k >= 0
+}
+
 // Type returns the type of key k.
 func (c *Call) Type(k int) emq.KeyType {
-	switch c.types[k] {
+	switch unsafe.Slice(c.types, int(c.nkeys))[k] {
 	case C.EMQ_KEY_EMPTY:
 		return emq.Empty
 	case C.EMQ_KEY_STRING:
@@ -81,8 +96,30 @@ func (c *Call) Type(k int) emq.KeyType {
 
 // Value returns the bytes of string key k, in place.
 func (c *Call) Value(k int) []byte {
-	v := c.values[k]
-	return unsafe.Slice((*byte)(unsafe.Pointer(v.ptr)), int(v.len))
+	return *(*[]byte)(unsafe.Pointer(&unsafe.Slice(c.values, int(c.nkeys))[k]))
+}
+
+// HashGet reads fields of hash key k, in place.
+func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
+	if len(fields) == 0 {
+		return nil
+	}
+	v := C.emq_hash_get((*C.emq_call)(c), C.int(k), (*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))),
+		C.int(len(fields)), scratch(p), spans(p))
+	return unsafe.Slice((*emq.Value)(unsafe.Pointer(v)), len(fields))
+}
+
+// ZRange reads members of sorted set key k scored up to max, in place.
+func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Member {
+	ex := C.int(0)
+	if exclusive {
+		ex = 1
+	}
+	n := C.emq_zrange((*C.emq_call)(c), C.int(k), C.double(max), ex, C.int(limit))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*emq.Member)(unsafe.Pointer(c.members)), int(n))
 }
 
 // StreamTop returns the last generated ID of stream key k.
@@ -95,22 +132,33 @@ func (c *Call) StreamTop(k int) ids.StreamID {
 func (c *Call) NowMs() int64 { return int64(c.now_ms) }
 
 // Apply makes p's writes and replies, in one crossing into C, which reads
-// the writes in place (see layout.go).
-func (c *Call) Apply(p *emq.Plan) bool {
-	ops := (*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes)))
-	return C.emq_apply((*C.emq_call)(c), ops, C.int(len(p.Writes)), C.int(p.Reply), C.longlong(p.Int)) != 0
+// the plan in place (see layout.go).
+func (c *Call) Apply(p *emq.Plan) error {
+	done := int(C.emq_apply((*C.emq_call)(c),
+		(*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes))), C.int(len(p.Writes)),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(p.Refs))),
+		(*C.emq_reply)(unsafe.Pointer(unsafe.SliceData(p.Replies))), C.int(len(p.Replies)),
+		scratch(p), spans(p)))
+	switch {
+	case done == len(p.Writes):
+		return nil
+	case done < 0:
+		return emq.ErrNotAboveTop
+	default:
+		return emqerrors.New(emqerrors.Internal, "emq: write %d of %d failed after %d were made (see the server log)",
+			done+1, len(p.Writes), done)
+	}
 }
 
-// ReplyArray starts an array reply of n elements.
-func (c *Call) ReplyArray(n int) { C.emq_reply_array((*C.emq_call)(c), C.long(n)) }
+func scratch(p *emq.Plan) *C.char { return (*C.char)(unsafe.Pointer(unsafe.SliceData(p.Scratch))) }
 
-// ReplyString adds a bulk string to the reply.
-func (c *Call) ReplyString(s string) {
-	C.emq_reply_string((*C.emq_call)(c), cBytes(s), C.size_t(len(s)))
+func spans(p *emq.Plan) *C.emq_span {
+	return (*C.emq_span)(unsafe.Pointer(unsafe.SliceData(p.Spans)))
 }
 
 // ReplyError replies the error "<code> <msg>", as "EMQKIND job id must be
-// JOB-namespaced"; the parts are joined in C, so Go allocates nothing.
+// JOB-namespaced", unless the call has replied already; the parts are
+// joined in C, so Go allocates nothing.
 func (c *Call) ReplyError(code, msg string) {
 	C.emq_reply_error((*C.emq_call)(c), cBytes(code), C.size_t(len(code)), cBytes(msg), C.size_t(len(msg)))
 }

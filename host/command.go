@@ -48,6 +48,7 @@ type ArgSpec struct {
 type CommandSpec struct {
 	Name       string
 	Arity      int      // as COMMAND INFO has it: -N means at least N
+	Keys       int      // how many keys follow numkeys, at fixed positions from argument 2
 	Flags      string   // command flags, one space between words
 	ACL        string   // ACL categories, one space between words
 	KeyFlags   KeyFlags // what the command does to its keys; 0 for a command with none
@@ -58,20 +59,17 @@ type CommandSpec struct {
 }
 
 // Register creates the command, documents it, puts it in its ACL categories
-// and routes its calls to h. Its keys are EVAL-style: argument 1 is numkeys
-// and the keys follow; the server learns them from a key spec and, for
-// cluster routing, from the module's getkeys answer.
+// and routes its calls to h. Its keys are EVAL-style — argument 1 is
+// numkeys and the keys follow — and their number is fixed, so the server
+// learns their positions from the command itself (first 2, last 1+Keys,
+// step 1) and from a range key spec: clients route by COMMAND INFO alone.
 func (m *Module) Register(spec CommandSpec, h Handler) error {
 	name := C.CString(spec.Name)
 	defer C.free(unsafe.Pointer(name))
-	cflags := spec.Flags
-	if spec.KeyFlags != 0 {
-		cflags += " getkeys-api"
-	}
-	flags := C.CString(cflags)
+	flags := C.CString(spec.Flags)
 	defer C.free(unsafe.Pointer(flags))
 	verb := len(handlers)
-	if C.emq_create_command(m.ctx, C.int(verb), name, flags, C.uint64_t(spec.KeyFlags)) != 0 {
+	if C.emq_create_command(m.ctx, C.int(verb), name, flags, C.int(spec.Keys)) != 0 {
 		return fmt.Errorf("%s: cannot create the command (flags %q)", spec.Name, spec.Flags)
 	}
 	handlers = append(handlers, h)
@@ -97,27 +95,16 @@ func (m *Module) Register(spec CommandSpec, h Handler) error {
 func (m *Module) document(name *C.char, spec CommandSpec) error {
 	var a cAlloc
 	defer a.free()
-	specs := (*[2]C.emq_key_spec)(a.calloc(2, C.sizeof_emq_key_spec))
-	if spec.KeyFlags != 0 {
-		keynum(&specs[0], spec.KeyFlags)
+	keys := spec.Keys
+	if spec.KeyFlags == 0 {
+		keys = 0
 	}
 	rc := C.emq_set_command_info(m.ctx, name, a.str(spec.Summary), a.str(spec.Complexity), a.str(spec.Since),
-		C.int(spec.Arity), &specs[0], a.args(spec.Args))
+		C.int(spec.Arity), C.int(keys), C.uint64_t(spec.KeyFlags), a.args(spec.Args))
 	if rc != 0 {
 		return fmt.Errorf("%s: the server refused the command info", spec.Name)
 	}
 	return nil
-}
-
-// keynum fills ks with the EVAL-style key spec: begin at index 1, where
-// numkeys is; the keys follow it, one after the other.
-func keynum(ks *C.emq_key_spec, flags KeyFlags) {
-	ks.flags = C.uint64_t(flags)
-	ks.begin_search_type = 2 // INDEX
-	*(*C.int)(unsafe.Pointer(&ks.bs)) = 1
-	ks.find_keys_type = 3 // KEYNUM: numkeys at +0, first key at +1, step 1
-	fk := (*[3]C.int)(unsafe.Pointer(&ks.fk))
-	fk[0], fk[1], fk[2] = 0, 1, 1
 }
 
 // cAlloc is C memory for one registration, freed together.

@@ -1,6 +1,8 @@
-// shim.h — the C side of package host: our own declarations of the few
-// module API types we use (read from Valkey 8.0's module header, written
-// here by hand), and the small C functions Go calls.
+// shim.h — what Go sees of package host's C side: our own declarations of
+// the few module API types the Go code names (read from Valkey 8.0's module
+// header, written here by hand), the layouts Go and C share, and the C
+// functions Go calls. host/layout.go checks every shared constant and layout
+// at compile time.
 #ifndef EMQ_SHIM_H
 #define EMQ_SHIM_H
 
@@ -10,12 +12,11 @@
 typedef struct ValkeyModuleCtx ValkeyModuleCtx;
 typedef struct ValkeyModuleString ValkeyModuleString;
 typedef struct ValkeyModuleKey ValkeyModuleKey;
-typedef struct ValkeyModuleCommand ValkeyModuleCommand;
-typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 typedef struct ValkeyModuleInfoCtx ValkeyModuleInfoCtx;
+typedef struct ValkeyModuleUser ValkeyModuleUser;
 
 // Command info, version 1: the layout the server reads SetCommandInfo's
-// argument with. Sizes are asserted in shim.c.
+// argument with. Sizes are asserted in api.c.
 typedef struct emq_cmd_arg {
     const char *name;
     int type;
@@ -29,39 +30,97 @@ typedef struct emq_cmd_arg {
     const char *display_text;
 } emq_cmd_arg;
 
-typedef struct emq_key_spec {
-    const char *notes;
-    uint64_t flags;
-    int begin_search_type;
-    union {
-        struct { int pos; } index;
-        struct { const char *keyword; int startfrom; } keyword;
-    } bs;
-    int find_keys_type;
-    union {
-        struct { int lastkey; int keystep; int limit; } range;
-        struct { int keynumidx; int firstkey; int keystep; } keynum;
-    } fk;
-} emq_key_spec;
+// ---- layouts shared with Go -----------------------------------------------
 
-// A zero-copy view of bytes the server holds, valid for the whole command.
-typedef struct emq_view {
-    const char *ptr;
-    size_t len;
-} emq_view;
-
-// One argument, laid out as a Go []byte (pointer, length, capacity), so an
-// array of them is the [][]byte of the call's arguments with no Go work.
-// host/layout.go checks the layout.
+// One argument, or any bytes handed to Go, laid out as a Go []byte
+// (pointer, length, capacity).
 typedef struct emq_arg {
     const char *ptr;
     size_t len, cap;
 } emq_arg;
 
-// The most keys one verb opens.
-#define EMQ_MAX_KEYS 2
+// A string read for the call (emq.Value).
+typedef struct emq_value {
+    emq_arg bytes;
+    uint32_t ref;
+    uint8_t found;
+} emq_value;
 
-// Key types, as KeyType reports them.
+// A sorted-set member read for the call (emq.Member).
+typedef struct emq_member {
+    emq_arg bytes;
+    uint32_t ref;
+    double score;
+} emq_member;
+
+// One write of a plan (emq.Write).
+typedef struct emq_op {
+    uint8_t op;
+    int32_t key, from, n, first, pairs;
+    uint64_t ms, seq;
+    double score;
+    int64_t count, at_ms;
+} emq_op;
+
+// One element of a plan's reply (emq.Reply).
+typedef struct emq_reply {
+    uint8_t kind;
+    uint32_t ref;
+    int64_t value;
+} emq_reply;
+
+// A run of a plan's scratch bytes (emq.Span).
+typedef struct emq_span {
+    int64_t off, len;
+} emq_span;
+
+// A plan's slices, in place (Go passes them one by one: cgo refuses a Go
+// struct holding Go pointers).
+typedef struct emq_plan {
+    const emq_op *ops;
+    int nops;
+    const uint32_t *refs;
+    const emq_reply *replies;
+    int nreplies;
+    const char *scratch;
+    const emq_span *spans;
+} emq_plan;
+
+// Writes, as emq.Op numbers them.
+enum {
+    EMQ_OP_HSET = 1,
+    EMQ_OP_ZADD,
+    EMQ_OP_ZREM,
+    EMQ_OP_DEL,
+    EMQ_OP_PEXPIREAT,
+    EMQ_OP_XADD,
+    EMQ_OP_XACK,
+    EMQ_OP_SETPXAT,
+    EMQ_NUM_OPS,
+};
+
+// Reply elements, as emq.ReplyKind numbers them.
+enum {
+    EMQ_REPLY_INT = 1,
+    EMQ_REPLY_BULK,
+    EMQ_REPLY_NIL,
+    EMQ_REPLY_ARRAY,
+    EMQ_REPLY_NULL_ARRAY,
+    EMQ_REPLY_STREAM_ID,
+    EMQ_NUM_REPLY_KINDS,
+};
+
+// What an emq.Ref names: its top two bits, then an index.
+enum {
+    EMQ_REF_ARG = 0,
+    EMQ_REF_CONST = 1,
+    EMQ_REF_SCRATCH = 2,
+    EMQ_REF_HELD = 3,
+};
+#define EMQ_REF_KIND(r) ((r) >> 30)
+#define EMQ_REF_INDEX(r) ((r) & ((1u << 30) - 1))
+
+// Key types, as the module API numbers them.
 enum {
     EMQ_KEY_EMPTY = 0,
     EMQ_KEY_STRING = 1,
@@ -70,42 +129,10 @@ enum {
     EMQ_KEY_STREAM = 7,
 };
 
-// One command in flight: lives on the C stack of the command handler.
-typedef struct emq_call {
-    ValkeyModuleCtx *ctx;
-    ValkeyModuleString **argv;
-    int argc;
-    emq_arg *args;
-    long long now_ms;
-    int nkeys;
-    ValkeyModuleKey *keys[EMQ_MAX_KEYS];
-    int types[EMQ_MAX_KEYS];
-    emq_view values[EMQ_MAX_KEYS];   // a string key's bytes
-    uint64_t top_ms, top_seq;        // emq_stream_top's answer
-} emq_call;
-
-// Writes, as emq.Op numbers them.
-enum { EMQ_OP_HSET = 1, EMQ_OP_ZADD, EMQ_OP_XADD, EMQ_OP_SETPXAT };
-
-// Replies, as emq.ReplyKind numbers them.
-enum { EMQ_REPLY_INT = 1, EMQ_REPLY_STREAM_IDS };
-
-// One write of a plan: emq.Write's own memory layout (Go's int is 64 bits
-// here), so a plan reaches C without a copy. host/layout.go checks it.
-typedef struct emq_op {
-    uint8_t op;
-    int64_t key;
-    int32_t refs[6];
-    int64_t nrefs, first, pairs;
-    uint64_t ms, seq;
-    double score;
-    int64_t count, at_ms;
-} emq_op;
-
 enum {
     EMQ_OP_OFF_KEY = offsetof(emq_op, key),
-    EMQ_OP_OFF_REFS = offsetof(emq_op, refs),
-    EMQ_OP_OFF_NREFS = offsetof(emq_op, nrefs),
+    EMQ_OP_OFF_FROM = offsetof(emq_op, from),
+    EMQ_OP_OFF_N = offsetof(emq_op, n),
     EMQ_OP_OFF_FIRST = offsetof(emq_op, first),
     EMQ_OP_OFF_PAIRS = offsetof(emq_op, pairs),
     EMQ_OP_OFF_MS = offsetof(emq_op, ms),
@@ -113,37 +140,81 @@ enum {
     EMQ_OP_OFF_SCORE = offsetof(emq_op, score),
     EMQ_OP_OFF_COUNT = offsetof(emq_op, count),
     EMQ_OP_OFF_AT_MS = offsetof(emq_op, at_ms),
+    EMQ_REPLY_OFF_REF = offsetof(emq_reply, ref),
+    EMQ_REPLY_OFF_VALUE = offsetof(emq_reply, value),
+    EMQ_VALUE_OFF_REF = offsetof(emq_value, ref),
+    EMQ_VALUE_OFF_FOUND = offsetof(emq_value, found),
+    EMQ_MEMBER_OFF_REF = offsetof(emq_member, ref),
+    EMQ_MEMBER_OFF_SCORE = offsetof(emq_member, score),
 };
 
-// Loading and registering.
+// ---- one command in flight ------------------------------------------------
+
+// Keys, held strings and read results kept inline up to these counts.
+#define EMQ_INLINE_KEYS 8
+#define EMQ_INLINE_HELD 16
+
+// One command in flight: lives on the C stack of the command handler.
+typedef struct emq_call {
+    ValkeyModuleCtx *ctx;
+    ValkeyModuleString **argv;
+    int argc;
+    emq_arg *args;
+    long long now_ms;
+    int replied; // the reply was sent: nothing may reply again
+    // keys: the declared ones first, then those the verb derived
+    int nkeys, capkeys;
+    ValkeyModuleKey **keys;
+    ValkeyModuleString **names;
+    int *types;
+    emq_arg *values; // a string key's bytes, when read
+    // strings the server made for this call, freed when it ends
+    int nheld, capheld;
+    ValkeyModuleString **held;
+    // read results, overwritten by the next read of their kind
+    emq_value *hvals;
+    int caphvals;
+    emq_member *members;
+    int capmembers;
+    ValkeyModuleUser *user; // the caller, looked up for derived keys' ACL
+    int user_looked;
+    uint64_t top_ms, top_seq; // emq_stream_top's answer
+    ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
+    ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];
+    int inline_types[EMQ_INLINE_KEYS];
+    emq_arg inline_values[EMQ_INLINE_KEYS];
+    ValkeyModuleString *inline_held[EMQ_INLINE_HELD];
+} emq_call;
+
+// Loading and registering (api.c).
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version);
 int emq_has(const char *api);
 int emq_add_acl_category(ValkeyModuleCtx *ctx, const char *name);
-int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, uint64_t key_flags);
+int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys);
 int emq_set_command_info(ValkeyModuleCtx *ctx, const char *name, const char *summary, const char *complexity,
-                         const char *since, int arity, emq_key_spec *specs, emq_cmd_arg *args);
+                         const char *since, int arity, int keys, uint64_t key_flags, emq_cmd_arg *args);
 int emq_set_acl_categories(ValkeyModuleCtx *ctx, const char *name, const char *categories);
 int emq_intern(const char *s, size_t len);
 const char *emq_string_ptr(ValkeyModuleString *s, size_t *len);
-void emq_release(void);
 void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
-int emq_register_info(ValkeyModuleCtx *ctx);
 
-// Numeric configs: emq.<name>, values read in place by Go.
+// Serving one call (call.c, apply.c).
+void emq_open(emq_call *c, int n, int values);
+int emq_open_derived(emq_call *c, const char *name, size_t len);
+emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
+int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
+void emq_stream_top(emq_call *c, int k);
+int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
+              const char *scratch, const emq_span *spans);
+void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
+extern int emq_fault_write; // test builds: the write of the next plan to fail, from 1
+
+// Configs and INFO (admin.c).
 #define EMQ_MAX_CONFIGS 4
 extern long long emq_config_values[EMQ_MAX_CONFIGS];
 int emq_numeric_config(ValkeyModuleCtx *ctx, int slot, const char *name, long long def, long long min, long long max);
 int emq_load_configs(ValkeyModuleCtx *ctx);
-
-// Serving one call.
-void emq_open(emq_call *c, int n, int values);
-int emq_apply(emq_call *c, const emq_op *ops, int nops, int reply, long long value);
-void emq_stream_top(emq_call *c, int k);
-void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
-void emq_reply_array(emq_call *c, long n);
-void emq_reply_string(emq_call *c, const char *s, size_t len);
-
-// INFO.
+int emq_register_info(ValkeyModuleCtx *ctx);
 void emq_info_section(ValkeyModuleInfoCtx *ictx, const char *name);
 void emq_info_int(ValkeyModuleInfoCtx *ictx, const char *field, long long v);
 

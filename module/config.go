@@ -21,16 +21,22 @@ var appendMaxEntries = config{
 	name: "append-max-entries", def: 100_000, min: 1, max: 1<<31 - 1,
 }
 
+// sweepBatch bounds the jobs one sweep of a claim (promoting delayed jobs,
+// requeueing stalled ones) moves.
+var sweepBatch = config{
+	name: "sweep-batch", def: emq.DefaultSweepBatch, min: 1, max: 100_000,
+}
+
 // configs are every config the module has.
-var configs = []*config{&appendMaxEntries}
+var configs = []*config{&appendMaxEntries, &sweepBatch}
 
 // limits reads the configs the verbs obey, as they are now.
 type limits struct {
-	appendMaxEntries host.NumericConfig
+	appendMaxEntries, sweepBatch host.NumericConfig
 }
 
 func (l limits) emq() emq.Limits {
-	return emq.Limits{AppendMaxEntries: int(l.appendMaxEntries.Value())}
+	return emq.Limits{AppendMaxEntries: int(l.appendMaxEntries.Value()), SweepBatch: int(l.sweepBatch.Value())}
 }
 
 // loadConfigs registers the configs, with defaults taken from the load
@@ -61,8 +67,11 @@ func loadConfigs(m *host.Module, args []string) (limits, error) {
 		if err != nil {
 			return limits{}, err
 		}
-		if c == &appendMaxEntries {
+		switch c {
+		case &appendMaxEntries:
 			l.appendMaxEntries = nc
+		case &sweepBatch:
+			l.sweepBatch = nc
 		}
 	}
 	return l, m.LoadConfigs()

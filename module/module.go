@@ -4,19 +4,31 @@
 package module
 
 import (
+	"errors"
+	"strconv"
+	"strings"
+
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/host"
 	"github.com/echomq/emq/registry"
 )
 
-// version is emq.Version as MODULE LIST shows it: major*10000+minor*100+patch.
-const version = 100
+// moduleVersion is emq.Version as MODULE LIST shows it:
+// major*10000 + minor*100 + patch.
+func moduleVersion() int {
+	v := 0
+	for _, part := range strings.SplitN(emq.Version, ".", 3) {
+		n, _ := strconv.Atoi(part)
+		v = v*100 + n
+	}
+	return v
+}
 
 // Load sets the module up in a server; host calls it from OnLoad, once per
 // load, with every package variable it touches reset here.
 func Load(m *host.Module) error {
-	if err := m.Init(registry.ModuleName, version); err != nil {
+	if err := m.Init(registry.ModuleName, moduleVersion()); err != nil {
 		return err
 	}
 	if m.Has("RedisModule_AddACLCategory") {
@@ -36,7 +48,7 @@ func Load(m *host.Module) error {
 	rows := registry.Rows()
 	stats = newStats(rows)
 	for i, row := range rows {
-		if err := m.Register(row.CommandSpec, serve(row.Verb, &stats.verbs[i], lim)); err != nil {
+		if err := m.Register(row.CommandSpec, serve(row.Verb.Run, &stats.verbs[i], lim)); err != nil {
 			return err
 		}
 	}
@@ -44,7 +56,7 @@ func Load(m *host.Module) error {
 }
 
 // serve turns a verb into the handler of its command.
-func serve(verb emq.Verb, counts *verbStats, lim limits) host.Handler {
+func serve(verb func(emq.Call) error, counts *verbStats, lim limits) host.Handler {
 	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
 		counts.calls++
 		returned := false
@@ -57,13 +69,14 @@ func serve(verb emq.Verb, counts *verbStats, lim limits) host.Handler {
 		returned = true
 		if err != nil {
 			counts.refused[emqerrors.CodeOf(err)]++
-			if r, ok := err.(*emqerrors.Refusal); ok {
+			var r *emqerrors.Refusal
+			if errors.As(err, &r) {
 				c.ReplyError(r.Code.String(), r.Msg)
 			} else {
 				c.ReplyError("ERR", err.Error())
 			}
 			return
 		}
-		counts.count(plan)
+		stats.count(plan)
 	}
 }

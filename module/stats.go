@@ -15,24 +15,13 @@ import (
 type verbStats struct {
 	name    string // the verb's name in field names: enqueue, failures_incr …
 	calls   int64
-	refused [emqerrors.Internal + 1]int64
-	writes  [emq.SetPXAt + 1]int64 // writes made, by op
-	empty   int64                  // successful calls that wrote nothing
-}
-
-// count adds a successful call's plan.
-func (s *verbStats) count(p *emq.Plan) {
-	if len(p.Writes) == 0 {
-		s.empty++
-	}
-	for i := range p.Writes {
-		s.writes[p.Writes[i].Op]++
-	}
+	refused [emqerrors.NumCodes]int64
 }
 
 // moduleStats are the counters INFO emq shows; reset on every load.
 type moduleStats struct {
-	verbs []verbStats
+	verbs  []verbStats
+	events [emq.NumEvents]int64
 }
 
 var stats moduleStats
@@ -46,10 +35,17 @@ func newStats(rows []registry.Row) moduleStats {
 	return s
 }
 
+// count adds the events of a call that applied its plan.
+func (s *moduleStats) count(p *emq.Plan) {
+	for e, n := range p.Events {
+		s.events[e] += n
+	}
+}
+
 // info adds the counters to INFO emq.
 func (s *moduleStats) info(in host.Info) {
 	in.Section("")
-	var refusedByCode [emqerrors.Internal + 1]int64
+	var refusedByCode [emqerrors.NumCodes]int64
 	for i := range s.verbs {
 		v := &s.verbs[i]
 		var refused int64
@@ -64,12 +60,9 @@ func (s *moduleStats) info(in host.Info) {
 	for _, code := range emqerrors.Codes {
 		in.Int("refused_"+strings.ToLower(code.String()), refusedByCode[code])
 	}
-	enqueue, failures, appendV, publish := s.verb("enqueue"), s.verb("failures_incr"), s.verb("append"), s.verb("publish")
-	in.Int("jobs_admitted", enqueue.writes[emq.HSet])
-	in.Int("jobs_duplicate", enqueue.empty)
-	in.Int("entries_appended", appendV.writes[emq.XAdd])
-	in.Int("envelopes_published", publish.writes[emq.XAdd])
-	in.Int("failures_counted", failures.writes[emq.SetPXAt])
+	for e, n := range s.events {
+		in.Int(emq.EventNames[e], n)
+	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -83,13 +76,4 @@ func (s *moduleStats) info(in host.Info) {
 	in.Int("go_heap_objects", int64(ms.HeapObjects))
 	in.Int("go_total_allocs", int64(ms.Mallocs))
 	in.Int("go_gc_cycles", int64(ms.NumGC))
-}
-
-func (s *moduleStats) verb(name string) *verbStats {
-	for i := range s.verbs {
-		if s.verbs[i].name == name {
-			return &s.verbs[i]
-		}
-	}
-	return &verbStats{}
 }

@@ -17,12 +17,12 @@ const PanicMessage = "EMQ.PANIC: a deliberate panic of an emqtest build"
 // verb.
 func init() {
 	testRows = append(testRows, Row{
+		Verb: &emq.Verb{Name: "EMQ.PANIC", Arity: 1, Run: func(emq.Call) error { panic(PanicMessage) }},
 		CommandSpec: host.CommandSpec{
-			Name: "EMQ.PANIC", Arity: 1, Flags: "readonly fast",
+			Flags:      "readonly fast",
 			Summary:    "Panics inside its handler (test builds only).",
 			Complexity: "O(1)",
-			Since:      since,
+			Since:      since01,
 		},
-		Verb: func(emq.Call) error { panic(PanicMessage) },
 	})
 }

@@ -1,19 +1,23 @@
 // Package registry is the module's command table: one row per verb, holding
-// everything the server and its users are told about it — name, arity,
-// flags, key spec, ACL categories, capability token, docs — and the verb
-// that serves it. Nothing about a verb is registered from anywhere else.
+// everything the server and its users are told about it beside what the
+// verb itself declares (package emq's [emq.Verb]: name, arity, key count,
+// capability token, check, handler) — flags, key flags, ACL categories and
+// docs. Nothing about a verb is registered from anywhere else; EMQ.CAPS's
+// tokens, INFO's counters and the tests' lists of verbs all come from it.
 package registry
 
 import (
+	"strings"
+
 	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/host"
 )
 
-// Row is one verb.
+// Row is one verb: the verb and what the server is told about it. Name,
+// Arity and Keys in the spec come from the verb.
 type Row struct {
 	host.CommandSpec
-	Cap  string // the capability token EMQ.CAPS lists, or "" for none
-	Verb emq.Verb
+	Verb *emq.Verb
 }
 
 // ModuleName is the name the module registers as (MODULE LIST, INFO emq,
@@ -23,102 +27,143 @@ const (
 	ACLCategory = "emq"
 )
 
-// since is the module version that introduced the verbs.
-const since = "0.1.0"
+// The module versions that introduced the verbs, as COMMAND DOCS shows.
+const (
+	since01 = "0.1.0"
+	since02 = "0.2.0"
+)
 
-// The arguments every verb starts with.
+// The arguments several verbs share.
 var (
 	numkeysArg = host.ArgSpec{Name: "numkeys", Type: host.ArgInteger, Summary: "the number of keys that follow"}
-	entryArg   = host.ArgSpec{Name: "entry", Type: host.ArgBlock, Multiple: true, Sub: []host.ArgSpec{
+	entryBlock = []host.ArgSpec{
 		{Name: "id", Type: host.ArgString, Summary: "the EVT id of the entry"},
 		{Name: "pairs", Type: host.ArgInteger, Summary: "the number of field/value pairs"},
 		{Name: "data", Type: host.ArgBlock, Multiple: true, Sub: []host.ArgSpec{
 			{Name: "field", Type: host.ArgString},
 			{Name: "value", Type: host.ArgString},
 		}},
-	}}
+	}
 )
+
+// key documents a key argument by its layout.
+func key(name, layout string) host.ArgSpec {
+	return host.ArgSpec{Name: name, Type: host.ArgKey, Summary: layout}
+}
+
+// integer documents an integer argument.
+func integer(name, summary string) host.ArgSpec {
+	return host.ArgSpec{Name: name, Type: host.ArgInteger, Summary: summary}
+}
 
 // testRows are verbs a test build adds after the table (build tag emqtest);
 // a release build has none.
 var testRows []Row
 
-// Rows returns the command table.
-func Rows() []Row {
-	rows := []Row{
-		{
-			CommandSpec: host.CommandSpec{
-				Name: "EMQ.ENQUEUE", Arity: emq.EnqueueArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
-				KeyFlags:   host.KeyRW | host.KeyInsert,
-				Summary:    "Admits a job: writes its row and adds it to the pending set, or replies 0 if it exists.",
-				Complexity: "O(log(N)) where N is the number of pending jobs.",
-				Since:      since,
-				Args: []host.ArgSpec{numkeysArg,
-					{Name: "job_key", Type: host.ArgKey, Summary: "emq:{<queue>}:job:<JOB id>"},
-					{Name: "pending_key", Type: host.ArgKey, Summary: "emq:{<queue>}:pending"},
-					{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
-					{Name: "payload", Type: host.ArgString, Summary: "the job's payload"},
-				},
-			},
-			Cap: "enqueue", Verb: emq.Enqueue,
-		},
-		{
-			CommandSpec: host.CommandSpec{
-				Name: "EMQ.APPEND", Arity: emq.StreamArity, Flags: "write deny-oom", ACL: "write slow " + ACLCategory,
-				KeyFlags:   host.KeyRW | host.KeyUpdate,
-				Summary:    "Appends a batch of entries to a stream, all of them or none.",
-				Complexity: "O(M) where M is the number of fields in the batch.",
-				Since:      since,
-				Args: []host.ArgSpec{numkeysArg,
-					{Name: "key", Type: host.ArgKey, Summary: "emq:{<topic>}:stream:<sname>"},
-					{Name: "n", Type: host.ArgInteger, Summary: "the number of entries"},
-					entryArg,
-				},
-			},
-			Cap: "append", Verb: emq.Append,
-		},
-		{
-			CommandSpec: host.CommandSpec{
-				Name: "EMQ.PUBLISH", Arity: emq.StreamArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
-				KeyFlags:   host.KeyRW | host.KeyUpdate,
-				Summary:    "Publishes one envelope (msg and payload fields) to a topic's msgs stream.",
-				Complexity: "O(M) where M is the number of fields of the envelope.",
-				Since:      since,
-				Args: []host.ArgSpec{numkeysArg,
-					{Name: "key", Type: host.ArgKey, Summary: "emq:{<topic>}:stream:msgs"},
-					{Name: "n", Type: host.ArgInteger, Summary: "always 1"},
-					entryArg,
-				},
-			},
-			Cap: "publish", Verb: emq.Publish,
-		},
-		{
-			CommandSpec: host.CommandSpec{
-				Name: "EMQ.FAILURES.INCR", Arity: emq.FailuresIncrArity, Flags: "write deny-oom fast", ACL: "write fast " + ACLCategory,
-				KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
-				Summary:    "Counts a failure of a message for a subscriber and sets the count's TTL.",
-				Complexity: "O(1)",
-				Since:      since,
-				Args: []host.ArgSpec{numkeysArg,
-					{Name: "key", Type: host.ArgKey, Summary: "emq:{<topic>}:fail:<SUB id>:<MSG id>"},
-					{Name: "fail_ttl_ms", Type: host.ArgInteger, Summary: "the TTL in ms, rounded up to seconds"},
-				},
-			},
-			Cap: "failures.incr", Verb: emq.FailuresIncr,
-		},
-	}
-	var tokens []string
-	for _, r := range rows {
-		tokens = append(tokens, r.Cap)
-	}
-	rows = append(rows, Row{
+// table is the command table, EMQ.CAPS aside (Rows adds it last).
+var table = []Row{
+	{
+		Verb: emq.Enqueue,
 		CommandSpec: host.CommandSpec{
-			Name: "EMQ.CAPS", Arity: emq.CapsArity, Flags: "readonly fast", ACL: "fast connection " + ACLCategory,
-			Summary:    "Reports the module's version and the capability tokens of the verbs it serves.",
-			Complexity: "O(1)",
-			Since:      since,
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyInsert,
+			Summary:    "Admits a job: writes its row and adds it to the pending set, or replies 0 if it exists.",
+			Complexity: "O(log(N)) where N is the number of pending jobs.",
+			Since:      since01,
+			Args: []host.ArgSpec{numkeysArg,
+				key("job_key", "emq:{<queue>}:job:<JOB id>"),
+				key("pending_key", "emq:{<queue>}:pending"),
+				{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
+				{Name: "payload", Type: host.ArgString, Summary: "the job's payload"},
+			},
 		},
-		Verb: emq.Caps(tokens),
-	})
-	return append(rows, testRows...)
+	},
+	{
+		Verb: emq.Append,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Appends a batch of entries to a stream, all of them or none.",
+			Complexity: "O(M) where M is the number of fields in the batch.",
+			Since:      since01,
+			Args: []host.ArgSpec{numkeysArg,
+				key("key", "emq:{<topic>}:stream:<sname>"),
+				integer("n", "the number of entries"),
+				{Name: "entry", Type: host.ArgBlock, Multiple: true, Sub: entryBlock},
+			},
+		},
+	},
+	{
+		Verb: emq.Publish,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Publishes one envelope (msg and payload fields) to a topic's msgs stream.",
+			Complexity: "O(M) where M is the number of fields of the envelope.",
+			Since:      since01,
+			Args: []host.ArgSpec{numkeysArg,
+				key("key", "emq:{<topic>}:stream:msgs"),
+				integer("n", "always 1"),
+				{Name: "entry", Type: host.ArgBlock, Sub: entryBlock},
+			},
+		},
+	},
+	{
+		Verb: emq.FailuresIncr,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Counts a failure of a message for a subscriber and sets the count's TTL.",
+			Complexity: "O(1)",
+			Since:      since01,
+			Args: []host.ArgSpec{numkeysArg,
+				key("key", "emq:{<topic>}:fail:<SUB id>:<MSG id>"),
+				integer("fail_ttl_ms", "the TTL in ms, rounded up to seconds"),
+			},
+		},
+	},
+}
+
+// caps is EMQ.CAPS's row; its verb is made from the table's tokens.
+var caps = host.CommandSpec{
+	// a discovery command: it answers while loading and on a stale replica
+	Flags: "readonly fast allow-loading allow-stale", ACL: "read fast connection",
+	Summary:    "Reports the module's version and the capability tokens of the verbs it serves.",
+	Complexity: "O(1)",
+	Since:      since01,
+}
+
+// Rows returns the command table, every row's spec filled from its verb.
+func Rows() []Row {
+	rows := make([]Row, 0, len(table)+1+len(testRows))
+	rows = append(rows, table...)
+	rows = append(rows, Row{CommandSpec: caps, Verb: emq.Caps(Tokens())})
+	rows = append(rows, testRows...)
+	for i := range rows {
+		r := &rows[i]
+		r.Name, r.Arity, r.Keys = r.Verb.Name, r.Verb.Arity, r.Verb.Keys
+		r.ACL = strings.TrimSpace(r.ACL + " " + ACLCategory)
+	}
+	return rows
+}
+
+// Lookup returns the row of the verb name (any case), or nil.
+func Lookup(name string) *Row {
+	for _, r := range Rows() {
+		if strings.EqualFold(r.Name, name) {
+			return &r
+		}
+	}
+	return nil
+}
+
+// Tokens returns the capability tokens EMQ.CAPS lists, in table order.
+func Tokens() []string {
+	var tokens []string
+	for _, r := range table {
+		if r.Verb.Cap != "" {
+			tokens = append(tokens, r.Verb.Cap)
+		}
+	}
+	return tokens
 }

@@ -225,7 +225,7 @@ func TestClientTrackingInvalidatesWhatVerbsWrite(t *testing.T) {
 		noWrite := []step{
 			{calls[0], want{n: 0}},
 			{appendTo("notrack", "events", entry{ids.ID{NS: ids.Evt, Value: 1}, []string{"f", "v"}}), want{code: "EMQORDER"}},
-			{streamVerb("EMQ.PUBLISH", calls[2].keys[0], entry{m.Mint(ids.Evt), []string{"msg", "x"}}), want{code: "EMQENVELOPE"}},
+			{streamVerb("EMQ.PUBLISH", calls[2].keys[0], entry{m.Mint(ids.Evt), []string{"msg", "x"}}), want{code: "EMQKIND"}},
 			{failuresIncr("notrack", m.Mint(ids.Sub), m.Mint(ids.Msg), 0), want{code: "EMQSHAPE"}},
 		}
 		for _, s := range noWrite {

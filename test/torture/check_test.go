@@ -56,8 +56,8 @@ func check(c call, r reply, counts tally) error {
 	name := strings.ToUpper(string(c.args[0]))
 	arity, known := 0, false
 	for _, v := range verbs {
-		if v.name == name {
-			arity, known = v.arity, true
+		if v.Name == name {
+			arity, known = v.Arity, true
 		}
 	}
 	switch {

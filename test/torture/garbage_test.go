@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/keys"
 )
 
@@ -81,11 +82,9 @@ func (g *gen) template() (built, string) {
 	}
 }
 
-// verbs are the verbs by name, with their arity as the server enforces it.
-var verbs = []struct {
-	name  string
-	arity int
-}{{"EMQ.ENQUEUE", 6}, {"EMQ.APPEND", -5}, {"EMQ.PUBLISH", -5}, {"EMQ.FAILURES.INCR", 4}, {"EMQ.CAPS", 1}}
+// verbs are the command table's verbs, with their arity as the server
+// enforces it.
+var verbs = registry.Rows()
 
 // arityOK reports whether argc arguments meet arity, as the server checks.
 func arityOK(arity, argc int) bool {
@@ -108,15 +107,15 @@ func (g *gen) garbage() call {
 	case 0: // argument counts the server refuses, up to 10,000
 		v := verbs[g.pick(len(verbs))]
 		argc := []int{1, 2, 3, 4, 5, 6, 7, 8, 100, 10_000}[g.pick(10)]
-		for arityOK(v.arity, argc) {
+		for arityOK(v.Arity, argc) {
 			argc = 1 + g.pick(10)
-			if v.arity < 0 {
-				argc = 1 + g.pick(-v.arity-1)
+			if v.Arity < 0 {
+				argc = 1 + g.pick(-v.Arity-1)
 			}
 		}
-		c.args = append(text(v.name), g.randomArgs(argc-1)...)
-		c.codes = []string{"ERR wrong number of arguments for '" + v.name + "' command"}
-		c.what = fmt.Sprintf("garbage/arity-%s-%d", v.name, argc)
+		c.args = append(text(v.Name), g.randomArgs(argc-1)...)
+		c.codes = []string{"ERR wrong number of arguments for '" + v.Name + "' command"}
+		c.what = fmt.Sprintf("garbage/arity-%s-%d", v.Name, argc)
 	case 1: // names the module does not serve
 		names := []string{"EMQ.NOPE", "EMQ.", "EMQ.ENQUEUEX", "EMQ.APPEN", "EMQ.FAILURES", "EMQ.FAILURES.INCRX", "EMQ.PANIC"}
 		name := names[g.pick(len(names))]
@@ -125,12 +124,12 @@ func (g *gen) garbage() call {
 		c.what = "garbage/unknown-" + name
 	case 2: // binary in every argument
 		v := verbs[g.pick(4)]
-		argc := v.arity
+		argc := v.Arity
 		if argc < 0 {
 			argc = -argc + g.pick(8)
 		}
-		c.args = append(text(v.name), g.randomArgs(argc-1)...)
-		c.what = "garbage/binary-" + v.name
+		c.args = append(text(v.Name), g.randomArgs(argc-1)...)
+		c.what = "garbage/binary-" + v.Name
 	case 3: // numkeys lies
 		b, what := g.template()
 		lies := append([]string{"1", "2", "3", "100", "10000", "2147483647", "4294967297", "-2147483648"}, badCounts...)
@@ -214,14 +213,13 @@ func layoutFits(verb string, i int, key string) bool {
 }
 
 // malformedCode is the refusal of repl, a malformed id, put at at: EMQKIND,
-// in ENQUEUE's exact words for a JOB id, or EMQENVELOPE for a msg field; but
-// EMQLAYOUT inside a key if it holds a ':', which adds a segment to the key.
+// in ENQUEUE's exact words for a JOB id (a msg field's too: an id in the
+// wrong place); but EMQLAYOUT inside a key if it holds a ':', which adds a
+// segment to the key.
 func malformedCode(at idAt, repl []byte) string {
 	switch {
 	case at.off > 0 && bytes.IndexByte(repl, ':') >= 0:
 		return layout
-	case at.ns == ids.Msg && at.arg > 2:
-		return envelope
 	case at.ns == ids.Job:
 		return jobKind
 	}
@@ -330,7 +328,7 @@ func (g *gen) brokenEnvelope() call {
 	key := keys.Stream(g.space("junk", 7), "msgs")
 	msg, payload := g.mint(ids.Msg), g.payload()
 	var fields [][]byte
-	var what string
+	what, code := "", envelope
 	switch g.pick(4) {
 	case 0:
 		fields, what = text("msg", msg, "trace", "x"), "no-payload"
@@ -338,11 +336,12 @@ func (g *gen) brokenEnvelope() call {
 		fields, what = append(text("payload"), payload), "no-msg"
 	case 2:
 		fields, what = append(text("msg", msg, "msg", msg, "payload"), payload), "two-msgs"
-	default:
+	default: // an id in the wrong place
 		fields, what = append(text("msg", g.mint(ids.Job), "payload"), payload), "msg-not-a-msg-id"
+		code = kind
 	}
 	b := batchCall("EMQ.PUBLISH", key, []entry{{evt: g.mint(ids.Evt), fields: fields}})
-	return call{class: garbage, refuse: true, args: b.args, codes: []string{envelope}, what: "garbage/publish/" + what}
+	return call{class: garbage, refuse: true, args: b.args, codes: []string{code}, what: "garbage/publish/" + what}
 }
 
 // bigBatch is EMQ.APPEND of 2,499 entries in 10,000 arguments, all well

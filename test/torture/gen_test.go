@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/keys"
 )
 
@@ -325,8 +327,15 @@ func (g *gen) failTTL() int64 { return 20_000_000 + g.r.Int64N(70_000_000) }
 
 // ---- valid calls ----------------------------------------------------------------
 
-var capsReply = reply{kind: '*', elems: []reply{{kind: '$', text: "version"}, {kind: '$', text: "0.1.0"}, {kind: '$', text: "caps"},
-	{kind: '*', elems: []reply{{kind: '$', text: "enqueue"}, {kind: '$', text: "append"}, {kind: '$', text: "publish"}, {kind: '$', text: "failures.incr"}}}}}.String()
+// capsReply is EMQ.CAPS's reply, made from the command table.
+var capsReply = func() string {
+	var tokens []reply
+	for _, t := range registry.Tokens() {
+		tokens = append(tokens, reply{kind: '$', text: t})
+	}
+	return reply{kind: '*', elems: []reply{{kind: '$', text: "version"}, {kind: '$', text: emq.Version},
+		{kind: '$', text: "caps"}, {kind: '*', elems: tokens}}}.String()
+}()
 
 // build makes a well-formed call in space: a job admitted (or repeated), a
 // batch appended, an envelope published, a failure counted, or EMQ.CAPS.

@@ -388,8 +388,8 @@ func infoCountsReplies(t *testing.T, before, after map[string]int64, total tally
 	delta := func(field string) int64 { return after["emq_"+field] - before["emq_"+field] }
 	var sum verbStats
 	for _, v := range verbs {
-		s := total.verb(v.name)
-		field := strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(v.name), "emq."), ".", "_")
+		s := total.verb(v.Name)
+		field := strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(v.Name), "emq."), ".", "_")
 		assert.Equal(t, s.calls, delta("calls_"+field), "emq_calls_%s", field)
 		assert.Equal(t, s.refused, delta("refused_"+field), "emq_refused_%s", field)
 		assert.Equal(t, s.calls-s.refused, delta("ok_"+field), "emq_ok_%s", field)

@@ -339,7 +339,7 @@ func TestPublishRefusals(t *testing.T) {
 	const (
 		notMsgs    = `EMQLAYOUT stream key must name the stream "msgs"`
 		eachOnce   = "EMQENVELOPE entry 1: an envelope holds msg and payload, each exactly once"
-		msgNotMsg  = "EMQENVELOPE entry 1: msg must hold a MSG id"
+		msgNotMsg  = "EMQKIND entry 1: msg must hold a MSG id"
 		badKey     = "EMQLAYOUT stream key must be emq:{<topic>}:stream:<sname>"
 		kindEntry1 = "EMQKIND entry 1: event id must be EVT-namespaced"
 	)

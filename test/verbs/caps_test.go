@@ -5,19 +5,52 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/registry"
 )
 
-func TestCaps(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{})
+// contract pins, literally, what the command table serves: every other test
+// takes its lists of verbs, arities and tokens from the table, so this is
+// the one place a change to them must be made on purpose.
+var contract = []struct {
+	name  string
+	arity int
+	keys  int
+	token string
+}{
+	{"EMQ.ENQUEUE", 6, 2, "enqueue"},
+	{"EMQ.APPEND", -5, 1, "append"},
+	{"EMQ.PUBLISH", -5, 1, "publish"},
+	{"EMQ.FAILURES.INCR", 4, 1, "failures.incr"},
+	{"EMQ.CAPS", 1, 0, ""},
+}
 
-	t.Run("replies the version and the tokens of the four write verbs", func(t *testing.T) {
+const contractVersion = "0.1.0"
+
+func TestTheCommandTableIsTheContract(t *testing.T) {
+	rows := registry.Rows()
+	require.Len(t, rows, len(contract))
+	var tokens []any
+	for i, want := range contract {
+		r := rows[i]
+		require.Equal(t, want.name, r.Name)
+		require.Equal(t, want.arity, r.Arity, r.Name)
+		require.Equal(t, want.keys, r.Keys, r.Name)
+		require.Equal(t, want.token, r.Verb.Cap, r.Name)
+		if want.token != "" {
+			tokens = append(tokens, want.token)
+		}
+	}
+	require.Equal(t, contractVersion, emq.Version)
+
+	s := valkeytest.Start(t, valkeytest.Options{})
+	t.Run("EMQ.CAPS replies the version and every token", func(t *testing.T) {
 		got, err := s.Do("EMQ.CAPS").ToAny()
 		require.NoError(t, err)
-		require.Equal(t, []any{"version", "0.1.0", "caps", []any{"enqueue", "append", "publish", "failures.incr"}}, got)
+		require.Equal(t, []any{"version", contractVersion, "caps", tokens}, got)
 	})
-
-	t.Run("an argument is an arity error and changes nothing", func(t *testing.T) {
+	t.Run("EMQ.CAPS with an argument is an arity error and changes nothing", func(t *testing.T) {
 		must(t, s, "SET", "k", "v")
 		refuse(t, s, arityErr("EMQ.CAPS"), "EMQ.CAPS", "x")
 	})

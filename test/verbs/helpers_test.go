@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -191,8 +191,8 @@ func withoutDumps(st dbState) dbState {
 
 // refuse sends args and requires the refusal want — its whole text, or its
 // start when want ends in "…" — and that the call changed nothing at all.
-// It also requires emq.Check, the clients' check before sending, to refuse
-// alike what the arguments alone decide, and to pass the rest.
+// It also requires the verb's CheckCall, the clients' check before sending,
+// to refuse alike what the arguments alone decide, and to pass the rest.
 func refuse(t *testing.T, s *valkeytest.Server, want string, args ...string) {
 	t.Helper()
 	before := snapshot(t, s)
@@ -204,13 +204,15 @@ func refuse(t *testing.T, s *valkeytest.Server, want string, args ...string) {
 	for i, a := range args {
 		argv[i] = []byte(a)
 	}
-	checked := emq.Check(argv, now)
+	row := registry.Lookup(args[0])
+	require.NotNil(t, row, "no verb %s in the table", args[0])
+	checked := row.Verb.CheckCall(argv, now)
 	switch code, _, _ := strings.Cut(got, " "); code {
 	case "EMQSHAPE", "EMQLAYOUT", "EMQKIND", "EMQENVELOPE", "ERR":
-		require.Error(t, checked, "emq.Check passed what the module refused: %s", got)
-		require.Equal(t, got, checked.Error(), "emq.Check refuses as the module does")
+		require.Error(t, checked, "CheckCall passed what the module refused: %s", got)
+		require.Equal(t, got, checked.Error(), "CheckCall refuses as the module does")
 	default:
-		require.NoError(t, checked, "emq.Check refused what only the server can decide (%s)", got)
+		require.NoError(t, checked, "CheckCall refused what only the server can decide (%s)", got)
 	}
 }
 

@@ -1,0 +1,232 @@
+// api.c — fetching the module API by name, and registering the module and
+// its commands: names, flags, key positions, docs and ACL categories.
+#include <string.h>
+
+#include "api.h"
+
+emq_api api;
+
+// The key spec of command info version 1 (valkeymodule.h's layout).
+typedef struct {
+    const char *notes;
+    uint64_t flags;
+    int begin_search_type;
+    union {
+        struct { int pos; } index;
+        struct { const char *keyword; int startfrom; } keyword;
+    } bs;
+    int find_keys_type;
+    union {
+        struct { int lastkey; int keystep; int limit; } range;
+        struct { int keynumidx; int firstkey; int keystep; } keynum;
+    } fk;
+} key_spec;
+
+_Static_assert(sizeof(key_spec) == 56, "key spec layout");
+_Static_assert(sizeof(emq_cmd_arg) == 72, "command arg layout");
+
+#define API_V1 1
+#define INFO_VERSION 1
+#define KSPEC_BS_INDEX 2
+#define KSPEC_FK_RANGE 2
+#define OPTION_NO_IMPLICIT_SIGNAL_MODIFIED (1 << 1)
+
+typedef struct {
+    int version;
+    size_t sizeof_historyentry, sizeof_keyspec, sizeof_arg;
+} info_version;
+
+typedef struct {
+    const info_version *version;
+    const char *summary, *complexity, *since;
+    void *history;
+    const char *tips;
+    int arity;
+    key_spec *key_specs;
+    emq_cmd_arg *args;
+} command_info;
+
+static const info_version command_info_v1 = {INFO_VERSION, 16, sizeof(key_spec), sizeof(emq_cmd_arg)};
+
+// Fetch API function NAME under its RedisModule_ name, which both Valkey and
+// Redis serve; a function the server lacks stays NULL.
+#define FETCH(name) api.GetApi("RedisModule_" #name, (void **)&api.name)
+
+static void release_constants(void);
+
+// emq_init names the module and fetches the API. A load refused because the
+// name is taken touches nothing: the loaded module keeps serving with it.
+int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
+    int (*get_api)(const char *, void *) = (int (*)(const char *, void *))((void **)ctx)[0];
+    int (*busy)(const char *) = NULL;
+    if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
+    release_constants();
+    memset(&api, 0, sizeof(api));
+    api.GetApi = get_api;
+    FETCH(IsModuleNameBusy);
+    FETCH(SetModuleAttribs);
+    FETCH(SetModuleOptions);
+    FETCH(CreateCommand);
+    FETCH(GetCommand);
+    FETCH(SetCommandInfo);
+    FETCH(SetCommandACLCategories);
+    FETCH(AddACLCategory);
+    FETCH(StringPtrLen);
+    FETCH(CreateString);
+    FETCH(FreeString);
+    FETCH(OpenKey);
+    FETCH(CloseKey);
+    FETCH(KeyType);
+    FETCH(ValueLength);
+    FETCH(DeleteKey);
+    FETCH(StringDMA);
+    FETCH(StringTruncate);
+    FETCH(SetAbsExpire);
+    FETCH(HashSet);
+    FETCH(HashGet);
+    FETCH(ZsetAdd);
+    FETCH(ZsetRem);
+    FETCH(ZsetFirstInScoreRange);
+    FETCH(ZsetRangeCurrentElement);
+    FETCH(ZsetRangeNext);
+    FETCH(ZsetRangeStop);
+    FETCH(StreamAdd);
+    FETCH(Replicate);
+    FETCH(NotifyKeyspaceEvent);
+    FETCH(SignalModifiedKey);
+    FETCH(Milliseconds);
+    FETCH(Call);
+    FETCH(CallReplyType);
+    FETCH(CallReplyLength);
+    FETCH(CallReplyArrayElement);
+    FETCH(CallReplyStringPtr);
+    FETCH(FreeCallReply);
+    FETCH(ReplyWithError);
+    FETCH(ReplyWithLongLong);
+    FETCH(ReplyWithArray);
+    FETCH(ReplyWithNullArray);
+    FETCH(ReplyWithNull);
+    FETCH(ReplyWithStringBuffer);
+    FETCH(GetCurrentUserName);
+    FETCH(GetModuleUserFromUserName);
+    FETCH(ACLCheckKeyPermissions);
+    FETCH(FreeModuleUser);
+    FETCH(Log);
+    FETCH(Alloc);
+    FETCH(Realloc);
+    FETCH(Free);
+    FETCH(RegisterInfoFunc);
+    FETCH(InfoAddSection);
+    FETCH(InfoAddFieldLongLong);
+    FETCH(RegisterNumericConfig);
+    FETCH(LoadConfigs);
+    if (!api.SetModuleAttribs) return -1;
+    api.SetModuleAttribs(ctx, name, version, API_V1);
+    // We signal the keys we write ourselves: opening a key to read it and
+    // finding nothing to do must not invalidate WATCH or client tracking.
+    if (api.SetModuleOptions) api.SetModuleOptions(ctx, OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
+    return 0;
+}
+
+// emq_has reports whether the server serves the API function named fn, so
+// Go can degrade where an older server lacks one.
+int emq_has(const char *fn) {
+    void *p = NULL;
+    return api.GetApi && api.GetApi(fn, &p) == API_OK && p != NULL;
+}
+
+int emq_add_acl_category(ValkeyModuleCtx *ctx, const char *name) {
+    return api.AddACLCategory ? api.AddACLCategory(ctx, name) : -1;
+}
+
+void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg) {
+    if (api.Log) api.Log(ctx, level, "%s", msg);
+}
+
+const char *emq_string_ptr(ValkeyModuleString *s, size_t *len) { return api.StringPtrLen(s, len); }
+
+// ---- constants ------------------------------------------------------------
+
+// The strings plans name besides the call's arguments (emq.Constants).
+#define MAX_CONSTANTS 32
+static ValkeyModuleString *constants[MAX_CONSTANTS];
+static int nconstants;
+
+int emq_intern(const char *s, size_t len) {
+    if (nconstants == MAX_CONSTANTS) return -1;
+    constants[nconstants] = api.CreateString(NULL, s, len);
+    return nconstants++;
+}
+
+ValkeyModuleString *emq_constant(uint32_t i) { return constants[i]; }
+
+// release_constants drops what emq_intern made, so a reload starts clean.
+static void release_constants(void) {
+    for (int i = 0; i < nconstants; i++) api.FreeString(NULL, constants[i]);
+    nconstants = 0;
+}
+
+// ---- commands -------------------------------------------------------------
+
+// The most verbs the module registers; each gets a trampoline that knows
+// its row, so one C→Go entry serves a whole command.
+#define MAX_VERBS 16
+
+int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb);
+
+#define TRAMPOLINE(n) \
+    static int serve##n(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) { return emq_serve(ctx, argv, argc, n); }
+TRAMPOLINE(0)
+TRAMPOLINE(1)
+TRAMPOLINE(2)
+TRAMPOLINE(3)
+TRAMPOLINE(4)
+TRAMPOLINE(5)
+TRAMPOLINE(6)
+TRAMPOLINE(7)
+TRAMPOLINE(8)
+TRAMPOLINE(9)
+TRAMPOLINE(10)
+TRAMPOLINE(11)
+TRAMPOLINE(12)
+TRAMPOLINE(13)
+TRAMPOLINE(14)
+TRAMPOLINE(15)
+static const cmd_func trampolines[MAX_VERBS] = {serve0, serve1, serve2,  serve3,  serve4,  serve5,  serve6,  serve7,
+                                                serve8, serve9, serve10, serve11, serve12, serve13, serve14, serve15};
+
+// emq_create_command creates verb number verb. Its keys are the keys
+// arguments after numkeys: first 2, last 1+keys, step 1 — fixed positions
+// that cluster routing, ACL and COMMAND GETKEYS read without asking us.
+int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys) {
+    if (verb < 0 || verb >= MAX_VERBS) return -1;
+    int first = keys > 0 ? 2 : 0, last = keys > 0 ? 1 + keys : 0, step = keys > 0 ? 1 : 0;
+    return api.CreateCommand(ctx, name, trampolines[verb], flags, first, last, step);
+}
+
+// emq_set_command_info sets arity, docs and the key spec: the keys begin at
+// index 2 and run keys-1 further, one after the other.
+int emq_set_command_info(ValkeyModuleCtx *ctx, const char *name, const char *summary, const char *complexity,
+                         const char *since, int arity, int keys, uint64_t key_flags, emq_cmd_arg *args) {
+    ValkeyModuleCommand *cmd = api.GetCommand(ctx, name);
+    if (!cmd || !api.SetCommandInfo) return -1;
+    key_spec specs[2];
+    memset(specs, 0, sizeof(specs));
+    if (keys > 0) {
+        specs[0].flags = key_flags;
+        specs[0].begin_search_type = KSPEC_BS_INDEX;
+        specs[0].bs.index.pos = 2;
+        specs[0].find_keys_type = KSPEC_FK_RANGE;
+        specs[0].fk.range.lastkey = keys - 1;
+        specs[0].fk.range.keystep = 1;
+        specs[0].fk.range.limit = 0;
+    }
+    command_info info = {&command_info_v1, summary, complexity, since, NULL, NULL, arity, specs, args};
+    return api.SetCommandInfo(cmd, &info);
+}
+
+int emq_set_acl_categories(ValkeyModuleCtx *ctx, const char *name, const char *categories) {
+    ValkeyModuleCommand *cmd = api.GetCommand(ctx, name);
+    if (!cmd || !api.SetCommandACLCategories) return -1;
+    return api.SetCommandACLCategories(cmd, categories);
+}

@@ -1,0 +1,96 @@
+// api.h — the module API functions the C side calls, fetched by name at
+// load (api.c), and what the C files share beyond shim.h. Only C includes it.
+#ifndef EMQ_API_H
+#define EMQ_API_H
+
+#include "shim.h"
+
+typedef struct ValkeyModuleCommand ValkeyModuleCommand;
+typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
+
+// Module API constants we use (valkeymodule.h).
+#define API_OK 0
+#define OPEN_READ (1 << 0)
+#define OPEN_WRITE (1 << 1)
+#define ZADD_ADDED (1 << 2)
+#define ZADD_UPDATED (1 << 3)
+#define NOTIFY_GENERIC (1 << 2)
+#define NOTIFY_STRING (1 << 3)
+#define NOTIFY_HASH (1 << 6)
+#define NOTIFY_ZSET (1 << 7)
+#define NOTIFY_STREAM (1 << 10)
+#define REPLY_ARRAY 3
+
+typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
+
+typedef struct {
+    int (*GetApi)(const char *, void *);
+    int (*IsModuleNameBusy)(const char *);
+    void (*SetModuleAttribs)(ValkeyModuleCtx *, const char *, int, int);
+    void (*SetModuleOptions)(ValkeyModuleCtx *, int);
+    int (*CreateCommand)(ValkeyModuleCtx *, const char *, cmd_func, const char *, int, int, int);
+    ValkeyModuleCommand *(*GetCommand)(ValkeyModuleCtx *, const char *);
+    int (*SetCommandInfo)(ValkeyModuleCommand *, const void *);
+    int (*SetCommandACLCategories)(ValkeyModuleCommand *, const char *);
+    int (*AddACLCategory)(ValkeyModuleCtx *, const char *);
+    const char *(*StringPtrLen)(const ValkeyModuleString *, size_t *);
+    ValkeyModuleString *(*CreateString)(ValkeyModuleCtx *, const char *, size_t);
+    void (*FreeString)(ValkeyModuleCtx *, ValkeyModuleString *);
+    ValkeyModuleKey *(*OpenKey)(ValkeyModuleCtx *, ValkeyModuleString *, int);
+    void (*CloseKey)(ValkeyModuleKey *);
+    int (*KeyType)(ValkeyModuleKey *);
+    size_t (*ValueLength)(ValkeyModuleKey *);
+    int (*DeleteKey)(ValkeyModuleKey *);
+    char *(*StringDMA)(ValkeyModuleKey *, size_t *, int);
+    int (*StringTruncate)(ValkeyModuleKey *, size_t);
+    int (*SetAbsExpire)(ValkeyModuleKey *, long long);
+    int (*HashSet)(ValkeyModuleKey *, int, ...);
+    int (*HashGet)(ValkeyModuleKey *, int, ...);
+    int (*ZsetAdd)(ValkeyModuleKey *, double, ValkeyModuleString *, int *);
+    int (*ZsetRem)(ValkeyModuleKey *, ValkeyModuleString *, int *);
+    int (*ZsetFirstInScoreRange)(ValkeyModuleKey *, double, double, int, int);
+    ValkeyModuleString *(*ZsetRangeCurrentElement)(ValkeyModuleKey *, double *);
+    int (*ZsetRangeNext)(ValkeyModuleKey *);
+    void (*ZsetRangeStop)(ValkeyModuleKey *);
+    int (*StreamAdd)(ValkeyModuleKey *, int, uint64_t *, ValkeyModuleString **, int64_t);
+    int (*Replicate)(ValkeyModuleCtx *, const char *, const char *, ...);
+    int (*NotifyKeyspaceEvent)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *);
+    int (*SignalModifiedKey)(ValkeyModuleCtx *, ValkeyModuleString *);
+    long long (*Milliseconds)(void);
+    ValkeyModuleCallReply *(*Call)(ValkeyModuleCtx *, const char *, const char *, ...);
+    int (*CallReplyType)(ValkeyModuleCallReply *);
+    size_t (*CallReplyLength)(ValkeyModuleCallReply *);
+    ValkeyModuleCallReply *(*CallReplyArrayElement)(ValkeyModuleCallReply *, size_t);
+    const char *(*CallReplyStringPtr)(ValkeyModuleCallReply *, size_t *);
+    void (*FreeCallReply)(ValkeyModuleCallReply *);
+    int (*ReplyWithError)(ValkeyModuleCtx *, const char *);
+    int (*ReplyWithLongLong)(ValkeyModuleCtx *, long long);
+    int (*ReplyWithArray)(ValkeyModuleCtx *, long);
+    int (*ReplyWithNullArray)(ValkeyModuleCtx *);
+    int (*ReplyWithNull)(ValkeyModuleCtx *);
+    int (*ReplyWithStringBuffer)(ValkeyModuleCtx *, const char *, size_t);
+    ValkeyModuleString *(*GetCurrentUserName)(ValkeyModuleCtx *);
+    ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
+    int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
+    void (*FreeModuleUser)(ValkeyModuleUser *);
+    void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);
+    void *(*Alloc)(size_t);
+    void *(*Realloc)(void *, size_t);
+    void (*Free)(void *);
+    int (*RegisterInfoFunc)(ValkeyModuleCtx *, void (*)(ValkeyModuleInfoCtx *, int));
+    int (*InfoAddSection)(ValkeyModuleInfoCtx *, const char *);
+    int (*InfoAddFieldLongLong)(ValkeyModuleInfoCtx *, const char *, long long);
+    int (*RegisterNumericConfig)(ValkeyModuleCtx *, const char *, long long, unsigned int, long long, long long,
+                                 long long (*)(const char *, void *),
+                                 int (*)(const char *, long long, void *, ValkeyModuleString **),
+                                 int (*)(ValkeyModuleCtx *, void *, ValkeyModuleString **), void *);
+    int (*LoadConfigs)(ValkeyModuleCtx *);
+} emq_api;
+
+// api is the table emq_init fills; a function the server lacks stays NULL.
+extern emq_api api;
+
+// constant returns the string interned as emq.Constants[i].
+ValkeyModuleString *emq_constant(uint32_t i);
+
+#endif

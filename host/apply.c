@@ -1,0 +1,266 @@
+// apply.c — making a plan's writes with the key API, each replicated,
+// notified and signalled as the built-in it stands for, then replying.
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+
+ValkeyModuleString *emq_resolve(emq_call *c, uint32_t r, const char *scratch, const emq_span *spans);
+
+int emq_fault_write;
+
+// Decimal text without snprintf, which costs more than the write it formats.
+static const char digit_pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static int fmt_u64(char *buf, uint64_t v) {
+    char tmp[20];
+    int i = 20;
+    while (v >= 100) {
+        const char *p = digit_pairs + 2 * (v % 100);
+        v /= 100;
+        tmp[--i] = p[1];
+        tmp[--i] = p[0];
+    }
+    if (v >= 10) {
+        tmp[--i] = digit_pairs[2 * v + 1];
+        tmp[--i] = digit_pairs[2 * v];
+    } else {
+        tmp[--i] = (char)('0' + v);
+    }
+    memcpy(buf, tmp + i, (size_t)(20 - i));
+    return 20 - i;
+}
+
+static int fmt_i64(char *buf, long long v) {
+    if (v >= 0) return fmt_u64(buf, (uint64_t)v);
+    buf[0] = '-';
+    return 1 + fmt_u64(buf + 1, 0 - (uint64_t)v);
+}
+
+// A stream ID's text, formatted once for both the replicated XADD and the reply.
+typedef struct {
+    char s[47];
+    uint8_t len;
+} id_text;
+
+// The strings of one write, on the stack when they are few.
+#define INLINE_STRS 64
+
+typedef struct {
+    emq_call *c;
+    const emq_plan *p;
+    ValkeyModuleString *inline_strs[INLINE_STRS];
+} applier;
+
+// strs resolves op's refs, and then count more strings from argv at first,
+// into an array the caller frees with free_strs.
+static ValkeyModuleString **strs(applier *a, const emq_op *op, size_t more, size_t first) {
+    size_t n = (size_t)op->n + more;
+    ValkeyModuleString **f = n <= INLINE_STRS ? a->inline_strs : api.Alloc(sizeof(*f) * n);
+    for (int i = 0; i < op->n; i++) f[i] = emq_resolve(a->c, a->p->refs[op->from + i], a->p->scratch, a->p->spans);
+    if (more) memcpy(f + op->n, a->c->argv + first, sizeof(*f) * more);
+    return f;
+}
+
+static void free_strs(applier *a, ValkeyModuleString **f) {
+    if (f != a->inline_strs) api.Free(f);
+}
+
+static ValkeyModuleString *name(applier *a, const emq_op *op) { return a->c->names[op->key]; }
+static ValkeyModuleKey *key(applier *a, const emq_op *op) { return a->c->keys[op->key]; }
+
+// A write returns 1 if it changed the key, 0 if it was no write at all (as
+// the built-in's would be), or -errno if it failed.
+
+static int hset(applier *a, const emq_op *op) {
+    ValkeyModuleString **f = strs(a, op, 0, 0);
+    for (int i = 0; i + 1 < op->n; i += 2) api.HashSet(key(a, op), 0, f[i], f[i + 1], NULL);
+    api.Replicate(a->c->ctx, "HSET", "sv", name(a, op), f, (size_t)op->n);
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_HASH, "hset", name(a, op));
+    free_strs(a, f);
+    return 1;
+}
+
+static int zadd(applier *a, const emq_op *op) {
+    int flags = 0;
+    ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
+    if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
+    if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
+    char score[32];
+    if (op->score == (double)(long long)op->score) score[fmt_i64(score, (long long)op->score)] = 0;
+    else snprintf(score, sizeof(score), "%.17g", op->score);
+    api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
+    return 1;
+}
+
+// deleted_if_empty fires the del event a built-in fires when it removes a
+// collection's last element; the key itself goes when it is closed.
+static void deleted_if_empty(applier *a, const emq_op *op) {
+    if (api.ValueLength(key(a, op)) == 0) api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "del", name(a, op));
+}
+
+static int zrem(applier *a, const emq_op *op) {
+    int deleted = 0;
+    ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
+    if (api.ZsetRem(key(a, op), member, &deleted) != API_OK || !deleted) return 0;
+    api.Replicate(a->c->ctx, "ZREM", "ss", name(a, op), member);
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zrem", name(a, op));
+    deleted_if_empty(a, op);
+    return 1;
+}
+
+static int del(applier *a, const emq_op *op) {
+    if (api.KeyType(key(a, op)) == EMQ_KEY_EMPTY) return 0;
+    api.DeleteKey(key(a, op));
+    api.Replicate(a->c->ctx, "DEL", "s", name(a, op));
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "del", name(a, op));
+    return 1;
+}
+
+static int pexpireat(applier *a, const emq_op *op) {
+    if (api.SetAbsExpire(key(a, op), op->at_ms) != API_OK) return -EINVAL;
+    api.Replicate(a->c->ctx, "PEXPIREAT", "sl", name(a, op), op->at_ms);
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "expire", name(a, op));
+    return 1;
+}
+
+// stream_id writes <ms>-<seq> and a NUL into buf (48 bytes), returning its length.
+static int stream_id(char *buf, uint64_t ms, uint64_t seq) {
+    int n = fmt_u64(buf, ms);
+    buf[n++] = '-';
+    n += fmt_u64(buf + n, seq);
+    buf[n] = 0;
+    return n;
+}
+
+static int xadd(applier *a, const emq_op *op, id_text *text) {
+    size_t more = 2 * (size_t)op->pairs, n = (size_t)op->n + more;
+    ValkeyModuleString **f = strs(a, op, more, (size_t)op->first);
+    uint64_t id[2] = {op->ms, op->seq};
+    int rc = 1;
+    errno = 0;
+    if (api.StreamAdd(key(a, op), 0, id, f, (int64_t)(n / 2)) != API_OK) {
+        rc = -(errno ? errno : EINVAL);
+    } else {
+        text->len = (uint8_t)stream_id(text->s, op->ms, op->seq);
+        api.Replicate(a->c->ctx, "XADD", "scv", name(a, op), text->s, f, n);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STREAM, "xadd", name(a, op));
+    }
+    free_strs(a, f);
+    return rc;
+}
+
+// xack acknowledges through the built-in (there is no key API for consumer
+// groups); `!` propagates it with the plan's other writes, in order.
+static int xack(applier *a, const emq_op *op) {
+    ValkeyModuleString **f = strs(a, op, 0, 0);
+    ValkeyModuleCallReply *r = api.Call(a->c->ctx, "XACK", "!sss", name(a, op), f[0], f[1]);
+    free_strs(a, f);
+    if (!r) return -(errno ? errno : EINVAL);
+    api.FreeCallReply(r);
+    return 1;
+}
+
+// setpxat stores the count in place — the key keeps its slot in the keyspace,
+// and the next read finds plain bytes — then sets the absolute expiry.
+static int setpxat(applier *a, const emq_op *op) {
+    char digits[24];
+    int n = fmt_i64(digits, op->count);
+    size_t len;
+    api.StringTruncate(key(a, op), (size_t)n);
+    memcpy(api.StringDMA(key(a, op), &len, OPEN_WRITE), digits, (size_t)n);
+    api.SetAbsExpire(key(a, op), op->at_ms);
+    api.Replicate(a->c->ctx, "SET", "sbcl", name(a, op), digits, (size_t)n, "PXAT", op->at_ms);
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STRING, "incrby", name(a, op));
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "expire", name(a, op));
+    return 1;
+}
+
+// Stream ID texts on the stack up to this many appends a plan.
+#define INLINE_IDS 16
+
+static void reply(applier *a, const id_text *ids) {
+    emq_call *c = a->c;
+    for (int i = 0; i < a->p->nreplies; i++) {
+        const emq_reply *r = &a->p->replies[i];
+        switch (r->kind) {
+        case EMQ_REPLY_INT: api.ReplyWithLongLong(c->ctx, r->value); break;
+        case EMQ_REPLY_BULK: {
+            size_t len;
+            const char *s = api.StringPtrLen(emq_resolve(c, r->ref, a->p->scratch, a->p->spans), &len);
+            api.ReplyWithStringBuffer(c->ctx, s, len);
+            break;
+        }
+        case EMQ_REPLY_NIL: api.ReplyWithNull(c->ctx); break;
+        case EMQ_REPLY_ARRAY: api.ReplyWithArray(c->ctx, (long)r->value); break;
+        case EMQ_REPLY_NULL_ARRAY: api.ReplyWithNullArray(c->ctx); break;
+        case EMQ_REPLY_STREAM_ID: api.ReplyWithStringBuffer(c->ctx, ids[r->value].s, ids[r->value].len); break;
+        }
+    }
+    c->replied = 1;
+}
+
+// Keys marked written on the stack up to this many.
+#define INLINE_WRITTEN 64
+
+// emq_apply makes the writes of a plan in order, then replies. It returns
+// the number of writes made: all of them, having replied; -1 with nothing
+// written or replied if the first write is an append the stream refuses as
+// not above its top; or fewer, without a reply, if a later write failed —
+// which the verb ruled out before it planned, so it is a bug, logged here
+// and reported by the caller.
+int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
+              const char *scratch, const emq_span *spans) {
+    emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
+    const emq_plan *p = &plan;
+    applier a = {c, p, {0}};
+    int nids = 0, done = 0, refused = 0;
+    id_text inline_ids[INLINE_IDS];
+    id_text *ids = p->nops > INLINE_IDS ? api.Alloc(sizeof(*ids) * (size_t)p->nops) : inline_ids;
+    char inline_written[INLINE_WRITTEN];
+    char *written = c->nkeys > INLINE_WRITTEN ? api.Alloc((size_t)c->nkeys) : inline_written;
+    memset(written, 0, (size_t)c->nkeys);
+    for (; done < p->nops; done++) {
+        const emq_op *op = &p->ops[done];
+        int rc = -EINVAL;
+        if (emq_fault_write && emq_fault_write == done + 1) {
+            emq_fault_write = 0;
+            rc = -EIO;
+        } else if (op->key >= 0 && op->key < c->nkeys) {
+            switch (op->op) {
+            case EMQ_OP_HSET: rc = hset(&a, op); break;
+            case EMQ_OP_ZADD: rc = zadd(&a, op); break;
+            case EMQ_OP_ZREM: rc = zrem(&a, op); break;
+            case EMQ_OP_DEL: rc = del(&a, op); break;
+            case EMQ_OP_PEXPIREAT: rc = pexpireat(&a, op); break;
+            case EMQ_OP_XADD: rc = xadd(&a, op, &ids[nids]); break;
+            case EMQ_OP_XACK: rc = xack(&a, op); break;
+            case EMQ_OP_SETPXAT: rc = setpxat(&a, op); break;
+            }
+        }
+        if (rc < 0) {
+            // the stream's own refusal of the first append: not above its
+            // top (EDOM), or the top is the last ID there is (EFBIG)
+            refused = done == 0 && op->op == EMQ_OP_XADD && (rc == -EDOM || rc == -EFBIG);
+            if (!refused) {
+                api.Log(c->ctx, "warning", "emq: write %d of %d failed (errno %d) after %d were made", done + 1,
+                        p->nops, -rc, done);
+            }
+            break;
+        }
+        if (op->op == EMQ_OP_XADD) nids++;
+        if (rc > 0) written[op->key] = 1;
+    }
+    for (int k = 0; k < c->nkeys; k++) {
+        if (written[k]) api.SignalModifiedKey(c->ctx, c->names[k]);
+    }
+    if (done == p->nops) reply(&a, ids);
+    if (ids != inline_ids) api.Free(ids);
+    if (written != inline_written) api.Free(written);
+    return refused ? -1 : done;
+}

@@ -1,0 +1,249 @@
+// call.c — one command in flight: viewing its arguments, opening its keys
+// (declared and derived), the reads a verb makes, and cleaning up after it.
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api.h"
+#include "_cgo_export.h"
+
+#define KEY_ACCESS (1 << 4)
+#define KEY_UPDATE (1 << 5)
+#define KEY_DELETE (1 << 7)
+
+// Arguments viewed on the stack up to this many; more go on the heap.
+#define INLINE_ARGS 32
+
+// grow makes room for n elements of size in *arr (capacity *cap), whose
+// first storage may be inline (never freed); it keeps the contents.
+static void *grow(void *arr, const void *inline_arr, int *cap, int n, size_t size) {
+    if (n <= *cap) return arr;
+    int ncap = *cap ? *cap * 2 : 16;
+    while (ncap < n) ncap *= 2;
+    void *p;
+    if (arr == inline_arr || arr == NULL) {
+        p = api.Alloc(size * (size_t)ncap);
+        if (arr && *cap) memcpy(p, arr, size * (size_t)*cap);
+    } else {
+        p = api.Realloc(arr, size * (size_t)ncap);
+    }
+    *cap = ncap;
+    return p;
+}
+
+// hold keeps s until the call ends and returns its held index.
+static int hold(emq_call *c, ValkeyModuleString *s) {
+    if (c->nheld == c->capheld) {
+        c->held = grow(c->held, c->inline_held, &c->capheld, c->nheld + 1, sizeof(*c->held));
+    }
+    c->held[c->nheld] = s;
+    return c->nheld++;
+}
+
+// add_key makes room for one more key and returns its number.
+static int add_key(emq_call *c) {
+    if (c->nkeys == c->capkeys) {
+        int cap = c->capkeys;
+        c->keys = grow(c->keys, c->inline_keys, &cap, c->nkeys + 1, sizeof(*c->keys));
+        cap = c->capkeys;
+        c->names = grow(c->names, c->inline_names, &cap, c->nkeys + 1, sizeof(*c->names));
+        cap = c->capkeys;
+        c->types = grow(c->types, c->inline_types, &cap, c->nkeys + 1, sizeof(*c->types));
+        cap = c->capkeys;
+        c->values = grow(c->values, c->inline_values, &cap, c->nkeys + 1, sizeof(*c->values));
+        c->capkeys = cap;
+    }
+    memset(&c->values[c->nkeys], 0, sizeof(c->values[0]));
+    return c->nkeys++;
+}
+
+static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
+    c->names[k] = name;
+    c->keys[k] = api.OpenKey(c->ctx, name, OPEN_READ | OPEN_WRITE);
+    c->types[k] = api.KeyType(c->keys[k]);
+}
+
+// emq_open opens the call's first n keys. Reading a string's bytes (values)
+// decodes an int or embstr string into a raw one, so only a verb that needs
+// the bytes asks for them.
+void emq_open(emq_call *c, int n, int values) {
+    for (int i = 0; i < n && 2 + i < c->argc; i++) {
+        int k = add_key(c);
+        open_key(c, k, c->argv[2 + i]);
+        if (values && c->types[k] == EMQ_KEY_STRING) {
+            c->values[k].ptr = api.StringDMA(c->keys[k], &c->values[k].len, OPEN_READ);
+            c->values[k].cap = c->values[k].len;
+        }
+    }
+}
+
+// may_touch checks the caller's ACL key permissions on a derived key, as a
+// script's server.call would: a client with no user (a timer) may.
+static int may_touch(emq_call *c, ValkeyModuleString *name) {
+    if (!api.ACLCheckKeyPermissions || !api.GetCurrentUserName) return 1;
+    if (!c->user_looked) {
+        c->user_looked = 1;
+        ValkeyModuleString *user = api.GetCurrentUserName(c->ctx);
+        c->user = api.GetModuleUserFromUserName(user);
+        api.FreeString(NULL, user);
+    }
+    return !c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK;
+}
+
+// emq_open_derived opens the key a verb derived, named by bytes it
+// computed; it returns the key's number, or -1 (nothing opened) when the
+// caller may not touch it.
+int emq_open_derived(emq_call *c, const char *name, size_t len) {
+    ValkeyModuleString *s = api.CreateString(NULL, name, len);
+    if (!may_touch(c, s)) {
+        api.FreeString(NULL, s);
+        return -1;
+    }
+    hold(c, s);
+    int k = add_key(c);
+    open_key(c, k, s);
+    return k;
+}
+
+// emq_resolve returns the string a ref names.
+ValkeyModuleString *emq_resolve(emq_call *c, uint32_t r, const char *scratch, const emq_span *spans) {
+    uint32_t i = EMQ_REF_INDEX(r);
+    switch (EMQ_REF_KIND(r)) {
+    case EMQ_REF_ARG: return c->argv[i];
+    case EMQ_REF_CONST: return emq_constant(i);
+    case EMQ_REF_HELD: return c->held[i];
+    }
+    ValkeyModuleString *s = api.CreateString(NULL, scratch + spans[i].off, (size_t)spans[i].len);
+    hold(c, s);
+    return s;
+}
+
+static uint32_t held_ref(int i) { return ((uint32_t)EMQ_REF_HELD << 30) | (uint32_t)i; }
+
+static emq_arg view(ValkeyModuleString *s) {
+    emq_arg a;
+    a.ptr = api.StringPtrLen(s, &a.len);
+    a.cap = a.len;
+    return a;
+}
+
+// emq_hash_get reads n fields of hash key k into c->hvals.
+emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
+    c->hvals = grow(c->hvals, NULL, &c->caphvals, n, sizeof(*c->hvals));
+    for (int i = 0; i < n; i++) {
+        emq_value *v = &c->hvals[i];
+        memset(v, 0, sizeof(*v));
+        ValkeyModuleString *out = NULL;
+        api.HashGet(c->keys[k], 0, emq_resolve(c, fields[i], scratch, spans), &out, NULL);
+        if (!out) continue;
+        v->bytes = view(out);
+        v->ref = held_ref(hold(c, out));
+        v->found = 1;
+    }
+    return c->hvals;
+}
+
+// emq_zrange reads into c->members at most limit members of sorted set key
+// k scored at most max (below it, with exclusive), lowest first.
+int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
+    int n = 0;
+    if (c->types[k] != EMQ_KEY_ZSET || limit <= 0) return 0;
+    if (api.ZsetFirstInScoreRange(c->keys[k], -1.0 / 0.0, max, 0, exclusive) != API_OK) return 0;
+    do {
+        double score;
+        ValkeyModuleString *m = api.ZsetRangeCurrentElement(c->keys[k], &score);
+        if (!m) break;
+        c->members = grow(c->members, NULL, &c->capmembers, n + 1, sizeof(*c->members));
+        c->members[n].bytes = view(m);
+        c->members[n].ref = held_ref(hold(c, m));
+        c->members[n].score = score;
+        n++;
+    } while (n < limit && api.ZsetRangeNext(c->keys[k]));
+    api.ZsetRangeStop(c->keys[k]);
+    return n;
+}
+
+// emq_stream_top reads a stream's last generated ID — which survives XDEL,
+// so only XINFO knows it — into c->top_ms/top_seq. Used off the hot path.
+void emq_stream_top(emq_call *c, int k) {
+    c->top_ms = c->top_seq = 0;
+    ValkeyModuleCallReply *r = api.Call(c->ctx, "XINFO", "cs", "STREAM", c->names[k]);
+    if (!r) return;
+    if (api.CallReplyType(r) == REPLY_ARRAY) {
+        size_t n = api.CallReplyLength(r);
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            size_t len;
+            const char *field = api.CallReplyStringPtr(api.CallReplyArrayElement(r, i), &len);
+            if (!field || len != 17 || memcmp(field, "last-generated-id", 17) != 0) continue;
+            const char *v = api.CallReplyStringPtr(api.CallReplyArrayElement(r, i + 1), &len);
+            char text[48];
+            if (v && len < sizeof(text)) {
+                memcpy(text, v, len);
+                text[len] = 0;
+                unsigned long long ms = 0, seq = 0;
+                if (sscanf(text, "%llu-%llu", &ms, &seq) == 2) c->top_ms = ms, c->top_seq = seq;
+            }
+            break;
+        }
+    }
+    api.FreeCallReply(r);
+}
+
+// emq_reply_error replies the error "<code> <msg>".
+void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen) {
+    if (c->replied) return;
+    char inline_text[256];
+    size_t len = codelen + 1 + msglen;
+    char *text = len < sizeof(inline_text) ? inline_text : api.Alloc(len + 1);
+    memcpy(text, code, codelen);
+    text[codelen] = ' ';
+    if (msglen) memcpy(text + codelen + 1, msg, msglen);
+    text[len] = 0;
+    // A reply line cannot hold a line break.
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\r' || text[i] == '\n') text[i] = ' ';
+    }
+    api.ReplyWithError(c->ctx, text);
+    c->replied = 1;
+    if (text != inline_text) api.Free(text);
+}
+
+// finish closes the call's keys and frees what it held.
+static void finish(emq_call *c, emq_arg *inline_args) {
+    for (int k = 0; k < c->nkeys; k++) api.CloseKey(c->keys[k]);
+    for (int i = 0; i < c->nheld; i++) api.FreeString(NULL, c->held[i]);
+    if (c->user) api.FreeModuleUser(c->user);
+    if (c->keys != c->inline_keys) {
+        api.Free(c->keys);
+        api.Free(c->names);
+        api.Free(c->types);
+        api.Free(c->values);
+    }
+    if (c->held != c->inline_held) api.Free(c->held);
+    if (c->hvals) api.Free(c->hvals);
+    if (c->members) api.Free(c->members);
+    if (c->args != inline_args) api.Free(c->args);
+}
+
+// emq_serve runs verb number verb on one command.
+int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb) {
+    emq_arg inline_args[INLINE_ARGS];
+    emq_call c;
+    memset(&c, 0, offsetof(emq_call, inline_keys));
+    c.ctx = ctx;
+    c.argv = argv;
+    c.argc = argc;
+    c.args = argc <= INLINE_ARGS ? inline_args : api.Alloc(sizeof(emq_arg) * (size_t)argc);
+    c.now_ms = api.Milliseconds();
+    c.keys = c.inline_keys;
+    c.names = c.inline_names;
+    c.types = c.inline_types;
+    c.values = c.inline_values;
+    c.capkeys = EMQ_INLINE_KEYS;
+    c.held = c.inline_held;
+    c.capheld = EMQ_INLINE_HELD;
+    for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
+    emqServe(&c, verb);
+    finish(&c, inline_args);
+    return API_OK;
+}
