@@ -209,7 +209,7 @@ func TestLifecycleScripts(t *testing.T) {
 			assert.InDelta(t, before+1000, q.score("active", id), 50, "the lease deadline is now + lease_ms")
 			assert.Empty(t, q.members("pending"))
 
-			state, err := q.fail(id, 1, 40, 3, "boom").ToString()
+			state, err := q.fail(id, 1, 100, 3, "boom").ToString()
 			require.NoError(t, err)
 			assert.Equal(t, "delayed", state)
 			assert.Equal(t, "delayed", q.field(id, "state"))
@@ -218,7 +218,7 @@ func TestLifecycleScripts(t *testing.T) {
 			assert.Equal(t, []string{id}, q.members("delayed"))
 			assert.True(t, isNil(q.claim(1000, 1, 3)), "not claimable before its due time")
 
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(110 * time.Millisecond)
 			require.Equal(t, []claimed{{id, 2, "work"}}, claims(t, q.claim(1000, 1, 3)))
 			assert.Empty(t, q.members("delayed"))
 			assert.Equal(t, "boom", q.field(id, "error"), "the last error stays on the row")
