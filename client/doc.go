@@ -80,4 +80,49 @@
 //     name the top.
 //   - Replicas and the AOF receive each of Append's XADDs on its own, not
 //     wrapped as one unit (a script's effects are wrapped).
+//
+// # The job lifecycle and the park as scripts
+//
+// For the verbs of version 0.2 the package holds the Lua scripts that do
+// what each verb does on a server without the module: [ClaimScript],
+// [ExtendScript], [AckScript], [FailScript], [StalledCheckScript],
+// [ReviveScript] and [ParkScript]. EVALSHA of a script with the verb's
+// numkeys, keys and arguments (CLAIM's with the sweep batch appended) makes
+// the verb's writes in one server turn and gives its reply; the refusals
+// the stored data decides (WRONGTYPE, EMQNOJOB, EMQLEASE, EMQSTATE,
+// EMQCOUNT, EMQORDER, NOGROUP) have the verb's text and write nothing. Each
+// script's shebang line carries its verb's flags: allow-oom for CLAIM,
+// EXTEND, ACK, FAIL and STALLED.CHECK, deny-oom (no flag) for REVIVE and
+// PARK; a read-only replica refuses them all. BCLAIM has no script: a
+// script cannot block.
+//
+// CLAIM and STALLED.CHECK write job rows that are not among their keys:
+// emq:{<queue>}:job:<JOB id>, built from the pending key. The server does
+// not require a script to declare every key it touches, and in a cluster
+// those rows share the queue's hash tag, so they are in the call's slot on
+// the node that runs it.
+//
+// Where a script and its verb can be told apart:
+//
+//   - The scripts do not check the arguments (EMQSHAPE, EMQLAYOUT, EMQKIND):
+//     check them first, as the client does for every verb, or a script
+//     may fail with a Lua error or write under a malformed key.
+//   - CLAIM's nil (nothing claimed) is a null bulk string in RESP2 ($-1)
+//     where the verb sends a null array (*-1); in RESP3 both are _.
+//   - A derived job row the caller's ACL user may not touch fails the
+//     script at the first command on it, with the server's "ERR ACL failure
+//     in script: No permissions to access a key", after the call's earlier
+//     writes have landed; the verb refuses with NOPERM before writing.
+//   - The scripts count nothing in INFO emq (dropped ids, refusals, calls);
+//     the server counts them as EVALSHA calls and, by code, in errorstats.
+//   - "Now" is TIME read when the script needs it; the verb reads its
+//     clock once per command.
+//   - A job row's attempts field is read with Lua's tonumber, which also
+//     takes forms the verbs never write (hex, spaces, fractions); a row
+//     without attempts counts 0 and one without payload is claimed with a
+//     nil payload.
+//   - PARK builds the dead-letter entry as one Lua call: a source entry
+//     of more than about 4,000 field/value pairs exceeds Lua's argument
+//     limit ("too many results to unpack") and the script fails, writing
+//     nothing.
 package client
