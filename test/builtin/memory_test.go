@@ -1,0 +1,128 @@
+package builtin
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// TestAHugeBatchGivesItsMemoryBack: one EMQ.APPEND of 100,000 entries grows
+// the module's Go heap by tens of MB for the length of the call. The verbs
+// allocate nothing afterwards, so no later collection would free it: the
+// call itself hands it back. The Go heap and the server's RSS come back to
+// within a few percent of before.
+func TestAHugeBatchGivesItsMemoryBack(t *testing.T) {
+	const entries = 100_000
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(21)
+	require.NoError(t, err)
+	small := func() {
+		calls, _ := oneOfEach(m, "small")
+		for _, c := range append(calls, caps) {
+			require.NoError(t, s.Do(c.argv()...).Error(), c.String())
+		}
+	}
+
+	// A built-in call as large first (400,000 arguments, as the batch has):
+	// what the server keeps after one — allocator arenas, buffers sized by
+	// the largest call — is then in the baseline, and the module is what
+	// the two readings differ by.
+	fields := make([]string, 0, 4*entries)
+	for i := 0; i < 2*entries; i++ {
+		fields = append(fields, "f"+strconv.Itoa(i), "v")
+	}
+	require.NoError(t, alone(t, s, builtin("HSET", 1, append([]string{"emq:{huge}:h"}, fields...)...)).Error())
+	small()
+	before := settledMemory(t, s)
+
+	huge := make([]entry, entries)
+	for i := range huge {
+		huge[i] = entry{m.Mint(ids.Evt), []string{"n", strconv.Itoa(i)}}
+	}
+	got, err := alone(t, s, appendTo("huge", "s", huge...)).AsStrSlice()
+	require.NoError(t, err)
+	require.Len(t, got, entries)
+	small()
+	after := settledMemory(t, s)
+
+	assert.LessOrEqual(t, after.goLive, before.goInuse, "the heap the last collection kept is no more than was in use before")
+	assert.LessOrEqual(t, after.goInuse, before.goInuse*105/100+goHeapSlack,
+		"the Go heap in use is back within 5 %% (and %d bytes)", goHeapSlack)
+	// The collection that frees the batch leaves its own work buffers to
+	// the runtime's background sweeper, so they are freed after the call
+	// returned its memory; the background scavenger returns what free
+	// memory exceeds the heap goal, and waiting for it is fair.
+	bound := before.rss*105/100 + goRetained
+	for deadline := time.Now().Add(5 * time.Second); after.rss > bound && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		after.rss = residentSet(t, s)
+	}
+	t.Logf("before → after the batch: Go heap in use %d → %d, Go heap live %d → %d, RSS %d → %d",
+		before.goInuse, after.goInuse, before.goLive, after.goLive, before.rss, after.rss)
+	assert.LessOrEqual(t, after.rss, bound, "RSS is back within 5 %% (and the %d bytes of free heap the Go runtime may keep)", goRetained)
+}
+
+// goHeapSlack is what two readings of a Go heap that holds the same may
+// differ by: the garbage of a few calls and INFO replies, in 8 KB spans.
+const goHeapSlack = 16 * 8 << 10
+
+// goRetained is the free heap the Go runtime keeps resident without
+// returning it: up to its heap goal, 4 MB for a heap as small as the
+// module's.
+const goRetained = 4 << 20
+
+// alone sends c on a connection of its own, closed at once, so that no
+// client buffer sized by the call outlives it.
+func alone(t *testing.T, s *valkeytest.Server, c command) valkey.ValkeyResult {
+	t.Helper()
+	cl := newClient(t, s, "")
+	defer cl.Close()
+	return as(t, cl, c)
+}
+
+// memoryHeld is what a server holds at one moment.
+type memoryHeld struct {
+	goInuse, goLive int64 // INFO emq: emq_go_heap_inuse_bytes, emq_go_heap_live_bytes
+	rss             int64 // the server process's resident set
+}
+
+// settledMemory frees the data set and hands the allocator's free pages
+// back, so that what remains is the server and the module, and reads it.
+func settledMemory(t *testing.T, s *valkeytest.Server) memoryHeld {
+	t.Helper()
+	ok(t, s, "FLUSHALL", "SYNC")
+	ok(t, s, "MEMORY", "PURGE")
+	time.Sleep(200 * time.Millisecond) // clientsCron shrinks idle clients' buffers every 100 ms
+	ok(t, s, "MEMORY", "PURGE")
+	info := s.Info("emq")
+	h := memoryHeld{goInuse: valkeytest.InfoInt(info, "emq_go_heap_inuse_bytes"),
+		goLive: valkeytest.InfoInt(info, "emq_go_heap_live_bytes"), rss: residentSet(t, s)}
+	require.Positive(t, h.goInuse, "INFO emq")
+	return h
+}
+
+// residentSet reads the server process's resident set from /proc.
+func residentSet(t *testing.T, s *valkeytest.Server) int64 {
+	t.Helper()
+	pid := s.InfoField("server", "process_id")
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, found := strings.CutPrefix(line, "VmRSS:"); found {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
+			require.NoError(t, err, line)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS for process %s", pid)
+	return 0
+}
