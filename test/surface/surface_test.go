@@ -4,6 +4,7 @@
 package surface
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/host"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/registry"
@@ -157,13 +160,53 @@ func assertArgs(t *testing.T, want []host.ArgSpec, got valkey.ValkeyMessage) {
 			require.NoError(t, err)
 			assert.Equal(t, int64(0), n, "%s refers to the key spec", w.Name)
 		}
-		if w.Multiple {
-			assert.Contains(t, strs(t, a["flags"]), "multiple", w.Name)
-		}
+		assert.Equal(t, w.Multiple, slices.Contains(argFlags(t, a), "multiple"), "%s may repeat", w.Name)
 		if len(w.Sub) > 0 {
 			assertArgs(t, w.Sub, a["arguments"])
 		}
 	}
+}
+
+// argFlags returns the flags of a documented argument; none when COMMAND
+// DOCS leaves them out.
+func argFlags(t *testing.T, arg map[string]valkey.ValkeyMessage) []string {
+	t.Helper()
+	f, ok := arg["flags"]
+	if !ok {
+		return nil
+	}
+	return strs(t, f)
+}
+
+// docArg returns the documented argument name of a verb.
+func docArg(t *testing.T, s *valkeytest.Server, verb, name string) map[string]valkey.ValkeyMessage {
+	t.Helper()
+	docs, err := s.Do("COMMAND", "DOCS", verb).AsMap()
+	require.NoError(t, err)
+	for _, d := range docs {
+		argv := asMap(t, d)["arguments"]
+		args, err := argv.ToArray()
+		require.NoError(t, err)
+		for _, a := range args {
+			if arg := asMap(t, a); mustString(t, arg["name"]) == name {
+				return arg
+			}
+		}
+	}
+	require.FailNow(t, verb+" documents no argument "+name)
+	return nil
+}
+
+// What valkey-cli's hints show: a batch repeats its entries, an envelope is
+// one entry.
+func TestCommandDocsHintOneEntryForPublish(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	t.Run("EMQ.PUBLISH's entry is not multiple", func(t *testing.T) {
+		assert.NotContains(t, argFlags(t, docArg(t, s, "EMQ.PUBLISH", "entry")), "multiple")
+	})
+	t.Run("EMQ.APPEND's entry is multiple", func(t *testing.T) {
+		assert.Contains(t, argFlags(t, docArg(t, s, "EMQ.APPEND", "entry")), "multiple")
+	})
 }
 
 func TestGetKeys(t *testing.T) {
@@ -266,6 +309,23 @@ func TestInfoCountsEveryCall(t *testing.T) {
 		was := emqInfo(t, s)["emq_refused_wrongtype"]
 		require.ErrorContains(t, s.Do("EMQ.FAILURES.INCR", "1", fail, "1000").Error(), "WRONGTYPE")
 		assert.Equal(t, was+1, emqInfo(t, s)["emq_refused_wrongtype"])
+	})
+	t.Run("every verb, refusal code and event has its fields", func(t *testing.T) {
+		info := emqInfo(t, s)
+		var want []string
+		for _, r := range registry.Rows() {
+			name := strings.ReplaceAll(strings.TrimPrefix(strings.ToLower(r.Name), "emq."), ".", "_")
+			want = append(want, "emq_calls_"+name, "emq_ok_"+name, "emq_refused_"+name)
+		}
+		for _, code := range emqerrors.Codes {
+			want = append(want, "emq_refused_"+strings.ToLower(code.String()))
+		}
+		for _, e := range emq.EventNames {
+			want = append(want, "emq_"+e)
+		}
+		for _, f := range want {
+			assert.Contains(t, info, f)
+		}
 	})
 	t.Run("Go runtime figures are there", func(t *testing.T) {
 		info := emqInfo(t, s)
