@@ -52,7 +52,7 @@ func Load(m *host.Module) error {
 			return err
 		}
 	}
-	return m.OnInfo(stats.info)
+	return m.OnInfo(func(in host.Info) { stats.info(in) })
 }
 
 // serve turns a verb into the handler of its command.

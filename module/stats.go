@@ -42,8 +42,16 @@ func (s *moduleStats) count(p *emq.Plan) {
 	}
 }
 
+// infoWriter takes INFO emq's fields: host.Info when the server asks.
+type infoWriter interface {
+	Section(name string)
+	Int(field string, v int64)
+}
+
+var _ infoWriter = host.Info{}
+
 // info adds the counters to INFO emq.
-func (s *moduleStats) info(in host.Info) {
+func (s *moduleStats) info(in infoWriter) {
 	in.Section("")
 	var refusedByCode [emqerrors.NumCodes]int64
 	for i := range s.verbs {
