@@ -25,7 +25,9 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 	ok(t, s, "ACL", "SETUSER", "tagged", "on", "nopass", "+@emq", "~emq:{a}:*")
 	ok(t, s, "ACL", "SETUSER", "nowrite", "on", "nopass", "+@all", "-@write", "~*")
 	ok(t, s, "ACL", "SETUSER", "fast", "on", "nopass", "+@fast", "~*")
+	ok(t, s, "ACL", "SETUSER", "reader", "on", "nopass", "+@read", "~*")
 	tagged, nowrite, fast := newClient(t, s, "tagged"), newClient(t, s, "nowrite"), newClient(t, s, "fast")
+	reader := newClient(t, s, "reader")
 
 	t.Run("+@emq with a key pattern allows every verb on its keys", func(t *testing.T) {
 		calls, _ := oneOfEach(m, "a")
@@ -66,6 +68,15 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 				assert.Empty(t, got, c.String())
 			}
 		}
+	})
+
+	t.Run("+@read allows EMQ.CAPS and no write verb", func(t *testing.T) {
+		assert.NoError(t, as(t, reader, caps).Error(), "a reader asks what the node serves")
+		calls, written := oneOfEach(m, "r")
+		for _, c := range calls {
+			assert.True(t, strings.HasPrefix(errorText(as(t, reader, c)), "NOPERM "), c.String())
+		}
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
 	})
 
 	t.Run("a numkeys that lies never reaches a key outside the pattern", func(t *testing.T) {

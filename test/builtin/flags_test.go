@@ -65,3 +65,38 @@ func TestWriteFlagHoldsVerbsWhereBuiltinWritesAreHeld(t *testing.T) {
 		assert.Equal(t, int64(len(written)), n)
 	})
 }
+
+// EMQ.CAPS is how a client learns what a node serves, so it answers where a
+// read is refused: on a replica that lost its primary and serves no stale
+// data, and while the server loads its data set.
+func TestCapsAnswersWhereReadsAreRefused(t *testing.T) {
+	t.Run("on a replica whose link is down, with replica-serve-stale-data no", func(t *testing.T) {
+		p := start(t, valkeytest.Options{})
+		r := valkeytest.StartReplica(t, p, valkeytest.Options{Config: []string{"replica-serve-stale-data", "no"}})
+		noModuleWarnings(t, r)
+		p.Stop()
+		eventually(t, 10*time.Second, "the replica to see its link down", func() bool {
+			return r.InfoField("replication", "master_link_status") == "down"
+		})
+		got := errorText(r.Do("GET", "k"))
+		require.True(t, strings.HasPrefix(got, "MASTERDOWN "), "a read on the stale replica: %q", got)
+		assert.NoError(t, r.Do(caps.argv()...).Error())
+	})
+
+	t.Run("while the server loads its data set", func(t *testing.T) {
+		s := start(t, valkeytest.Options{})
+		ok(t, s, "DEBUG", "POPULATE", "20000")
+		// slow enough to be caught loading, answering clients every KB
+		ok(t, s, "CONFIG", "SET", "key-load-delay", "20")
+		ok(t, s, "CONFIG", "SET", "loading-process-events-interval-bytes", "1024")
+		reloaded := make(chan error, 1)
+		cl := newClient(t, s, "")
+		go func() { reloaded <- cl.Do(context.Background(), cl.B().Arbitrary("DEBUG", "RELOAD").Build()).Error() }()
+		eventually(t, 10*time.Second, "the server to be loading", func() bool {
+			return strings.HasPrefix(errorText(s.Do("GET", "k")), "LOADING ")
+		})
+		assert.NoError(t, s.Do(caps.argv()...).Error())
+		assert.True(t, strings.HasPrefix(errorText(s.Do("GET", "k")), "LOADING "), "still loading after EMQ.CAPS")
+		require.NoError(t, <-reloaded)
+	})
+}
