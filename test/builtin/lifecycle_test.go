@@ -56,8 +56,7 @@ func TestASecondModuleLoadIsRefusedAndTheServerKeepsRunning(t *testing.T) {
 	assert.Contains(t, s.Log(), "a module named emq is loaded already")
 	assert.Equal(t, "PONG", str(t, s, "PING"))
 	assert.Equal(t, 1, modulesNamed(t, s, "emq"))
-	// What the verbs do after this is TestVerbsSurviveARefusedSecondLoad
-	// (build tag emqbug).
+	// What the verbs do after this is TestVerbsSurviveARefusedSecondLoad.
 }
 
 // modulesNamed counts the modules MODULE LIST shows under name.

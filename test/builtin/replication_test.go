@@ -83,8 +83,9 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 }
 
 // sameEncodings checks that every key of the given types in a's database 0
-// has in b the OBJECT ENCODING it has in a. (Strings differ: see
-// TestFailureCountsKeepTheEncodingOfINCR, build tag emqbug.)
+// has in b the OBJECT ENCODING it has in a. (Strings differ, as
+// docs/commands.md states: see test/verbs'
+// TestFailureCountEncodingIsAsDocumented.)
 func sameEncodings(t *testing.T, a, b *valkeytest.Server, types ...string) {
 	t.Helper()
 	differ := map[string]string{}

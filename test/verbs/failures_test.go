@@ -201,3 +201,51 @@ func TestFailuresIncrRefusals(t *testing.T) {
 	}
 	runRefusals(t, s, [][]string{{"SET", keys.Fail("t", subID, "MSG0018f2a4c1e00009"), "3", "PX", "100000"}}, cases)
 }
+
+// How a count is held, as docs/commands.md states it: the verb stores the
+// count as a plain string in place, so OBJECT ENCODING says raw where INCR
+// would say int, while a replica, which receives SET, says int; value, TTL
+// and digest are the same. Reading a count turns an int or embstr string
+// into a raw one, even when the call is then refused with EMQCOUNT; nothing
+// else about the key changes.
+func TestFailureCountEncodingIsAsDocumented(t *testing.T) {
+	p := valkeytest.Start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true})
+	encoding := func(s *valkeytest.Server, key string) string {
+		e, err := s.Do("OBJECT", "ENCODING", key).ToString()
+		require.NoError(t, err)
+		return e
+	}
+
+	t.Run("a stored count is raw here and int on the replica, the same count with the same expiry", func(t *testing.T) {
+		flush(t, p)
+		must(t, p, incr(failKey, "60000")...)
+		must(t, p, incr(failKey, "60000")...)
+		valkeytest.WaitReplicated(t, p, r)
+		require.Equal(t, "raw", encoding(p, failKey))
+		require.Equal(t, "int", encoding(r, failKey))
+		for _, cmd := range [][]string{{"GET", failKey}, {"PEXPIRETIME", failKey}, {"DEBUG", "DIGEST"}} {
+			want, err := p.Do(cmd...).ToAny()
+			require.NoError(t, err)
+			got, err := r.Do(cmd...).ToAny()
+			require.NoError(t, err)
+			require.Equal(t, want, got, "%q", cmd)
+		}
+	})
+
+	refused := []struct{ name, stored, encoding string }{
+		{"an embstr count refused with EMQCOUNT becomes raw, nothing else changes", "abc", "embstr"},
+		{"an int count at int64 max refused with EMQCOUNT becomes raw, nothing else changes", "9223372036854775807", "int"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, p)
+			must(t, p, "SET", failKey, c.stored, "PX", "100000")
+			require.Equal(t, c.encoding, encoding(p, failKey))
+			before := snapshot(t, p)
+			require.ErrorContains(t, p.Do(incr(failKey, "1000")...).Error(), "EMQCOUNT")
+			require.Equal(t, "raw", encoding(p, failKey))
+			require.Equal(t, before, snapshot(t, p), "value, expiry and digest are unchanged")
+		})
+	}
+}
