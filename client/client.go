@@ -26,8 +26,8 @@ const (
 const DefaultRecheck = time.Minute
 
 // Client calls the EMQ verbs through a valkey-go client: natively on nodes
-// whose EMQ.CAPS lists the verb, and through the seed's compositions on
-// nodes that do not serve it. It is safe for concurrent use.
+// whose EMQ.CAPS lists the verb, and through the compositions the verbs
+// replace on nodes that do not serve it. It is safe for concurrent use.
 type Client struct {
 	vk       valkey.Client
 	nodes    *nodes
@@ -104,7 +104,7 @@ func unknownCommand(err error) bool {
 	return ok && strings.HasPrefix(verr.Error(), "unknown command")
 }
 
-// refusal turns an error reply whose first word is a refusal code (SPEC §4)
+// refusal turns an error reply whose first word is a refusal code
 // into a *errors.Refusal, so errors.Is(err, errors.Kind) works; other errors
 // are returned unchanged.
 func refusal(err error) error {

@@ -187,7 +187,7 @@ func TestVerbs(t *testing.T) {
 			if n.native {
 				assert.Zero(t, exists, "a refused enqueue writes nothing")
 			} else {
-				assert.Equal(t, int64(1), exists, "the seed's script has written the row when ZADD fails")
+				assert.Equal(t, int64(1), exists, "AdmitScript has written the row when ZADD fails")
 			}
 		}},
 		{"enqueue onto a job key of another type is WRONGTYPE natively, a duplicate on fallback", func(t *testing.T, n node, q string) {
@@ -198,7 +198,7 @@ func TestVerbs(t *testing.T) {
 				requireRefusal(t, err, emqerrors.WrongType)
 			} else {
 				require.NoError(t, err)
-				assert.False(t, ok, "the seed's script asks EXISTS, not the type")
+				assert.False(t, ok, "AdmitScript asks EXISTS, not the type")
 			}
 			assert.Zero(t, integer(t, n.s, "EXISTS", keys.Pending(q)))
 		}},
@@ -362,7 +362,7 @@ func TestRefusalsBeforeSending(t *testing.T) {
 
 // TestVerbsRunNativelyWhereServed: on the module's node every verb is the
 // native one (the module counts it); on a plain node the client runs the
-// seed's scripts and XADD.
+// fallback's scripts and XADD.
 func TestVerbsRunNativelyWhereServed(t *testing.T) {
 	m, err := ids.NewMinter(3)
 	require.NoError(t, err)
@@ -389,7 +389,7 @@ func TestVerbsRunNativelyWhereServed(t *testing.T) {
 			}
 			scripts, err := n.s.Do("SCRIPT", "EXISTS", sha1hex(AdmitScript), sha1hex(FailuresIncrScript)).AsIntSlice()
 			require.NoError(t, err)
-			assert.Equal(t, []int64{1, 1}, scripts, "the fallback ran the seed's scripts")
+			assert.Equal(t, []int64{1, 1}, scripts, "the fallback ran its scripts")
 		})
 	}
 }
@@ -437,7 +437,7 @@ func TestNodeThatLoadsTheModuleIsUsedNativelyAfterRecheck(t *testing.T) {
 	assert.Equal(t, "1", s.InfoField("emq", "emq_calls_enqueue"))
 }
 
-// TestScriptAndVerbRefuseANonJobIDAlike: the seed's admission script and
+// TestScriptAndVerbRefuseANonJobIDAlike: the admission script and
 // EMQ.ENQUEUE give the same reply text to an id that is not a JOB id, the
 // text clients match on.
 func TestScriptAndVerbRefuseANonJobIDAlike(t *testing.T) {

@@ -25,23 +25,24 @@
 // # Refusals
 //
 // A refusal is a [*errors.Refusal] (package github.com/echomq/emq/errors)
-// carrying the code of SPEC §4, so callers match with the standard library:
+// carrying a code of docs/commands.md's refusals, so callers match with the
+// standard library:
 //
 //	if errors.Is(err, emqerrors.Kind) { … }
 //
 // Before sending, the client runs the module's own argument checks on the
-// command ([emq.Check]: shape, key layouts, id namespaces, agreement,
-// envelope) and the order within a batch, so those refusals are the same on
-// every node, fallback or not, and nothing is written. Refusals only the
-// server can decide (WRONGTYPE, a stream's top, a stored count) come back
-// from the server, parsed by their first word.
+// command ([emq.Verb.CheckCall]: shape, key layouts, id namespaces,
+// agreement, envelope) and the order within a batch, so those refusals are
+// the same on every node, fallback or not, and nothing is written.
+// Refusals only the server can decide (WRONGTYPE, a stream's top, a stored
+// count) come back from the server, parsed by their first word.
 //
 // # Native or fallback, per node
 //
 // Before a verb's first call on a node the client asks that node EMQ.CAPS
 // and uses the verb natively when its token is listed. A node without the
-// module answers "unknown command"; there the client runs the seed's
-// composition:
+// module answers "unknown command"; there the client runs the composition
+// the verb replaces:
 //
 //   - Enqueue: EVALSHA of [AdmitScript].
 //   - Append and Publish: one XADD per entry,

@@ -1,7 +1,7 @@
 package client
 
-// AdmitScript is the seed's admission of a job, the composition EMQ.ENQUEUE
-// replaces. Run it with EVAL/EVALSHA:
+// AdmitScript is the admission of a job as a queue library scripts it, the
+// composition EMQ.ENQUEUE replaces. Run it with EVAL/EVALSHA:
 //
 //	KEYS[1] the job key     emq:{<queue>}:job:<JOB id>
 //	KEYS[2] the pending set emq:{<queue>}:pending
@@ -27,8 +27,8 @@ redis.call('ZADD', KEYS[2], 0, ARGV[1])
 return 1
 `
 
-// FailuresIncrScript is the seed's failure count, the composition
-// EMQ.FAILURES.INCR replaces. Run it with EVAL/EVALSHA:
+// FailuresIncrScript is the failure count as a queue library scripts it,
+// the composition EMQ.FAILURES.INCR replaces. Run it with EVAL/EVALSHA:
 //
 //	KEYS[1] the failure key emq:{<topic>}:fail:<SUB id>:<MSG id>
 //	ARGV[1] the TTL in milliseconds, a positive integer

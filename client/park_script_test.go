@@ -76,8 +76,8 @@ func (p parking) pending() int64 {
 	return n
 }
 
-// TestParkScript: each rule of SPEC §9 and DECISIONS holds for the park
-// script on a server without the module.
+// TestParkScript: each rule of the park holds for the park script on a
+// server without the module.
 func TestParkScript(t *testing.T) {
 	s, m := moduleless(t)
 	tests := []struct {
@@ -215,7 +215,7 @@ func TestParkScriptReadsTheCountAsINCRDoes(t *testing.T) {
 }
 
 // TestParkScriptMapsEVTIdsExactly: the stream ID the script computes from
-// an EVT id is the Go one (SPEC §1) at the ends of the id space too.
+// an EVT id is the Go one (docs/ids.md) at the ends of the id space too.
 func TestParkScriptMapsEVTIdsExactly(t *testing.T) {
 	s, m := moduleless(t)
 	for i, parts := range []struct {

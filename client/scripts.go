@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The scripts of the job lifecycle (SPEC §8) and the park (SPEC §9): each
+// The scripts of the job lifecycle and the park, one per verb: each
 // does, in one server turn, what its verb does for arguments the verb's own
 // checks accept — the same writes, the same reply, the same refusals for
 // what only the stored data decides (WRONGTYPE, EMQNOJOB, EMQLEASE,

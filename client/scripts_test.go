@@ -195,8 +195,8 @@ const (
 	notDead   = "EMQSTATE the job is not dead"
 )
 
-// TestLifecycleScripts: each rule of SPEC §8 and DECISIONS holds for the
-// verb scripts on a server without the module.
+// TestLifecycleScripts: each rule of the job lifecycle's verbs holds for
+// the verb scripts on a server without the module.
 func TestLifecycleScripts(t *testing.T) {
 	runQueueCases(t, []queueCase{
 		{"a job lives its whole life: claim, fail with backoff, promotion when due, claim again, ack keeping the row", func(t *testing.T, q queue) {

@@ -1,6 +1,7 @@
 // Package emq holds the EchoMQ verbs: each one parses its arguments, checks
-// every rule of SPEC §3 and §4, reads what it must from the keyspace and
-// returns a [Plan] — the built-in writes that carry its effect, in order.
+// every rule docs/commands.md states for it, reads what it must from the
+// keyspace and returns a [Plan] — the built-in writes that carry its effect,
+// in order.
 //
 // A verb reads top to bottom as one pipeline:
 //

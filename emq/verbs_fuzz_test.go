@@ -96,11 +96,11 @@ func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRang
 // keyType reads a fuzzed byte as one of the key types.
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
-// specCodes are the refusal codes of SPEC §4; errors.Internal is none.
+// specCodes are the refusal codes of docs/commands.md; errors.Internal is none.
 var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order}
 
 // call runs verb on args against s and checks what holds for every verb:
-// a refusal carries a SPEC §4 code first in its text and wrote nothing, and
+// a refusal carries a documented code first in its text and wrote nothing, and
 // one decided from the arguments alone read no key — and is Check's verdict
 // to the letter, while Check passes every call the verb took past its
 // arguments; an acceptance applied its plan once. It returns the refusal, or
@@ -193,8 +193,9 @@ func FuzzParseInt(f *testing.F) {
 	})
 }
 
-// FuzzEnqueue: EMQ.ENQUEUE accepts exactly the calls SPEC §3 admits, and
-// then plans the job row and its pending entry, or nothing for a duplicate.
+// FuzzEnqueue: EMQ.ENQUEUE accepts exactly the calls docs/commands.md admits,
+// and then plans the job row and its pending entry, or nothing for a
+// duplicate.
 func FuzzEnqueue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, id, payload string, jobType, pendingType byte) {
 		args := []string{"EMQ.ENQUEUE", numkeys, jobKey, pendingKey, id, payload}
@@ -208,7 +209,7 @@ func FuzzEnqueue(f *testing.F) {
 		argsOK := numkeys == "2" && jobOK && pendingOK && idOK &&
 			bytes.Equal(queue, pendingQueue) && string(keyID) == id
 		typesOK := (s.types[0] == Empty || s.types[0] == Hash) && (s.types[1] == Empty || s.types[1] == ZSet)
-		require.Equal(t, argsOK && typesOK, code == 0, "accepted exactly when SPEC §3 admits the call (refusal %s)", code)
+		require.Equal(t, argsOK && typesOK, code == 0, "accepted exactly when docs/commands.md admits the call (refusal %s)", code)
 
 		switch code {
 		case 0:
@@ -417,15 +418,16 @@ func FuzzPublish(f *testing.F) {
 	})
 }
 
-// FuzzFailuresIncr: EMQ.FAILURES.INCR accepts exactly the calls SPEC §3
-// admits, and then plans one SET of the next count with its absolute expiry.
+// FuzzFailuresIncr: EMQ.FAILURES.INCR accepts exactly the calls
+// docs/commands.md admits, and then plans one SET of the next count with its
+// absolute expiry.
 func FuzzFailuresIncr(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, key, ttl, value string, keyTypeByte byte, now int64) {
 		args := []string{"EMQ.FAILURES.INCR", numkeys, key, ttl}
 		s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
 		code := codeOf(call(t, FailuresIncr, args, s, Limits{}))
 
-		// The expiry SPEC §3 asks for, in exact arithmetic.
+		// The expiry docs/commands.md asks for, in exact arithmetic.
 		ttlMs, _ := ParseInt([]byte(ttl))
 		at := new(big.Int).Add(big.NewInt(ttlMs), big.NewInt(999))
 		at.Quo(at, big.NewInt(1000)).Mul(at, big.NewInt(1000)).Add(at, big.NewInt(s.now))
@@ -440,7 +442,7 @@ func FuzzFailuresIncr(f *testing.F) {
 			count, stored = ParseInt(s.value)
 			stored = stored && count < math.MaxInt64
 		}
-		require.Equal(t, argsOK && stored, code == 0, "accepted exactly when SPEC §3 admits the call (refusal %s)", code)
+		require.Equal(t, argsOK && stored, code == 0, "accepted exactly when docs/commands.md admits the call (refusal %s)", code)
 
 		switch code {
 		case 0:

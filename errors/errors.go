@@ -1,9 +1,10 @@
 // Package errors holds the EchoMQ refusal codes and builds their reply text.
 //
 // A refusal is an error reply whose first word is a code a client can match
-// on (SPEC §4). The verbs decide refusals as values of [*Refusal]; the host
-// turns one into the wire text with [Refusal.Error], in one place. Client
-// code matches with the standard library: errors.Is(err, errors.Kind).
+// on (docs/commands.md, Refusals). The verbs decide refusals as values of
+// [*Refusal]; the host turns one into the wire text with [Refusal.Error], in
+// one place. Client code matches with the standard library:
+// errors.Is(err, errors.Kind).
 package errors
 
 import (
@@ -14,7 +15,7 @@ import (
 // Code is the first word of a refusal.
 type Code uint8
 
-// The refusal codes, in the order SPEC §4 checks them.
+// The refusal codes, in the order docs/commands.md checks them.
 const (
 	// Shape: the arguments do not have the verb's shape.
 	Shape Code = iota + 1

@@ -12,7 +12,7 @@ import (
 
 var namespaces = []ids.Namespace{ids.Job, ids.Msg, ids.Evt, ids.Sub}
 
-// wellFormed is SPEC §1's definition of an id of namespace ns, read with
+// wellFormed is docs/ids.md's definition of an id of namespace ns, read with
 // strconv rather than the package's own parser: 19 bytes, the namespace,
 // 16 lowercase hex digits, bit 63 clear.
 func wellFormed(ns ids.Namespace, b []byte) bool {
@@ -27,14 +27,14 @@ func wellFormed(ns ids.Namespace, b []byte) bool {
 	return err == nil && v>>63 == 0
 }
 
-// FuzzParse: Parse accepts exactly SPEC §1's ids, an accepted id prints
+// FuzzParse: Parse accepts exactly docs/ids.md's ids, an accepted id prints
 // back as its input, rebuilds from its fields, and belongs to one namespace.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		accepted := 0
 		for _, ns := range namespaces {
 			id, ok := ids.Parse(ns, b)
-			require.Equal(t, wellFormed(ns, b), ok, "Parse(%s, %q) decides as SPEC §1", ns, b)
+			require.Equal(t, wellFormed(ns, b), ok, "Parse(%s, %q) decides as docs/ids.md", ns, b)
 			if !ok {
 				require.Zero(t, id, "a refusal returns the zero id")
 				continue
@@ -56,7 +56,7 @@ func FuzzParse(f *testing.F) {
 }
 
 // FuzzStreamIDOrder: snowflake order, byte order of the ids and order of
-// their stream IDs are one order (SPEC §1).
+// their stream IDs are one order (docs/ids.md).
 func FuzzStreamIDOrder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b uint64) {
 		x, y := ids.ID{NS: ids.Evt, Value: a &^ (1 << 63)}, ids.ID{NS: ids.Evt, Value: b &^ (1 << 63)}

@@ -71,7 +71,7 @@ if not int64(failures) then
   return redis.error_reply('EMQCOUNT value is not an integer or out of range')
 end
 
--- The EVT id's stream ID (SPEC §1), its 64-bit value read in two exact
+-- The EVT id's stream ID (docs/ids.md), its 64-bit value read in two exact
 -- 32-bit halves: ms = epoch + (v >> 22), seq = v & 0x3FFFFF.
 local high, low = tonumber(string.sub(evt, 4, 11), 16), tonumber(string.sub(evt, 12, 19), 16)
 local ms, seq = 1704067200000 + high * 1024 + math.floor(low / 4194304), low % 4194304

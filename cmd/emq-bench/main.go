@@ -1,7 +1,7 @@
 // Command emq-bench measures every EMQ verb side by side with the
-// compositions it replaces — the seed's Lua scripts, MULTI/EXEC, pipelined
-// built-ins — doing the same logical operations against a server it starts
-// itself, and reports server CPU per operation as native / composition
+// compositions it replaces — the client's fallback Lua scripts, MULTI/EXEC,
+// pipelined built-ins — doing the same logical operations against a server it
+// starts itself, and reports server CPU per operation as native / composition
 // ratios, with the project's targets marked PASS or MISS.
 //
 //	emq-bench -module build/emq.so [-out docs/PERFORMANCE.md]   full run, a few minutes

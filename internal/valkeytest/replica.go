@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// StartReplica starts a replica of primary (by default without the module,
-// as SPEC §5 requires replicas to need none) and waits until it is in sync.
+// StartReplica starts a replica of primary (by default without the module, as
+// docs/commands.md promises replicas need none) and waits until it is in
+// sync.
 func StartReplica(t testing.TB, primary *Server, opts Options) *Server {
 	t.Helper()
 	opts.Config = append(opts.Config, "replicaof", "127.0.0.1 "+strconv.Itoa(primary.Port))

@@ -84,8 +84,8 @@ func TestReplicaWithoutTheModuleAppliesEveryVerb(t *testing.T) {
 
 // sameEncodings checks that every key of the given types in a's database 0
 // has in b the OBJECT ENCODING it has in a. (Strings differ, as
-// docs/commands.md states: see test/verbs'
-// TestFailureCountEncodingIsAsDocumented.)
+// docs/commands.md states; TestFailureCountEncodingIsAsDocumented in
+// test/verbs holds them to it.)
 func sameEncodings(t *testing.T, a, b *valkeytest.Server, types ...string) {
 	t.Helper()
 	differ := map[string]string{}

@@ -93,7 +93,7 @@ func TestCreationEventsMatchTheBuiltinsTheVerbsStandFor(t *testing.T) {
 }
 
 // builtinsFor returns the built-in commands whose effects verb call c,
-// which replied r, stands for (SPEC §5).
+// which replied r, stands for (docs/commands.md).
 func builtinsFor(t *testing.T, c command, r valkey.ValkeyResult) []command {
 	t.Helper()
 	switch c.name {

@@ -8,14 +8,16 @@ import (
 	"github.com/echomq/emq/ids"
 )
 
-// moduleCodes are the first words of the module's refusals (SPEC §4).
+// moduleCodes are the first words of the module's refusals
+// (docs/commands.md's refusals).
 var moduleCodes = map[string]bool{shape: true, layout: true, kind: true, envelope: true, wrongTyp: true, count: true, order: true}
 
 // The server's own errors a call may meet before it reaches the module, and
-// the only ones accepted: the arity rule (SPEC §4's first row) for a call
-// with an argument count the command table refuses, and an unknown command
-// for a name the module does not serve. Any other ERR — above all the
-// module's "ERR emq internal error", a recovered panic — fails the run.
+// the only ones accepted: the arity rule (the first row of docs/commands.md's
+// refusals) for a call with an argument count the command table refuses, and
+// an unknown command for a name the module does not serve. Any other ERR —
+// above all the module's "ERR emq internal error", a recovered panic — fails
+// the run.
 const (
 	arityError   = "ERR wrong number of arguments for '%s' command"
 	unknownError = "ERR unknown command '"
@@ -85,7 +87,7 @@ func check(c call, r reply, counts tally) error {
 	if r.isError() {
 		code, _, _ := strings.Cut(r.text, " ")
 		if !moduleCodes[code] {
-			return fmt.Errorf("an error that is no refusal of SPEC §4: %s", r)
+			return fmt.Errorf("an error that is no refusal of docs/commands.md: %s", r)
 		}
 		return accepted(c, r)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/keys"
+	"github.com/echomq/emq/registry"
 )
 
 // class is where a call comes from.
@@ -36,7 +36,8 @@ type call struct {
 	record func() // valid: adds the call's writes to the model once its reply checked
 }
 
-// Refusal codes, as the first word of an error reply (SPEC §4).
+// Refusal codes, as the first word of an error reply (docs/commands.md's
+// refusals).
 const (
 	shape    = "EMQSHAPE"
 	layout   = "EMQLAYOUT"

@@ -50,11 +50,12 @@ func loadConfig(t *testing.T) config {
 }
 
 // TestTorture sends generated EMQ.* calls — valid, mutated from valid, and
-// garbage — from four connections at once and holds the server to SPEC:
-// every reply is the verb's success or a known refusal, refused calls leave
-// the data set's digest unchanged, every accepted valid call's data is there
-// at the end, PING answers throughout, INFO emq counts what the replies
-// said, the log holds no module warning, and memory comes back.
+// garbage — from four connections at once and holds the server to
+// docs/commands.md: every reply is the verb's success or a known refusal,
+// refused calls leave the data set's digest unchanged, every accepted valid
+// call's data is there at the end, PING answers throughout, INFO emq counts
+// what the replies said, the log holds no module warning, and memory comes
+// back.
 func TestTorture(t *testing.T) {
 	cfg := loadConfig(t)
 	t.Logf("torture: seed %d (EMQ_TORTURE_SEED=%d replays the run), %d calls", cfg.seed, cfg.seed, cfg.calls())

@@ -48,7 +48,7 @@ func TestDifferential(t *testing.T) {
 	verb := valkeytest.Start(t, valkeytest.Options{})
 	builtin := valkeytest.Start(t, valkeytest.Options{NoModule: true})
 
-	t.Run("EMQ.ENQUEUE matches the seed's admission script", func(t *testing.T) {
+	t.Run("EMQ.ENQUEUE matches the admission script", func(t *testing.T) {
 		flush(t, verb)
 		flush(t, builtin)
 		sha, err := builtin.Do("SCRIPT", "LOAD", client.AdmitScript).ToString()

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/registry"
 )
 
 // wrongType is the server's own WRONGTYPE reply, which the verbs reuse.
@@ -49,7 +49,7 @@ func newID(ns ids.Namespace, ms uint64, seq uint32) string {
 	return id.String()
 }
 
-// streamID is the stream ID an entry appended under evt gets (SPEC §1).
+// streamID is the stream ID an entry appended under evt gets (docs/ids.md).
 func streamID(evt string) string {
 	id, ok := ids.Parse(ids.Evt, []byte(evt))
 	if !ok {

@@ -13,7 +13,8 @@ import (
 
 // A failure key has exactly two id segments after fail:, and a job key one
 // after job:; an empty segment or one too many is the key's structure going
-// wrong (SPEC §4 step 2), not an id of the wrong namespace.
+// wrong (docs/commands.md's refusal step 2), not an id of the wrong
+// namespace.
 func TestKeysWithAMissingOrExtraSegmentAreLayoutRefusals(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const badFailKey = "EMQLAYOUT failure key must be emq:{<topic>}:fail:<SUB id>:<MSG id>"
