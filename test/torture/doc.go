@@ -6,7 +6,9 @@
 // It checks that every reply is the verb's success or a known refusal, that
 // refused calls change nothing, that accepted data is all there, that the
 // server keeps answering and logs no module warning, and that memory comes
-// back. The test build's EMQ.PANIC proves a panic in a handler is survived.
+// back. The test build's EMQ.PANIC proves a panic in a handler is survived,
+// and its EMQ.FAULTNEXT that a write failing part way through a plan is
+// reported, counted and logged.
 //
 // make test runs a bounded torture (about 20,000 calls); make torture sets
 // EMQ_TORTURE=full for 200,000. EMQ_TORTURE_SEED replays a run.
