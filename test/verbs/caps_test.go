@@ -23,6 +23,7 @@ var contract = []struct {
 	{"EMQ.APPEND", -5, 1, "append"},
 	{"EMQ.PUBLISH", -5, 1, "publish"},
 	{"EMQ.FAILURES.INCR", 4, 1, "failures.incr"},
+	{"EMQ.PARK", 10, 3, "park"},
 	{"EMQ.CAPS", 1, 0, ""},
 }
 
