@@ -147,9 +147,9 @@ type Plan struct {
 	Scratch []byte
 	Spans   []Span
 	Events  [NumEvents]int64
-	// buffers a verb reuses across calls, for reads and derived key names
-	fields []Ref
-	ids    []int
+	// what the lifecycle verbs gather before they plan, reused across calls
+	stalls []stall
+	moved  []candidate
 }
 
 // maxKept bounds the room a reused plan keeps between calls, so that one
@@ -167,7 +167,7 @@ func (p *Plan) Reset() {
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.stalls) > maxKept || cap(p.moved) > maxKept
 }
 
 // Bytes copies b into the plan's scratch and returns a ref to it.

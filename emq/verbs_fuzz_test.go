@@ -89,8 +89,8 @@ func (s *fakeServer) Apply(p *Plan) error {
 }
 
 // The v0.1 verbs read nothing but their declared keys.
-func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool) { s.t.Fatal("OpenDerived"); return 0, false }
-func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value { s.t.Fatal("HashGet"); return nil }
+func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool)      { s.t.Fatal("OpenDerived"); return 0, false }
+func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value       { s.t.Fatal("HashGet"); return nil }
 func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRange"); return nil }
 
 // keyType reads a fuzzed byte as one of the key types.

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
-	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/registry"
 )
 
 // wrongType is the server's own WRONGTYPE reply, which the verbs reuse.
