@@ -90,7 +90,8 @@ func park(c Call) error {
 
 	// plan: the dead-letter entry — id <EVT id>, the entry's fields but id
 	// (its first id is origin_evt, its first msg the message's), provenance
-	p.fields = append(p.fields[:0], refID, Arg(parkEvt))
+	from := len(p.Refs)
+	p.Refs = append(p.Refs, refID, Arg(parkEvt))
 	originEvt, msg := -1, -1
 	for i := 0; i+1 < len(fields); i += 2 {
 		switch string(fields[i].Bytes) {
@@ -104,7 +105,7 @@ func park(c Call) error {
 				msg = i + 1
 			}
 		}
-		p.fields = append(p.fields, fields[i].Ref, fields[i+1].Ref)
+		p.Refs = append(p.Refs, fields[i].Ref, fields[i+1].Ref)
 	}
 	if msg < 0 || !bytes.Equal(fields[msg].Bytes, pk.msg) {
 		return ErrEntryMsg
@@ -120,10 +121,10 @@ func park(c Call) error {
 	if originEvt >= 0 {
 		evt = fields[originEvt].Ref
 	}
-	p.fields = append(p.fields, refOriginStream, p.Bytes(pk.sname), refOriginID, Arg(parkEntry),
+	p.Refs = append(p.Refs, refOriginStream, p.Bytes(pk.sname), refOriginID, Arg(parkEntry),
 		refOriginEvt, evt, refGroup, Arg(parkGroup), refSub, p.Bytes(pk.sub),
 		refFailures, failures, refReason, Arg(parkReason))
-	p.write(Write{Op: XAdd, Key: 1, ID: pk.id}, p.fields...)
+	p.writeSince(Write{Op: XAdd, Key: 1, ID: pk.id}, from)
 	p.write(Write{Op: XAck, Key: 0}, Arg(parkGroup), Arg(parkEntry))
 	p.write(Write{Op: Del, Key: 2})
 	p.reply(ReplyStreamID, 0, 0)

@@ -51,6 +51,15 @@ func key(name, layout string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgKey, Summary: layout}
 }
 
+// queueSets documents a queue's set keys, by set name.
+func queueSets(sets ...string) []host.ArgSpec {
+	out := make([]host.ArgSpec, len(sets))
+	for i, set := range sets {
+		out[i] = key(set+"_key", "emq:{<queue>}:"+set)
+	}
+	return out
+}
+
 // integer documents an integer argument.
 func integer(name, summary string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgInteger, Summary: summary}
@@ -120,6 +129,86 @@ var table = []Row{
 				key("key", "emq:{<topic>}:fail:<SUB id>:<MSG id>"),
 				integer("fail_ttl_ms", "the TTL in ms, rounded up to seconds"),
 			},
+		},
+	},
+	{
+		Verb: emq.Claim,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Claims up to count jobs under a lease, after promoting due delayed jobs and requeueing stalled ones.",
+			Complexity: "O((count + B) * log(N)) where B is emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since02,
+			Args: append([]host.ArgSpec{numkeysArg}, append(queueSets("pending", "active", "delayed", "dead"),
+				integer("lease_ms", "the lease, in ms"),
+				integer("count", "the most jobs to claim, 1 to 1000"),
+				integer("max_attempts", "a job claimed this many times goes to dead instead"))...),
+		},
+	},
+	{
+		Verb: emq.Extend,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Extends the lease of a job active under the given attempt; replies the new deadline.",
+			Complexity: "O(log(N)) where N is the number of active jobs.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>"), key("active_key", "emq:{<queue>}:active"),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("lease_ms", "the new lease, from now, in ms")},
+		},
+	},
+	{
+		Verb: emq.Ack,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Acknowledges a job active under the given attempt: deletes its row, or keeps it done for keep_ms.",
+			Complexity: "O(log(N)) where N is the number of active jobs.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>"), key("active_key", "emq:{<queue>}:active"),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("keep_ms", "how long to keep the finished row; 0 deletes it")},
+		},
+	},
+	{
+		Verb: emq.Fail,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Fails a job active under the given attempt: to pending, to delayed after a backoff, or to dead.",
+			Complexity: "O(log(N)) where N is the size of the queue's sets.",
+			Since:      since02,
+			Args: append(append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "active", "delayed", "dead")...),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("backoff_ms", "0 retries now; else the job is delayed this long"),
+				integer("max_attempts", "a job with this many attempts goes to dead"),
+				host.ArgSpec{Name: "error", Type: host.ArgString, Summary: "why it failed, kept in the row"}),
+		},
+	},
+	{
+		Verb: emq.StalledCheck,
+		CommandSpec: host.CommandSpec{
+			Flags: "write", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Requeues at most limit active jobs whose lease passed; replies how many.",
+			Complexity: "O(L * log(N)) where L is the limit and N the size of the queue's sets.",
+			Since:      since02,
+			Args: append(append([]host.ArgSpec{numkeysArg}, queueSets("pending", "active")...),
+				integer("limit", "the most jobs to requeue, 1 to 100000")),
+		},
+	},
+	{
+		Verb: emq.Revive,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Brings a dead job back to pending with attempts 0.",
+			Complexity: "O(log(N)) where N is the size of the queue's sets.",
+			Since:      since02,
+			Args: append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "dead")...),
 		},
 	},
 	{

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/keys"
+	"github.com/echomq/emq/registry"
 )
 
 // plant returns the commands that put the worker's wrong-typed keys in

@@ -10,8 +10,8 @@ import (
 
 	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/registry"
 	"github.com/echomq/emq/keys"
+	"github.com/echomq/emq/registry"
 )
 
 // class is where a call comes from.
