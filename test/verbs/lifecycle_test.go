@@ -2,6 +2,8 @@ package verbs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -86,25 +88,38 @@ type claimed struct {
 // claimReply reads a CLAIM reply: the jobs, or nil for the null array.
 func claimReply(t *testing.T, r valkey.ValkeyResult) []claimed {
 	t.Helper()
+	jobs, err := parseClaim(r)
+	require.NoError(t, err)
+	return jobs
+}
+
+// parseClaim reads a CLAIM reply, refusing any other shape.
+func parseClaim(r valkey.ValkeyResult) ([]claimed, error) {
 	if valkey.IsValkeyNil(r.Error()) {
-		return nil
+		return nil, nil
 	}
 	rows, err := r.ToArray()
-	require.NoError(t, err)
-	require.NotEmpty(t, rows, "a claim of nothing replies nil, not an empty array")
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, errors.New("a claim of nothing replies nil, not an empty array")
+	}
 	out := make([]claimed, len(rows))
 	for i, row := range rows {
 		parts, err := row.ToArray()
-		require.NoError(t, err)
-		require.Len(t, parts, 3)
-		out[i].ID, err = parts[0].ToString()
-		require.NoError(t, err)
-		out[i].Attempt, err = parts[1].AsInt64()
-		require.NoError(t, err, "the attempt is an integer")
-		out[i].Payload, err = parts[2].ToString()
-		require.NoError(t, err)
+		if err != nil || len(parts) != 3 {
+			return nil, fmt.Errorf("a claimed job is [id, attempt, payload], not %v", row)
+		}
+		var errs [3]error
+		out[i].ID, errs[0] = parts[0].ToString()
+		out[i].Attempt, errs[1] = parts[1].AsInt64()
+		out[i].Payload, errs[2] = parts[2].ToString()
+		if err := errors.Join(errs[:]...); err != nil {
+			return nil, err
+		}
 	}
-	return out
+	return out, nil
 }
 
 // claimJobs sends a claim and returns what it handed out.
