@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,6 +111,9 @@ func parseClaim(r valkey.ValkeyResult) ([]claimed, error) {
 		parts, err := row.ToArray()
 		if err != nil || len(parts) != 3 {
 			return nil, fmt.Errorf("a claimed job is [id, attempt, payload], not %v", row)
+		}
+		if !parts[1].IsInt64() {
+			return nil, fmt.Errorf("the attempt is not an integer reply: %v", parts[1])
 		}
 		var errs [3]error
 		out[i].ID, errs[0] = parts[0].ToString()
@@ -294,6 +298,12 @@ func TestJobLifecycle(t *testing.T) {
 		}
 	})
 
+	t.Run("a payload comes back byte for byte", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, q.enqueue(id, allBytes())...)
+		require.Equal(t, []claimed{{id, 1, allBytes()}}, claimJobs(t, s, q.claim(longLease, 1, 5)...))
+	})
+
 	t.Run("a job without a payload field is handed out with an empty payload", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, "HSET", q.job(id), "state", "pending", "attempts", "0")
@@ -420,6 +430,7 @@ func TestJobLifecycle(t *testing.T) {
 			requireAt(t, s, q, j, "pending", 1)
 			require.Equal(t, "lease expired", row(t, s, q, j)["error"])
 		}
+		refuse(t, s, "EMQLEASE the job is not active under this attempt", q.ack(jobs[1], 1, 0)...)
 		require.Equal(t, int64(1), integer(t, s, q.stalledCheck(100000)...))
 		before := snapshot(t, s)
 		require.Equal(t, int64(0), integer(t, s, q.stalledCheck(10)...))
@@ -608,4 +619,29 @@ func TestInfoCountsEveryLifecycleEvent(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("each verb counts its calls, those that applied and those refused", func(t *testing.T) {
+		for _, v := range lifecycleVerbs(q) {
+			name := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(v.name(), "EMQ.")), ".", "_")
+			moved := counted(t, s, func() { s.Do(v.with(1, "9")...) })
+			require.Equal(t, int64(1), moved["emq_calls_"+name], name)
+			require.Equal(t, int64(1), moved["emq_refused_"+name], name)
+			require.Zero(t, moved["emq_ok_"+name], name)
+		}
+		moved := counted(t, s, func() { s.Do(q.stalledCheck(1)...) })
+		require.Equal(t, map[string]int64{"emq_calls_stalled_check": 1, "emq_ok_stalled_check": 1}, onlyVerbCounters(moved))
+	})
+}
+
+// onlyVerbCounters returns the calls_, ok_ and refused_ counters of m.
+func onlyVerbCounters(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		for _, p := range []string{"emq_calls_", "emq_ok_", "emq_refused_"} {
+			if strings.HasPrefix(k, p) {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
