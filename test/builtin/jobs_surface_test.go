@@ -283,3 +283,59 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 		assert.ElementsMatch(t, []claimedJob{{pendingJob.String(), 1}, {delayedJob.String(), 2}, {stalledJob.String(), 2}}, got)
 	})
 }
+
+func TestLifecycleVerbsHaveSPECsArityFlagsAndCategories(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	for _, v := range []struct {
+		name     string
+		arity    int64
+		flags    []string
+		category []string
+	}{ // SPEC §8, "The verbs"
+		{"EMQ.CLAIM", 9, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.EXTEND", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.ACK", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.FAIL", 11, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.STALLED.CHECK", 5, []string{"write"}, []string{"write", "slow", "emq"}},
+		{"EMQ.REVIVE", 5, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			info, err := s.Do("COMMAND", "INFO", v.name).ToArray()
+			require.NoError(t, err)
+			fields, err := info[0].ToArray()
+			require.NoError(t, err)
+			arity, err := fields[1].AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, v.arity, arity)
+			flags, err := fields[2].AsStrSlice()
+			require.NoError(t, err)
+			assert.ElementsMatch(t, append(v.flags, "module"), flags)
+			cats, err := fields[6].AsStrSlice()
+			require.NoError(t, err)
+			var want []string
+			for _, c := range v.category {
+				want = append(want, "@"+c)
+			}
+			assert.ElementsMatch(t, want, cats)
+		})
+	}
+}
+
+func TestReadOnlyReplicaRefusesTheLifecycleVerbs(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{Dir: t.TempDir()})
+	noModuleWarnings(t, r)
+	m, err := ids.NewMinter(26)
+	require.NoError(t, err)
+	setup, calls := lifecycleCalls(m, "ro")
+	for _, c := range setup {
+		ok(t, p, c.argv()...)
+	}
+	valkeytest.WaitReplicated(t, p, r)
+	before := digest(t, r)
+	for _, c := range calls {
+		got := errorText(r.Do(c.argv()...))
+		assert.True(t, strings.HasPrefix(got, "READONLY "), "%s: %q", c, got)
+	}
+	assert.Equal(t, before, digest(t, r))
+}
