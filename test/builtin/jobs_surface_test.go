@@ -320,22 +320,3 @@ func TestLifecycleVerbsHaveSPECsArityFlagsAndCategories(t *testing.T) {
 		})
 	}
 }
-
-func TestReadOnlyReplicaRefusesTheLifecycleVerbs(t *testing.T) {
-	p := start(t, valkeytest.Options{})
-	r := valkeytest.StartReplica(t, p, valkeytest.Options{Dir: t.TempDir()})
-	noModuleWarnings(t, r)
-	m, err := ids.NewMinter(26)
-	require.NoError(t, err)
-	setup, calls := lifecycleCalls(m, "ro")
-	for _, c := range setup {
-		ok(t, p, c.argv()...)
-	}
-	valkeytest.WaitReplicated(t, p, r)
-	before := digest(t, r)
-	for _, c := range calls {
-		got := errorText(r.Do(c.argv()...))
-		assert.True(t, strings.HasPrefix(got, "READONLY "), "%s: %q", c, got)
-	}
-	assert.Equal(t, before, digest(t, r))
-}

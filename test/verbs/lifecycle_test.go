@@ -470,39 +470,30 @@ func TestSweepsAreBoundedBySweepBatch(t *testing.T) {
 	}
 	card := func(set string) int64 { return integer(t, s, "ZCARD", set) }
 
-	t.Run("each claim promotes at most sweep-batch of 10,000 due delayed jobs", func(t *testing.T) {
-		flush(t, s)
-		must(t, s, "CONFIG", "SET", "emq.sweep-batch", "1000")
-		jobs := overdue(t, q.delayed, "delayed", 10_000)
-		for i := int64(1); i <= 10; i++ {
-			moved := counted(t, s, func() {
-				require.Equal(t, []claimed{{jobs[i-1], 2, jobs[i-1]}}, claimJobs(t, s, q.claim(longLease, 1, 5)...))
-			})
-			require.Equal(t, int64(1000), moved["emq_jobs_promoted"])
-			require.Equal(t, 10_000-1000*i, card(q.delayed))
-			require.Equal(t, 1000*i-i, card(q.pending))
-			require.Equal(t, i, card(q.active))
-		}
-		for _, j := range jobs[10:20] {
-			requireAt(t, s, q, j, "pending", 1)
-		}
-	})
-
-	t.Run("each claim requeues at most sweep-batch of 10,000 stalled jobs", func(t *testing.T) {
-		flush(t, s)
-		must(t, s, "CONFIG", "SET", "emq.sweep-batch", "2500")
-		jobs := overdue(t, q.active, "active", 10_000)
-		for i := int64(1); i <= 4; i++ {
-			moved := counted(t, s, func() {
-				require.Equal(t, []claimed{{jobs[i-1], 2, jobs[i-1]}}, claimJobs(t, s, q.claim(longLease, 1, 5)...))
-			})
-			require.Equal(t, int64(2500), moved["emq_stalls_requeued"])
-			require.Equal(t, 10_000-2500*i, integer(t, s, "ZCOUNT", q.active, "-inf", "1"))
-			require.Equal(t, 2500*i-i, card(q.pending))
-		}
-		requireAt(t, s, q, jobs[10], "pending", 1)
-		require.Equal(t, "lease expired", row(t, s, q, jobs[10])["error"])
-	})
+	for _, c := range []struct {
+		rule, set, state, counter, err string
+		batch                          int64
+	}{
+		{"each claim promotes at most sweep-batch of 10,000 due delayed jobs", q.delayed, "delayed", "emq_jobs_promoted", "", 1000},
+		{"each claim requeues at most sweep-batch of 10,000 stalled jobs", q.active, "active", "emq_stalls_requeued", "lease expired", 2500},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			flush(t, s)
+			must(t, s, "CONFIG", "SET", "emq.sweep-batch", itoa(c.batch))
+			jobs := overdue(t, c.set, c.state, 10_000)
+			for i := int64(1); i <= 10_000/c.batch; i++ {
+				moved := counted(t, s, func() {
+					require.Equal(t, []claimed{{jobs[i-1], 2, jobs[i-1]}}, claimJobs(t, s, q.claim(longLease, 1, 5)...))
+				})
+				require.Equal(t, c.batch, moved[c.counter])
+				require.Equal(t, 10_000-c.batch*i, integer(t, s, "ZCOUNT", c.set, "-inf", "1"), "still overdue")
+				require.Equal(t, c.batch*i-i, card(q.pending))
+				require.Equal(t, i, integer(t, s, "ZCOUNT", q.active, "2", "+inf"), "claimed")
+			}
+			requireAt(t, s, q, jobs[10], "pending", 1)
+			require.Equal(t, c.err, row(t, s, q, jobs[10])["error"])
+		})
+	}
 
 	t.Run("a claim pops at most count + sweep-batch ids from pending", func(t *testing.T) {
 		flush(t, s)
