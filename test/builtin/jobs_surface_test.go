@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -243,7 +244,8 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 	sets := queueSets(q)
 	ok(t, s, "ACL", "SETUSER", "setsonly", "on", "nopass", "+@emq", "~"+sets[0], "~"+sets[1], "~"+sets[2], "~"+sets[3])
 	ok(t, s, "ACL", "SETUSER", "queue", "on", "nopass", "+@emq", "~emq:{acl}:*")
-	setsOnly, queue := newClient(t, s, "setsonly"), newClient(t, s, "queue")
+	ok(t, s, "ACL", "SETUSER", "readrows", "on", "nopass", "+@emq", "~"+sets[0], "~"+sets[1], "~"+sets[2], "~"+sets[3], "%R~emq:{acl}:job:*")
+	setsOnly, readRows, queue := newClient(t, s, "setsonly"), newClient(t, s, "readrows"), newClient(t, s, "queue")
 
 	pendingJob, delayedJob, stalledJob := m.Mint(ids.Job), m.Mint(ids.Job), m.Mint(ids.Job)
 	ok(t, s, enqueue(q, pendingJob, "p").argv()...)
@@ -254,18 +256,21 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 
 	for _, c := range []struct {
 		rule string
+		as   valkey.Client
 		call command
 		key  string // the derived key the log names
 	}{
 		{"a user allowed the four sets but not the job rows gets NOPERM from CLAIM and the queue is unchanged",
-			claim(q, 60_000, 10, 5), keys.Job(q, delayedJob.String())},
+			setsOnly, claim(q, 60_000, 10, 5), keys.Job(q, delayedJob.String())},
 		{"so it does from STALLED.CHECK, which derives the stalled rows",
-			stalledCheck(q, 10), keys.Job(q, stalledJob.String())},
+			setsOnly, stalledCheck(q, 10), keys.Job(q, stalledJob.String())},
+		{"a user who may only read the job rows gets NOPERM from CLAIM, which writes them",
+			readRows, claim(q, 60_000, 10, 5), keys.Job(q, delayedJob.String())},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			ok(t, s, "ACL", "LOG", "RESET")
 			before := digest(t, s)
-			got := errorText(as(t, setsOnly, c.call))
+			got := errorText(as(t, c.as, c.call))
 			assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
 			assert.Equal(t, before, digest(t, s))
 			entries, err := s.Do("ACL", "LOG").ToArray()

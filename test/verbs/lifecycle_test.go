@@ -375,6 +375,25 @@ func TestJobLifecycle(t *testing.T) {
 		require.True(t, t0 <= died && died <= t1, "the dead set's score is the time it died")
 	})
 
+	t.Run("FAIL takes an empty error text, and the largest backoff; ACK the largest keep", func(t *testing.T) {
+		flush(t, s)
+		jobs := jobIDs(2)
+		for _, j := range jobs {
+			must(t, s, q.enqueue(j, "p")...)
+		}
+		claimJobs(t, s, q.claim(longLease, 2, 5)...)
+		const largest = 1 << 40
+		t0 := serverMs(t, s)
+		require.Equal(t, "delayed", text(t, s, q.fail(jobs[0], 1, largest, 5, "")...))
+		require.Equal(t, int64(1), integer(t, s, q.ack(jobs[1], 1, largest)...))
+		t1 := serverMs(t, s)
+		require.Equal(t, map[string]string{"state": "delayed", "attempts": "1", "payload": "p", "error": ""}, row(t, s, q, jobs[0]))
+		due := score(t, s, q.delayed, jobs[0])
+		require.True(t, t0+largest <= due && due <= t1+largest, "due %d not within [%d, %d]", due, t0+largest, t1+largest)
+		at := integer(t, s, "PEXPIRETIME", q.job(jobs[1]))
+		require.True(t, t0+largest <= at && at <= t1+largest, "expiry %d not within [%d, %d]", at, t0+largest, t1+largest)
+	})
+
 	t.Run("FAIL at max_attempts sends the job to dead, whatever the backoff", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.enqueue(id, "p")...)
