@@ -239,7 +239,7 @@ func TestJobLifecycle(t *testing.T) {
 		requireAt(t, s, q, id, "active", 1)
 		require.InDelta(t, (t0+t1)/2+longLease, score(t, s, q.active, id), float64(t1-t0)/2+1, "the lease deadline is now + lease_ms")
 
-		const backoff = 400
+		const backoff = 1000
 		t0 = serverMs(t, s)
 		require.Equal(t, "delayed", text(t, s, q.fail(id, 1, backoff, 5, "boom")...))
 		t1 = serverMs(t, s)
@@ -266,7 +266,7 @@ func TestJobLifecycle(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.enqueue(id, "once")...)
 		claimJobs(t, s, q.claim(longLease, 1, 5)...)
-		const keep = 300
+		const keep = 1000
 		t0 := serverMs(t, s)
 		require.Equal(t, int64(1), integer(t, s, q.ack(id, 1, keep)...))
 		t1 := serverMs(t, s)
@@ -436,13 +436,11 @@ func TestJobLifecycle(t *testing.T) {
 	t.Run("STALLED.CHECK requeues at most limit stalled jobs, oldest deadline first", func(t *testing.T) {
 		flush(t, s)
 		jobs := jobIDs(3)
-		for i, j := range jobs {
-			must(t, s, q.enqueue(j, "p")...)
-			claimJobs(t, s, q.claim(shortLease+int64(10*(2-i)), 1, 5)...) // the last claimed expires first
-		}
 		for _, j := range jobs {
-			untilServerMs(t, s, score(t, s, q.active, j))
+			must(t, s, q.enqueue(j, "p")...)
 		}
+		claimJobs(t, s, q.claim(longLease, 3, 5)...)
+		must(t, s, "ZADD", q.active, "XX", "3", jobs[0], "2", jobs[1], "1", jobs[2]) // leases long past, the last first
 		require.Equal(t, int64(2), integer(t, s, q.stalledCheck(2)...))
 		requireAt(t, s, q, jobs[0], "active", 1)
 		for _, j := range jobs[1:] {
