@@ -287,6 +287,30 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 		assert.False(t, watchAcross(t, p, c.keys[0], func() { p.Do(c.argv()...) }), "a claim of nothing aborts nothing")
 	})
 
+	t.Run("each lifecycle verb's write aborts the EXEC of a client watching a key it writes; a call that writes nothing aborts none", func(t *testing.T) {
+		setup, calls := lifecycleCalls(m, "watchjobs")
+		for _, c := range setup {
+			ok(t, p, c.argv()...)
+		}
+		job := func(c command) string { return c.keys[0] }
+		for _, w := range []struct {
+			c       command
+			key     string
+			aborted bool
+		}{
+			{calls[0], calls[0].keys[0], true},  // CLAIM: pending
+			{calls[1], calls[1].keys[1], true},  // EXTEND: active
+			{calls[2], job(calls[2]), true},     // ACK: the row
+			{calls[3], job(calls[3]), true},     // FAIL: the row
+			{calls[4], calls[4].keys[1], false}, // STALLED.CHECK: nothing stalled
+			{calls[5], job(calls[5]), true},     // REVIVE: the row
+			{calls[2], job(calls[2]), false},    // ACK again: EMQLEASE
+		} {
+			got := watchAcross(t, p, w.key, func() { p.Do(w.c.argv()...) })
+			assert.Equal(t, w.aborted, got, "%s watching %s", w.c, w.key)
+		}
+	})
+
 	t.Run("EVAL calls CLAIM and ACKs what it got", func(t *testing.T) {
 		var want []string
 		for i := 0; i < 3; i++ {
