@@ -1,5 +1,3 @@
-//go:build emqbug
-
 package verbs
 
 import (
@@ -11,11 +9,11 @@ import (
 )
 
 // An id that built-in writes left in two sets at once (pending and a due
-// delayed or stalled entry) is "taken once" by a claim (emq/claim.go), but
-// its other entry stays: in pending when the claim reached count right
-// after taking it, so the next claim hands the job out again under the
-// next attempt while the first worker still holds it. The verbs never put
-// an id in two sets; only writes outside them do.
+// delayed or stalled entry) is taken once by a claim, and leaves no entry
+// behind in pending even when the claim reaches count right after taking
+// it: the next claim must not hand the job out again while the first
+// worker still holds it. The verbs never put an id in two sets; only
+// writes outside them do.
 func TestAnIDInTwoSetsIsDeliveredOnce(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("two")
