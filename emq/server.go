@@ -61,6 +61,10 @@ type Server interface {
 	ZRange(k int, max float64, exclusive bool, limit int) []Member
 	// StreamTop returns the last generated ID of stream key k (0-0 if empty).
 	StreamTop(k int) ids.StreamID
+	// MayWait reports whether a blocking verb may keep the caller waiting
+	// rather than reply nil: not inside MULTI/EXEC, a script, or for a
+	// client that may not block.
+	MayWait() bool
 	// NowMs returns the server's clock in Unix milliseconds, read once when
 	// the command started.
 	NowMs() int64

@@ -146,6 +146,21 @@ var table = []Row{
 		},
 	},
 	{
+		Verb: emq.BClaim,
+		CommandSpec: host.CommandSpec{
+			Flags: "write blocking", ACL: "write slow blocking",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Claims as EMQ.CLAIM does; when nothing is claimable, blocks until a job is or the timeout passes.",
+			Complexity: "O((count + B) * log(N)) per turn where B is emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since02,
+			Args: append([]host.ArgSpec{numkeysArg}, append(queueSets("pending", "active", "delayed", "dead"),
+				integer("lease_ms", "the lease, in ms"),
+				integer("count", "the most jobs to claim, 1 to 1000"),
+				integer("max_attempts", "a job claimed this many times goes to dead instead"),
+				integer("timeout_ms", "how long to wait, in ms; 0 waits forever"))...),
+		},
+	},
+	{
 		Verb: emq.Extend,
 		CommandSpec: host.CommandSpec{
 			Flags: "write fast", ACL: "write fast",
