@@ -562,8 +562,10 @@ func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
 	}
 }
 
-func TestWakeUpsAndTimersReplicateToAModulelessReplica(t *testing.T) {
-	p := valkeytest.Start(t, valkeytest.Options{Config: []string{"appendonly", "yes"}})
+func TestWakeUpsAndTimersReplicateToAModulelessReplicaAndTheAOF(t *testing.T) {
+	dir := t.TempDir()
+	aof := []string{"appendonly", "yes", "appendfsync", "always"}
+	p := valkeytest.Start(t, valkeytest.Options{Dir: dir, Config: aof})
 	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true})
 	const workers, jobs = 5, 40
 	var wg sync.WaitGroup
@@ -611,6 +613,11 @@ func TestWakeUpsAndTimersReplicateToAModulelessReplica(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, d1, d2, "the replica's data differs")
 	require.NotEqual(t, strings.Repeat("0", 40), d1)
+	p.Stop()
+	replay := valkeytest.Start(t, valkeytest.Options{NoModule: true, Dir: dir, Config: aof})
+	d3, err := replay.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	require.Equal(t, d1, d3, "the AOF replays to other data")
 }
 
 // cycles is how many block → end cycles the leak test runs:
@@ -709,4 +716,33 @@ func TestBGSAVEUnderBlockedWorkers(t *testing.T) {
 		delete(want, id)
 	}
 	require.Empty(t, want)
+}
+
+func TestADemotedPrimaryUnblocksItsWorkersWithAnError(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	other := valkeytest.Start(t, valkeytest.Options{})
+	w := blockB(t, s, 1000, 0)
+	must(t, s, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	_, err := w.read()
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "UNBLOCKED "), err.Error())
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	waitInfo(t, s, "emq_timers", 0)
+}
+
+func TestAWorkerBlockedOnASlotThatMovesIsRedirected(t *testing.T) {
+	c := valkeytest.StartCluster(t, 2, 0, valkeytest.Options{})
+	slot := c.Slot(t, bq.pending)
+	src := c.Owner(t, slot)
+	dst := c.Primaries[0]
+	if dst == src {
+		dst = c.Primaries[1]
+	}
+	w := blockB(t, src, 1000, 0)
+	for _, p := range c.Primaries {
+		must(t, p, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", c.ID(t, dst))
+	}
+	_, err := w.read()
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", slot, dst.Addr))
+	waitInfo(t, src, "emq_blocked_workers", 0)
 }
