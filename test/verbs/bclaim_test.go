@@ -250,35 +250,61 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	id := jobN(7)
 	job := keys.Job("b", id)
+	// the job is claimed under a lease 100 s long: no timer serves it
+	active := func() {
+		enqueueB(t, s, 7)
+		must(t, s, claimB(100_000)...)
+	}
 	cases := []struct {
-		name string
-		make func() // makes job id claimable
+		name  string
+		setup func() // before the worker blocks
+		make  func() // makes job id claimable
 	}{
-		{"ENQUEUE", func() { enqueueB(t, s, 7) }},
-		{"FAIL with backoff 0", func() {
+		{"ENQUEUE", func() {}, func() { enqueueB(t, s, 7) }},
+		{"FAIL with backoff 0", active, func() {
 			must(t, s, "EMQ.FAIL", "5", job, bq.pending, bq.active, bq.delayed, bq.dead, "1", "0", "5", "boom")
 		}},
-		{"REVIVE", func() { must(t, s, "EMQ.REVIVE", "3", job, bq.pending, bq.dead) }},
-		{"a built-in ZADD to pending", func() { must(t, s, "ZADD", bq.pending, "0", id) }},
-		{"a ZADD from a script", func() { must(t, s, "EVAL", "return server.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id) }},
+		{"REVIVE", func() {
+			enqueueB(t, s, 7)
+			must(t, s, "EMQ.CLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead, "1000", "1", "1")
+			must(t, s, "EMQ.FAIL", "5", job, bq.pending, bq.active, bq.delayed, bq.dead, "1", "0", "1", "boom")
+		}, func() { must(t, s, "EMQ.REVIVE", "3", job, bq.pending, bq.dead) }},
+		{"STALLED.CHECK", active, func() {
+			// the lease passes behind the timer's back (ZINCRBY is no
+			// ZADD: the timer stays 100 s away), and nothing wakes
+			must(t, s, "ZINCRBY", bq.active, "-1000000", id)
+			time.Sleep(30 * time.Millisecond)
+			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+			must(t, s, "EMQ.STALLED.CHECK", "2", bq.pending, bq.active, "10")
+		}},
+		{"another claim's sweep", func() {
+			for _, n := range []int{6, 7} {
+				enqueueB(t, s, n)
+				must(t, s, claimB(100_000)...)
+				must(t, s, "EMQ.FAIL", "5", keys.Job("b", jobN(n)), bq.pending, bq.active, bq.delayed, bq.dead, "1", "100000", "5", "x")
+			}
+		}, func() {
+			for _, n := range []int{6, 7} { // due now, behind the timer's back
+				must(t, s, "ZINCRBY", bq.delayed, "-1000000", jobN(n))
+			}
+			time.Sleep(30 * time.Millisecond)
+			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+			// promotes both, claims the first and leaves the other pending
+			other, err := dial(t, s).do(claimB(1000)...)
+			require.NoError(t, err)
+			require.Equal(t, jobN(6), claimed(t, other))
+		}},
+		{"a built-in ZADD to pending", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "ZADD", bq.pending, "0", id)
+		}},
+		{"a ZADD from a script", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "EVAL", "return server.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id)
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			flush(t, s)
-			switch c.name {
-			case "ENQUEUE":
-			case "REVIVE":
-				enqueueB(t, s, 7)
-				must(t, s, "EMQ.CLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead, "1000", "1", "1")
-				must(t, s, "EMQ.FAIL", "5", job, bq.pending, bq.active, bq.delayed, bq.dead, "1", "0", "1", "boom")
-			case "a built-in ZADD to pending", "a ZADD from a script":
-				enqueueB(t, s, 7)
-				must(t, s, claimB(100_000)...)
-				must(t, s, "ZREM", bq.active, id)
-			default:
-				enqueueB(t, s, 7)
-				must(t, s, claimB(100_000)...)
-			}
+			c.setup()
 			// ids with no job row, after the job in claim order: the
 			// worker's turn drops count + sweep-batch of them and waits,
 			// so pending exists — and a key's creation, which wakes by
@@ -286,14 +312,13 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 			for i := range 200 {
 				must(t, s, "ZADD", bq.pending, "0", fmt.Sprintf("zz-%03d", i))
 			}
-			// the timers must not be what serves it
 			w := blockB(t, s, 100_000, 10_000)
 			start := time.Now()
 			c.make()
 			got, err := w.read()
 			require.NoError(t, err)
 			require.Equal(t, id, claimed(t, got))
-			require.Less(t, time.Since(start), 100*time.Millisecond)
+			require.Less(t, time.Since(start), 200*time.Millisecond)
 		})
 	}
 }
@@ -659,32 +684,33 @@ func TestBlockCyclesLeaveNothingBehind(t *testing.T) {
 			_ = d.c.Close()
 		}
 	}
-	memory := func() (used, heap, allocs int64) {
+	memory := func() (used, rss, heap, allocs int64) {
 		info := s.Info("memory")
 		e := s.Info("emq")
-		return valkeytest.InfoInt(info, "used_memory"), valkeytest.InfoInt(e, "emq_go_heap_inuse_bytes"),
-			valkeytest.InfoInt(e, "emq_go_total_allocs")
+		return valkeytest.InfoInt(info, "used_memory"), valkeytest.InfoInt(info, "used_memory_rss"),
+			valkeytest.InfoInt(e, "emq_go_heap_inuse_bytes"), valkeytest.InfoInt(e, "emq_go_total_allocs")
 	}
 	n := cycles(t)
 	for i := range min(n, 600) { // warm up: buffers, maps, the Go heap
 		round(i)
 	}
 	waitInfo(t, s, "emq_blocked_workers", 0)
-	used0, heap0, allocs0 := memory()
+	used0, rss0, heap0, allocs0 := memory()
 	for i := range n {
 		round(i)
 	}
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
-	used1, heap1, allocs1 := memory()
-	t.Logf("%d cycles: used_memory %d → %d, Go heap in use %d → %d, Go allocations %d", n, used0, used1,
-		heap0, heap1, allocs1-allocs0)
+	used1, rss1, heap1, allocs1 := memory()
+	t.Logf("%d cycles: used_memory %d → %d, RSS %d → %d, Go heap in use %d → %d, Go allocations %d", n,
+		used0, used1, rss0, rss1, heap0, heap1, allocs1-allocs0)
 	require.Less(t, used1-used0, int64(512<<10), "used_memory grew")
 	require.Less(t, heap1-heap0, int64(1<<20), "the Go heap grew")
+	require.Less(t, rss1-rss0, int64(4<<20), "RSS grew")
 }
 
-func TestBGSAVEUnderBlockedWorkers(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{})
+func TestForksUnderBlockedWorkers(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"appendonly", "yes"}})
 	const workers = 20
 	ws := make([]*conn, workers)
 	for i := range ws {
@@ -693,11 +719,18 @@ func TestBGSAVEUnderBlockedWorkers(t *testing.T) {
 	for i := range 2000 {
 		must(t, s, "HSET", "filler:"+strconv.Itoa(i), "f", strings.Repeat("x", 100))
 	}
-	must(t, s, "BGSAVE")
-	waitFor(t, "BGSAVE to finish", func() bool {
-		return s.InfoField("persistence", "rdb_bgsave_in_progress") == "0"
-	})
-	require.Equal(t, "ok", s.InfoField("persistence", "rdb_last_bgsave_status"))
+	for _, fork := range []struct{ cmd, inProgress, status string }{
+		{"BGSAVE", "rdb_bgsave_in_progress", "rdb_last_bgsave_status"},
+		{"BGREWRITEAOF", "aof_rewrite_in_progress", "aof_last_bgrewrite_status"},
+	} {
+		waitFor(t, "no fork in progress", func() bool {
+			return s.InfoField("persistence", "rdb_bgsave_in_progress") == "0" &&
+				s.InfoField("persistence", "aof_rewrite_in_progress") == "0"
+		})
+		must(t, s, fork.cmd)
+		waitFor(t, fork.cmd+" to finish", func() bool { return s.InfoField("persistence", fork.inProgress) == "0" })
+		require.Equal(t, "ok", s.InfoField("persistence", fork.status), fork.cmd)
+	}
 	require.Equal(t, int64(workers), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
 	want := map[string]bool{}
 	for i := range workers {
