@@ -214,7 +214,7 @@ extern int emq_fault_write; // test builds: the write of the next plan to fail, 
 int emq_may_block(ValkeyModuleCtx *ctx);
 int emq_selected_db(ValkeyModuleCtx *ctx);
 int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
-int emq_first_score(emq_call *c, int k, double *score);
+double emq_first_score(emq_call *c, int k);
 uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token);
 void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id);
 int emq_timer_may_sweep(ValkeyModuleCtx *ctx);

@@ -67,9 +67,12 @@ static int first_score(ValkeyModuleKey *key, double *score) {
     return 1;
 }
 
-// emq_first_score reads the lowest score of the call's sorted set key k as
-// it is now, after the call's writes.
-int emq_first_score(emq_call *c, int k, double *score) { return first_score(c->keys[k], score); }
+// emq_first_score returns the lowest score of the call's sorted set key k
+// as it is now, after the call's writes; +inf if it is empty.
+double emq_first_score(emq_call *c, int k) {
+    double score;
+    return first_score(c->keys[k], &score) ? score : 1.0 / 0.0;
+}
 
 static void fired(ValkeyModuleCtx *ctx, void *token) { emqTimerFired(ctx, (uint64_t)(uintptr_t)token); }
 

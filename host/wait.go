@@ -24,26 +24,27 @@ import (
 // primary it signals the pending set, and the woken verb sweeps. Nothing
 // here runs off the main thread.
 
-// queueID names a queue in one database.
-type queueID struct {
-	db    int
-	queue string
-}
-
 // waiter is a client kept waiting, by the number its callbacks get back.
 type waiter struct {
 	verb  int
-	queue queueID
+	queue *queueWait
 }
 
-// queueWait is a queue that clients wait on.
+// queueWait is a queue of one database that clients wait on, or waited on
+// lately: an idle queue is kept (up to maxIdleQueues of them), so that
+// waiting again on it allocates nothing.
 type queueWait struct {
+	db      int
+	name    string // the queue, its key in queues[db]
+	pending []byte // the key its clients wait on
 	waiters int
-	pending []byte     // the key they wait on
 	timer   C.uint64_t // the armed timer; 0 for none
 	token   uint64     // what the armed timer hands back
 	at      int64      // when it is due (Unix ms)
 }
+
+// maxIdleQueues bounds the queues kept with nobody waiting.
+const maxIdleQueues = 1024
 
 // WaitStats are what INFO emq shows of waiting clients.
 type WaitStats struct {
@@ -57,8 +58,9 @@ type WaitStats struct {
 
 var (
 	waiters    map[uint64]waiter
-	queues     map[queueID]*queueWait
-	timers     map[uint64]queueID // by token
+	queues     map[int]map[string]*queueWait // by database, then queue
+	idle       int                           // queues kept with nobody waiting
+	timers     map[uint64]*queueWait         // by token
 	lastWaiter uint64
 	lastToken  uint64
 	waitStats  WaitStats
@@ -66,8 +68,8 @@ var (
 
 // resetWaits starts a load with nobody waiting.
 func resetWaits() {
-	waiters, queues, timers = map[uint64]waiter{}, map[queueID]*queueWait{}, map[uint64]queueID{}
-	lastWaiter, lastToken, waitStats = 0, 0, WaitStats{}
+	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
+	idle, lastWaiter, lastToken, waitStats = 0, 0, 0, WaitStats{}
 	C.emq_queues_waited = 0
 }
 
@@ -76,6 +78,51 @@ func Waits() WaitStats {
 	s := waitStats
 	s.Waiting, s.Timers = int64(len(waiters)), int64(len(timers))
 	return s
+}
+
+// lookupQueue returns the queue of database db, nil if none is kept.
+func lookupQueue(db int, queue []byte) *queueWait { return queues[db][string(queue)] }
+
+// join adds a waiter to the queue of database db whose clients wait on
+// pending, keeping it from now on if it was not.
+func join(db int, queue, pending []byte) *queueWait {
+	q := lookupQueue(db, queue)
+	switch {
+	case q == nil:
+		q = &queueWait{db: db, name: string(queue), pending: append([]byte(nil), pending...)}
+		if queues[db] == nil {
+			queues[db] = map[string]*queueWait{}
+		}
+		queues[db][q.name] = q
+	case q.waiters == 0:
+		idle--
+	}
+	if q.waiters++; q.waiters == 1 {
+		C.emq_queues_waited++
+	}
+	return q
+}
+
+// leave removes a waiter from q; the last one stops its timer, and q is
+// forgotten when too many queues are idle.
+func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
+	if q.waiters--; q.waiters > 0 {
+		return
+	}
+	C.emq_queues_waited--
+	if q.timer != 0 {
+		C.emq_stop_timer(ctx, q.timer)
+		delete(timers, q.token)
+		q.timer, q.token = 0, 0
+	}
+	if idle < maxIdleQueues {
+		idle++
+		return
+	}
+	delete(queues[q.db], q.name)
+	if len(queues[q.db]) == 0 {
+		delete(queues, q.db)
+	}
 }
 
 // SubscribeQueues makes every ZADD to a queue's pending set wake the
@@ -107,40 +154,28 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		}
 		return
 	}
-	var id queueID
+	var q *queueWait
 	if c.waiter != 0 {
 		waitStats.WakeupsIdle++
-		id = waiters[uint64(c.waiter)].queue
+		q = waiters[uint64(c.waiter)].queue
 	} else {
-		id = queueID{db: int(C.emq_selected_db(c.ctx)), queue: string(w.Queue)}
 		lastWaiter++
 		if C.emq_block((*C.emq_call)(c), C.int(w.On), C.longlong(w.TimeoutMs), C.uint64_t(lastWaiter)) != 0 {
 			C.emq_reply_null_array((*C.emq_call)(c))
 			return
 		}
-		waiters[lastWaiter] = waiter{verb: verb, queue: id}
-		q := queues[id]
-		if q == nil {
-			q = &queueWait{pending: append([]byte(nil), args[2+w.On]...)}
-			queues[id] = q
-			C.emq_queues_waited = C.int(len(queues))
-		}
-		q.waiters++
-	}
-	q := queues[id]
-	if q == nil {
-		return
+		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
+		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
 	for _, k := range w.Due {
-		var score C.double
-		if C.emq_first_score((*C.emq_call)(c), C.int(k), &score) != 0 {
-			arm(c.ctx, id, q, float64(score))
+		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
+			arm(c.ctx, q, score)
 		}
 	}
 }
 
 // arm makes q's timer due at score (Unix ms) unless it is due sooner.
-func arm(ctx *C.ValkeyModuleCtx, id queueID, q *queueWait, score float64) {
+func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
 	at := int64(math.Ceil(math.Min(score, math.MaxInt64/2)))
 	if q.timer != 0 && q.at <= at {
 		return
@@ -154,7 +189,7 @@ func arm(ctx *C.ValkeyModuleCtx, id queueID, q *queueWait, score float64) {
 	lastToken++
 	q.timer = C.emq_create_timer(ctx, C.longlong(period), C.uint64_t(lastToken))
 	q.token, q.at = lastToken, at
-	timers[lastToken] = id
+	timers[lastToken] = q
 }
 
 // retryMs is how soon a timer that fired where it may not sweep (a replica,
@@ -163,16 +198,15 @@ const retryMs = 100
 
 //export emqTimerFired
 func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
-	id, ok := timers[uint64(token)]
+	q := timers[uint64(token)]
 	delete(timers, uint64(token))
-	q := queues[id]
-	if !ok || q == nil || q.token != uint64(token) {
+	if q == nil || q.token != uint64(token) {
 		return
 	}
 	q.timer, q.token = 0, 0
 	waitStats.TimersFired++
 	if C.emq_timer_may_sweep(ctx) == 0 {
-		arm(ctx, id, q, float64(int64(C.emq_now_ms())+retryMs))
+		arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs))
 		return
 	}
 	C.emq_signal_ready(ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
@@ -188,19 +222,7 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 		return
 	}
 	delete(waiters, uint64(id))
-	q := queues[w.queue]
-	if q == nil {
-		return
-	}
-	if q.waiters--; q.waiters > 0 {
-		return
-	}
-	if q.timer != 0 {
-		C.emq_stop_timer(ctx, q.timer)
-		delete(timers, q.token)
-	}
-	delete(queues, w.queue)
-	C.emq_queues_waited = C.int(len(queues))
+	leave(ctx, w.queue)
 }
 
 //export emqQueueDue
@@ -213,8 +235,7 @@ func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double
 	if !ok {
 		return
 	}
-	id := queueID{db: int(C.emq_selected_db(ctx)), queue: string(queue)}
-	if q := queues[id]; q != nil {
-		arm(ctx, id, q, float64(score))
+	if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
+		arm(ctx, q, float64(score))
 	}
 }

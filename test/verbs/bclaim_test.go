@@ -705,6 +705,7 @@ func TestBlockCyclesLeaveNothingBehind(t *testing.T) {
 	t.Logf("%d cycles: used_memory %d → %d, RSS %d → %d, Go heap in use %d → %d, Go allocations %d", n,
 		used0, used1, rss0, rss1, heap0, heap1, allocs1-allocs0)
 	require.Less(t, used1-used0, int64(512<<10), "used_memory grew")
+	require.Less(t, allocs1-allocs0, int64(n/100), "a wait allocates Go memory")
 	require.Less(t, heap1-heap0, int64(1<<20), "the Go heap grew")
 	require.Less(t, rss1-rss0, int64(4<<20), "RSS grew")
 }
