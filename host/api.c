@@ -111,6 +111,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
     FETCH(FreeModuleUser);
+    FETCH(ACLAddLogEntry);
     FETCH(Log);
     FETCH(Alloc);
     FETCH(Realloc);

@@ -74,6 +74,7 @@ typedef struct {
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*FreeModuleUser)(ValkeyModuleUser *);
+    int (*ACLAddLogEntry)(ValkeyModuleCtx *, ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);
     void *(*Alloc)(size_t);
     void *(*Realloc)(void *, size_t);

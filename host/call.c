@@ -10,6 +10,7 @@
 #define KEY_ACCESS (1 << 4)
 #define KEY_UPDATE (1 << 5)
 #define KEY_DELETE (1 << 7)
+#define ACL_LOG_KEY 2
 
 // Arguments viewed on the stack up to this many; more go on the heap.
 #define INLINE_ARGS 32
@@ -78,7 +79,8 @@ void emq_open(emq_call *c, int n, int values) {
 }
 
 // may_touch checks the caller's ACL key permissions on a derived key, as a
-// script's server.call would: a client with no user (a timer) may.
+// script's server.call would, and logs a denial in ACL LOG as it would: a
+// client with no user (a timer) may.
 static int may_touch(emq_call *c, ValkeyModuleString *name) {
     if (!api.ACLCheckKeyPermissions || !api.GetCurrentUserName) return 1;
     if (!c->user_looked) {
@@ -87,7 +89,9 @@ static int may_touch(emq_call *c, ValkeyModuleString *name) {
         c->user = api.GetModuleUserFromUserName(user);
         api.FreeString(NULL, user);
     }
-    return !c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK;
+    if (!c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK) return 1;
+    if (api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
+    return 0;
 }
 
 // emq_open_derived opens the key a verb derived, named by bytes it

@@ -19,30 +19,34 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
-	"github.com/echomq/emq/keys"
 )
 
-// The queue the BCLAIM cases use, and its keys.
-var bq = struct{ pending, active, delayed, dead string }{
-	keys.Pending("b"), keys.Set("b", keys.ActiveSet), keys.Set("b", keys.DelayedSet), keys.Set("b", keys.DeadSet),
+// bq is the queue the BCLAIM cases use.
+var bq = queueOf("b")
+
+// bclaim is a blocking claim of q.
+func (q queue) bclaim(leaseMs, count, maxAttempts, timeoutMs int64) []string {
+	args := q.claim(leaseMs, count, maxAttempts)
+	args[0] = "EMQ.BCLAIM"
+	return append(args, itoa(timeoutMs))
 }
 
 // bclaim is EMQ.BCLAIM of queue b: one job, max_attempts 5.
 func bclaim(leaseMs, timeoutMs int) []string {
-	return []string{"EMQ.BCLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead,
-		strconv.Itoa(leaseMs), "1", "5", strconv.Itoa(timeoutMs)}
+	return bq.bclaim(int64(leaseMs), 1, 5, int64(timeoutMs))
 }
 
 // claimB is EMQ.CLAIM of queue b: one job, max_attempts 5.
-func claimB(leaseMs int) []string {
-	return []string{"EMQ.CLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead, strconv.Itoa(leaseMs), "1", "5"}
-}
+func claimB(leaseMs int) []string { return bq.claim(int64(leaseMs), 1, 5) }
+
+// failB fails job id of queue b under attempt 1, max_attempts 5.
+func failB(id string, backoffMs int64) []string { return bq.fail(id, 1, backoffMs, 5, "x") }
 
 // enqueueB admits job number n to queue b and returns its id.
 func enqueueB(t testing.TB, s *valkeytest.Server, n int) string {
 	t.Helper()
 	id := jobN(n)
-	require.NoError(t, s.Do("EMQ.ENQUEUE", "2", keys.Job("b", id), bq.pending, id, "p"+strconv.Itoa(n)).Error())
+	require.NoError(t, s.Do(bq.enqueue(id, "p"+strconv.Itoa(n))...).Error())
 	return id
 }
 
@@ -140,8 +144,8 @@ func (c *conn) do(args ...string) (any, error) {
 	return c.read()
 }
 
-// claimed is the job of a one-job claim reply, or "" for nil.
-func claimed(t testing.TB, reply any) string {
+// claimedID is the job of a one-job claim reply, or "" for nil.
+func claimedID(t testing.TB, reply any) string {
 	t.Helper()
 	if reply == nil {
 		return ""
@@ -238,7 +242,7 @@ func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
 		got, err := w.read()
 		took := time.Since(start)
 		require.NoError(t, err)
-		require.Equal(t, id, claimed(t, got))
+		require.Equal(t, id, claimedID(t, got))
 		lat = append(lat, took)
 	}
 	t.Logf("enqueue → blocked worker served: p50 %v, max %v", p50(lat), slices.Max(lat))
@@ -249,7 +253,6 @@ func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
 func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	id := jobN(7)
-	job := keys.Job("b", id)
 	// the job is claimed under a lease 100 s long: no timer serves it
 	active := func() {
 		enqueueB(t, s, 7)
@@ -262,26 +265,26 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 	}{
 		{"ENQUEUE", func() {}, func() { enqueueB(t, s, 7) }},
 		{"FAIL with backoff 0", active, func() {
-			must(t, s, "EMQ.FAIL", "5", job, bq.pending, bq.active, bq.delayed, bq.dead, "1", "0", "5", "boom")
+			must(t, s, failB(id, 0)...)
 		}},
 		{"REVIVE", func() {
 			enqueueB(t, s, 7)
-			must(t, s, "EMQ.CLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead, "1000", "1", "1")
-			must(t, s, "EMQ.FAIL", "5", job, bq.pending, bq.active, bq.delayed, bq.dead, "1", "0", "1", "boom")
-		}, func() { must(t, s, "EMQ.REVIVE", "3", job, bq.pending, bq.dead) }},
+			must(t, s, bq.claim(1000, 1, 1)...)
+			must(t, s, bq.fail(id, 1, 0, 1, "boom")...)
+		}, func() { must(t, s, bq.revive(id)...) }},
 		{"STALLED.CHECK", active, func() {
 			// the lease passes behind the timer's back (ZINCRBY is no
 			// ZADD: the timer stays 100 s away), and nothing wakes
 			must(t, s, "ZINCRBY", bq.active, "-1000000", id)
 			time.Sleep(30 * time.Millisecond)
 			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
-			must(t, s, "EMQ.STALLED.CHECK", "2", bq.pending, bq.active, "10")
+			must(t, s, bq.stalledCheck(10)...)
 		}},
 		{"another claim's sweep", func() {
 			for _, n := range []int{6, 7} {
 				enqueueB(t, s, n)
 				must(t, s, claimB(100_000)...)
-				must(t, s, "EMQ.FAIL", "5", keys.Job("b", jobN(n)), bq.pending, bq.active, bq.delayed, bq.dead, "1", "100000", "5", "x")
+				must(t, s, failB(jobN(n), 100_000)...)
 			}
 		}, func() {
 			for _, n := range []int{6, 7} { // due now, behind the timer's back
@@ -292,7 +295,7 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 			// promotes both, claims the first and leaves the other pending
 			other, err := dial(t, s).do(claimB(1000)...)
 			require.NoError(t, err)
-			require.Equal(t, jobN(6), claimed(t, other))
+			require.Equal(t, jobN(6), claimedID(t, other))
 		}},
 		{"a built-in ZADD to pending", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
 			must(t, s, "ZADD", bq.pending, "0", id)
@@ -317,7 +320,7 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 			c.make()
 			got, err := w.read()
 			require.NoError(t, err)
-			require.Equal(t, id, claimed(t, got))
+			require.Equal(t, id, claimedID(t, got))
 			require.Less(t, time.Since(start), 200*time.Millisecond)
 		})
 	}
@@ -332,7 +335,7 @@ func dueDelivery(t *testing.T, s *valkeytest.Server, setup func() (id string, du
 	got, err := w.read()
 	require.NoError(t, err)
 	late := time.Duration(serverMs(t, s)-due) * time.Millisecond
-	require.Equal(t, id, claimed(t, got))
+	require.Equal(t, id, claimedID(t, got))
 	return late
 }
 
@@ -341,10 +344,10 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 	for _, c := range []struct {
 		name, set string
 		lease     int
-		backoff   string // "": the job stalls instead
+		backoff   int64 // -1: the job stalls instead
 	}{
-		{"a delayed job (backoff 200 ms) is delivered within 100 ms of its due time", bq.delayed, 100_000, "200"},
-		{"a stalled job (lease 200 ms) is delivered within 100 ms of its deadline", bq.active, 200, ""},
+		{"a delayed job (backoff 200 ms) is delivered within 100 ms of its due time", bq.delayed, 100_000, 200},
+		{"a stalled job (lease 200 ms) is delivered within 100 ms of its deadline", bq.active, 200, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var lates []time.Duration
@@ -353,8 +356,8 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 				late := dueDelivery(t, s, func() (string, int64) {
 					id := enqueueB(t, s, i)
 					must(t, s, claimB(c.lease)...)
-					if c.backoff != "" {
-						must(t, s, "EMQ.FAIL", "5", keys.Job("b", id), bq.pending, bq.active, bq.delayed, bq.dead, "1", c.backoff, "5", "x")
+					if c.backoff >= 0 {
+						must(t, s, bq.fail(id, 1, c.backoff, 5, "x")...)
 					}
 					due, err := s.Do("ZSCORE", c.set, id).AsInt64()
 					require.NoError(t, err)
@@ -370,15 +373,15 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 		flush(t, s)
 		far := enqueueB(t, s, 1)
 		near := enqueueB(t, s, 2)
-		must(t, s, "EMQ.CLAIM", "4", bq.pending, bq.active, bq.delayed, bq.dead, "100000", "2", "5")
-		must(t, s, "EMQ.FAIL", "5", keys.Job("b", far), bq.pending, bq.active, bq.delayed, bq.dead, "1", "60000", "5", "x")
+		must(t, s, bq.claim(100_000, 2, 5)...)
+		must(t, s, failB(far, 60_000)...)
 		w := blockB(t, s, 100_000, 10_000)
 		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_timers"))
 		start := time.Now()
-		must(t, s, "EMQ.FAIL", "5", keys.Job("b", near), bq.pending, bq.active, bq.delayed, bq.dead, "1", "150", "5", "x")
+		must(t, s, failB(near, 150)...)
 		got, err := w.read()
 		require.NoError(t, err)
-		require.Equal(t, near, claimed(t, got))
+		require.Equal(t, near, claimedID(t, got))
 		require.Less(t, time.Since(start), 400*time.Millisecond)
 	})
 	waitInfo(t, s, "emq_blocked_workers", 0)
@@ -427,7 +430,7 @@ func TestManyWorkersShareABurstyQueueExactlyOnce(t *testing.T) {
 		cmds := make(valkey.Commands, 0, burst)
 		for n := b; n < b+burst; n++ {
 			id := jobN(n)
-			cmds = append(cmds, cl.B().Arbitrary("EMQ.ENQUEUE", "2", keys.Job("b", id), bq.pending, id, "x").Build())
+			cmds = append(cmds, cl.B().Arbitrary("EMQ.ENQUEUE", "2", bq.job(id), bq.pending, id, "x").Build())
 		}
 		for _, r := range cl.DoMulti(t.Context(), cmds...) {
 			require.NoError(t, r.Error())
@@ -484,7 +487,7 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 			id := enqueueB(t, s, 1)
 			got, err = w.do(claimB(1000)...)
 			require.NoError(t, err, "the connection serves on")
-			require.Equal(t, id, claimed(t, got))
+			require.Equal(t, id, claimedID(t, got))
 		})
 	}
 	for _, c := range []struct {
@@ -515,7 +518,7 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 		id := enqueueB(t, s, 1)
 		got, err := w.read()
 		require.NoError(t, err)
-		require.Equal(t, id, claimed(t, got))
+		require.Equal(t, id, claimedID(t, got))
 	})
 	t.Run("a worker blocked in another database is served by its own queue only", func(t *testing.T) {
 		flush(t, s)
@@ -531,11 +534,11 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 		_, err = c.do("SELECT", "3")
 		require.NoError(t, err)
 		id := jobN(2)
-		_, err = c.do("EMQ.ENQUEUE", "2", keys.Job("b", id), bq.pending, id, "x")
+		_, err = c.do("EMQ.ENQUEUE", "2", bq.job(id), bq.pending, id, "x")
 		require.NoError(t, err)
 		got, err := w.read()
 		require.NoError(t, err)
-		require.Equal(t, id, claimed(t, got))
+		require.Equal(t, id, claimedID(t, got))
 	})
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
@@ -577,7 +580,7 @@ func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
 			id := enqueueB(t, s, 1)
 			got, err := c.run(dial(t, s))
 			require.NoError(t, err)
-			require.Equal(t, id, claimed(t, got))
+			require.Equal(t, id, claimedID(t, got))
 		})
 	}
 }
@@ -602,13 +605,12 @@ func TestWakeUpsAndTimersReplicateToAModulelessReplicaAndTheAOF(t *testing.T) {
 				}
 				job := got.([]any)[0].([]any)
 				id, attempt := job[0].(string), job[1].(int64)
-				key := keys.Job("b", id)
 				switch {
 				case attempt == 1 && strings.HasSuffix(id, "0"): // stall: the timer requeues it
 				case attempt == 1 && strings.HasSuffix(id, "1"): // a delay: the timer promotes it
-					_, _ = c.do("EMQ.FAIL", "5", key, bq.pending, bq.active, bq.delayed, bq.dead, "1", "100", "5", "later")
+					_, _ = c.do(bq.fail(id, 1, 100, 5, "later")...)
 				default:
-					_, _ = c.do("EMQ.ACK", "2", key, bq.active, strconv.FormatInt(attempt, 10), "600000")
+					_, _ = c.do(bq.ack(id, attempt, 600_000)...)
 					done.Add(1)
 				}
 			}
@@ -657,7 +659,7 @@ func TestBlockCyclesLeaveNothingBehind(t *testing.T) {
 	// a delayed job far off: every wait arms the queue's timer
 	id := enqueueB(t, s, 1)
 	must(t, s, claimB(100_000)...)
-	must(t, s, "EMQ.FAIL", "5", keys.Job("b", id), bq.pending, bq.active, bq.delayed, bq.dead, "1", "3600000", "5", "x")
+	must(t, s, failB(id, 3_600_000)...)
 	killer := dial(t, s)
 	w := dial(t, s)
 	round := func(i int) {
@@ -740,7 +742,7 @@ func TestForksUnderBlockedWorkers(t *testing.T) {
 	for _, w := range ws {
 		got, err := w.read()
 		require.NoError(t, err)
-		id := claimed(t, got)
+		id := claimedID(t, got)
 		require.True(t, want[id], "%s delivered twice or never enqueued", id)
 		delete(want, id)
 	}
