@@ -20,27 +20,41 @@ import (
 // attempt is the lease token EXTEND, ACK and FAIL must present. It replies
 // an array of [id, attempt, payload] in claim order, or nil.
 var Claim = &Verb{Name: "EMQ.CLAIM", Arity: 9, Keys: 4, Cap: "claim",
-	Check: func(a [][]byte, _ int64) error { _, err := checkClaim(a); return err },
-	Run: func(c Call) error {
-		a, err := checkClaim(c.Args)
+	Check: checkClaimCall(false), Run: runClaim(false)}
+
+// checkClaimCall is the Check of a claim, blocking or not.
+func checkClaimCall(blocking bool) func([][]byte, int64) error {
+	return func(a [][]byte, _ int64) error { _, err := checkClaim(a, blocking); return err }
+}
+
+// runClaim is the Run of a claim, blocking or not.
+func runClaim(blocking bool) func(Call) error {
+	return func(c Call) error {
+		a, err := checkClaim(c.Args, blocking)
 		if err != nil {
 			return err
 		}
 		_, err = claim(c, a)
 		return err
-	}}
+	}
+}
 
 // claimArgs are a claim's checked arguments.
 type claimArgs struct {
 	queue                     []byte
 	lease, count, maxAttempts int64
+	// a blocking claim's: whether it may wait instead of replying nil, and
+	// for how long (0: forever)
+	wait    bool
+	timeout int64
 }
 
 // The keys of EMQ.CLAIM and EMQ.BCLAIM.
 const claimPending, claimActive, claimDelayed, claimDead = 0, 1, 2, 3
 
-// checkClaim decides what a claim's arguments decide alone.
-func checkClaim(a [][]byte) (c claimArgs, err error) {
+// checkClaim decides what a claim's arguments decide alone; a blocking
+// claim's timeout is the last of its numbers.
+func checkClaim(a [][]byte, blocking bool) (c claimArgs, err error) {
 	if err := numkeys(a, 4); err != nil {
 		return c, err
 	}
@@ -52,6 +66,12 @@ func checkClaim(a [][]byte) (c claimArgs, err error) {
 	}
 	if c.maxAttempts, err = maxAttemptsBound.parse(a[8]); err != nil {
 		return c, err
+	}
+	if blocking {
+		if c.timeout, err = timeoutBound.parse(a[9]); err != nil {
+			return c, err
+		}
+		c.wait = true
 	}
 	c.queue, _, err = queueKeys(a, false, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
 	return c, err
@@ -66,7 +86,9 @@ type candidate struct {
 }
 
 // claim runs a claim's turn and reports how many jobs it delivered; with
-// none, it plans nothing but the sweeps and replies nil.
+// none, it plans nothing but the sweeps and replies nil — or, for a
+// blocking claim the server lets wait, replies nothing and asks to wait
+// (Plan.Wait).
 func claim(c Call, a claimArgs) (int, error) {
 	s, p := c.Server, c.Plan
 
@@ -133,9 +155,13 @@ func claim(c Call, a claimArgs) (int, error) {
 		p.hset(m.job, stateAfterSweep(m.from)...)
 		p.zadd(claimPending, m.member.Ref, 0)
 	}
-	if delivered == 0 {
+	switch {
+	case delivered == 0 && a.wait && s.MayWait():
+		p.Replies = p.Replies[:head]
+		p.Wait = Wait{Queue: a.queue, On: claimPending, TimeoutMs: a.timeout, Due: [2]int{claimDelayed, claimActive}}
+	case delivered == 0:
 		p.Replies[head] = Reply{Kind: ReplyNullArray}
-	} else {
+	default:
 		p.Replies[head].Int = int64(delivered)
 	}
 

@@ -147,6 +147,9 @@ type Plan struct {
 	Scratch []byte
 	Spans   []Span
 	Events  [NumEvents]int64
+	// Wait, when its Queue is set, asks the host to keep the caller waiting
+	// instead of replying (the plan has no reply then).
+	Wait Wait
 	// what the lifecycle verbs gather before they plan, reused across calls
 	stalls []stall
 	moved  []candidate
@@ -161,6 +164,18 @@ func (p *Plan) Reset() {
 	p.Writes, p.Refs, p.Replies = p.Writes[:0], p.Refs[:0], p.Replies[:0]
 	p.Scratch, p.Spans = p.Scratch[:0], p.Spans[:0]
 	p.Events = [NumEvents]int64{}
+	p.Wait = Wait{}
+}
+
+// Wait is a blocking verb's request to wait: for a job of Queue, until key
+// On is signalled ready or TimeoutMs passes (0: forever). The sets of keys
+// Due hold the times the queue next needs a sweep (their lowest scores),
+// at which the host wakes the waiters itself.
+type Wait struct {
+	Queue     []byte // nil: the plan replies, nobody waits
+	On        int
+	TimeoutMs int64
+	Due       [2]int
 }
 
 // Oversized reports whether p grew past what is worth keeping between

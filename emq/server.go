@@ -72,6 +72,10 @@ type Server interface {
 	// err is the server's own refusal when the key has no such group or
 	// does not exist (NOGROUP), in the server's words.
 	PendingOwner(p *Plan, k int, group Ref, id ids.StreamID) (owner []byte, pending bool, err error)
+	// MayWait reports whether a blocking verb may keep the caller waiting
+	// rather than reply nil: not inside MULTI/EXEC, a script, or for a
+	// client that may not block.
+	MayWait() bool
 	// NowMs returns the server's clock in Unix milliseconds, read once when
 	// the command started.
 	NowMs() int64

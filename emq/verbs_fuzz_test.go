@@ -72,6 +72,8 @@ func (s *fakeServer) StreamTop(k int) ids.StreamID {
 
 func (s *fakeServer) NowMs() int64 { return s.now }
 
+func (s *fakeServer) MayWait() bool { return false }
+
 // Apply writes unless the plan's first write is an append at or below its
 // stream's top, as the server's own append refuses.
 func (s *fakeServer) Apply(p *Plan) error {

@@ -125,6 +125,14 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(InfoAddFieldLongLong);
     FETCH(RegisterNumericConfig);
     FETCH(LoadConfigs);
+    FETCH(GetContextFlags);
+    FETCH(GetSelectedDb);
+    FETCH(BlockClientOnKeysWithFlags);
+    FETCH(GetBlockedClientPrivateData);
+    FETCH(SignalKeyAsReady);
+    FETCH(CreateTimer);
+    FETCH(StopTimer);
+    FETCH(SubscribeToKeyspaceEvents);
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and

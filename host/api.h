@@ -24,6 +24,7 @@ typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 #define REPLY_ARRAY 3
 
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
+typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 typedef struct {
     int (*GetApi)(const char *, void *);
@@ -92,6 +93,18 @@ typedef struct {
                                  int (*)(const char *, long long, void *, ValkeyModuleString **),
                                  int (*)(ValkeyModuleCtx *, void *, ValkeyModuleString **), void *);
     int (*LoadConfigs)(ValkeyModuleCtx *);
+    // blocking verbs and their timers (wait.c)
+    int (*GetContextFlags)(ValkeyModuleCtx *);
+    int (*GetSelectedDb)(ValkeyModuleCtx *);
+    ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
+                                                             void (*)(ValkeyModuleCtx *, void *), long long,
+                                                             ValkeyModuleString **, int, void *, int);
+    void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
+    void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);
+    uint64_t (*CreateTimer)(ValkeyModuleCtx *, long long, void (*)(ValkeyModuleCtx *, void *), void *);
+    int (*StopTimer)(ValkeyModuleCtx *, uint64_t, void **);
+    int (*SubscribeToKeyspaceEvents)(ValkeyModuleCtx *, int,
+                                     int (*)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *));
 } emq_api;
 
 // api is the table emq_init fills; a function the server lacks stays NULL.

@@ -289,8 +289,9 @@ static void finish(emq_call *c, emq_arg *inline_args) {
     if (c->args != inline_args) api.Free(c->args);
 }
 
-// emq_serve runs verb number verb on one command.
-int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb) {
+// serve runs verb number verb on one call — a command, or a waiting
+// client's wake-up (waiter) — and reports whether it replied.
+static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter) {
     emq_arg inline_args[INLINE_ARGS];
     emq_call c;
     memset(&c, 0, offsetof(emq_call, inline_keys));
@@ -306,8 +307,29 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
     c.capkeys = EMQ_INLINE_KEYS;
     c.held = c.inline_held;
     c.capheld = EMQ_INLINE_HELD;
+    c.waiter = waiter;
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
     emqServe(&c, verb);
     finish(&c, inline_args);
+    return c.replied;
+}
+
+// emq_serve runs verb number verb on one command.
+int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb) {
+    serve(ctx, argv, argc, verb, 0);
     return API_OK;
+}
+
+// emq_serve_woken runs a waiting client's verb again (Go knows which) when
+// the key it waits on was signalled: it replied — OK, the wait is over — or
+// it keeps waiting (ERR).
+int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter) {
+    return serve(ctx, argv, argc, -1, waiter) ? API_OK : -1;
+}
+
+// emq_reply_null_array replies nil, as an array command that found nothing.
+void emq_reply_null_array(emq_call *c) {
+    if (c->replied) return;
+    api.ReplyWithNullArray(c->ctx);
+    c->replied = 1;
 }

@@ -38,6 +38,14 @@ var (
 //export emqServe
 func emqServe(c *C.emq_call, verb C.int) {
 	call := (*Call)(c)
+	if c.waiter != 0 { // a wake-up: the waiting client's verb again
+		w, ok := waiters[uint64(c.waiter)]
+		if !ok { // never: a wait ends before its waiter is forgotten
+			C.emq_reply_null_array(c)
+			return
+		}
+		verb = C.int(w.verb)
+	}
 	if depth == len(frames) {
 		frames = append(frames, new(frame))
 	}
@@ -58,6 +66,7 @@ func emqServe(c *C.emq_call, verb C.int) {
 	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
 	f.plan.Reset()
 	handlers[verb](call, args, &f.plan)
+	call.settle(int(verb), args, &f.plan)
 }
 
 // Open opens the call's first n keys for writing and learns their types,

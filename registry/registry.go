@@ -65,6 +65,16 @@ func integer(name, summary string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgInteger, Summary: summary}
 }
 
+// claimArgs documents a claim's arguments, followed by more.
+func claimArgs(more ...host.ArgSpec) []host.ArgSpec {
+	args := append([]host.ArgSpec{numkeysArg}, queueSets("pending", "active", "delayed", "dead")...)
+	args = append(args,
+		integer("lease_ms", "the lease, in ms"),
+		integer("count", "the most jobs to claim, 1 to 1000"),
+		integer("max_attempts", "a job claimed this many times goes to dead instead"))
+	return append(args, more...)
+}
+
 // testRows are verbs a test build adds after the table (build tag emqtest);
 // a release build has none.
 var testRows []Row
@@ -139,10 +149,18 @@ var table = []Row{
 			Summary:    "Claims up to count jobs under a lease, after promoting due delayed jobs and requeueing stalled ones.",
 			Complexity: "O((count + B) * log(N)) where B is emq.sweep-batch and N the size of the queue's sets.",
 			Since:      since02,
-			Args: append([]host.ArgSpec{numkeysArg}, append(queueSets("pending", "active", "delayed", "dead"),
-				integer("lease_ms", "the lease, in ms"),
-				integer("count", "the most jobs to claim, 1 to 1000"),
-				integer("max_attempts", "a job claimed this many times goes to dead instead"))...),
+			Args:       claimArgs(),
+		},
+	},
+	{
+		Verb: emq.BClaim,
+		CommandSpec: host.CommandSpec{
+			Flags: "write blocking", ACL: "write slow blocking",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Claims as EMQ.CLAIM does; when nothing is claimable, blocks until a job is or the timeout passes.",
+			Complexity: "O((count + B) * log(N)) per turn where B is emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since02,
+			Args:       claimArgs(integer("timeout_ms", "how long to wait, in ms; 0 waits forever")),
 		},
 	},
 	{

@@ -24,6 +24,7 @@ var contract = []struct {
 	{"EMQ.PUBLISH", -5, 1, "publish"},
 	{"EMQ.FAILURES.INCR", 4, 1, "failures.incr"},
 	{"EMQ.CLAIM", 9, 4, "claim"},
+	{"EMQ.BCLAIM", 10, 4, "bclaim"},
 	{"EMQ.EXTEND", 6, 2, "extend"},
 	{"EMQ.ACK", 6, 2, "ack"},
 	{"EMQ.FAIL", 11, 5, "fail"},
