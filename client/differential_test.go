@@ -22,7 +22,7 @@ type twin struct {
 	short [2]*Queue // lease 30 ms
 	// patient is the queue with 5 attempts, not 2: its Fail delays
 	patient [2]*Queue
-	jobs  [2]map[string]*Job
+	jobs    [2]map[string]*Job
 }
 
 const diffQueue = "diff"
