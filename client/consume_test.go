@@ -17,24 +17,7 @@ import (
 // what it returned.
 func consuming(t *testing.T, c *Client, topic, group, name string, h MessageHandler, opts ConsumeOptions) (stop func() error) {
 	t.Helper()
-	cctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Consume(cctx, topic, group, name, h, opts) }()
-	var once sync.Once
-	var err error
-	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case err = <-done:
-			case <-time.After(10 * time.Second):
-				err = errors.New("Consume did not return")
-			}
-		})
-		return err
-	}
-	t.Cleanup(func() { _ = stop() })
-	return stop
+	return background(t, func(ctx context.Context) error { return c.Consume(ctx, topic, group, name, h, opts) })
 }
 
 // publish publishes one envelope per payload to topic and returns the MSG ids.

@@ -70,7 +70,9 @@ var (
 // acks and fails go over valkey-go's shared, auto-pipelined connection.
 //
 // Work returns nil after a shutdown, or a refusal the claims met (an
-// invalid policy, a key of the wrong type), which stops it.
+// invalid policy, a key of the wrong type), which stops it. It does not
+// wait for a handler that ignores its context past the grace period: that
+// job was handed back, and its late ack or fail is refused.
 func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
 	w := newWorker(q, h, opts)
 	var claimers sync.WaitGroup
