@@ -57,9 +57,11 @@ func runVerb[T any](ctx context.Context, c *Client, v verbCall, reply func(valke
 		name = v.verb.Name
 	}
 	b := c.vk.B().Arbitrary(name, strconv.Itoa(len(v.keys))).Keys(v.keys...).Args(v.args...)
-	cmd := b.Build()
+	var cmd valkey.Completed
 	if v.blocking {
 		cmd = b.Blocking()
+	} else {
+		cmd = b.Build()
 	}
 	return call(ctx, c, v.cp, cmd, reply, func() (T, error) {
 		args := v.args
