@@ -24,8 +24,8 @@
 // the attempts before a job is dead, the backoff after a failure
 // ([Exponential] gives one with jitter) and how long finished jobs are
 // kept. [Queue.Enqueue] mints the job's id; [Queue.EnqueueMany] admits a
-// batch in one pipeline; [Queue.Claim] and [Queue.BClaim] hand out [Job]s,
-// each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
+// batch in one pipeline; [Queue.Claim] and [Queue.BClaim] hand out jobs
+// ([Job]), each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
 // [Job.Fail] and [Job.FailAfter] present it, and a stale one is refused
 // with EMQLEASE (errors.Is(err, emqerrors.Lease)); [Queue.Revive] brings
 // a dead job back and [Queue.StalledCheck] requeues expired leases.
@@ -61,12 +61,16 @@
 //     pool for blocking commands and costs nothing while it waits.
 //   - Ack or fail: one, over valkey-go's shared connection, which
 //     pipelines it with the other goroutines' calls.
-//   - Extend: one per third of the lease that a handler runs; none for a
-//     job shorter than that.
+//   - Extend: one per [WorkOptions].Renew of the lease (a third by
+//     default) that a handler runs; none for a job shorter than that.
 //   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
 //
 // A job shorter than a third of its lease thus costs 1 + 1/k round trips
-// from claim to ack, 2 + 1/k with its enqueue. On a node without the
+// from claim to ack, 2 + 1/k with its enqueue. Measured (TestWorkDelivers
+// EachJobOnce: 10,000 quick jobs, 16 workers of 8 slots, counting the
+// commands the client sends): 1.4 commands per job from claim to ack,
+// natively and on the scripts — claims average a batch of 2 to 3 here,
+// as slots free one by one. On a node without the
 // module the counts are the same, each verb one EVALSHA (plus one EVAL the
 // first time the node has not cached the script), except BClaim: it
 // polls, one claim per 10 ms doubling to 250 ms while the queue is empty.

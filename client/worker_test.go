@@ -294,6 +294,8 @@ func TestWorkDeliversEachJobOnce(t *testing.T) {
 				handled.Add(1)
 				return nil
 			}
+			vk := &counting{Client: n.s.Client()}
+			q = newQueue(t, node{c: New(vk), m: n.m}, "bulk", q.policy)
 			start := time.Now()
 			var stops []func() error
 			for range workers {
@@ -304,7 +306,9 @@ func TestWorkDeliversEachJobOnce(t *testing.T) {
 			for _, stop := range stops {
 				require.NoError(t, stop())
 			}
-			t.Logf("%s: %d jobs through %d workers in %v", n, jobs, workers, time.Since(start))
+			perJob := float64(vk.sent.Load()) / jobs
+			t.Logf("%s: %d jobs through %d workers in %v, %.2f commands per job", n, jobs, workers, time.Since(start), perJob)
+			assert.Less(t, perJob, 2.0, "an ack per job, a claim per batch")
 			require.Len(t, seen, jobs)
 			for _, id := range want {
 				require.Equal(t, 1, seen[id], "job %s", id)
@@ -323,4 +327,20 @@ func scan(t *testing.T, n node, pattern string) []string {
 	got, err := n.s.Do("KEYS", pattern).AsStrSlice()
 	require.NoError(t, err)
 	return got
+}
+
+// counting is a valkey-go client that counts the commands sent through it.
+type counting struct {
+	valkey.Client
+	sent atomic.Int64
+}
+
+func (c *counting) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
+	c.sent.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	c.sent.Add(int64(len(cmds)))
+	return c.Client.DoMulti(ctx, cmds...)
 }
