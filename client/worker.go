@@ -23,9 +23,10 @@ type Handler func(ctx context.Context, job *Job) error
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once; 1 when 0.
 	Concurrency int
-	// Claimers is how many blocking claims wait at once, each on its own
-	// dedicated connection; 1 when 0. One claim asks for as many jobs as
-	// there are free handler slots.
+	// Claimers is how many blocking claims wait at once, each natively on
+	// a dedicated connection of valkey-go's pool (on a node without
+	// EMQ.BCLAIM, polling over the shared one); 1 when 0. One claim asks
+	// for as many jobs as there are free handler slots.
 	Claimers int
 	// Poll is how long one blocking claim waits for a job; DefaultPoll
 	// when 0. It bounds how long a cancelled Work takes to stop claiming.
