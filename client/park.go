@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
@@ -37,10 +38,10 @@ func (c *Client) Park(ctx context.Context, p Parking) (sid ids.StreamID, parked 
 	if p.DLQ == "" {
 		p.DLQ = DefaultDLQ
 	}
-	if err := checkParking(p); err != nil {
-		return sid, false, err
+	if !keys.ValidName([]byte(p.Topic)) {
+		return sid, false, emqerrors.New(emqerrors.Layout, "topic name must be 1 or more bytes with no {, } or NUL")
 	}
-	got, err := runVerb(ctx, c, verbCall{name: "EMQ.PARK", cp: CapPark,
+	got, err := runVerb(ctx, c, verbCall{verb: emq.Park, cp: CapPark,
 		keys: []string{keys.Stream(p.Topic, p.Stream), keys.Stream(p.Topic, p.DLQ),
 			keys.Fail(p.Topic, p.Sub.String(), p.Msg.String())},
 		args:   []string{p.Group, p.Consumer, p.Entry.String(), p.Evt.String(), p.Reason},
@@ -65,24 +66,4 @@ func parkReply(r valkey.ValkeyResult) (*ids.StreamID, error) {
 		return nil, fmt.Errorf("client: park reply %q is not a stream ID", text)
 	}
 	return &sid, nil
-}
-
-// checkParking refuses, writing nothing, what EMQ.PARK refuses for its
-// arguments alone.
-func checkParking(p Parking) error {
-	switch {
-	case !keys.ValidName([]byte(p.Topic)):
-		return emqerrors.New(emqerrors.Layout, "topic name must be 1 or more bytes with no {, } or NUL")
-	case !keys.ValidStreamName([]byte(p.Stream)) || !keys.ValidStreamName([]byte(p.DLQ)):
-		return emqerrors.New(emqerrors.Layout, "stream key must be emq:{<topic>}:stream:<sname>")
-	case p.Stream == p.DLQ:
-		return emqerrors.New(emqerrors.Layout, "the dead-letter stream must differ from the source")
-	case p.Group == "" || p.Consumer == "":
-		return emqerrors.New(emqerrors.Shape, "group and consumer must be non-empty")
-	case p.Sub.NS != ids.Sub || p.Msg.NS != ids.Msg:
-		return emqerrors.New(emqerrors.Kind, "failure key ids must be SUB and MSG ids")
-	case p.Evt.NS != ids.Evt:
-		return emqerrors.New(emqerrors.Kind, "event id must be EVT-namespaced")
-	}
-	return nil
 }

@@ -178,19 +178,21 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 // moment one is claimable; on a node without EMQ.BCLAIM it claims, then
 // polls with a backoff from 10 ms doubling to at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
-	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // SPEC's range
+	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // the verb's range
 	v := q.claimCall(n)
-	if err := check(emq.Claim, v.line()...); err != nil {
+	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
+	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
 	}
-	served, err := q.c.nodes.serves(ctx, slotOf(q.c.vk.B().Arbitrary("EMQ.BCLAIM").Keys(q.pending).Build()), CapBClaim)
+	served, err := q.c.nodes.serves(ctx, slotOf(q.c.vk.B().Arbitrary(emq.BClaim.Name).Keys(q.pending).Build()), CapBClaim)
 	if err != nil {
 		return nil, err
 	}
 	if served {
-		v.verb, v.name, v.cp, v.blocking = nil, "EMQ.BCLAIM", CapBClaim, true
 		// A node that lost the module meanwhile runs the claim's script once.
-		v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+		v.verb = nil // checked above
+		v.name = emq.BClaim.Name
 		return runVerb(ctx, q.c, v, q.claimReply)
 	}
 	return q.pollClaim(ctx, n, timeout)
