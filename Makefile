@@ -39,10 +39,12 @@ unit:
 bench: deps build
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -out docs/PERFORMANCE.md
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -out docs/PERFORMANCE.md
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -out docs/PERFORMANCE.md
 
 ## bench-quick: the same comparisons, short (under a minute)
 bench-quick: deps build
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -quick
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -quick
 
 ## soak: millions of mixed calls; memory must stay flat
 soak: deps build

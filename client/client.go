@@ -19,6 +19,14 @@ const (
 	CapAppend       Cap = "append"
 	CapPublish      Cap = "publish"
 	CapFailuresIncr Cap = "failures.incr"
+	CapClaim        Cap = "claim"
+	CapBClaim       Cap = "bclaim"
+	CapExtend       Cap = "extend"
+	CapAck          Cap = "ack"
+	CapFail         Cap = "fail"
+	CapStalledCheck Cap = "stalled.check"
+	CapRevive       Cap = "revive"
+	CapPark         Cap = "park"
 )
 
 // DefaultRecheck is how long a node's EMQ.CAPS answer is trusted when no
@@ -33,6 +41,7 @@ type Client struct {
 	nodes    *nodes
 	admit    *valkey.Lua
 	failures *valkey.Lua
+	scripts  lifecycleScripts
 }
 
 // Option configures a [Client].
@@ -53,6 +62,7 @@ func New(vk valkey.Client, opts ...Option) *Client {
 		nodes:    newNodes(vk, DefaultRecheck),
 		admit:    valkey.NewLuaScript(AdmitScript),
 		failures: valkey.NewLuaScript(FailuresIncrScript),
+		scripts:  newLifecycleScripts(),
 	}
 	for _, o := range opts {
 		o(c)

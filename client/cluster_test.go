@@ -1,8 +1,10 @@
 package client
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,4 +112,64 @@ func moveEmptySlot(t *testing.T, cl *valkeytest.Cluster, slot int, node *valkeyt
 	}
 	cl.Wait(t)
 	require.Same(t, node, cl.Owner(t, slot))
+}
+
+// TestClusterWorkersAndConsumers: on a 3-node cluster, workers of a queue
+// on every node and consumers of a topic on every node each handle their
+// own jobs and messages exactly once, every call routed by the name's
+// hash tag.
+func TestClusterWorkersAndConsumers(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	c := New(cl.Client())
+	m, err := ids.NewMinter(9)
+	require.NoError(t, err)
+	n := node{c: c, m: m, native: true}
+	const perQueue = 200
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var stops []func() error
+	names := namesByOwner(t, cl)
+	for owner, name := range names {
+		q := newQueue(t, n, name, Policy{})
+		payloads := make([][]byte, perQueue)
+		for i := range payloads {
+			payloads[i] = []byte(name)
+		}
+		_, err := q.EnqueueMany(ctx(t), payloads)
+		require.NoError(t, err)
+		assert.Equal(t, int64(perQueue), integer(t, owner, "ZCARD", keys.Pending(name)), "%s lives on its owner", name)
+		stops = append(stops, working(t, q, func(_ context.Context, j *Job) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen["job "+j.ID.String()]++
+			return nil
+		}, WorkOptions{Concurrency: 4, Poll: 50 * time.Millisecond}))
+
+		for range 5 {
+			_, err := c.Publish(ctx(t), name, Envelope{ID: m.Mint(ids.Evt), Msg: m.Mint(ids.Msg), Payload: []byte(name)})
+			require.NoError(t, err)
+		}
+		stops = append(stops, consuming(t, c, name, "g", "c", func(_ context.Context, msg Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			seen["msg "+msg.Msg.String()]++
+			return nil
+		}, ConsumeOptions{Sub: m.Mint(ids.Sub), Minter: m, Block: 50 * time.Millisecond}))
+	}
+	want := len(names) * (perQueue + 5)
+	eventually(t, "every job and message handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= want
+	})
+	for _, stop := range stops {
+		require.NoError(t, stop())
+	}
+	assert.Len(t, seen, want)
+	for what, times := range seen {
+		assert.Equal(t, 1, times, what)
+	}
+	for owner, name := range names {
+		assert.Zero(t, integer(t, owner, "EXISTS", keys.Pending(name), keys.Set(name, keys.ActiveSet)), "%s drained", name)
+	}
 }

@@ -18,6 +18,67 @@
 //	})
 //	failures, err := c.FailuresIncr(ctx, "orders", sub, msg, time.Minute)
 //
+// # Queues and workers
+//
+// A [Queue] is a handle on one job queue with its [Policy] — the lease,
+// the attempts before a job is dead, the backoff after a failure
+// ([Exponential] gives one with jitter) and how long finished jobs are
+// kept. [Queue.Enqueue] mints the job's id; [Queue.EnqueueMany] admits a
+// batch in one pipeline; [Queue.Claim] and [Queue.BClaim] hand out jobs
+// ([Job]), each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
+// [Job.Fail] and [Job.FailAfter] present it, and a stale one is refused
+// with EMQLEASE (errors.Is(err, emqerrors.Lease)); [Queue.Revive] brings
+// a dead job back and [Queue.StalledCheck] requeues expired leases.
+//
+//	q, err := c.Queue("emails", minter, client.Policy{Lease: 30 * time.Second, MaxAttempts: 5})
+//	id, err := q.Enqueue(ctx, payload)
+//	err = q.Work(ctx, func(ctx context.Context, j *client.Job) error {
+//		return send(ctx, j.Payload) // nil acks; an error or a panic fails with backoff
+//	}, client.WorkOptions{Concurrency: 16})
+//
+// [Queue.Work] is the worker runner: blocking claims that ask for as many
+// jobs as there are free handler slots, each job's lease extended every
+// third of the lease while its handler runs (its context ends with
+// [ErrLeaseLost] once the server refuses), ack on success, fail with the
+// policy's backoff on an error or a panic, and on ctx's end a graceful
+// stop: no more claims, running handlers get [WorkOptions].Grace to
+// finish, the rest are failed with backoff 0 (context cause
+// [ErrShutdown]) for another worker to claim at once. It logs through
+// log/slog ([WorkOptions].Logger).
+//
+// [Client.Consume] is the bus consumer of a topic's stream: XREADGROUP,
+// one XACK per batch, EMQ.FAILURES.INCR per failure, [Client.Park] once a
+// message's failures reach the limit, and XAUTOCLAIM of entries left
+// unacknowledged past a bound (a dead consumer's, or a failed one's).
+//
+// # Round trips per job
+//
+// A round trip costs the server more than the verb it carries, so the
+// runner spends few:
+//
+//   - Claim: one BCLAIM per batch — at most one per job, 1/k when a claim
+//     takes k jobs. It blocks on a dedicated connection of valkey-go's
+//     pool for blocking commands and costs nothing while it waits.
+//   - Ack or fail: one, over valkey-go's shared connection, which
+//     pipelines it with the other goroutines' calls.
+//   - Extend: one per [WorkOptions].Renew of the lease (a third by
+//     default) that a handler runs; none for a job shorter than that.
+//   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
+//
+// A job shorter than a third of its lease thus costs 1 + 1/k round trips
+// from claim to ack, 2 + 1/k with its enqueue. Measured (TestWorkDelivers
+// EachJobOnce: 10,000 quick jobs, 16 workers of 8 slots, counting the
+// commands the client sends): 1.4 commands per job from claim to ack,
+// natively and on the scripts — claims average a batch of 2 to 3 here,
+// as slots free one by one. On a node without the
+// module the counts are the same, each verb one EVALSHA (plus one EVAL the
+// first time the node has not cached the script), except BClaim: it
+// polls, one claim per 10 ms doubling to 250 ms while the queue is empty.
+// The consumer spends one XREADGROUP and one XACK per batch, one
+// EMQ.FAILURES.INCR per failure and one park per parked message. Every
+// node is asked EMQ.CAPS (a cluster, CLUSTER SLOTS) once per
+// [DefaultRecheck].
+//
 // Keys follow the layouts of package [keys] and are declared as keys to
 // valkey-go, so a cluster client routes each call to the node serving its
 // queue or topic name.
@@ -29,6 +90,11 @@
 // standard library:
 //
 //	if errors.Is(err, emqerrors.Kind) { … }
+//
+// The job lifecycle's refusals come the same way: EMQNOJOB, EMQLEASE and
+// EMQSTATE ([emqerrors.NoJob], [emqerrors.Lease], [emqerrors.State]),
+// and the server's own NOGROUP and NOPERM ([emqerrors.NoGroup],
+// [emqerrors.NoPerm]).
 //
 // Before sending, the client runs the module's own argument checks on the
 // command ([emq.Verb.CheckCall]: shape, key layouts, id namespaces,
@@ -49,6 +115,11 @@
 //     XADD <key> <stream ID> id <EVT id> <field> <value> …
 //   - FailuresIncr: EVALSHA of [FailuresIncrScript], INCR then EXPIRE of the
 //     TTL rounded up to whole seconds.
+//   - The job lifecycle (Claim, Extend, Ack, Fail, StalledCheck, Revive)
+//     and Park: EVALSHA of the verb's script (below), atomic as the verb.
+//   - BClaim: a claim, then polling with a capped backoff (a script
+//     cannot block).
+//   - EnqueueMany: one pipeline of EVALSHA of [AdmitScript].
 //
 // For valid input the results are the same: the same keys, values, stream
 // IDs, replies and refusal codes. The answer is remembered per node — one

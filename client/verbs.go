@@ -151,7 +151,7 @@ func isXAddOrder(err *valkey.ValkeyError) bool {
 // returns the new count.
 func (c *Client) FailuresIncr(ctx context.Context, topic string, sub, msg ids.ID, ttl time.Duration) (int64, error) {
 	key := keys.Fail(topic, sub.String(), msg.String())
-	ms := strconv.FormatInt(int64((ttl+time.Millisecond-1)/time.Millisecond), 10)
+	ms := millis(ttl)
 	if err := check(emq.FailuresIncr, "1", key, ms); err != nil {
 		return 0, err
 	}

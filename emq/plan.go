@@ -147,9 +147,12 @@ type Plan struct {
 	Scratch []byte
 	Spans   []Span
 	Events  [NumEvents]int64
-	// buffers a verb reuses across calls, for reads and derived key names
-	fields []Ref
-	ids    []int
+	// Wait, when its Queue is set, asks the host to keep the caller waiting
+	// instead of replying (the plan has no reply then).
+	Wait Wait
+	// what the lifecycle verbs gather before they plan, reused across calls
+	stalls []stall
+	moved  []candidate
 }
 
 // maxKept bounds the room a reused plan keeps between calls, so that one
@@ -161,13 +164,25 @@ func (p *Plan) Reset() {
 	p.Writes, p.Refs, p.Replies = p.Writes[:0], p.Refs[:0], p.Replies[:0]
 	p.Scratch, p.Spans = p.Scratch[:0], p.Spans[:0]
 	p.Events = [NumEvents]int64{}
+	p.Wait = Wait{}
+}
+
+// Wait is a blocking verb's request to wait: for a job of Queue, until key
+// On is signalled ready or TimeoutMs passes (0: forever). The sets of keys
+// Due hold the times the queue next needs a sweep (their lowest scores),
+// at which the host wakes the waiters itself.
+type Wait struct {
+	Queue     []byte // nil: the plan replies, nobody waits
+	On        int
+	TimeoutMs int64
+	Due       [2]int
 }
 
 // Oversized reports whether p grew past what is worth keeping between
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.stalls) > maxKept || cap(p.moved) > maxKept
 }
 
 // Bytes copies b into the plan's scratch and returns a ref to it.
@@ -205,8 +220,15 @@ func (p *Plan) span(off int) Ref {
 
 // write adds w with the refs rs.
 func (p *Plan) write(w Write, rs ...Ref) {
-	w.From, w.N = int32(len(p.Refs)), int32(len(rs))
+	from := len(p.Refs)
 	p.Refs = append(p.Refs, rs...)
+	p.writeSince(w, from)
+}
+
+// writeSince adds w with the refs appended to p.Refs since its length was
+// from: for a write whose refs are gathered one by one.
+func (p *Plan) writeSince(w Write, from int) {
+	w.From, w.N = int32(from), int32(len(p.Refs)-from)
 	p.Writes = append(p.Writes, w)
 }
 

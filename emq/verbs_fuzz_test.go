@@ -15,14 +15,22 @@ import (
 )
 
 // fakeServer is a pure-Go test double of the [Server] port: its keys hold
-// the types, string value and stream top a fuzz input gives, and it records
-// what the verb asked of it, failing the test on a use the port forbids.
+// the types, string value, stream top, consumer group and stream entry a
+// fuzz input gives, and it records what the verb asked of it, failing the
+// test on a use the port forbids.
 type fakeServer struct {
 	t     *testing.T
-	types [2]KeyType
+	types []KeyType
 	value []byte
 	top   ids.StreamID
 	now   int64
+
+	// a stream's consumer group and the entry a verb asks about
+	noGroup bool     // the stream has no such group
+	pending bool     // the entry is pending in the group …
+	owner   string   // … owned by this consumer
+	entry   []string // its fields and values; nil: no such entry
+	held    []string // the strings reads handed out, by held index
 
 	opens   int  // calls of Open
 	opened  int  // keys opened
@@ -36,7 +44,7 @@ func (s *fakeServer) Open(n int, values bool) {
 	s.opens++
 	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
-		s.t.Fatalf("Open(%d), call %d: a verb opens its 1 or 2 keys once", n, s.opens)
+		s.t.Fatalf("Open(%d), call %d: a verb opens its declared keys once", n, s.opens)
 	}
 	s.opened = n
 }
@@ -64,6 +72,8 @@ func (s *fakeServer) StreamTop(k int) ids.StreamID {
 
 func (s *fakeServer) NowMs() int64 { return s.now }
 
+func (s *fakeServer) MayWait() bool { return false }
+
 // Apply writes unless the plan's first write is an append at or below its
 // stream's top, as the server's own append refuses.
 func (s *fakeServer) Apply(p *Plan) error {
@@ -88,7 +98,39 @@ func (s *fakeServer) Apply(p *Plan) error {
 	return nil
 }
 
-// The v0.1 verbs read nothing but their declared keys.
+// errNoGroup is the fake's NOGROUP, which a verb hands on as it is.
+var errNoGroup = &errors.Refusal{Code: errors.NoGroup, Msg: "No such key or consumer group"}
+
+func (s *fakeServer) PendingOwner(_ *Plan, k int, _ Ref, _ ids.StreamID) ([]byte, bool, error) {
+	switch s.Type(k) {
+	case Empty:
+		return nil, false, errNoGroup
+	case Stream:
+		if s.noGroup {
+			return nil, false, errNoGroup
+		}
+		return []byte(s.owner), s.pending, nil
+	}
+	s.t.Fatalf("PendingOwner(%d) of a key that is neither a stream nor absent", k)
+	return nil, false, nil
+}
+
+func (s *fakeServer) StreamEntry(k int, _ ids.StreamID) ([]Value, bool) {
+	if s.Type(k) != Stream {
+		s.t.Fatalf("StreamEntry(%d) of a key that is not a stream", k)
+	}
+	if s.entry == nil {
+		return nil, false
+	}
+	var out []Value
+	for _, str := range s.entry {
+		s.held = append(s.held, str)
+		out = append(out, Value{Bytes: []byte(str), Ref: RefHeld | Ref(len(s.held)-1), Found: true})
+	}
+	return out, true
+}
+
+// The verbs so far read nothing but their declared keys.
 func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool)      { s.t.Fatal("OpenDerived"); return 0, false }
 func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value       { s.t.Fatal("HashGet"); return nil }
 func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRange"); return nil }
@@ -97,7 +139,16 @@ func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRang
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
 // specCodes are the refusal codes of docs/commands.md; errors.Internal is none.
-var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order}
+var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order,
+	errors.NoGroup, errors.Lease, errors.State}
+
+// byArguments reports whether err is a refusal the arguments alone decide:
+// one of steps 1 to 5, but for PARK's ErrEntryMsg, which the stored entry
+// decides.
+func byArguments(err error) bool {
+	code := errors.CodeOf(err)
+	return code != 0 && code <= errors.Envelope && err != ErrEntryMsg
+}
 
 // call runs verb on args against s and checks what holds for every verb:
 // a refusal carries a documented code first in its text and wrote nothing, and
@@ -115,7 +166,7 @@ func call(t *testing.T, verb *Verb, args []string, s *fakeServer, limits Limits)
 	err := verb.Run(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
 	if limits.AppendMaxEntries == 0 { // Check knows no server's config
 		checked := verb.CheckCall(argv, s.now)
-		if code := errors.CodeOf(err); code != 0 && code <= errors.Envelope {
+		if byArguments(err) {
 			require.Equal(t, err, checked, "Check refuses as the verb does")
 		} else {
 			require.NoError(t, checked, "Check passes what only the server decides (verb: %v)", err)
@@ -133,7 +184,7 @@ func call(t *testing.T, verb *Verb, args []string, s *fakeServer, limits Limits)
 	require.True(t, strings.HasPrefix(err.Error(), code.String()+" "), "the text starts with the code: %q", err)
 	require.NotEmpty(t, refusal.Msg, "the refusal says what was wrong")
 	require.False(t, s.wrote, "a refusal wrote nothing")
-	if code <= errors.Envelope {
+	if byArguments(err) {
 		require.Zero(t, s.opens, "%s is decided from the arguments, before any key is read", code)
 	}
 	return refusal
@@ -156,19 +207,24 @@ func splitArgs(s string) []string {
 	return strings.Split(s, " ")
 }
 
-// resolve returns the string a plan's ref names.
-func resolve(args []string, r Ref) string {
-	if r&refKind == refConst {
+// resolve returns the string a ref of the plan s applied names.
+func (s *fakeServer) resolve(args []string, r Ref) string {
+	switch r & refKind {
+	case refConst:
 		return Constants[r&RefIndex]
+	case refScratch:
+		return string(s.plan.ScratchBytes(r))
+	case RefHeld:
+		return s.held[r&RefIndex]
 	}
 	return args[r&RefIndex]
 }
 
-// refs returns the strings write w names.
-func refs(args []string, p *Plan, w Write) []string {
+// refs returns the strings write w of the plan s applied names.
+func (s *fakeServer) refs(args []string, w Write) []string {
 	var out []string
-	for _, r := range p.Refs[w.From : w.From+w.N] {
-		out = append(out, resolve(args, r))
+	for _, r := range s.plan.Refs[w.From : w.From+w.N] {
+		out = append(out, s.resolve(args, r))
 	}
 	return out
 }
@@ -199,7 +255,7 @@ func FuzzParseInt(f *testing.F) {
 func FuzzEnqueue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, id, payload string, jobType, pendingType byte) {
 		args := []string{"EMQ.ENQUEUE", numkeys, jobKey, pendingKey, id, payload}
-		s := &fakeServer{types: [2]KeyType{keyType(jobType), keyType(pendingType)}}
+		s := &fakeServer{types: []KeyType{keyType(jobType), keyType(pendingType)}}
 		refusal := call(t, Enqueue, args, s, Limits{})
 		code := codeOf(refusal)
 
@@ -235,10 +291,10 @@ func FuzzEnqueue(f *testing.F) {
 		hset, zadd := p.Writes[0], p.Writes[1]
 		require.Equal(t, HSet, hset.Op)
 		require.Equal(t, int32(0), hset.Key)
-		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, refs(args, &p, hset))
+		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, s.refs(args, hset))
 		require.Equal(t, ZAdd, zadd.Op)
 		require.Equal(t, int32(1), zadd.Key)
-		require.Equal(t, []string{id}, refs(args, &p, zadd))
+		require.Equal(t, []string{id}, s.refs(args, zadd))
 		require.Zero(t, zadd.Score, "score 0: byte order of ids is the claim order")
 	})
 }
@@ -252,7 +308,7 @@ type batchCall struct {
 
 func newBatchCall(verb, numkeys, key, n, entries string, keyTypeByte byte, topMs, topSeq uint64) (batchCall, bool) {
 	args := append([]string{verb, numkeys, key, n}, splitArgs(entries)...)
-	s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, top: ids.StreamID{Ms: topMs, Seq: topSeq}}
+	s := &fakeServer{types: []KeyType{keyType(keyTypeByte)}, top: ids.StreamID{Ms: topMs, Seq: topSeq}}
 	return batchCall{args: args, server: s}, len(args) >= 5 // arity -5: the server refuses fewer
 }
 
@@ -378,7 +434,7 @@ func checkBatch(t *testing.T, b batchCall) {
 		top = w.ID
 		pairs, _ := ParseInt([]byte(args[pos+1]))
 		require.Equal(t, int32(pairs), w.Pairs)
-		require.Equal(t, []string{"id", args[pos]}, refs(args, &s.plan, w), "the id field holds the EVT id")
+		require.Equal(t, []string{"id", args[pos]}, s.refs(args, w), "the id field holds the EVT id")
 		pos = int(w.First + 2*w.Pairs)
 	}
 	require.Equal(t, len(args), pos, "the entries cover every argument")
@@ -424,7 +480,7 @@ func FuzzPublish(f *testing.F) {
 func FuzzFailuresIncr(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, key, ttl, value string, keyTypeByte byte, now int64) {
 		args := []string{"EMQ.FAILURES.INCR", numkeys, key, ttl}
-		s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
+		s := &fakeServer{types: []KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
 		code := codeOf(call(t, FailuresIncr, args, s, Limits{}))
 
 		// The expiry docs/commands.md asks for, in exact arithmetic.

@@ -91,6 +91,10 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(ZsetRangeNext);
     FETCH(ZsetRangeStop);
     FETCH(StreamAdd);
+    FETCH(StreamIteratorStart);
+    FETCH(StreamIteratorStop);
+    FETCH(StreamIteratorNextID);
+    FETCH(StreamIteratorNextField);
     FETCH(Replicate);
     FETCH(NotifyKeyspaceEvent);
     FETCH(SignalModifiedKey);
@@ -111,6 +115,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
     FETCH(FreeModuleUser);
+    FETCH(ACLAddLogEntry);
     FETCH(Log);
     FETCH(Alloc);
     FETCH(Realloc);
@@ -120,6 +125,14 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(InfoAddFieldLongLong);
     FETCH(RegisterNumericConfig);
     FETCH(LoadConfigs);
+    FETCH(GetContextFlags);
+    FETCH(GetSelectedDb);
+    FETCH(BlockClientOnKeysWithFlags);
+    FETCH(GetBlockedClientPrivateData);
+    FETCH(SignalKeyAsReady);
+    FETCH(CreateTimer);
+    FETCH(StopTimer);
+    FETCH(SubscribeToKeyspaceEvents);
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and

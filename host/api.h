@@ -19,9 +19,12 @@ typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 #define NOTIFY_HASH (1 << 6)
 #define NOTIFY_ZSET (1 << 7)
 #define NOTIFY_STREAM (1 << 10)
+#define REPLY_STRING 0
+#define REPLY_ERROR 1
 #define REPLY_ARRAY 3
 
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
+typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 typedef struct {
     int (*GetApi)(const char *, void *);
@@ -53,6 +56,10 @@ typedef struct {
     int (*ZsetRangeNext)(ValkeyModuleKey *);
     void (*ZsetRangeStop)(ValkeyModuleKey *);
     int (*StreamAdd)(ValkeyModuleKey *, int, uint64_t *, ValkeyModuleString **, int64_t);
+    int (*StreamIteratorStart)(ValkeyModuleKey *, int, uint64_t *, uint64_t *);
+    int (*StreamIteratorStop)(ValkeyModuleKey *);
+    int (*StreamIteratorNextID)(ValkeyModuleKey *, uint64_t *, long *);
+    int (*StreamIteratorNextField)(ValkeyModuleKey *, ValkeyModuleString **, ValkeyModuleString **);
     int (*Replicate)(ValkeyModuleCtx *, const char *, const char *, ...);
     int (*NotifyKeyspaceEvent)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *);
     int (*SignalModifiedKey)(ValkeyModuleCtx *, ValkeyModuleString *);
@@ -73,6 +80,7 @@ typedef struct {
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*FreeModuleUser)(ValkeyModuleUser *);
+    int (*ACLAddLogEntry)(ValkeyModuleCtx *, ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);
     void *(*Alloc)(size_t);
     void *(*Realloc)(void *, size_t);
@@ -85,6 +93,18 @@ typedef struct {
                                  int (*)(const char *, long long, void *, ValkeyModuleString **),
                                  int (*)(ValkeyModuleCtx *, void *, ValkeyModuleString **), void *);
     int (*LoadConfigs)(ValkeyModuleCtx *);
+    // blocking verbs and their timers (wait.c)
+    int (*GetContextFlags)(ValkeyModuleCtx *);
+    int (*GetSelectedDb)(ValkeyModuleCtx *);
+    ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
+                                                             void (*)(ValkeyModuleCtx *, void *), long long,
+                                                             ValkeyModuleString **, int, void *, int);
+    void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
+    void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);
+    uint64_t (*CreateTimer)(ValkeyModuleCtx *, long long, void (*)(ValkeyModuleCtx *, void *), void *);
+    int (*StopTimer)(ValkeyModuleCtx *, uint64_t, void **);
+    int (*SubscribeToKeyspaceEvents)(ValkeyModuleCtx *, int,
+                                     int (*)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *));
 } emq_api;
 
 // api is the table emq_init fills; a function the server lacks stays NULL.

@@ -202,7 +202,8 @@ static void reply(applier *a, const id_text *ids) {
         case EMQ_REPLY_STREAM_ID: api.ReplyWithStringBuffer(c->ctx, ids[r->value].s, ids[r->value].len); break;
         }
     }
-    c->replied = 1;
+    // a plan without a reply keeps its caller waiting (emq.Plan.Wait)
+    if (a->p->nreplies > 0) c->replied = 1;
 }
 
 // Keys marked written on the stack up to this many.

@@ -11,4 +11,8 @@
 // A command crosses from C into Go once: the C handler views all of argv,
 // then calls the Go handler, which reads the arguments in place (no copy)
 // and crosses back only to open keys and to apply its plan.
+//
+// A blocking verb (EMQ.BCLAIM) whose plan asks to wait keeps its client
+// blocked on a key (wait.go, wait.c); the server enters Go the same way
+// when the key is signalled, running the verb again as a wake-up.
 package host

@@ -103,6 +103,7 @@ func (m *Module) Init(name string, version int) error {
 	// A second load in one process (after a first that failed) starts from
 	// clean state; a load refused above leaves the serving module alone.
 	handlers, frames, depth, infoFunc, nconfigs = nil, nil, 0, nil, 0
+	resetWaits()
 	return nil
 }
 

@@ -179,6 +179,10 @@ typedef struct emq_call {
     ValkeyModuleUser *user; // the caller, looked up for derived keys' ACL
     int user_looked;
     uint64_t top_ms, top_seq; // emq_stream_top's answer
+    emq_value *fields; // emq_stream_entry's answer
+    int capfields;
+    emq_arg text; // emq_pending_owner's answer: an owner or an error reply
+    uint64_t waiter;          // a wake-up: the waiting client it serves (wait.go); 0 for a command
     ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];
     int inline_types[EMQ_INLINE_KEYS];
@@ -204,10 +208,28 @@ int emq_open_derived(emq_call *c, const char *name, size_t len);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
 void emq_stream_top(emq_call *c, int k);
+int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);
+int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
+                      const emq_span *spans);
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
               const char *scratch, const emq_span *spans);
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
 extern int emq_fault_write; // test builds: the write of the next plan to fail, from 1
+
+// Blocking verbs: waiting clients, their wake-ups and timers (wait.c).
+int emq_may_block(ValkeyModuleCtx *ctx);
+int emq_selected_db(ValkeyModuleCtx *ctx);
+int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
+double emq_first_score(emq_call *c, int k);
+uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token);
+void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id);
+int emq_timer_may_sweep(ValkeyModuleCtx *ctx);
+void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
+int emq_subscribe_queues(ValkeyModuleCtx *ctx);
+long long emq_now_ms(void);
+void emq_reply_null_array(emq_call *c);
+int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
+extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go
 
 // Configs and INFO (admin.c).
 #define EMQ_MAX_CONFIGS 4

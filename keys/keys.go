@@ -5,6 +5,9 @@
 //
 //	emq:{<queue>}:job:<JOB id>             job row (hash)
 //	emq:{<queue>}:pending                  pending set (sorted set)
+//	emq:{<queue>}:active                   active set (sorted set, by lease deadline)
+//	emq:{<queue>}:delayed                  delayed set (sorted set, by due time)
+//	emq:{<queue>}:dead                     dead set (sorted set, by time of death)
 //	emq:{<topic>}:stream:<sname>           stream
 //	emq:{<topic>}:fail:<SUB id>:<MSG id>   failure count (string)
 //
@@ -59,11 +62,22 @@ func SplitJob(key []byte) (queue, id []byte, ok bool) {
 	return queue, id, ok && bytes.IndexByte(id, ':') < 0
 }
 
-// SplitPending splits emq:{<queue>}:pending.
-func SplitPending(key []byte) (queue []byte, ok bool) {
-	queue, rest, ok := split(key, "pending")
+// The sets of a queue.
+const (
+	PendingSet = "pending"
+	ActiveSet  = "active"
+	DelayedSet = "delayed"
+	DeadSet    = "dead"
+)
+
+// SplitSet splits emq:{<queue>}:<set>, set being one of the queue's sets.
+func SplitSet(key []byte, set string) (queue []byte, ok bool) {
+	queue, rest, ok := split(key, set)
 	return queue, ok && len(rest) == 0
 }
+
+// SplitPending splits emq:{<queue>}:pending.
+func SplitPending(key []byte) (queue []byte, ok bool) { return SplitSet(key, PendingSet) }
 
 // SplitStream splits emq:{<topic>}:stream:<sname>.
 func SplitStream(key []byte) (topic, sname []byte, ok bool) {
@@ -85,8 +99,19 @@ func SplitFail(key []byte) (topic, sub, msg []byte, ok bool) {
 // Job returns the job row key of id in queue.
 func Job(queue, id string) string { return prefix + queue + "}:job:" + id }
 
+// AppendJob appends the job row key of id in queue to dst.
+func AppendJob(dst, queue, id []byte) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, queue...)
+	dst = append(dst, "}:job:"...)
+	return append(dst, id...)
+}
+
+// Set returns the key of the queue's set (PendingSet, ActiveSet, …).
+func Set(queue, set string) string { return prefix + queue + "}:" + set }
+
 // Pending returns the pending set key of queue.
-func Pending(queue string) string { return prefix + queue + "}:pending" }
+func Pending(queue string) string { return Set(queue, PendingSet) }
 
 // Stream returns the key of stream sname of topic.
 func Stream(topic, sname string) string { return prefix + topic + "}:stream:" + sname }

@@ -52,13 +52,18 @@ func Load(m *host.Module) error {
 			return err
 		}
 	}
+	if err := m.SubscribeQueues(); err != nil {
+		return err
+	}
 	return m.OnInfo(func(in host.Info) { stats.info(in) })
 }
 
 // serve turns a verb into the handler of its command.
 func serve(verb func(emq.Call) error, counts *verbStats, lim limits) host.Handler {
 	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
-		counts.calls++
+		if !c.Woken() { // a wake-up is the same call again
+			counts.calls++
+		}
 		returned := false
 		defer func() {
 			if !returned { // a panic: host replies ERR and logs it

@@ -71,6 +71,13 @@ func (s *moduleStats) info(in infoWriter) {
 	for e, n := range s.events {
 		in.Int(emq.EventNames[e], n)
 	}
+	w := host.Waits()
+	in.Int("blocked_workers", w.Waiting)
+	in.Int("timers", w.Timers)
+	in.Int("wakeups_served", w.WakeupsServed)
+	in.Int("wakeups_idle", w.WakeupsIdle)
+	in.Int("block_timeouts", w.Timeouts)
+	in.Int("timers_fired", w.TimersFired)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

@@ -51,9 +51,28 @@ func key(name, layout string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgKey, Summary: layout}
 }
 
+// queueSets documents a queue's set keys, by set name.
+func queueSets(sets ...string) []host.ArgSpec {
+	out := make([]host.ArgSpec, len(sets))
+	for i, set := range sets {
+		out[i] = key(set+"_key", "emq:{<queue>}:"+set)
+	}
+	return out
+}
+
 // integer documents an integer argument.
 func integer(name, summary string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgInteger, Summary: summary}
+}
+
+// claimArgs documents a claim's arguments, followed by more.
+func claimArgs(more ...host.ArgSpec) []host.ArgSpec {
+	args := append([]host.ArgSpec{numkeysArg}, queueSets("pending", "active", "delayed", "dead")...)
+	args = append(args,
+		integer("lease_ms", "the lease, in ms"),
+		integer("count", "the most jobs to claim, 1 to 1000"),
+		integer("max_attempts", "a job claimed this many times goes to dead instead"))
+	return append(args, more...)
 }
 
 // testRows are verbs a test build adds after the table (build tag emqtest);
@@ -119,6 +138,115 @@ var table = []Row{
 			Args: []host.ArgSpec{numkeysArg,
 				key("key", "emq:{<topic>}:fail:<SUB id>:<MSG id>"),
 				integer("fail_ttl_ms", "the TTL in ms, rounded up to seconds"),
+			},
+		},
+	},
+	{
+		Verb: emq.Claim,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Claims up to count jobs under a lease, after promoting due delayed jobs and requeueing stalled ones.",
+			Complexity: "O((count + B) * log(N)) where B is emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since02,
+			Args:       claimArgs(),
+		},
+	},
+	{
+		Verb: emq.BClaim,
+		CommandSpec: host.CommandSpec{
+			Flags: "write blocking", ACL: "write slow blocking",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Claims as EMQ.CLAIM does; when nothing is claimable, blocks until a job is or the timeout passes.",
+			Complexity: "O((count + B) * log(N)) per turn where B is emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since02,
+			Args:       claimArgs(integer("timeout_ms", "how long to wait, in ms; 0 waits forever")),
+		},
+	},
+	{
+		Verb: emq.Extend,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Extends the lease of a job active under the given attempt; replies the new deadline.",
+			Complexity: "O(log(N)) where N is the number of active jobs.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>"), key("active_key", "emq:{<queue>}:active"),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("lease_ms", "the new lease, from now, in ms")},
+		},
+	},
+	{
+		Verb: emq.Ack,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Acknowledges a job active under the given attempt: deletes its row, or keeps it done for keep_ms.",
+			Complexity: "O(log(N)) where N is the number of active jobs.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>"), key("active_key", "emq:{<queue>}:active"),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("keep_ms", "how long to keep the finished row; 0 deletes it")},
+		},
+	},
+	{
+		Verb: emq.Fail,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Fails a job active under the given attempt: to pending, to delayed after a backoff, or to dead.",
+			Complexity: "O(log(N)) where N is the size of the queue's sets.",
+			Since:      since02,
+			Args: append(append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "active", "delayed", "dead")...),
+				integer("attempt", "the attempt the claim handed out: the lease token"),
+				integer("backoff_ms", "0 retries now; else the job is delayed this long"),
+				integer("max_attempts", "a job with this many attempts goes to dead"),
+				host.ArgSpec{Name: "error", Type: host.ArgString, Summary: "why it failed, kept in the row"}),
+		},
+	},
+	{
+		Verb: emq.StalledCheck,
+		CommandSpec: host.CommandSpec{
+			Flags: "write", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Requeues at most limit active jobs whose lease passed; replies how many.",
+			Complexity: "O(L * log(N)) where L is the limit and N the size of the queue's sets.",
+			Since:      since02,
+			Args: append(append([]host.ArgSpec{numkeysArg}, queueSets("pending", "active")...),
+				integer("limit", "the most jobs to requeue, 1 to 100000")),
+		},
+	},
+	{
+		Verb: emq.Revive,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Brings a dead job back to pending with attempts 0.",
+			Complexity: "O(log(N)) where N is the size of the queue's sets.",
+			Since:      since02,
+			Args: append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "dead")...),
+		},
+	},
+	{
+		Verb: emq.Park,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom", ACL: "write slow",
+			KeyFlags: host.KeyRW,
+			Summary: "Dead-letters a pending stream entry its consumer owns, acknowledges it and deletes its " +
+				"failure count, or replies nil if it is not pending.",
+			Complexity: "O(F + log(N)) where F is the number of fields of the entry and N the group's pending entries.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg,
+				key("source_key", "emq:{<topic>}:stream:<sname>"),
+				key("dlq_key", "emq:{<topic>}:stream:<dlq sname>"),
+				key("fail_key", "emq:{<topic>}:fail:<SUB id>:<MSG id>"),
+				{Name: "group", Type: host.ArgString, Summary: "the consumer group"},
+				{Name: "consumer", Type: host.ArgString, Summary: "the consumer that owns the entry"},
+				{Name: "entry_id", Type: host.ArgString, Summary: "the entry's stream ID, <ms>-<seq>"},
+				{Name: "id", Type: host.ArgString, Summary: "the EVT id of the dead-letter entry"},
+				{Name: "reason", Type: host.ArgString, Summary: "why the message is parked"},
 			},
 		},
 	},

@@ -8,6 +8,7 @@
 //	emq-bench -module build/emq.so -quick                       under a minute
 //	emq-bench -module build/emq.so -callgrind                   instructions per operation
 //	emq-bench -module build/emq.so -soak [-calls 10000000]      memory must stay flat
+//	emq-bench -module build/emq.so -blocking [-quick]           what waiting in EMQ.BCLAIM costs
 //
 // With -out, each mode rewrites its own section of the document and keeps
 // the others; the default mode also writes the ratio chart next to it.
@@ -29,6 +30,7 @@ type options struct {
 	quick     bool
 	soak      bool
 	callgrind bool
+	blocking  bool
 	cfg       benchConfig
 	calls     int64 // soak: verb calls in all
 	every     int64 // soak: calls between samples
@@ -45,6 +47,7 @@ func parseOptions() options {
 	flag.BoolVar(&o.quick, "quick", false, "a short run: fewer, shorter repetitions")
 	flag.BoolVar(&o.soak, "soak", false, "soak: millions of mixed calls, sampling memory")
 	flag.BoolVar(&o.callgrind, "callgrind", false, "count instructions per operation under valgrind --tool=callgrind")
+	flag.BoolVar(&o.blocking, "blocking", false, "EMQ.BCLAIM: an idle fleet of waiting workers, a job through a wake-up, polling")
 	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick)")
 	flag.DurationVar(&o.cfg.phase, "phase", 0, "wall time of the slowest variant's phase (default 400ms, 150ms with -quick)")
 	flag.IntVar(&o.cfg.conns, "conns", 4, "connections")
@@ -91,6 +94,8 @@ func main() {
 		section, body, err = runSoak(o)
 	case o.callgrind:
 		section, body, err = runCallgrind(o)
+	case o.blocking:
+		section, body, err = runBlocking(o)
 	default:
 		section, body, err = runBench(o)
 	}

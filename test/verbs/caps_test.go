@@ -23,6 +23,14 @@ var contract = []struct {
 	{"EMQ.APPEND", -5, 1, "append"},
 	{"EMQ.PUBLISH", -5, 1, "publish"},
 	{"EMQ.FAILURES.INCR", 4, 1, "failures.incr"},
+	{"EMQ.CLAIM", 9, 4, "claim"},
+	{"EMQ.BCLAIM", 10, 4, "bclaim"},
+	{"EMQ.EXTEND", 6, 2, "extend"},
+	{"EMQ.ACK", 6, 2, "ack"},
+	{"EMQ.FAIL", 11, 5, "fail"},
+	{"EMQ.STALLED.CHECK", 5, 2, "stalled.check"},
+	{"EMQ.REVIVE", 5, 3, "revive"},
+	{"EMQ.PARK", 10, 3, "park"},
 	{"EMQ.CAPS", 1, 0, ""},
 }
 

@@ -1,0 +1,112 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// consuming runs c.Consume in the background; stop cancels it and returns
+// what it returned.
+func consuming(t *testing.T, c *Client, topic, group, name string, h MessageHandler, opts ConsumeOptions) (stop func() error) {
+	t.Helper()
+	return background(t, func(ctx context.Context) error { return c.Consume(ctx, topic, group, name, h, opts) })
+}
+
+// publish publishes one envelope per payload to topic and returns the MSG ids.
+func publish(t *testing.T, n node, topic string, payloads ...string) []ids.ID {
+	t.Helper()
+	var out []ids.ID
+	for _, p := range payloads {
+		msg := n.m.Mint(ids.Msg)
+		_, err := n.c.Publish(ctx(t), topic, Envelope{ID: n.m.Mint(ids.Evt), Msg: msg, Payload: []byte(p)})
+		require.NoError(t, err)
+		out = append(out, msg)
+	}
+	return out
+}
+
+// unacked is how many entries group has pending on topic's msgs stream.
+func unacked(t *testing.T, n node, topic, group string) int64 {
+	t.Helper()
+	reply, err := n.s.Do("XPENDING", keys.Stream(topic, "msgs"), group).ToArray()
+	require.NoError(t, err)
+	count, err := reply[0].AsInt64()
+	require.NoError(t, err)
+	return count
+}
+
+// TestConsume: the bus consumer's rules, with the module and without.
+func TestConsume(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a success is acked, a failure retried, the poison parked at the limit", func(t *testing.T) {
+				const topic = "orders"
+				msgs := publish(t, n, topic, "ok", "flaky", "poison")
+				sub := n.m.Mint(ids.Sub)
+				var mu sync.Mutex
+				tries := map[string]int{}
+				stop := consuming(t, n.c, topic, "g", "c1", func(_ context.Context, m Message) error {
+					mu.Lock()
+					defer mu.Unlock()
+					tries[string(m.Payload)]++
+					switch {
+					case string(m.Payload) == "flaky" && tries["flaky"] == 1:
+						return errors.New("flaky")
+					case string(m.Payload) == "poison":
+						return errors.New("poisoned")
+					}
+					return nil
+				}, ConsumeOptions{Sub: sub, Minter: n.m, MaxFailures: 3, Reclaim: 40 * time.Millisecond, Block: 20 * time.Millisecond})
+				eventually(t, "the poison is parked", func() bool { return len(xrange(t, n.s, keys.Stream(topic, "dlq"))) == 1 })
+				require.NoError(t, stop())
+
+				assert.Equal(t, map[string]int{"ok": 1, "flaky": 2, "poison": 3}, tries)
+				assert.Zero(t, unacked(t, n, topic, "g"), "every entry acked or parked")
+				parked := xrange(t, n.s, keys.Stream(topic, "dlq"))[0]
+				got := map[string]string{}
+				for _, f := range parked.FieldValues {
+					got[f.Field] = f.Value
+				}
+				assert.Equal(t, msgs[2].String(), got["msg"])
+				assert.Equal(t, "3", got["failures"])
+				assert.Equal(t, "poisoned", got["reason"])
+				assert.Equal(t, sub.String(), got["sub"])
+				assert.Equal(t, "g", got["group"])
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Fail(topic, sub.String(), msgs[2].String())), "the park drops the count")
+				assert.Equal(t, "1", str(t, n, "GET", keys.Fail(topic, sub.String(), msgs[1].String())), "the flaky one's count lives on to its TTL")
+			})
+			t.Run("an entry idle past the bound is reclaimed from a dead consumer", func(t *testing.T) {
+				const topic = "orphans"
+				publish(t, n, topic, "orphan")
+				stream := keys.Stream(topic, "msgs")
+				must(t, n.s, "XGROUP", "CREATE", stream, "g", "0")
+				must(t, n.s, "XREADGROUP", "GROUP", "g", "dead", "COUNT", "1", "STREAMS", stream, ">")
+				handled := make(chan string, 1)
+				stop := consuming(t, n.c, topic, "g", "alive", func(_ context.Context, m Message) error {
+					handled <- string(m.Payload)
+					return nil
+				}, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m, Reclaim: 50 * time.Millisecond, Block: 20 * time.Millisecond})
+				select {
+				case p := <-handled:
+					assert.Equal(t, "orphan", p)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the orphan was not reclaimed")
+				}
+				eventually(t, "the orphan is acked", func() bool { return unacked(t, n, topic, "g") == 0 })
+				require.NoError(t, stop())
+			})
+			t.Run("options without a SUB id are refused", func(t *testing.T) {
+				err := n.c.Consume(ctx(t), "t", "g", "c", func(context.Context, Message) error { return nil }, ConsumeOptions{})
+				require.Error(t, err)
+			})
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package client
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// Job is a claimed job: its id, the attempt it was claimed under and its
+// payload. The attempt is the lease token: Extend, Ack and Fail present
+// it, and once the lease ran out and the job was claimed again or
+// finished, they are refused with EMQLEASE (errors.Is(err,
+// emqerrors.Lease)) and change nothing.
+type Job struct {
+	q       *Queue
+	ID      ids.ID
+	Attempt int64
+	Payload []byte
+}
+
+// State is where a failed job went: StatePending, StateDelayed or StateDead.
+type State string
+
+// The states Fail reports.
+const (
+	StatePending State = "pending"
+	StateDelayed State = "delayed"
+	StateDead    State = "dead"
+)
+
+// Queue is the queue the job was claimed from.
+func (j *Job) Queue() *Queue { return j.q }
+
+func (j *Job) key() string { return keys.Job(j.q.name, j.ID.String()) }
+
+// Extend renews the job's lease for the policy's lease from now and
+// returns the new deadline (the server's clock).
+func (j *Job) Extend(ctx context.Context) (time.Time, error) {
+	ms, err := runVerb(ctx, j.q.c, verbCall{verb: emq.Extend, cp: CapExtend,
+		keys: []string{j.key(), j.q.active}, args: []string{strconv.FormatInt(j.Attempt, 10), millis(j.q.policy.Lease)},
+		script: j.q.c.scripts.extend}, intReply)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// Ack finishes the job: its row is deleted, or kept for the policy's Keep
+// with state done.
+func (j *Job) Ack(ctx context.Context) error {
+	_, err := runVerb(ctx, j.q.c, verbCall{verb: emq.Ack, cp: CapAck,
+		keys: []string{j.key(), j.q.active}, args: []string{strconv.FormatInt(j.Attempt, 10), millis(j.q.policy.Keep)},
+		script: j.q.c.scripts.ack}, intReply)
+	return err
+}
+
+// Fail records cause as the job's error and sends it back after the
+// policy's backoff for this attempt — or to dead once the attempts reach
+// the policy's MaxAttempts — and reports where it went.
+func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
+	return j.FailAfter(ctx, cause, j.q.policy.Backoff(j.Attempt))
+}
+
+// FailAfter is Fail with the backoff given: 0 makes the job claimable at
+// once.
+func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration) (State, error) {
+	text := ""
+	if cause != nil {
+		text = cause.Error()
+	}
+	q := j.q
+	state, err := runVerb(ctx, q.c, verbCall{verb: emq.Fail, cp: CapFail,
+		keys:   []string{j.key(), q.pending, q.active, q.delayed, q.dead},
+		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), strconv.Itoa(q.policy.MaxAttempts), text},
+		script: q.c.scripts.fail}, stringReply)
+	return State(state), err
+}

@@ -1,0 +1,292 @@
+package client
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/valkey-io/valkey-go"
+)
+
+// Policy is how a queue's jobs are leased, retried and kept. Its zero
+// fields take the defaults below.
+type Policy struct {
+	// Lease is how long a claimed job is the claimer's before another
+	// worker may claim it; DefaultLease when 0. Whole milliseconds.
+	Lease time.Duration
+	// MaxAttempts is how many times a job is claimed before a failure
+	// makes it dead; DefaultMaxAttempts when 0.
+	MaxAttempts int
+	// Backoff is how long a job that failed its attempt-th claim waits
+	// before it may be claimed again; Exponential(time.Second, time.Minute)
+	// when nil.
+	Backoff func(attempt int64) time.Duration
+	// Keep is how long an acknowledged job's row stays (state done), so a
+	// late duplicate Enqueue of its id is still answered "exists"; 0
+	// deletes the row on Ack.
+	Keep time.Duration
+}
+
+// The defaults of a [Policy].
+const (
+	DefaultLease       = 30 * time.Second
+	DefaultMaxAttempts = 3
+)
+
+// Exponential returns a backoff of base·2^(attempt−1), at most max, with
+// equal jitter: half of the delay is fixed and the other half uniformly
+// random, so jobs that failed together do not all come back together.
+func Exponential(base, max time.Duration) func(attempt int64) time.Duration {
+	return func(attempt int64) time.Duration {
+		d := max
+		if attempt < 1 {
+			attempt = 1
+		}
+		if shift := attempt - 1; shift < 62 && base<<shift > 0 && base<<shift < max {
+			d = base << shift
+		}
+		half := d / 2
+		return half + rand.N(d-half+1)
+	}
+}
+
+// Queue is a handle on one job queue: its keys and its [Policy]. It is
+// safe for concurrent use.
+type Queue struct {
+	c      *Client
+	name   string
+	minter *ids.Minter
+	policy Policy
+
+	pending, active, delayed, dead string
+}
+
+// Queue returns a handle on the queue name whose Enqueue mints job ids
+// with minter (give every producing process its own snowflake node).
+func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error) {
+	if err := checkName(name, "queue"); err != nil {
+		return nil, err
+	}
+	if p.Lease <= 0 {
+		p.Lease = DefaultLease
+	}
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.Backoff == nil {
+		p.Backoff = Exponential(time.Second, time.Minute)
+	}
+	return &Queue{
+		c: c, name: name, minter: minter, policy: p,
+		pending: keys.Pending(name), active: keys.Set(name, keys.ActiveSet),
+		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
+	}, nil
+}
+
+// Name is the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// Policy is the queue's policy, its defaults filled in.
+func (q *Queue) Policy() Policy { return q.policy }
+
+// ErrExists is returned by Enqueue when the minted id names a job that
+// exists: two producers mint with the same snowflake node.
+var ErrExists = errors.New("client: the job exists")
+
+// Enqueue mints a job id and admits the job with payload.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte) (ids.ID, error) {
+	id := q.minter.Mint(ids.Job)
+	admitted, err := q.c.Enqueue(ctx, q.name, id, payload)
+	if err == nil && !admitted {
+		err = fmt.Errorf("%w: %s", ErrExists, id)
+	}
+	return id, err
+}
+
+// admitSHA is the SHA1 of AdmitScript, which EVALSHA names it by.
+var admitSHA = func() string { h := sha1.Sum([]byte(AdmitScript)); return hex.EncodeToString(h[:]) }()
+
+// EnqueueMany mints an id per payload and admits the jobs in one pipeline:
+// one round trip for the batch. It returns the ids in payload order and
+// the first error, naming its job; the other jobs are admitted regardless.
+func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID, error) {
+	if len(payloads) == 0 {
+		return nil, nil
+	}
+	out := make([]ids.ID, len(payloads))
+	native := make(valkey.Commands, len(payloads))
+	scripted := make(valkey.Commands, len(payloads))
+	for i, payload := range payloads {
+		out[i] = q.minter.Mint(ids.Job)
+		job, text, body := keys.Job(q.name, out[i].String()), out[i].String(), valkey.BinaryString(payload)
+		if err := check(emq.Enqueue, "2", job, q.pending, text, body); err != nil {
+			return nil, err
+		}
+		native[i] = q.c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, q.pending).Args(text, body).Build()
+		scripted[i] = q.c.vk.B().Evalsha().Sha1(admitSHA).Numkeys(2).Key(job, q.pending).Arg(text, body).Build()
+	}
+	slot := slotOf(native[0])
+	served, err := q.c.nodes.serves(ctx, slot, CapEnqueue)
+	if err != nil {
+		return nil, err
+	}
+	var replies []valkey.ValkeyResult
+	if served {
+		if replies = q.c.vk.DoMulti(ctx, native...); unknownCommand(replies[0].Error()) {
+			q.c.nodes.forget(slot)
+			served = false
+		}
+	}
+	if !served {
+		replies = q.c.vk.DoMulti(ctx, scripted...)
+	}
+	var first error
+	for i, r := range replies {
+		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() { // the node has not seen it yet
+			r = q.c.admit.Exec(ctx, q.c.vk, []string{keys.Job(q.name, out[i].String()), q.pending},
+				[]string{out[i].String(), valkey.BinaryString(payloads[i])})
+		}
+		admitted, err := admittedReply(r)
+		if err == nil && !admitted {
+			err = ErrExists
+		}
+		if err != nil && first == nil {
+			first = fmt.Errorf("job %s: %w", out[i], err)
+		}
+	}
+	return out, first
+}
+
+// Claim claims up to n (1 … 1000) jobs under the policy's lease; none is
+// an empty slice. One round trip; the claim first promotes the delayed
+// jobs that are due and requeues those whose lease ran out.
+func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
+	return runVerb(ctx, q.c, q.claimCall(n), q.claimReply)
+}
+
+// BClaim claims as Claim does and, when no job is claimable, waits up to
+// timeout (0: until ctx ends) for one. Natively the server blocks the call
+// on a dedicated connection of valkey-go's pool and hands it a job the
+// moment one is claimable; on a node without EMQ.BCLAIM it claims, then
+// polls with a backoff from 10 ms doubling to at most 250 ms.
+func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // the verb's range
+	v := q.claimCall(n)
+	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
+	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	if err := check(v.verb, v.line()...); err != nil {
+		return nil, err
+	}
+	served, err := q.c.nodes.serves(ctx, slotOf(q.c.vk.B().Arbitrary(emq.BClaim.Name).Keys(q.pending).Build()), CapBClaim)
+	if err != nil {
+		return nil, err
+	}
+	if served {
+		// A node that lost the module meanwhile runs the claim's script once.
+		v.verb = nil // checked above
+		v.name = emq.BClaim.Name
+		return runVerb(ctx, q.c, v, q.claimReply)
+	}
+	return q.pollClaim(ctx, n, timeout)
+}
+
+// The fallback BClaim's polling backoff.
+const (
+	pollFirst = 10 * time.Millisecond
+	pollMax   = 250 * time.Millisecond
+)
+
+// pollClaim claims until a job comes, timeout passes or ctx ends.
+func (q *Queue) pollClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	wait := pollFirst
+	for {
+		jobs, err := q.Claim(ctx, n)
+		if err != nil || len(jobs) > 0 {
+			return jobs, err
+		}
+		pause := wait
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, nil
+			}
+			pause = min(pause, left)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		wait = min(2*wait, pollMax)
+	}
+}
+
+// claimCall is EMQ.CLAIM of n jobs under the policy.
+func (q *Queue) claimCall(n int) verbCall {
+	args := []string{millis(q.policy.Lease), strconv.Itoa(n), strconv.Itoa(q.policy.MaxAttempts)}
+	return verbCall{verb: emq.Claim, cp: CapClaim,
+		keys: []string{q.pending, q.active, q.delayed, q.dead}, args: args,
+		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], strconv.Itoa(DefaultSweepBatch))}
+}
+
+// claimReply reads a claim's reply: [id, attempt, payload] per job, or nil.
+func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
+	if valkey.IsValkeyNil(r.Error()) {
+		return nil, nil
+	}
+	rows, err := r.ToArray()
+	if err != nil {
+		return nil, refusal(err)
+	}
+	jobs := make([]*Job, 0, len(rows))
+	for _, row := range rows {
+		parts, err := row.ToArray()
+		if err != nil || len(parts) != 3 {
+			return jobs, fmt.Errorf("client: claim reply row %v", row)
+		}
+		text, _ := parts[0].ToString()
+		id, ok := ids.Parse(ids.Job, []byte(text))
+		attempt, err := parts[1].AsInt64()
+		if !ok || err != nil {
+			return jobs, fmt.Errorf("client: claim reply row %v", row)
+		}
+		payload, _ := parts[2].AsBytes() // nil: a row without payload
+		jobs = append(jobs, &Job{q: q, ID: id, Attempt: attempt, Payload: payload})
+	}
+	return jobs, nil
+}
+
+// StalledCheck requeues at most limit (1 … 100000) active jobs whose lease
+// ran out, as every claim does for its own batch, and reports how many.
+func (q *Queue) StalledCheck(ctx context.Context, limit int) (int64, error) {
+	return runVerb(ctx, q.c, verbCall{verb: emq.StalledCheck, cp: CapStalledCheck,
+		keys: []string{q.pending, q.active}, args: []string{strconv.Itoa(limit)},
+		script: q.c.scripts.stalledCheck}, intReply)
+}
+
+// Revive puts dead job id back in pending with attempts 0, its last error
+// kept. A job that is not dead is refused with EMQSTATE, one that does
+// not exist with EMQNOJOB.
+func (q *Queue) Revive(ctx context.Context, id ids.ID) error {
+	_, err := runVerb(ctx, q.c, verbCall{verb: emq.Revive, cp: CapRevive,
+		keys:   []string{keys.Job(q.name, id.String()), q.pending, q.dead},
+		script: q.c.scripts.revive}, intReply)
+	return err
+}
+
+// millis is d in whole milliseconds, rounded up.
+func millis(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+}

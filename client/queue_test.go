@@ -1,0 +1,193 @@
+package client
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newQueue is a queue handle on n, named for the test.
+func newQueue(t *testing.T, n node, name string, p Policy) *Queue {
+	t.Helper()
+	q, err := n.c.Queue(name, n.m, p)
+	require.NoError(t, err)
+	return q
+}
+
+// claimOne claims exactly one job.
+func claimOne(t *testing.T, q *Queue) *Job {
+	t.Helper()
+	jobs, err := q.Claim(ctx(t), 1)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	return jobs[0]
+}
+
+// noBackoff retries at once.
+func noBackoff(int64) time.Duration { return 0 }
+
+// TestQueueHandles: every rule of a queue and its jobs holds alike on a
+// node with the module (native verbs) and one without (the scripts).
+func TestQueueHandles(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a job goes from enqueue through claim and extend to ack", func(t *testing.T) {
+				q := newQueue(t, n, "life", Policy{Lease: time.Minute})
+				id, err := q.Enqueue(ctx(t), []byte("hello"))
+				require.NoError(t, err)
+				j := claimOne(t, q)
+				assert.Equal(t, id, j.ID)
+				assert.Equal(t, int64(1), j.Attempt)
+				assert.Equal(t, "hello", string(j.Payload))
+				deadline, err := j.Extend(ctx(t))
+				require.NoError(t, err)
+				assert.WithinDuration(t, time.Now().Add(time.Minute), deadline, 5*time.Second)
+				require.NoError(t, j.Ack(ctx(t)))
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job("life", id.String())), "keep 0 deletes the row")
+			})
+			t.Run("an empty queue claims nothing", func(t *testing.T) {
+				jobs, err := newQueue(t, n, "empty", Policy{}).Claim(ctx(t), 5)
+				require.NoError(t, err)
+				assert.Empty(t, jobs)
+			})
+			t.Run("enqueue many admits every job in one pipeline, in order", func(t *testing.T) {
+				q := newQueue(t, n, "many", Policy{})
+				got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("a"), []byte("b"), []byte("c")})
+				require.NoError(t, err)
+				jobs, err := q.Claim(ctx(t), 10)
+				require.NoError(t, err)
+				require.Len(t, jobs, 3)
+				for i, j := range jobs {
+					assert.Equal(t, got[i], j.ID)
+					assert.Equal(t, string(rune('a'+i)), string(j.Payload))
+				}
+			})
+			t.Run("a kept job stays done for the keep", func(t *testing.T) {
+				q := newQueue(t, n, "keep", Policy{Keep: time.Hour})
+				id, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				require.NoError(t, claimOne(t, q).Ack(ctx(t)))
+				row := keys.Job("keep", id.String())
+				assert.Equal(t, "done", str(t, n, "HGET", row, "state"))
+				assert.Greater(t, integer(t, n.s, "PTTL", row), int64(59*60*1000))
+				admitted, err := n.c.Enqueue(ctx(t), "keep", id, nil)
+				require.NoError(t, err)
+				assert.False(t, admitted, "a late duplicate is answered exists")
+			})
+			t.Run("a failure backs off, then dies at max attempts, and revives", func(t *testing.T) {
+				q := newQueue(t, n, "retry", Policy{MaxAttempts: 2, Backoff: func(int64) time.Duration { return 30 * time.Millisecond }})
+				id, err := q.Enqueue(ctx(t), []byte("p"))
+				require.NoError(t, err)
+				state, err := claimOne(t, q).Fail(ctx(t), errors.New("boom"))
+				require.NoError(t, err)
+				assert.Equal(t, StateDelayed, state)
+				jobs, err := q.Claim(ctx(t), 1)
+				require.NoError(t, err)
+				assert.Empty(t, jobs, "not before its backoff")
+				time.Sleep(60 * time.Millisecond)
+				j := claimOne(t, q)
+				assert.Equal(t, int64(2), j.Attempt)
+				state, err = j.Fail(ctx(t), errors.New("boom again"))
+				require.NoError(t, err)
+				assert.Equal(t, StateDead, state)
+				assert.Equal(t, "boom again", str(t, n, "HGET", keys.Job("retry", id.String()), "error"))
+				require.NoError(t, q.Revive(ctx(t), id))
+				j = claimOne(t, q)
+				assert.Equal(t, int64(1), j.Attempt, "a revived job starts again from attempt 1")
+				requireRefusal(t, q.Revive(ctx(t), id), emqerrors.State)
+			})
+			t.Run("a stale attempt is refused with EMQLEASE and changes nothing", func(t *testing.T) {
+				q := newQueue(t, n, "stale", Policy{Lease: 20 * time.Millisecond})
+				_, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				first := claimOne(t, q)
+				time.Sleep(40 * time.Millisecond)
+				second := claimOne(t, q)
+				assert.Equal(t, int64(2), second.Attempt)
+				before := digest(t, n.s)
+				requireRefusal(t, first.Ack(ctx(t)), emqerrors.Lease)
+				_, err = first.Extend(ctx(t))
+				requireRefusal(t, err, emqerrors.Lease)
+				_, err = first.Fail(ctx(t), errors.New("late"))
+				requireRefusal(t, err, emqerrors.Lease)
+				assert.Equal(t, before, digest(t, n.s))
+				require.NoError(t, second.Ack(ctx(t)))
+			})
+			t.Run("a job of no row is refused with EMQNOJOB", func(t *testing.T) {
+				q := newQueue(t, n, "nojob", Policy{})
+				requireRefusal(t, q.Revive(ctx(t), n.m.Mint(ids.Job)), emqerrors.NoJob)
+			})
+			t.Run("stalled check requeues what ran out of lease", func(t *testing.T) {
+				q := newQueue(t, n, "stalled", Policy{Lease: 10 * time.Millisecond})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil})
+				require.NoError(t, err)
+				jobs, err := q.Claim(ctx(t), 2)
+				require.NoError(t, err)
+				require.Len(t, jobs, 2)
+				time.Sleep(30 * time.Millisecond)
+				moved, err := q.StalledCheck(ctx(t), 100)
+				require.NoError(t, err)
+				assert.Equal(t, int64(2), moved)
+			})
+			t.Run("bclaim waits for a job enqueued meanwhile", func(t *testing.T) {
+				q := newQueue(t, n, "bclaim", Policy{})
+				go func() {
+					time.Sleep(50 * time.Millisecond)
+					_, _ = q.Enqueue(ctx(t), []byte("late"))
+				}()
+				start := time.Now()
+				jobs, err := q.BClaim(ctx(t), 3, 5*time.Second)
+				require.NoError(t, err)
+				require.Len(t, jobs, 1)
+				assert.Less(t, time.Since(start), 2*time.Second)
+			})
+			t.Run("bclaim times out with nothing", func(t *testing.T) {
+				start := time.Now()
+				jobs, err := newQueue(t, n, "bclaim-none", Policy{}).BClaim(ctx(t), 1, 100*time.Millisecond)
+				require.NoError(t, err)
+				assert.Empty(t, jobs)
+				assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond)
+			})
+			t.Run("a policy out of range is refused before sending", func(t *testing.T) {
+				q := newQueue(t, n, "shape", Policy{})
+				_, err := q.Claim(ctx(t), 1001)
+				requireRefusal(t, err, emqerrors.Shape)
+			})
+			t.Run("a key of the wrong type is refused with WRONGTYPE", func(t *testing.T) {
+				must(t, n.s, "SET", keys.Pending("wrong"), "x")
+				_, err := newQueue(t, n, "wrong", Policy{}).Claim(ctx(t), 1)
+				requireRefusal(t, err, emqerrors.WrongType)
+			})
+		})
+	}
+}
+
+// TestQueueRunsNativelyWhereServed: with the module the handles call the
+// verbs (INFO emq counts them); without it nothing fails.
+func TestQueueRunsNativelyWhereServed(t *testing.T) {
+	n := startNodes(t)[0]
+	q := newQueue(t, n, "counted", Policy{})
+	_, err := q.Enqueue(ctx(t), nil)
+	require.NoError(t, err)
+	j := claimOne(t, q)
+	_, err = j.Extend(ctx(t))
+	require.NoError(t, err)
+	require.NoError(t, j.Ack(ctx(t)))
+	for _, verb := range []string{"claim", "extend", "ack"} {
+		assert.Equal(t, "1", n.s.InfoField("emq", "emq_calls_"+verb), verb)
+	}
+}
+
+// str sends a command whose reply is a string.
+func str(t *testing.T, n node, args ...string) string {
+	t.Helper()
+	v, err := n.s.Do(args...).ToString()
+	require.NoError(t, err, "%v", args)
+	return v
+}

@@ -1,0 +1,61 @@
+package emq
+
+import "github.com/echomq/emq/keys"
+
+// Ack acknowledges a job its caller holds:
+//
+//	EMQ.ACK 2 emq:{q}:job:<id> emq:{q}:active <attempt> <keep_ms>
+//
+// The job must be active under attempt. It leaves the active set; with
+// keep_ms 0 its row is deleted, else the row is kept, state done, for
+// keep_ms (a late duplicate ENQUEUE of the id still answers 0). Replies 1.
+var Ack = &Verb{Name: "EMQ.ACK", Arity: 6, Keys: 2, Cap: "ack",
+	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkAck(a); return err },
+	Run:   ack}
+
+func ack(c Call) error {
+	// shape and fence
+	attempt, keep, id, err := checkAck(c.Args)
+	if err != nil {
+		return err
+	}
+
+	// reads
+	s, p := c.Server, c.Plan
+	s.Open(2, false)
+	if err := zsets(s, 1, 2); err != nil {
+		return err
+	}
+	if _, err := leasedJob(s, p, attempt); err != nil {
+		return err
+	}
+
+	// plan
+	p.zrem(1, p.Bytes(id))
+	if keep == 0 {
+		p.write(Write{Op: Del, Key: 0})
+	} else {
+		p.hset(0, refState, refDone)
+		p.write(Write{Op: PExpireAt, Key: 0, AtMs: s.NowMs() + keep})
+	}
+	p.replyInt(1)
+	p.count(JobsAcked, 1)
+
+	// apply
+	return s.Apply(p)
+}
+
+// checkAck decides what ACK's arguments decide alone.
+func checkAck(a [][]byte) (attempt, keep int64, id []byte, err error) {
+	if err := numkeys(a, 2); err != nil {
+		return 0, 0, nil, err
+	}
+	if attempt, err = attemptBound.parse(a[4]); err != nil {
+		return 0, 0, nil, err
+	}
+	if keep, err = keepBound.parse(a[5]); err != nil {
+		return 0, 0, nil, err
+	}
+	_, id, err = queueKeys(a, true, keys.ActiveSet)
+	return attempt, keep, id, err
+}

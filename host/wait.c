@@ -1,0 +1,132 @@
+// wait.c — blocking verbs: a client kept waiting on a queue's pending key,
+// its wake-ups, the timers that wake a queue when a job comes due, and the
+// zset events that signal a pending key whoever wrote it. Which client
+// waits on which queue is Go's (wait.go); C keeps no state but one count.
+#include <string.h>
+
+#include "api.h"
+#include "_cgo_export.h"
+
+#define BLOCK_UNBLOCK_DELETED (1 << 0)
+#define CTX_FLAGS_LUA (1 << 0)
+#define CTX_FLAGS_MULTI (1 << 1)
+#define CTX_FLAGS_PRIMARY (1 << 2)
+#define CTX_FLAGS_LOADING (1 << 13)
+#define CTX_FLAGS_ASYNC_LOADING (1 << 20)
+#define CTX_FLAGS_DENY_BLOCKING (1 << 21)
+
+int emq_queues_waited;
+
+// emq_may_block reports whether the command in ctx may block: not inside
+// MULTI/EXEC or a script, nor for a client that may not block.
+int emq_may_block(ValkeyModuleCtx *ctx) {
+    if (!api.GetContextFlags || !api.BlockClientOnKeysWithFlags) return 0;
+    return !(api.GetContextFlags(ctx) & (CTX_FLAGS_LUA | CTX_FLAGS_MULTI | CTX_FLAGS_DENY_BLOCKING));
+}
+
+int emq_selected_db(ValkeyModuleCtx *ctx) { return api.GetSelectedDb(ctx); }
+
+// woken runs when the key a client waits on was signalled.
+static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
+    return emq_serve_woken(ctx, argv, argc, (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx));
+}
+
+// timed_out runs on the wait's timeout and on CLIENT UNBLOCK (TIMEOUT):
+// nil, as a blocking built-in replies. CLIENT UNBLOCK … ERROR replies the
+// server's UNBLOCKED error itself.
+static int timed_out(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
+    (void)argv, (void)argc;
+    api.ReplyWithNullArray(ctx);
+    emqWaitTimedOut();
+    return API_OK;
+}
+
+// ended runs once when the wait ends, however it ends: served, timed out,
+// unblocked, disconnected or killed.
+static void ended(ValkeyModuleCtx *ctx, void *waiter) { emqWaitEnded(ctx, (uint64_t)(uintptr_t)waiter); }
+
+// emq_block keeps the call's client waiting on key k: woken when k is
+// signalled, or deleted, until timeout_ms (0: forever). The waiter, never
+// 0, is what the callbacks are given back.
+int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter) {
+    ValkeyModuleBlockedClient *bc = api.BlockClientOnKeysWithFlags(c->ctx, woken, timed_out, ended, timeout_ms,
+                                                                   &c->names[k], 1, (void *)(uintptr_t)waiter,
+                                                                   BLOCK_UNBLOCK_DELETED);
+    return bc ? 0 : -1;
+}
+
+// first_score reads the lowest score of an open sorted set; 0 if it is
+// empty or no sorted set.
+static int first_score(ValkeyModuleKey *key, double *score) {
+    if (api.KeyType(key) != EMQ_KEY_ZSET) return 0;
+    if (api.ZsetFirstInScoreRange(key, -1.0 / 0.0, 1.0 / 0.0, 0, 0) != API_OK) return 0;
+    ValkeyModuleString *m = api.ZsetRangeCurrentElement(key, score);
+    api.ZsetRangeStop(key);
+    if (!m) return 0;
+    api.FreeString(NULL, m);
+    return 1;
+}
+
+// emq_first_score returns the lowest score of the call's sorted set key k
+// as it is now, after the call's writes; +inf if it is empty.
+double emq_first_score(emq_call *c, int k) {
+    double score;
+    return first_score(c->keys[k], &score) ? score : 1.0 / 0.0;
+}
+
+static void fired(ValkeyModuleCtx *ctx, void *token) { emqTimerFired(ctx, (uint64_t)(uintptr_t)token); }
+
+// emq_create_timer arms a timer in ctx's database that hands token back.
+uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token) {
+    return api.CreateTimer(ctx, period_ms, fired, (void *)(uintptr_t)token);
+}
+
+void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id) { api.StopTimer(ctx, id, NULL); }
+
+// emq_timer_may_sweep reports whether a timer may wake a queue's waiters
+// to sweep: on a primary that is not loading.
+int emq_timer_may_sweep(ValkeyModuleCtx *ctx) {
+    int flags = api.GetContextFlags(ctx);
+    return (flags & CTX_FLAGS_PRIMARY) && !(flags & (CTX_FLAGS_LOADING | CTX_FLAGS_ASYNC_LOADING));
+}
+
+// emq_signal_ready signals key (in ctx's database) as ready: its waiters
+// are woken after the current command, or before the server sleeps.
+void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len) {
+    ValkeyModuleString *s = api.CreateString(NULL, key, len);
+    api.SignalKeyAsReady(ctx, s);
+    api.FreeString(NULL, s);
+}
+
+// A queue's set key: emq:{<queue>}:<set> (package keys).
+static int ends_with(const char *s, size_t len, const char *suffix) {
+    size_t n = strlen(suffix);
+    return len > 5 + n && memcmp(s, "emq:{", 5) == 0 && memcmp(s + len - n, suffix, n) == 0;
+}
+
+// on_zadd sees every ZADD, ours or a built-in's: one to a pending set
+// wakes its waiters; one to a delayed or active set of a queue with
+// waiters may bring its next due time nearer (Go decides).
+static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
+    (void)type;
+    if (strcmp(event, "zadd") != 0) return 0;
+    size_t len;
+    const char *s = api.StringPtrLen(key, &len);
+    if (ends_with(s, len, "}:pending")) {
+        api.SignalKeyAsReady(ctx, key);
+    } else if (emq_queues_waited && (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active"))) {
+        ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);
+        double score;
+        int found = first_score(k, &score);
+        api.CloseKey(k);
+        if (found) emqQueueDue(ctx, (char *)s, len, score);
+    }
+    return 0;
+}
+
+int emq_subscribe_queues(ValkeyModuleCtx *ctx) {
+    if (!api.SubscribeToKeyspaceEvents) return -1;
+    return api.SubscribeToKeyspaceEvents(ctx, NOTIFY_ZSET, on_zadd);
+}
+
+long long emq_now_ms(void) { return api.Milliseconds(); }

@@ -1,0 +1,241 @@
+package host
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"math"
+	"unsafe"
+
+	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/keys"
+)
+
+// A blocking verb whose plan asks to wait (emq.Plan.Wait) and replies
+// nothing keeps its client blocked on a key — for a claim, its queue's
+// pending set. Every ZADD to a pending set, ours or a built-in's, signals
+// it (wait.c); the server then runs the verb again for each client waiting
+// there, first come first served, and the one that replies is done. While
+// a queue has waiters it has one timer, at the lowest score of the sets
+// the plan named (delayed due times, lease deadlines): when it fires on a
+// primary it signals the pending set, and the woken verb sweeps. Nothing
+// here runs off the main thread.
+
+// waiter is a client kept waiting, by the number its callbacks get back.
+type waiter struct {
+	verb  int
+	queue *queueWait
+}
+
+// queueWait is a queue of one database that clients wait on, or waited on
+// lately: an idle queue is kept (up to maxIdleQueues of them), so that
+// waiting again on it allocates nothing.
+type queueWait struct {
+	db      int
+	name    string // the queue, its key in queues[db]
+	pending []byte // the key its clients wait on
+	waiters int
+	timer   C.uint64_t // the armed timer; 0 for none
+	token   uint64     // what the armed timer hands back
+	at      int64      // when it is due (Unix ms)
+}
+
+// maxIdleQueues bounds the queues kept with nobody waiting.
+const maxIdleQueues = 1024
+
+// WaitStats are what INFO emq shows of waiting clients.
+type WaitStats struct {
+	Waiting       int64 // clients waiting now
+	Timers        int64 // timers armed now
+	WakeupsServed int64 // wake-ups that replied
+	WakeupsIdle   int64 // wake-ups that found nothing and kept waiting
+	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK)
+	TimersFired   int64
+}
+
+var (
+	waiters    map[uint64]waiter
+	queues     map[int]map[string]*queueWait // by database, then queue
+	idle       int                           // queues kept with nobody waiting
+	timers     map[uint64]*queueWait         // by token
+	lastWaiter uint64
+	lastToken  uint64
+	waitStats  WaitStats
+)
+
+// resetWaits starts a load with nobody waiting.
+func resetWaits() {
+	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
+	idle, lastWaiter, lastToken, waitStats = 0, 0, 0, WaitStats{}
+	C.emq_queues_waited = 0
+}
+
+// Waits returns the counters of waiting clients.
+func Waits() WaitStats {
+	s := waitStats
+	s.Waiting, s.Timers = int64(len(waiters)), int64(len(timers))
+	return s
+}
+
+// lookupQueue returns the queue of database db, nil if none is kept.
+func lookupQueue(db int, queue []byte) *queueWait { return queues[db][string(queue)] }
+
+// join adds a waiter to the queue of database db whose clients wait on
+// pending, keeping it from now on if it was not.
+func join(db int, queue, pending []byte) *queueWait {
+	q := lookupQueue(db, queue)
+	switch {
+	case q == nil:
+		q = &queueWait{db: db, name: string(queue), pending: append([]byte(nil), pending...)}
+		if queues[db] == nil {
+			queues[db] = map[string]*queueWait{}
+		}
+		queues[db][q.name] = q
+	case q.waiters == 0:
+		idle--
+	}
+	if q.waiters++; q.waiters == 1 {
+		C.emq_queues_waited++
+	}
+	return q
+}
+
+// leave removes a waiter from q; the last one stops its timer, and q is
+// forgotten when too many queues are idle.
+func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
+	if q.waiters--; q.waiters > 0 {
+		return
+	}
+	C.emq_queues_waited--
+	if q.timer != 0 {
+		C.emq_stop_timer(ctx, q.timer)
+		delete(timers, q.token)
+		q.timer, q.token = 0, 0
+	}
+	if idle < maxIdleQueues {
+		idle++
+		return
+	}
+	delete(queues[q.db], q.name)
+	if len(queues[q.db]) == 0 {
+		delete(queues, q.db)
+	}
+}
+
+// SubscribeQueues makes every ZADD to a queue's pending set wake the
+// clients waiting on it, and every ZADD to its delayed or active set
+// re-arm its timer if that brings the next due time nearer.
+func (m *Module) SubscribeQueues() error {
+	if C.emq_subscribe_queues(m.ctx) != 0 {
+		return errors.New("cannot subscribe to keyspace events")
+	}
+	return nil
+}
+
+// MayWait reports whether the call may keep its client waiting: a wake-up
+// may (it keeps waiting), a command may unless the server forbids blocking.
+func (c *Call) MayWait() bool { return c.waiter != 0 || C.emq_may_block(c.ctx) != 0 }
+
+// Woken reports whether the call is a waiting client's wake-up rather than
+// a command.
+func (c *Call) Woken() bool { return c.waiter != 0 }
+
+// settle ends a call of verb whose plan is p: a command that asked to wait
+// and replied nothing blocks; a wake-up that replied is served, else keeps
+// waiting. A call that waits re-arms its queue's timer.
+func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
+	w := &p.Wait
+	if c.replied != 0 || w.Queue == nil {
+		if c.waiter != 0 {
+			waitStats.WakeupsServed++
+		}
+		return
+	}
+	var q *queueWait
+	if c.waiter != 0 {
+		waitStats.WakeupsIdle++
+		q = waiters[uint64(c.waiter)].queue
+	} else {
+		lastWaiter++
+		if C.emq_block((*C.emq_call)(c), C.int(w.On), C.longlong(w.TimeoutMs), C.uint64_t(lastWaiter)) != 0 {
+			C.emq_reply_null_array((*C.emq_call)(c))
+			return
+		}
+		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
+		waiters[lastWaiter] = waiter{verb: verb, queue: q}
+	}
+	for _, k := range w.Due {
+		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
+			arm(c.ctx, q, score)
+		}
+	}
+}
+
+// arm makes q's timer due at score (Unix ms) unless it is due sooner.
+func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
+	at := int64(math.Ceil(math.Min(score, math.MaxInt64/2)))
+	if q.timer != 0 && q.at <= at {
+		return
+	}
+	if q.timer != 0 {
+		C.emq_stop_timer(ctx, q.timer)
+		delete(timers, q.token)
+	}
+	// one past the due time: a sweep takes leases that passed strictly
+	period := max(at-int64(C.emq_now_ms())+1, 0)
+	lastToken++
+	q.timer = C.emq_create_timer(ctx, C.longlong(period), C.uint64_t(lastToken))
+	q.token, q.at = lastToken, at
+	timers[lastToken] = q
+}
+
+// retryMs is how soon a timer that fired where it may not sweep (a replica,
+// a loading server) looks again.
+const retryMs = 100
+
+//export emqTimerFired
+func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
+	q := timers[uint64(token)]
+	delete(timers, uint64(token))
+	if q == nil || q.token != uint64(token) {
+		return
+	}
+	q.timer, q.token = 0, 0
+	waitStats.TimersFired++
+	if C.emq_timer_may_sweep(ctx) == 0 {
+		arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs))
+		return
+	}
+	C.emq_signal_ready(ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
+}
+
+//export emqWaitTimedOut
+func emqWaitTimedOut() { waitStats.Timeouts++ }
+
+//export emqWaitEnded
+func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
+	w, ok := waiters[uint64(id)]
+	if !ok {
+		return
+	}
+	delete(waiters, uint64(id))
+	leave(ctx, w.queue)
+}
+
+//export emqQueueDue
+func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double) {
+	name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
+	queue, ok := keys.SplitSet(name, keys.DelayedSet)
+	if !ok {
+		queue, ok = keys.SplitSet(name, keys.ActiveSet)
+	}
+	if !ok {
+		return
+	}
+	if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
+		arm(ctx, q, float64(score))
+	}
+}

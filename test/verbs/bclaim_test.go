@@ -1,0 +1,779 @@
+package verbs
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// bq is the queue the BCLAIM cases use.
+var bq = queueOf("b")
+
+// bclaim is a blocking claim of q.
+func (q queue) bclaim(leaseMs, count, maxAttempts, timeoutMs int64) []string {
+	args := q.claim(leaseMs, count, maxAttempts)
+	args[0] = "EMQ.BCLAIM"
+	return append(args, itoa(timeoutMs))
+}
+
+// bclaim is EMQ.BCLAIM of queue b: one job, max_attempts 5.
+func bclaim(leaseMs, timeoutMs int) []string {
+	return bq.bclaim(int64(leaseMs), 1, 5, int64(timeoutMs))
+}
+
+// claimB is EMQ.CLAIM of queue b: one job, max_attempts 5.
+func claimB(leaseMs int) []string { return bq.claim(int64(leaseMs), 1, 5) }
+
+// failB fails job id of queue b under attempt 1, max_attempts 5.
+func failB(id string, backoffMs int64) []string { return bq.fail(id, 1, backoffMs, 5, "x") }
+
+// enqueueB admits job number n to queue b and returns its id.
+func enqueueB(t testing.TB, s *valkeytest.Server, n int) string {
+	t.Helper()
+	id := jobN(n)
+	require.NoError(t, s.Do(bq.enqueue(id, "p"+strconv.Itoa(n))...).Error())
+	return id
+}
+
+// jobN is the JOB id numbered n.
+func jobN(n int) string {
+	id, ok := ids.New(ids.Job, 1000+uint64(n), 1, 1)
+	if !ok {
+		panic("jobN: out of range")
+	}
+	return id.String()
+}
+
+// conn is one raw RESP connection: it can block, be unblocked by its id,
+// or be dropped, exactly as a worker's would.
+type conn struct {
+	t  testing.TB
+	c  net.Conn
+	r  *bufio.Reader
+	id int64
+}
+
+func dial(t testing.TB, s *valkeytest.Server) *conn {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+	require.NoError(t, err)
+	c := &conn{t: t, c: nc, r: bufio.NewReader(nc)}
+	t.Cleanup(func() { _ = nc.Close() })
+	c.send("CLIENT", "ID")
+	id, err := c.read()
+	require.NoError(t, err)
+	c.id = id.(int64)
+	return c
+}
+
+func (c *conn) send(args ...string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	}
+	_, err := c.c.Write([]byte(b.String()))
+	require.NoError(c.t, err)
+}
+
+// errReply is an error reply.
+type errReply string
+
+func (e errReply) Error() string { return string(e) }
+
+// read reads one reply: nil for a null, int64, string, []any; an error
+// reply as an errReply error.
+func (c *conn) read() (any, error) {
+	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := c.r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	line = strings.TrimSuffix(line, "\r\n")
+	switch line[0] {
+	case '-':
+		return nil, errReply(line[1:])
+	case '+':
+		return line[1:], nil
+	case ':':
+		return strconv.ParseInt(line[1:], 10, 64)
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return nil, nil
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(c.r, b); err != nil {
+			return nil, err
+		}
+		return string(b[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return nil, nil
+		}
+		out := make([]any, n)
+		for i := range out {
+			if out[i], err = c.read(); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unexpected reply %q", line)
+}
+
+// do sends args and reads the reply.
+func (c *conn) do(args ...string) (any, error) {
+	c.send(args...)
+	return c.read()
+}
+
+// claimedID is the job of a one-job claim reply, or "" for nil.
+func claimedID(t testing.TB, reply any) string {
+	t.Helper()
+	if reply == nil {
+		return ""
+	}
+	jobs, ok := reply.([]any)
+	require.True(t, ok, "%#v", reply)
+	require.Len(t, jobs, 1)
+	return jobs[0].([]any)[0].(string)
+}
+
+// waitInfo waits until INFO emq's field is want.
+func waitInfo(t testing.TB, s *valkeytest.Server, field string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := valkeytest.InfoInt(s.Info("emq"), field)
+		if got == want {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "INFO %s is %d, want %d", field, got, want)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// blockB sends BCLAIM on a connection of its own and waits until the
+// server counts one more blocked worker.
+func blockB(t testing.TB, s *valkeytest.Server, leaseMs, timeoutMs int) *conn {
+	t.Helper()
+	before := valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers")
+	c := dial(t, s)
+	c.send(bclaim(leaseMs, timeoutMs)...)
+	waitInfo(t, s, "emq_blocked_workers", before+1)
+	return c
+}
+
+func TestBClaimServesAtOnceWhenAJobIsClaimable(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	id := enqueueB(t, s, 1)
+	got, err := dial(t, s).do(bclaim(1000, 10_000)...)
+	require.NoError(t, err)
+	require.Equal(t, []any{[]any{id, int64(1), "p1"}}, got)
+	require.Zero(t, valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+}
+
+func TestBClaimRefusesBadTimeoutsAndWritesNothing(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	enqueueB(t, s, 1)
+	const timeoutErr = "EMQSHAPE timeout_ms must be an integer from 0 to 1099511627776"
+	for _, c := range []struct{ name, timeout, want string }{
+		{"a negative timeout", "-1", timeoutErr},
+		{"a leading zero", "01", timeoutErr},
+		{"a plus sign", "+5", timeoutErr},
+		{"above 2^40", "1099511627777", timeoutErr},
+		{"not a number", "soon", timeoutErr},
+	} {
+		t.Run(c.name+" is EMQSHAPE", func(t *testing.T) {
+			args := bclaim(1000, 0)
+			args[9] = c.timeout
+			refuse(t, s, c.want, args...)
+		})
+	}
+	t.Run("a bad lease is refused before a bad timeout", func(t *testing.T) {
+		args := bclaim(0, 0)
+		args[9] = "-1"
+		refuse(t, s, "EMQSHAPE lease_ms must be an integer from 1 to 2147483647", args...)
+	})
+	t.Run("a bad timeout is refused before a bad key", func(t *testing.T) {
+		args := bclaim(1000, 0)
+		args[9], args[2] = "-1", "pending"
+		refuse(t, s, timeoutErr, args...)
+	})
+	t.Run("arity is the server's error", func(t *testing.T) {
+		refuse(t, s, arityErr("EMQ.BCLAIM"), bclaim(1000, 0)[:9]...)
+	})
+	n, err := s.Do("ZCARD", bq.pending).AsInt64()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n, "a refusal claimed the job")
+}
+
+// p50 is the median of ds.
+func p50(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	var lat []time.Duration
+	for i := range 50 {
+		w := blockB(t, s, 10_000, 10_000)
+		start := time.Now()
+		id := enqueueB(t, s, i)
+		got, err := w.read()
+		took := time.Since(start)
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+		lat = append(lat, took)
+	}
+	t.Logf("enqueue → blocked worker served: p50 %v, max %v", p50(lat), slices.Max(lat))
+	require.Less(t, p50(lat), 10*time.Millisecond, "the median wake-up")
+	require.Less(t, slices.Max(lat), 100*time.Millisecond, "the slowest wake-up")
+}
+
+func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	id := jobN(7)
+	// the job is claimed under a lease 100 s long: no timer serves it
+	active := func() {
+		enqueueB(t, s, 7)
+		must(t, s, claimB(100_000)...)
+	}
+	cases := []struct {
+		name  string
+		setup func() // before the worker blocks
+		make  func() // makes job id claimable
+	}{
+		{"ENQUEUE", func() {}, func() { enqueueB(t, s, 7) }},
+		{"FAIL with backoff 0", active, func() {
+			must(t, s, failB(id, 0)...)
+		}},
+		{"REVIVE", func() {
+			enqueueB(t, s, 7)
+			must(t, s, bq.claim(1000, 1, 1)...)
+			must(t, s, bq.fail(id, 1, 0, 1, "boom")...)
+		}, func() { must(t, s, bq.revive(id)...) }},
+		{"STALLED.CHECK", active, func() {
+			// the lease passes behind the timer's back (ZINCRBY is no
+			// ZADD: the timer stays 100 s away), and nothing wakes
+			must(t, s, "ZINCRBY", bq.active, "-1000000", id)
+			time.Sleep(30 * time.Millisecond)
+			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+			must(t, s, bq.stalledCheck(10)...)
+		}},
+		{"another claim's sweep", func() {
+			for _, n := range []int{6, 7} {
+				enqueueB(t, s, n)
+				must(t, s, claimB(100_000)...)
+				must(t, s, failB(jobN(n), 100_000)...)
+			}
+		}, func() {
+			for _, n := range []int{6, 7} { // due now, behind the timer's back
+				must(t, s, "ZINCRBY", bq.delayed, "-1000000", jobN(n))
+			}
+			time.Sleep(30 * time.Millisecond)
+			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+			// promotes both, claims the first and leaves the other pending
+			other, err := dial(t, s).do(claimB(1000)...)
+			require.NoError(t, err)
+			require.Equal(t, jobN(6), claimedID(t, other))
+		}},
+		{"a built-in ZADD to pending", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "ZADD", bq.pending, "0", id)
+		}},
+		{"a ZADD from a script", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "EVAL", "return server.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			c.setup()
+			// ids with no job row, after the job in claim order: the
+			// worker's turn drops count + sweep-batch of them and waits,
+			// so pending exists — and a key's creation, which wakes by
+			// itself, is not what serves the worker
+			for i := range 200 {
+				must(t, s, "ZADD", bq.pending, "0", fmt.Sprintf("zz-%03d", i))
+			}
+			w := blockB(t, s, 100_000, 10_000)
+			start := time.Now()
+			c.make()
+			got, err := w.read()
+			require.NoError(t, err)
+			require.Equal(t, id, claimedID(t, got))
+			require.Less(t, time.Since(start), 200*time.Millisecond)
+		})
+	}
+}
+
+// dueDelivery makes a job due at dueMs (server clock) by setup, blocks a
+// worker, and returns how long after its due time the worker got it.
+func dueDelivery(t *testing.T, s *valkeytest.Server, setup func() (id string, dueMs int64)) time.Duration {
+	t.Helper()
+	id, due := setup()
+	w := blockB(t, s, 100_000, 10_000)
+	got, err := w.read()
+	require.NoError(t, err)
+	late := time.Duration(serverMs(t, s)-due) * time.Millisecond
+	require.Equal(t, id, claimedID(t, got))
+	return late
+}
+
+func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for _, c := range []struct {
+		name, set string
+		lease     int
+		backoff   int64 // -1: the job stalls instead
+	}{
+		{"a delayed job (backoff 200 ms) is delivered within 100 ms of its due time", bq.delayed, 100_000, 200},
+		{"a stalled job (lease 200 ms) is delivered within 100 ms of its deadline", bq.active, 200, -1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var lates []time.Duration
+			for i := range 5 {
+				flush(t, s)
+				late := dueDelivery(t, s, func() (string, int64) {
+					id := enqueueB(t, s, i)
+					must(t, s, claimB(c.lease)...)
+					if c.backoff >= 0 {
+						must(t, s, bq.fail(id, 1, c.backoff, 5, "x")...)
+					}
+					due, err := s.Do("ZSCORE", c.set, id).AsInt64()
+					require.NoError(t, err)
+					return id, due
+				})
+				require.Less(t, late, 100*time.Millisecond)
+				lates = append(lates, late)
+			}
+			t.Logf("delivered after the due time: p50 %v, max %v", p50(lates), slices.Max(lates))
+		})
+	}
+	t.Run("a nearer due time re-arms the queue's timer", func(t *testing.T) {
+		flush(t, s)
+		far := enqueueB(t, s, 1)
+		near := enqueueB(t, s, 2)
+		must(t, s, bq.claim(100_000, 2, 5)...)
+		must(t, s, failB(far, 60_000)...)
+		w := blockB(t, s, 100_000, 10_000)
+		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_timers"))
+		start := time.Now()
+		must(t, s, failB(near, 150)...)
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, near, claimedID(t, got))
+		require.Less(t, time.Since(start), 400*time.Millisecond)
+	})
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	waitInfo(t, s, "emq_timers", 0)
+}
+
+func TestManyWorkersShareABurstyQueueExactlyOnce(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const workers, jobs, burst = 50, 10_000, 500
+	var (
+		mu        sync.Mutex
+		seen      = map[string]int{}
+		served    = make([]int, workers)
+		delivered atomic.Int64
+		wg        sync.WaitGroup
+	)
+	conns := make([]*conn, workers)
+	for i := range conns {
+		conns[i] = dial(t, s)
+	}
+	for i, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for delivered.Load() < jobs {
+				c.send(bclaim(60_000, 300)...)
+				got, err := c.read()
+				if err != nil {
+					return
+				}
+				if got == nil {
+					continue
+				}
+				id := got.([]any)[0].([]any)[0].(string)
+				mu.Lock()
+				seen[id]++
+				served[i]++
+				mu.Unlock()
+				delivered.Add(1)
+			}
+		}()
+	}
+	waitInfo(t, s, "emq_blocked_workers", workers)
+	cl := s.Client()
+	for b := 0; b < jobs; b += burst {
+		cmds := make(valkey.Commands, 0, burst)
+		for n := b; n < b+burst; n++ {
+			id := jobN(n)
+			cmds = append(cmds, cl.B().Arbitrary("EMQ.ENQUEUE", "2", bq.job(id), bq.pending, id, "x").Build())
+		}
+		for _, r := range cl.DoMulti(t.Context(), cmds...) {
+			require.NoError(t, r.Error())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+	require.Len(t, seen, jobs)
+	for id, n := range seen {
+		require.Equal(t, 1, n, "job %s delivered %d times", id, n)
+	}
+	for i, n := range served {
+		require.Positive(t, n, "worker %d was never served", i)
+	}
+	n, err := s.Do("ZCARD", bq.pending).AsInt64()
+	require.NoError(t, err)
+	require.Zero(t, n, "jobs left pending")
+	t.Logf("served per worker: min %d, max %d", slices.Min(served), slices.Max(served))
+	waitInfo(t, s, "emq_blocked_workers", 0)
+}
+
+func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	cases := []struct {
+		name    string
+		timeout int
+		end     func(w *conn)
+		err     string // "" for nil
+	}{
+		{"a timeout replies nil", 50, func(*conn) {}, ""},
+		{"CLIENT UNBLOCK replies nil", 10_000, func(w *conn) {
+			must(t, s, "CLIENT", "UNBLOCK", strconv.FormatInt(w.id, 10))
+		}, ""},
+		{"CLIENT UNBLOCK TIMEOUT replies nil", 10_000, func(w *conn) {
+			must(t, s, "CLIENT", "UNBLOCK", strconv.FormatInt(w.id, 10), "TIMEOUT")
+		}, ""},
+		{"CLIENT UNBLOCK ERROR replies the UNBLOCKED error", 10_000, func(w *conn) {
+			must(t, s, "CLIENT", "UNBLOCK", strconv.FormatInt(w.id, 10), "ERROR")
+		}, "UNBLOCKED client unblocked via CLIENT UNBLOCK"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			w := blockB(t, s, 1000, c.timeout)
+			c.end(w)
+			got, err := w.read()
+			if c.err != "" {
+				require.EqualError(t, err, c.err)
+			} else {
+				require.NoError(t, err)
+				require.Nil(t, got)
+			}
+			waitInfo(t, s, "emq_blocked_workers", 0)
+			id := enqueueB(t, s, 1)
+			got, err = w.do(claimB(1000)...)
+			require.NoError(t, err, "the connection serves on")
+			require.Equal(t, id, claimedID(t, got))
+		})
+	}
+	for _, c := range []struct {
+		name string
+		drop func(w *conn)
+	}{
+		{"a worker that disconnects claims nothing", func(w *conn) { _ = w.c.Close() }},
+		{"a worker killed by CLIENT KILL claims nothing", func(w *conn) {
+			must(t, s, "CLIENT", "KILL", "ID", strconv.FormatInt(w.id, 10))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			w := blockB(t, s, 1000, 0)
+			c.drop(w)
+			waitInfo(t, s, "emq_blocked_workers", 0)
+			id := enqueueB(t, s, 1)
+			pending, err := s.Do("ZRANGE", bq.pending, "0", "-1").AsStrSlice()
+			require.NoError(t, err)
+			require.Equal(t, []string{id}, pending)
+		})
+	}
+	t.Run("FLUSHALL leaves the worker waiting, served by the next job", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, "SET", "other", "x")
+		w := blockB(t, s, 1000, 10_000)
+		flush(t, s)
+		id := enqueueB(t, s, 1)
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+	})
+	t.Run("a worker blocked in another database is served by its own queue only", func(t *testing.T) {
+		flush(t, s)
+		w := dial(t, s)
+		_, err := w.do("SELECT", "3")
+		require.NoError(t, err)
+		w.send(bclaim(1000, 10_000)...)
+		waitInfo(t, s, "emq_blocked_workers", 1)
+		enqueueB(t, s, 1) // database 0
+		time.Sleep(50 * time.Millisecond)
+		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+		c := dial(t, s)
+		_, err = c.do("SELECT", "3")
+		require.NoError(t, err)
+		id := jobN(2)
+		_, err = c.do("EMQ.ENQUEUE", "2", bq.job(id), bq.pending, id, "x")
+		require.NoError(t, err)
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+	})
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	waitInfo(t, s, "emq_timers", 0)
+}
+
+func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	script := "return server.call('EMQ.BCLAIM', '4', KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
+	eval := append([]string{"EVAL", script}, bclaim(1000, 0)[1:]...)
+	for _, c := range []struct {
+		name string
+		run  func(c *conn) (any, error)
+		none any
+	}{
+		{"MULTI/EXEC", func(c *conn) (any, error) {
+			for _, args := range [][]string{{"MULTI"}, bclaim(1000, 0)} {
+				if _, err := c.do(args...); err != nil {
+					return nil, err
+				}
+			}
+			got, err := c.do("EXEC")
+			if err != nil {
+				return nil, err
+			}
+			return got.([]any)[0], nil
+		}, nil},
+		{"EVAL", func(c *conn) (any, error) { return c.do(eval...) }, nil},
+	} {
+		t.Run(c.name+" on an empty queue replies nil at once", func(t *testing.T) {
+			flush(t, s)
+			w := dial(t, s)
+			got, err := c.run(w)
+			require.NoError(t, err)
+			require.Equal(t, c.none, got)
+			require.Zero(t, valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+		})
+		t.Run(c.name+" with a job claims it", func(t *testing.T) {
+			flush(t, s)
+			id := enqueueB(t, s, 1)
+			got, err := c.run(dial(t, s))
+			require.NoError(t, err)
+			require.Equal(t, id, claimedID(t, got))
+		})
+	}
+}
+
+func TestWakeUpsAndTimersReplicateToAModulelessReplicaAndTheAOF(t *testing.T) {
+	dir := t.TempDir()
+	aof := []string{"appendonly", "yes", "appendfsync", "always"}
+	p := valkeytest.Start(t, valkeytest.Options{Dir: dir, Config: aof})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true})
+	const workers, jobs = 5, 40
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for range workers {
+		c := dial(t, p)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done.Load() < jobs {
+				got, err := c.do(bclaim(150, 200)...)
+				if err != nil || got == nil {
+					continue
+				}
+				job := got.([]any)[0].([]any)
+				id, attempt := job[0].(string), job[1].(int64)
+				switch {
+				case attempt == 1 && strings.HasSuffix(id, "0"): // stall: the timer requeues it
+				case attempt == 1 && strings.HasSuffix(id, "1"): // a delay: the timer promotes it
+					_, _ = c.do(bq.fail(id, 1, 100, 5, "later")...)
+				default:
+					_, _ = c.do(bq.ack(id, attempt, 600_000)...)
+					done.Add(1)
+				}
+			}
+		}()
+	}
+	waitInfo(t, p, "emq_blocked_workers", workers)
+	for i := range jobs {
+		enqueueB(t, p, i)
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	info := p.Info("emq")
+	require.Positive(t, valkeytest.InfoInt(info, "emq_wakeups_served"))
+	require.Positive(t, valkeytest.InfoInt(info, "emq_timers_fired"))
+	t.Logf("wake-ups served %d, idle %d, timers fired %d, claims %d", valkeytest.InfoInt(info, "emq_wakeups_served"),
+		valkeytest.InfoInt(info, "emq_wakeups_idle"), valkeytest.InfoInt(info, "emq_timers_fired"),
+		valkeytest.InfoInt(info, "emq_jobs_claimed"))
+	valkeytest.WaitReplicated(t, p, r)
+	d1, err := p.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	d2, err := r.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	require.Equal(t, d1, d2, "the replica's data differs")
+	require.NotEqual(t, strings.Repeat("0", 40), d1)
+	p.Stop()
+	replay := valkeytest.Start(t, valkeytest.Options{NoModule: true, Dir: dir, Config: aof})
+	d3, err := replay.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	require.Equal(t, d1, d3, "the AOF replays to other data")
+}
+
+// cycles is how many block → end cycles the leak test runs:
+// $EMQ_BCLAIM_CYCLES, or 10,000.
+func cycles(t *testing.T) int {
+	if v := os.Getenv("EMQ_BCLAIM_CYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err)
+		return n
+	}
+	return 10_000
+}
+
+func TestBlockCyclesLeaveNothingBehind(t *testing.T) {
+	// hz 500: the server checks blocked clients' timeouts every 2 ms
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"hz", "500"}})
+	// a delayed job far off: every wait arms the queue's timer
+	id := enqueueB(t, s, 1)
+	must(t, s, claimB(100_000)...)
+	must(t, s, failB(id, 3_600_000)...)
+	killer := dial(t, s)
+	w := dial(t, s)
+	round := func(i int) {
+		switch i % 3 {
+		case 0: // timeout
+			got, err := w.do(bclaim(1000, 1)...)
+			require.NoError(t, err)
+			require.Nil(t, got)
+		case 1: // unblock
+			w.send(bclaim(1000, 0)...)
+			for {
+				n, err := killer.do("CLIENT", "UNBLOCK", strconv.FormatInt(w.id, 10))
+				require.NoError(t, err)
+				if n == int64(1) {
+					break
+				}
+			}
+			got, err := w.read()
+			require.NoError(t, err)
+			require.Nil(t, got)
+		case 2: // disconnect
+			d := dial(t, s)
+			d.send(bclaim(1000, 0)...)
+			_ = d.c.Close()
+		}
+	}
+	memory := func() (used, rss, heap, allocs int64) {
+		info := s.Info("memory")
+		e := s.Info("emq")
+		return valkeytest.InfoInt(info, "used_memory"), valkeytest.InfoInt(info, "used_memory_rss"),
+			valkeytest.InfoInt(e, "emq_go_heap_inuse_bytes"), valkeytest.InfoInt(e, "emq_go_total_allocs")
+	}
+	n := cycles(t)
+	for i := range min(n, 600) { // warm up: buffers, maps, the Go heap
+		round(i)
+	}
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	used0, rss0, heap0, allocs0 := memory()
+	for i := range n {
+		round(i)
+	}
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	waitInfo(t, s, "emq_timers", 0)
+	used1, rss1, heap1, allocs1 := memory()
+	t.Logf("%d cycles: used_memory %d → %d, RSS %d → %d, Go heap in use %d → %d, Go allocations %d", n,
+		used0, used1, rss0, rss1, heap0, heap1, allocs1-allocs0)
+	require.Less(t, used1-used0, int64(512<<10), "used_memory grew")
+	require.Less(t, allocs1-allocs0, int64(n/100), "a wait allocates Go memory")
+	require.Less(t, heap1-heap0, int64(1<<20), "the Go heap grew")
+	require.Less(t, rss1-rss0, int64(4<<20), "RSS grew")
+}
+
+func TestForksUnderBlockedWorkers(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"appendonly", "yes"}})
+	const workers = 20
+	ws := make([]*conn, workers)
+	for i := range ws {
+		ws[i] = blockB(t, s, 1000, 30_000)
+	}
+	for i := range 2000 {
+		must(t, s, "HSET", "filler:"+strconv.Itoa(i), "f", strings.Repeat("x", 100))
+	}
+	for _, fork := range []struct{ cmd, inProgress, status string }{
+		{"BGSAVE", "rdb_bgsave_in_progress", "rdb_last_bgsave_status"},
+		{"BGREWRITEAOF", "aof_rewrite_in_progress", "aof_last_bgrewrite_status"},
+	} {
+		waitFor(t, "no fork in progress", func() bool {
+			return s.InfoField("persistence", "rdb_bgsave_in_progress") == "0" &&
+				s.InfoField("persistence", "aof_rewrite_in_progress") == "0"
+		})
+		must(t, s, fork.cmd)
+		waitFor(t, fork.cmd+" to finish", func() bool { return s.InfoField("persistence", fork.inProgress) == "0" })
+		require.Equal(t, "ok", s.InfoField("persistence", fork.status), fork.cmd)
+	}
+	require.Equal(t, int64(workers), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+	want := map[string]bool{}
+	for i := range workers {
+		want[enqueueB(t, s, i)] = true
+	}
+	for _, w := range ws {
+		got, err := w.read()
+		require.NoError(t, err)
+		id := claimedID(t, got)
+		require.True(t, want[id], "%s delivered twice or never enqueued", id)
+		delete(want, id)
+	}
+	require.Empty(t, want)
+}
+
+func TestADemotedPrimaryUnblocksItsWorkersWithAnError(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	other := valkeytest.Start(t, valkeytest.Options{})
+	w := blockB(t, s, 1000, 0)
+	must(t, s, "REPLICAOF", "127.0.0.1", strconv.Itoa(other.Port))
+	_, err := w.read()
+	require.Error(t, err)
+	require.True(t, strings.HasPrefix(err.Error(), "UNBLOCKED "), err.Error())
+	waitInfo(t, s, "emq_blocked_workers", 0)
+	waitInfo(t, s, "emq_timers", 0)
+}
+
+func TestAWorkerBlockedOnASlotThatMovesIsRedirected(t *testing.T) {
+	c := valkeytest.StartCluster(t, 2, 0, valkeytest.Options{})
+	slot := c.Slot(t, bq.pending)
+	src := c.Owner(t, slot)
+	dst := c.Primaries[0]
+	if dst == src {
+		dst = c.Primaries[1]
+	}
+	w := blockB(t, src, 1000, 0)
+	for _, p := range c.Primaries {
+		must(t, p, "CLUSTER", "SETSLOT", strconv.Itoa(slot), "NODE", c.ID(t, dst))
+	}
+	_, err := w.read()
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", slot, dst.Addr))
+	waitInfo(t, src, "emq_blocked_workers", 0)
+}
