@@ -8,8 +8,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// lifecycleScripts are the scripts of the verbs of SPEC §8 and §9, which a
-// node without the module runs in their place.
+// lifecycleScripts are the scripts of the job lifecycle's verbs and the park,
+// which a node without the module runs in their place.
 type lifecycleScripts struct {
 	claim, extend, ack, fail, stalledCheck, revive, park *valkey.Lua
 }

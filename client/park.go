@@ -14,9 +14,9 @@ import (
 // DefaultDLQ is the sname of a topic's dead-letter stream by convention.
 const DefaultDLQ = "dlq"
 
-// Parking names an entry to park (SPEC §9): the pending entry Entry of
-// the consumer group Group on topic's stream Stream, delivered to
-// Consumer, carrying message Msg, whose failures subscriber Sub counted.
+// Parking names an entry to park (docs/commands.md, EMQ.PARK): the pending
+// entry Entry of the consumer group Group on topic's stream Stream, delivered
+// to Consumer, carrying message Msg, whose failures subscriber Sub counted.
 type Parking struct {
 	Topic, Stream   string
 	DLQ             string // the dead-letter stream's sname; DefaultDLQ when ""

@@ -206,7 +206,7 @@ func (w *worker) acquire(ctx context.Context) int {
 	return n
 }
 
-// maxClaimCount is the most jobs one claim may ask for (SPEC §8).
+// maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
 const maxClaimCount = 1000
 
 func (w *worker) release(n int) {

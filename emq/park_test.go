@@ -139,10 +139,10 @@ func TestParseStreamID(t *testing.T) {
 	}
 }
 
-// FuzzPark: EMQ.PARK refuses what SPEC §9 and DECISIONS refuse, in their
-// order, writing nothing; replies nil, writing nothing, for an entry no
-// longer pending; and otherwise plans XADD of the dead-letter entry, XACK
-// and DEL, and replies the new entry's stream ID.
+// FuzzPark: EMQ.PARK refuses what docs/commands.md refuses, in its order,
+// writing nothing; replies nil, writing nothing, for an entry no longer
+// pending; and otherwise plans XADD of the dead-letter entry, XACK and DEL,
+// and replies the new entry's stream ID.
 func FuzzPark(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, source, dlq, fail, group, consumer, entry, evt, reason string,
 		sourceType, dlqType, failType byte, count string, group3 byte, owner, fields string, deleted bool,
@@ -160,7 +160,7 @@ func FuzzPark(f *testing.F) {
 			noGroup: group3%3 == 0, pending: group3%3 == 2, owner: owner, entry: stored}
 		refusal := call(t, Park, args, s, Limits{})
 
-		// What SPEC §9 and DECISIONS decide, step by step.
+		// What docs/commands.md decides, step by step.
 		entryID, entryOK := ids.ParseStreamID(entry)
 		entryOK = entryOK && entryID.String() == entry
 		topic, sname, sourceOK := keys.SplitStream([]byte(source))
@@ -183,7 +183,7 @@ func FuzzPark(f *testing.F) {
 		fieldsOut, originEvt, entryMsg := parkedFields(stored)
 		switch {
 		case !argsOK:
-			require.NotNil(t, refusal, "a call SPEC §9 refuses for its arguments")
+			require.NotNil(t, refusal, "a call docs/commands.md refuses for its arguments")
 			require.Contains(t, []errors.Code{errors.Shape, errors.Layout, errors.Kind}, refusal.Code)
 			return
 		case !typesOK:

@@ -289,14 +289,14 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 	})
 }
 
-func TestLifecycleVerbsHaveSPECsArityFlagsAndCategories(t *testing.T) {
+func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	for _, v := range []struct {
 		name     string
 		arity    int64
 		flags    []string
 		category []string
-	}{ // SPEC §8, "The verbs"
+	}{ // docs/commands.md's table of verbs
 		{"EMQ.CLAIM", 9, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.EXTEND", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.ACK", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},

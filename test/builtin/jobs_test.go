@@ -16,7 +16,7 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// The calls of the job lifecycle verbs (SPEC §8) on queue.
+// The calls of the job lifecycle verbs (docs/commands.md) on queue.
 
 func queueSets(queue string) []string {
 	return []string{keys.Pending(queue), keys.Set(queue, keys.ActiveSet), keys.Set(queue, keys.DelayedSet), keys.Set(queue, keys.DeadSet)}

@@ -66,8 +66,8 @@ func (v lifecycleVerb) with(i int, value string) []string {
 	return out
 }
 
-// lifecycleVerbs are the six verbs of SPEC §8 on queue q, each good call
-// naming activeJob or, for REVIVE, deadJob.
+// lifecycleVerbs are the six verbs of the job lifecycle on queue q, each good
+// call naming activeJob or, for REVIVE, deadJob.
 func lifecycleVerbs(q queue) []lifecycleVerb {
 	lease := numArg{name: "lease_ms", min: 1, max: 1<<31 - 1}
 	attempt := numArg{name: "attempt", min: 1, max: 1<<31 - 1}
@@ -109,8 +109,9 @@ const (
 	notDead         = "EMQSTATE the job is not dead"
 )
 
-// refusalsOf returns every refusal of v, each rule in SPEC §4's order and
-// then the stored state's, with the cases proving one rule beats the next.
+// refusalsOf returns every refusal of v, each rule in docs/commands.md's
+// order and then the stored state's, with the cases proving one rule beats
+// the next.
 func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 	var out []refusal
 	add := func(rule, want string, args []string, setup ...[]string) {

@@ -76,7 +76,7 @@ func readReply(r *bufio.Reader) (string, error) {
 	return line, nil
 }
 
-func TestLifecycleRepliesHaveTheTypesSPECSays(t *testing.T) {
+func TestLifecycleRepliesHaveTheDocumentedTypes(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("wire")
 	jobs := jobIDs(3)

@@ -27,7 +27,7 @@ func queueOf(name string) queue {
 	return queue{name, keys.Pending(name), keys.Set(name, keys.ActiveSet), keys.Set(name, keys.DelayedSet), keys.Set(name, keys.DeadSet)}
 }
 
-// sets are the queue's four sets, in the order SPEC §8 lists them.
+// sets are the queue's four sets, in the order docs/commands.md lists them.
 func (q queue) sets() []string { return []string{q.pending, q.active, q.delayed, q.dead} }
 
 func (q queue) job(id string) string { return keys.Job(q.name, id) }
