@@ -55,7 +55,7 @@ func Load(m *host.Module) error {
 	if err := m.SubscribeQueues(); err != nil {
 		return err
 	}
-	return m.OnInfo(func(in host.Info) { stats.info(in) })
+	return m.OnInfo(stats.info)
 }
 
 // serve turns a verb into the handler of its command.

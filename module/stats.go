@@ -42,31 +42,40 @@ func (s *moduleStats) count(p *emq.Plan) {
 	}
 }
 
-// infoWriter takes INFO emq's fields: host.Info when the server asks.
-type infoWriter interface {
-	Section(name string)
-	Int(field string, v int64)
+// refusedCalls is how many of the verb's calls were refused.
+func (v *verbStats) refusedCalls() int64 {
+	var n int64
+	for _, c := range v.refused {
+		n += c
+	}
+	return n
 }
 
-var _ infoWriter = host.Info{}
+// refusedByCode sums every verb's refusals by code.
+func (s *moduleStats) refusedByCode() (byCode [emqerrors.NumCodes]int64) {
+	for i := range s.verbs {
+		for code, n := range s.verbs[i].refused {
+			byCode[code] += n
+		}
+	}
+	return byCode
+}
 
-// info adds the counters to INFO emq.
-func (s *moduleStats) info(in infoWriter) {
+// info adds the counters to INFO emq. It takes host.Info itself, not an
+// interface: through one, every field name built here would escape to the
+// heap, and INFO would allocate.
+func (s *moduleStats) info(in host.Info) {
 	in.Section("")
-	var refusedByCode [emqerrors.NumCodes]int64
 	for i := range s.verbs {
 		v := &s.verbs[i]
-		var refused int64
-		for code, n := range v.refused {
-			refused += n
-			refusedByCode[code] += n
-		}
+		refused := v.refusedCalls()
 		in.Int("calls_"+v.name, v.calls)
 		in.Int("ok_"+v.name, v.calls-refused)
 		in.Int("refused_"+v.name, refused)
 	}
+	byCode := s.refusedByCode()
 	for _, code := range emqerrors.Codes {
-		in.Int("refused_"+strings.ToLower(code.String()), refusedByCode[code])
+		in.Int("refused_"+strings.ToLower(code.String()), byCode[code])
 	}
 	for e, n := range s.events {
 		in.Int(emq.EventNames[e], n)
