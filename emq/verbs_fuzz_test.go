@@ -19,10 +19,11 @@ import (
 // what the verb asked of it, failing the test on a use the port forbids.
 type fakeServer struct {
 	t     *testing.T
-	types [2]KeyType
+	types []KeyType
 	value []byte
 	top   ids.StreamID
 	now   int64
+	queue *fakeQueue // a queue's sets and job rows, for the lifecycle verbs
 
 	opens   int  // calls of Open
 	opened  int  // keys opened
@@ -36,7 +37,7 @@ func (s *fakeServer) Open(n int, values bool) {
 	s.opens++
 	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
-		s.t.Fatalf("Open(%d), call %d: a verb opens its 1 or 2 keys once", n, s.opens)
+		s.t.Fatalf("Open(%d), call %d: a verb opens its declared keys once", n, s.opens)
 	}
 	s.opened = n
 }
@@ -88,16 +89,12 @@ func (s *fakeServer) Apply(p *Plan) error {
 	return nil
 }
 
-// The v0.1 verbs read nothing but their declared keys.
-func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool)      { s.t.Fatal("OpenDerived"); return 0, false }
-func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value       { s.t.Fatal("HashGet"); return nil }
-func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRange"); return nil }
-
 // keyType reads a fuzzed byte as one of the key types.
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
-// specCodes are the refusal codes of SPEC §4; errors.Internal is none.
-var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order}
+// specCodes are the refusal codes of SPEC §4 and §8; errors.Internal is none.
+var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order,
+	errors.NoJob, errors.Lease, errors.State, errors.NoPerm}
 
 // call runs verb on args against s and checks what holds for every verb:
 // a refusal carries a SPEC §4 code first in its text and wrote nothing, and
@@ -198,7 +195,7 @@ func FuzzParseInt(f *testing.F) {
 func FuzzEnqueue(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, id, payload string, jobType, pendingType byte) {
 		args := []string{"EMQ.ENQUEUE", numkeys, jobKey, pendingKey, id, payload}
-		s := &fakeServer{types: [2]KeyType{keyType(jobType), keyType(pendingType)}}
+		s := &fakeServer{types: []KeyType{keyType(jobType), keyType(pendingType)}}
 		refusal := call(t, Enqueue, args, s, Limits{})
 		code := codeOf(refusal)
 
@@ -251,7 +248,7 @@ type batchCall struct {
 
 func newBatchCall(verb, numkeys, key, n, entries string, keyTypeByte byte, topMs, topSeq uint64) (batchCall, bool) {
 	args := append([]string{verb, numkeys, key, n}, splitArgs(entries)...)
-	s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, top: ids.StreamID{Ms: topMs, Seq: topSeq}}
+	s := &fakeServer{types: []KeyType{keyType(keyTypeByte)}, top: ids.StreamID{Ms: topMs, Seq: topSeq}}
 	return batchCall{args: args, server: s}, len(args) >= 5 // arity -5: the server refuses fewer
 }
 
@@ -367,7 +364,7 @@ func FuzzPublish(f *testing.F) {
 func FuzzFailuresIncr(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, key, ttl, value string, keyTypeByte byte, now int64) {
 		args := []string{"EMQ.FAILURES.INCR", numkeys, key, ttl}
-		s := &fakeServer{types: [2]KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
+		s := &fakeServer{types: []KeyType{keyType(keyTypeByte)}, value: []byte(value), now: now & math.MaxInt64}
 		code := codeOf(call(t, FailuresIncr, args, s, Limits{}))
 
 		// The expiry SPEC §3 asks for, in exact arithmetic.
