@@ -229,20 +229,29 @@ func wantCode(shapeOK bool, keys errors.Code, typesOK bool, state errors.Code) e
 	return state
 }
 
+// leaseCall runs a fuzzed call of EXTEND, ACK or FAIL — args[4] or [7]
+// the attempt, the job key first, then the sets, paired with their places
+// in sets — and requires the refusal SPEC §8 orders given whether the
+// integers are in range. It returns the server and whether it accepted.
+func leaseCall(t *testing.T, verb *Verb, args []string, types []byte, state, attempts string, now int64, shapeOK bool, sets ...string) (*fakeServer, bool) {
+	s := jobCall(verb, args, types, state, attempts, now)
+	code := codeOf(call(t, verb, args, s, Limits{}))
+	keysOK, _ := keysCode(args[2], sets...)
+	attempt := args[2+len(types)]
+	want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, len(types)) && (s.types[0] == Empty || s.types[0] == Hash),
+		leaseCode(s.types[0], state, attempts, number(attempt)))
+	require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
+	return s, code == 0
+}
+
 // FuzzExtend: EMQ.EXTEND refuses exactly as SPEC §8 orders it, and else
 // moves the deadline to now + lease_ms and replies it.
 func FuzzExtend(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, activeKey, attempt, lease string, jobType, activeType byte, state, attempts string, now int64) {
 		args := []string{"EMQ.EXTEND", numkeys, jobKey, activeKey, attempt, lease}
-		s := jobCall(Extend, args, []byte{jobType, activeType}, state, attempts, now)
-		code := codeOf(call(t, Extend, args, s, Limits{}))
-
 		shapeOK := numkeys == "2" && within(attempt, 1, math.MaxInt32) && within(lease, 1, math.MaxInt32)
-		keysOK, _ := keysCode(jobKey, activeKey, keys.ActiveSet)
-		want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, 2) && (s.types[0] == Empty || s.types[0] == Hash),
-			leaseCode(s.types[0], state, attempts, number(attempt)))
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
-		if code != 0 {
+		s, ok := leaseCall(t, Extend, args, []byte{jobType, activeType}, state, attempts, now, shapeOK, activeKey, keys.ActiveSet)
+		if !ok {
 			return
 		}
 		deadline := s.now + number(lease)
@@ -260,15 +269,9 @@ func FuzzExtend(f *testing.F) {
 func FuzzAck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, activeKey, attempt, keep string, jobType, activeType byte, state, attempts string, now int64) {
 		args := []string{"EMQ.ACK", numkeys, jobKey, activeKey, attempt, keep}
-		s := jobCall(Ack, args, []byte{jobType, activeType}, state, attempts, now)
-		code := codeOf(call(t, Ack, args, s, Limits{}))
-
 		shapeOK := numkeys == "2" && within(attempt, 1, math.MaxInt32) && within(keep, 0, 1<<40)
-		keysOK, _ := keysCode(jobKey, activeKey, keys.ActiveSet)
-		want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, 2) && (s.types[0] == Empty || s.types[0] == Hash),
-			leaseCode(s.types[0], state, attempts, number(attempt)))
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
-		if code != 0 {
+		s, ok := leaseCall(t, Ack, args, []byte{jobType, activeType}, state, attempts, now, shapeOK, activeKey, keys.ActiveSet)
+		if !ok {
 			return
 		}
 		require.Equal(t, []Reply{{Kind: ReplyInt, Int: 1}}, s.plan.Replies)
@@ -302,15 +305,10 @@ func FuzzFail(f *testing.F) {
 		types uint64, state, attempts string, now int64) {
 		args := []string{"EMQ.FAIL", numkeys, jobKey, pendingKey, activeKey, delayedKey, deadKey, attempt, backoff, maxAttempts, errText}
 		tb := []byte{byte(types), byte(types >> 8), byte(types >> 16), byte(types >> 24), byte(types >> 32)}
-		s := jobCall(Fail, args, tb, state, attempts, now)
-		code := codeOf(call(t, Fail, args, s, Limits{}))
-
 		shapeOK := numkeys == "5" && within(attempt, 1, math.MaxInt32) && within(backoff, 0, 1<<40) && within(maxAttempts, 1, math.MaxInt32)
-		keysOK, _ := keysCode(jobKey, pendingKey, keys.PendingSet, activeKey, keys.ActiveSet, delayedKey, keys.DelayedSet, deadKey, keys.DeadSet)
-		want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, 5) && (s.types[0] == Empty || s.types[0] == Hash),
-			leaseCode(s.types[0], state, attempts, number(attempt)))
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
-		if code != 0 {
+		s, ok := leaseCall(t, Fail, args, tb, state, attempts, now, shapeOK,
+			pendingKey, keys.PendingSet, activeKey, keys.ActiveSet, delayedKey, keys.DelayedSet, deadKey, keys.DeadSet)
+		if !ok {
 			return
 		}
 		next, set, score := "delayed", int32(3), float64(s.now+number(backoff))
