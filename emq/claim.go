@@ -213,6 +213,11 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 	}
 	row := readJob(s, p, cand.job)
 	p.zrem(cand.from, id)
+	if cand.from != claimPending {
+		// writes outside the verbs may have left the id in pending too;
+		// taking it must leave it nowhere else (a no-op when it is not)
+		p.zrem(claimPending, id)
+	}
 	stalled := cand.from == claimActive
 	if row.attempts >= a.maxAttempts {
 		p.zadd(claimDead, id, float64(now))

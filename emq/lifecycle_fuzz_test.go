@@ -22,7 +22,6 @@ type fakeQueue struct {
 	rows  map[string]fakeRow
 	sets  map[string][]fakeMember // by key name, lowest (score, id) first
 	deny  bool                    // the caller's ACL denies every derived key
-	held  []string                // the strings the reads handed out, by held index
 }
 
 // fakeRow is a key holding a job row, or something else under its name.
@@ -54,22 +53,10 @@ func (q *fakeQueue) addSet(name string, members []fakeMember) {
 	q.sets[name] = set
 }
 
-func (q *fakeQueue) hold(b string) Ref {
-	q.held = append(q.held, b)
-	return RefHeld | Ref(len(q.held)-1)
-}
-
-// str returns the string ref r of the plan s applied names.
-func (s *fakeServer) str(args []string, r Ref) string {
-	switch r & refKind {
-	case refConst:
-		return Constants[r&RefIndex]
-	case refScratch:
-		return string(s.plan.ScratchBytes(r))
-	case RefHeld:
-		return s.queue.held[r&RefIndex]
-	}
-	return args[r&RefIndex]
+// hold hands out b as the server hands out what it read: a held ref.
+func (s *fakeServer) hold(b string) Ref {
+	s.held = append(s.held, b)
+	return RefHeld | Ref(len(s.held)-1)
 }
 
 // OpenDerived opens a job row a verb derived, unless the ACL denies it.
@@ -103,7 +90,7 @@ func (s *fakeServer) HashGet(_ *Plan, k int, fields []Ref) []Value {
 			out = append(out, Value{})
 			continue
 		}
-		out = append(out, Value{Bytes: []byte(v), Ref: s.queue.hold(v), Found: true})
+		out = append(out, Value{Bytes: []byte(v), Ref: s.hold(v), Found: true})
 	}
 	return out
 }
@@ -118,7 +105,7 @@ func (s *fakeServer) ZRange(k int, max float64, exclusive bool, limit int) []Mem
 		if len(out) == limit || m.score > max || exclusive && m.score == max {
 			break
 		}
-		out = append(out, Member{Bytes: []byte(m.id), Ref: s.queue.hold(m.id), Score: m.score})
+		out = append(out, Member{Bytes: []byte(m.id), Ref: s.hold(m.id), Score: m.score})
 	}
 	return out
 }
@@ -260,7 +247,7 @@ func FuzzExtend(f *testing.F) {
 		w := s.plan.Writes[0]
 		require.Equal(t, Write{Op: ZAdd, Key: 1, From: w.From, N: 1, Score: float64(deadline)}, w)
 		_, id, _ := keys.SplitJob([]byte(jobKey))
-		require.Equal(t, string(id), s.str(args, s.plan.Refs[w.From]))
+		require.Equal(t, string(id), s.resolve(args, s.plan.Refs[w.From]))
 	})
 }
 
@@ -284,18 +271,9 @@ func FuzzAck(f *testing.F) {
 			return
 		}
 		require.Equal(t, []Op{ZRem, HSet, PExpireAt}, ops, "keep_ms > 0: out of active, row done until it expires")
-		require.Equal(t, []string{"state", "done"}, s.refsOf(args, s.plan.Writes[1]))
+		require.Equal(t, []string{"state", "done"}, s.refs(args, s.plan.Writes[1]))
 		require.Equal(t, s.now+number(keep), s.plan.Writes[2].AtMs)
 	})
-}
-
-// refsOf returns the strings write w of the plan s applied names.
-func (s *fakeServer) refsOf(args []string, w Write) []string {
-	var out []string
-	for _, r := range s.plan.Refs[w.From : w.From+w.N] {
-		out = append(out, s.str(args, r))
-	}
-	return out
 }
 
 // FuzzFail: EMQ.FAIL refuses exactly as SPEC §8 orders it, and else moves
@@ -320,7 +298,7 @@ func FuzzFail(f *testing.F) {
 		}
 		require.Len(t, s.plan.Replies, 1)
 		require.Equal(t, ReplyBulk, s.plan.Replies[0].Kind)
-		require.Equal(t, next, s.str(args, s.plan.Replies[0].Ref), "the reply is the new state")
+		require.Equal(t, next, s.resolve(args, s.plan.Replies[0].Ref), "the reply is the new state")
 		ws := s.plan.Writes
 		require.Len(t, ws, 3)
 		require.Equal(t, ZRem, ws[0].Op)
@@ -328,7 +306,7 @@ func FuzzFail(f *testing.F) {
 		require.Equal(t, ZAdd, ws[1].Op)
 		require.Equal(t, set, ws[1].Key, "into the set of the new state")
 		require.Equal(t, score, ws[1].Score)
-		require.Equal(t, []string{"state", next, "error", errText}, s.refsOf(args, ws[2]))
+		require.Equal(t, []string{"state", next, "error", errText}, s.refs(args, ws[2]))
 	})
 }
 
@@ -358,7 +336,7 @@ func FuzzRevive(f *testing.F) {
 		require.Len(t, ws, 3)
 		require.Equal(t, []Op{ZRem, HSet, ZAdd}, []Op{ws[0].Op, ws[1].Op, ws[2].Op})
 		require.Equal(t, []int32{2, 0, 1}, []int32{ws[0].Key, ws[1].Key, ws[2].Key}, "from dead, to pending")
-		require.Equal(t, []string{"state", "pending", "attempts", "0"}, s.refsOf(args, ws[1]))
+		require.Equal(t, []string{"state", "pending", "attempts", "0"}, s.refs(args, ws[1]))
 	})
 }
 
@@ -504,7 +482,7 @@ func FuzzClaim(f *testing.F) {
 		for i := 0; i < n; i++ {
 			job := rs[1+4*i : 5+4*i]
 			require.Equal(t, Reply{Kind: ReplyArray, Int: 3}, job[0])
-			id := c.s.str(args, job[1].Ref)
+			id := c.s.resolve(args, job[1].Ref)
 			require.False(t, seen[id], "job %s delivered twice", id)
 			seen[id] = true
 			inSets := slices.ContainsFunc(c.s.queue.sets[pendingKey], func(m fakeMember) bool { return m.id == id }) ||
@@ -516,7 +494,7 @@ func FuzzClaim(f *testing.F) {
 			attempts := number(row.fields["attempts"])
 			require.Less(t, attempts, number(maxAttempts), "a job past max_attempts is not delivered")
 			require.Equal(t, Reply{Kind: ReplyInt, Int: attempts + 1}, job[2], "the attempt after the row's")
-			require.Equal(t, row.fields["payload"], c.s.str(args, job[3].Ref))
+			require.Equal(t, row.fields["payload"], c.s.resolve(args, job[3].Ref))
 		}
 	})
 }

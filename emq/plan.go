@@ -205,8 +205,15 @@ func (p *Plan) span(off int) Ref {
 
 // write adds w with the refs rs.
 func (p *Plan) write(w Write, rs ...Ref) {
-	w.From, w.N = int32(len(p.Refs)), int32(len(rs))
+	from := len(p.Refs)
 	p.Refs = append(p.Refs, rs...)
+	p.writeSince(w, from)
+}
+
+// writeSince adds w with the refs appended to p.Refs since its length was
+// from: for a write whose refs are gathered one by one.
+func (p *Plan) writeSince(w Write, from int) {
+	w.From, w.N = int32(from), int32(len(p.Refs)-from)
 	p.Writes = append(p.Writes, w)
 }
 

@@ -61,6 +61,17 @@ type Server interface {
 	ZRange(k int, max float64, exclusive bool, limit int) []Member
 	// StreamTop returns the last generated ID of stream key k (0-0 if empty).
 	StreamTop(k int) ids.StreamID
+	// StreamEntry reads entry id of stream key k: its fields and values in
+	// stored order, alternating. found is false when the stream holds no
+	// such entry (never added, or deleted). The values are valid until the
+	// call ends, the slice until the next StreamEntry.
+	StreamEntry(k int, id ids.StreamID) (fields []Value, found bool)
+	// PendingOwner reads who owns entry id in the pending list of consumer
+	// group group (a ref of p) of stream key k: the consumer's name, valid
+	// until the call ends, or pending false when the entry is not pending.
+	// err is the server's own refusal when the key has no such group or
+	// does not exist (NOGROUP), in the server's words.
+	PendingOwner(p *Plan, k int, group Ref, id ids.StreamID) (owner []byte, pending bool, err error)
 	// NowMs returns the server's clock in Unix milliseconds, read once when
 	// the command started.
 	NowMs() int64

@@ -15,8 +15,9 @@ import (
 )
 
 // fakeServer is a pure-Go test double of the [Server] port: its keys hold
-// the types, string value and stream top a fuzz input gives, and it records
-// what the verb asked of it, failing the test on a use the port forbids.
+// the types, string value, stream top, consumer group and stream entry a
+// fuzz input gives, and it records what the verb asked of it, failing the
+// test on a use the port forbids.
 type fakeServer struct {
 	t     *testing.T
 	types []KeyType
@@ -24,6 +25,13 @@ type fakeServer struct {
 	top   ids.StreamID
 	now   int64
 	queue *fakeQueue // a queue's sets and job rows, for the lifecycle verbs
+
+	// a stream's consumer group and the entry a verb asks about
+	noGroup bool     // the stream has no such group
+	pending bool     // the entry is pending in the group …
+	owner   string   // … owned by this consumer
+	entry   []string // its fields and values; nil: no such entry
+	held    []string // the strings reads handed out, by held index
 
 	opens   int  // calls of Open
 	opened  int  // keys opened
@@ -89,12 +97,51 @@ func (s *fakeServer) Apply(p *Plan) error {
 	return nil
 }
 
+// errNoGroup is the fake's NOGROUP, which a verb hands on as it is.
+var errNoGroup = &errors.Refusal{Code: errors.NoGroup, Msg: "No such key or consumer group"}
+
+func (s *fakeServer) PendingOwner(_ *Plan, k int, _ Ref, _ ids.StreamID) ([]byte, bool, error) {
+	switch s.Type(k) {
+	case Empty:
+		return nil, false, errNoGroup
+	case Stream:
+		if s.noGroup {
+			return nil, false, errNoGroup
+		}
+		return []byte(s.owner), s.pending, nil
+	}
+	s.t.Fatalf("PendingOwner(%d) of a key that is neither a stream nor absent", k)
+	return nil, false, nil
+}
+
+func (s *fakeServer) StreamEntry(k int, _ ids.StreamID) ([]Value, bool) {
+	if s.Type(k) != Stream {
+		s.t.Fatalf("StreamEntry(%d) of a key that is not a stream", k)
+	}
+	if s.entry == nil {
+		return nil, false
+	}
+	var out []Value
+	for _, str := range s.entry {
+		out = append(out, Value{Bytes: []byte(str), Ref: s.hold(str), Found: true})
+	}
+	return out, true
+}
+
 // keyType reads a fuzzed byte as one of the key types.
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
-// specCodes are the refusal codes of SPEC §4 and §8; errors.Internal is none.
+// specCodes are the refusal codes of SPEC §4 and §8–9; errors.Internal is none.
 var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order,
-	errors.NoJob, errors.Lease, errors.State, errors.NoPerm}
+	errors.NoJob, errors.Lease, errors.State, errors.NoPerm, errors.NoGroup}
+
+// byArguments reports whether err is a refusal the arguments alone decide:
+// one of steps 1 to 5, but for PARK's ErrEntryMsg, which the stored entry
+// decides.
+func byArguments(err error) bool {
+	code := errors.CodeOf(err)
+	return code != 0 && code <= errors.Envelope && err != ErrEntryMsg
+}
 
 // call runs verb on args against s and checks what holds for every verb:
 // a refusal carries a SPEC §4 code first in its text and wrote nothing, and
@@ -112,7 +159,7 @@ func call(t *testing.T, verb *Verb, args []string, s *fakeServer, limits Limits)
 	err := verb.Run(Call{Args: argv, Server: s, Plan: &Plan{}, Limits: limits})
 	if limits.AppendMaxEntries == 0 { // Check knows no server's config
 		checked := verb.CheckCall(argv, s.now)
-		if code := errors.CodeOf(err); code != 0 && code <= errors.Envelope {
+		if byArguments(err) {
 			require.Equal(t, err, checked, "Check refuses as the verb does")
 		} else {
 			require.NoError(t, checked, "Check passes what only the server decides (verb: %v)", err)
@@ -130,7 +177,7 @@ func call(t *testing.T, verb *Verb, args []string, s *fakeServer, limits Limits)
 	require.True(t, strings.HasPrefix(err.Error(), code.String()+" "), "the text starts with the code: %q", err)
 	require.NotEmpty(t, refusal.Msg, "the refusal says what was wrong")
 	require.False(t, s.wrote, "a refusal wrote nothing")
-	if code <= errors.Envelope {
+	if byArguments(err) {
 		require.Zero(t, s.opens, "%s is decided from the arguments, before any key is read", code)
 	}
 	return refusal
@@ -153,19 +200,24 @@ func splitArgs(s string) []string {
 	return strings.Split(s, " ")
 }
 
-// resolve returns the string a plan's ref names.
-func resolve(args []string, r Ref) string {
-	if r&refKind == refConst {
+// resolve returns the string a ref of the plan s applied names.
+func (s *fakeServer) resolve(args []string, r Ref) string {
+	switch r & refKind {
+	case refConst:
 		return Constants[r&RefIndex]
+	case refScratch:
+		return string(s.plan.ScratchBytes(r))
+	case RefHeld:
+		return s.held[r&RefIndex]
 	}
 	return args[r&RefIndex]
 }
 
-// refs returns the strings write w names.
-func refs(args []string, p *Plan, w Write) []string {
+// refs returns the strings write w of the plan s applied names.
+func (s *fakeServer) refs(args []string, w Write) []string {
 	var out []string
-	for _, r := range p.Refs[w.From : w.From+w.N] {
-		out = append(out, resolve(args, r))
+	for _, r := range s.plan.Refs[w.From : w.From+w.N] {
+		out = append(out, s.resolve(args, r))
 	}
 	return out
 }
@@ -231,10 +283,10 @@ func FuzzEnqueue(f *testing.F) {
 		hset, zadd := p.Writes[0], p.Writes[1]
 		require.Equal(t, HSet, hset.Op)
 		require.Equal(t, int32(0), hset.Key)
-		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, refs(args, &p, hset))
+		require.Equal(t, []string{"state", "pending", "attempts", "0", "payload", payload}, s.refs(args, hset))
 		require.Equal(t, ZAdd, zadd.Op)
 		require.Equal(t, int32(1), zadd.Key)
-		require.Equal(t, []string{id}, refs(args, &p, zadd))
+		require.Equal(t, []string{id}, s.refs(args, zadd))
 		require.Zero(t, zadd.Score, "score 0: byte order of ids is the claim order")
 	})
 }
@@ -304,7 +356,7 @@ func checkBatch(t *testing.T, b batchCall, code errors.Code) {
 		pairs, _ := ParseInt([]byte(args[pos+1]))
 		require.Equal(t, int32(pairs), w.Pairs)
 		require.Positive(t, w.Pairs)
-		require.Equal(t, []string{"id", args[pos]}, refs(args, &s.plan, w), "the id field holds the EVT id")
+		require.Equal(t, []string{"id", args[pos]}, s.refs(args, w), "the id field holds the EVT id")
 		for f := w.First; f < w.First+2*w.Pairs; f += 2 {
 			require.NotEmpty(t, args[f], "entry %d: empty field name", i+1)
 			require.NotEqual(t, "id", args[f], "entry %d: the reserved field id", i+1)

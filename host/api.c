@@ -91,6 +91,10 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(ZsetRangeNext);
     FETCH(ZsetRangeStop);
     FETCH(StreamAdd);
+    FETCH(StreamIteratorStart);
+    FETCH(StreamIteratorStop);
+    FETCH(StreamIteratorNextID);
+    FETCH(StreamIteratorNextField);
     FETCH(Replicate);
     FETCH(NotifyKeyspaceEvent);
     FETCH(SignalModifiedKey);
@@ -111,6 +115,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
     FETCH(FreeModuleUser);
+    FETCH(ACLAddLogEntry);
     FETCH(Log);
     FETCH(Alloc);
     FETCH(Realloc);

@@ -19,6 +19,8 @@ typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 #define NOTIFY_HASH (1 << 6)
 #define NOTIFY_ZSET (1 << 7)
 #define NOTIFY_STREAM (1 << 10)
+#define REPLY_STRING 0
+#define REPLY_ERROR 1
 #define REPLY_ARRAY 3
 
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
@@ -53,6 +55,10 @@ typedef struct {
     int (*ZsetRangeNext)(ValkeyModuleKey *);
     void (*ZsetRangeStop)(ValkeyModuleKey *);
     int (*StreamAdd)(ValkeyModuleKey *, int, uint64_t *, ValkeyModuleString **, int64_t);
+    int (*StreamIteratorStart)(ValkeyModuleKey *, int, uint64_t *, uint64_t *);
+    int (*StreamIteratorStop)(ValkeyModuleKey *);
+    int (*StreamIteratorNextID)(ValkeyModuleKey *, uint64_t *, long *);
+    int (*StreamIteratorNextField)(ValkeyModuleKey *, ValkeyModuleString **, ValkeyModuleString **);
     int (*Replicate)(ValkeyModuleCtx *, const char *, const char *, ...);
     int (*NotifyKeyspaceEvent)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *);
     int (*SignalModifiedKey)(ValkeyModuleCtx *, ValkeyModuleString *);
@@ -73,6 +79,7 @@ typedef struct {
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*FreeModuleUser)(ValkeyModuleUser *);
+    int (*ACLAddLogEntry)(ValkeyModuleCtx *, ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);
     void *(*Alloc)(size_t);
     void *(*Realloc)(void *, size_t);

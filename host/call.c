@@ -10,6 +10,7 @@
 #define KEY_ACCESS (1 << 4)
 #define KEY_UPDATE (1 << 5)
 #define KEY_DELETE (1 << 7)
+#define ACL_LOG_KEY 2
 
 // Arguments viewed on the stack up to this many; more go on the heap.
 #define INLINE_ARGS 32
@@ -78,7 +79,8 @@ void emq_open(emq_call *c, int n, int values) {
 }
 
 // may_touch checks the caller's ACL key permissions on a derived key, as a
-// script's server.call would: a client with no user (a timer) may.
+// script's server.call would, and logs a denial in ACL LOG as it would: a
+// client with no user (a timer) may.
 static int may_touch(emq_call *c, ValkeyModuleString *name) {
     if (!api.ACLCheckKeyPermissions || !api.GetCurrentUserName) return 1;
     if (!c->user_looked) {
@@ -87,7 +89,9 @@ static int may_touch(emq_call *c, ValkeyModuleString *name) {
         c->user = api.GetModuleUserFromUserName(user);
         api.FreeString(NULL, user);
     }
-    return !c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK;
+    if (!c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK) return 1;
+    if (api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
+    return 0;
 }
 
 // emq_open_derived opens the key a verb derived, named by bytes it
@@ -189,6 +193,65 @@ void emq_stream_top(emq_call *c, int k) {
     api.FreeCallReply(r);
 }
 
+// emq_stream_entry reads entry ms-seq of stream key k into c->fields,
+// field and value alternating, each held. It returns how many strings it
+// read, or -1 when the stream holds no such entry.
+int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq) {
+    uint64_t id[2] = {ms, seq};
+    long nfields = 0;
+    if (c->types[k] != EMQ_KEY_STREAM || api.StreamIteratorStart(c->keys[k], 0, id, id) != API_OK) return -1;
+    int n = -1;
+    if (api.StreamIteratorNextID(c->keys[k], NULL, &nfields) == API_OK) {
+        c->fields = grow(c->fields, NULL, &c->capfields, 2 * (int)nfields, sizeof(*c->fields));
+        ValkeyModuleString *field, *value;
+        for (n = 0; n + 1 < 2 * nfields && api.StreamIteratorNextField(c->keys[k], &field, &value) == API_OK; n += 2) {
+            ValkeyModuleString *s[2] = {field, value};
+            for (int i = 0; i < 2; i++) {
+                emq_value *v = &c->fields[n + i];
+                v->bytes = view(s[i]);
+                v->ref = held_ref(hold(c, s[i]));
+                v->found = 1;
+            }
+        }
+    }
+    api.StreamIteratorStop(c->keys[k]);
+    return n;
+}
+
+// emq_pending_owner reads who owns entry ms-seq in the pending list of
+// consumer group group of stream key k, with XPENDING <key> <group> <id>
+// <id> 1 (there is no key API for consumer groups). It returns 1 with the
+// owner in c->text, 0 when the entry is not pending, or -1 with the error
+// reply's text (NOGROUP …) in c->text; the text is held until the call ends.
+int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
+                      const emq_span *spans) {
+    char id[48];
+    snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)ms, (unsigned long long)seq);
+    ValkeyModuleCallReply *r =
+        api.Call(c->ctx, "XPENDING", "ssccc", c->names[k], emq_resolve(c, group, scratch, spans), id, id, "1");
+    c->text.ptr = NULL;
+    c->text.len = c->text.cap = 0;
+    if (!r) return -1;
+    int rc = -1;
+    ValkeyModuleCallReply *text = NULL;
+    switch (api.CallReplyType(r)) {
+    case REPLY_ERROR: text = r; break;
+    case REPLY_ARRAY:
+        rc = 0;
+        if (api.CallReplyLength(r) == 0) break;
+        // [<id>, <consumer>, <idle ms>, <deliveries>]
+        text = api.CallReplyArrayElement(api.CallReplyArrayElement(r, 0), 1);
+        rc = 1;
+        break;
+    }
+    size_t len = 0;
+    const char *ptr = text ? api.CallReplyStringPtr(text, &len) : NULL;
+    if (ptr) c->text = view(c->held[hold(c, api.CreateString(NULL, ptr, len))]);
+    else if (rc == 1) rc = -1;
+    api.FreeCallReply(r);
+    return rc;
+}
+
 // emq_reply_error replies the error "<code> <msg>".
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen) {
     if (c->replied) return;
@@ -222,6 +285,7 @@ static void finish(emq_call *c, emq_arg *inline_args) {
     if (c->held != c->inline_held) api.Free(c->held);
     if (c->hvals) api.Free(c->hvals);
     if (c->members) api.Free(c->members);
+    if (c->fields) api.Free(c->fields);
     if (c->args != inline_args) api.Free(c->args);
 }
 

@@ -8,6 +8,7 @@ import "C"
 import (
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"unsafe"
 
 	"github.com/echomq/emq/emq"
@@ -126,6 +127,42 @@ func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Membe
 func (c *Call) StreamTop(k int) ids.StreamID {
 	C.emq_stream_top((*C.emq_call)(c), C.int(k))
 	return ids.StreamID{Ms: uint64(c.top_ms), Seq: uint64(c.top_seq)}
+}
+
+// StreamEntry reads the fields and values of entry id of stream key k, in
+// place.
+func (c *Call) StreamEntry(k int, id ids.StreamID) ([]emq.Value, bool) {
+	n := C.emq_stream_entry((*C.emq_call)(c), C.int(k), C.uint64_t(id.Ms), C.uint64_t(id.Seq))
+	if n < 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*emq.Value)(unsafe.Pointer(c.fields)), int(n)), true
+}
+
+// PendingOwner reads who owns entry id in the pending list of group on
+// stream key k, in place; the server's error reply becomes a refusal.
+func (c *Call) PendingOwner(p *emq.Plan, k int, group emq.Ref, id ids.StreamID) ([]byte, bool, error) {
+	rc := C.emq_pending_owner((*C.emq_call)(c), C.int(k), C.uint32_t(group), C.uint64_t(id.Ms), C.uint64_t(id.Seq),
+		scratch(p), spans(p))
+	text := *(*[]byte)(unsafe.Pointer(&c.text))
+	switch rc {
+	case 1:
+		return text, true, nil
+	case 0:
+		return nil, false, nil
+	}
+	return nil, false, serverRefusal("XPENDING", string(text))
+}
+
+// serverRefusal is the refusal of a built-in the module called, in the
+// server's words: its code is the reply's first word when that is one of
+// ours (NOGROUP …), else it is an internal error naming the command.
+func serverRefusal(command, text string) error {
+	word, msg, _ := strings.Cut(text, " ")
+	if code, ok := emqerrors.ParseCode(word); ok && code != emqerrors.Internal {
+		return &emqerrors.Refusal{Code: code, Msg: msg}
+	}
+	return emqerrors.New(emqerrors.Internal, "emq: %s failed: %s", command, text)
 }
 
 // NowMs returns the server's clock, read when the command started.

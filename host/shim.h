@@ -179,6 +179,9 @@ typedef struct emq_call {
     ValkeyModuleUser *user; // the caller, looked up for derived keys' ACL
     int user_looked;
     uint64_t top_ms, top_seq; // emq_stream_top's answer
+    emq_value *fields; // emq_stream_entry's answer
+    int capfields;
+    emq_arg text; // emq_pending_owner's answer: an owner or an error reply
     ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];
     int inline_types[EMQ_INLINE_KEYS];
@@ -204,6 +207,9 @@ int emq_open_derived(emq_call *c, const char *name, size_t len);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
 void emq_stream_top(emq_call *c, int k);
+int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);
+int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
+                      const emq_span *spans);
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
               const char *scratch, const emq_span *spans);
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);

@@ -211,6 +211,27 @@ var table = []Row{
 				queueSets("pending", "dead")...),
 		},
 	},
+	{
+		Verb: emq.Park,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom", ACL: "write slow",
+			KeyFlags: host.KeyRW,
+			Summary: "Dead-letters a pending stream entry its consumer owns, acknowledges it and deletes its " +
+				"failure count, or replies nil if it is not pending.",
+			Complexity: "O(F + log(N)) where F is the number of fields of the entry and N the group's pending entries.",
+			Since:      since02,
+			Args: []host.ArgSpec{numkeysArg,
+				key("source_key", "emq:{<topic>}:stream:<sname>"),
+				key("dlq_key", "emq:{<topic>}:stream:<dlq sname>"),
+				key("fail_key", "emq:{<topic>}:fail:<SUB id>:<MSG id>"),
+				{Name: "group", Type: host.ArgString, Summary: "the consumer group"},
+				{Name: "consumer", Type: host.ArgString, Summary: "the consumer that owns the entry"},
+				{Name: "entry_id", Type: host.ArgString, Summary: "the entry's stream ID, <ms>-<seq>"},
+				{Name: "id", Type: host.ArgString, Summary: "the EVT id of the dead-letter entry"},
+				{Name: "reason", Type: host.ArgString, Summary: "why the message is parked"},
+			},
+		},
+	},
 }
 
 // caps is EMQ.CAPS's row; its verb is made from the table's tokens.

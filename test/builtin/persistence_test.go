@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func TestAOFReplaysWithoutTheModule(t *testing.T) {
 	s.Stop()
 
 	t.Run("the AOF holds built-ins with absolute expiry only", func(t *testing.T) {
-		aofText := readAOF(t, dir)
+		aofText := valkeytest.ReadAOF(t, dir)
 		assert.False(t, bytes.Contains(aofText, []byte("EMQ.")), "an EMQ verb in the AOF")
 		assert.True(t, bytes.Contains(aofText, []byte("PXAT")), "no SET … PXAT in the AOF")
 		assert.False(t, bytes.Contains(bytes.ToUpper(aofText), []byte("\r\nEXPIRE\r\n")), "a relative EXPIRE in the AOF")
@@ -74,21 +73,6 @@ func rewriteAOF(t *testing.T, s *valkeytest.Server) {
 			s.InfoField("persistence", "aof_rewrite_scheduled") == "0"
 	})
 	require.Equal(t, "ok", s.InfoField("persistence", "aof_last_bgrewrite_status"))
-}
-
-// readAOF returns every file of the AOF in dir, concatenated.
-func readAOF(t *testing.T, dir string) []byte {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(dir, "appendonlydir", "*"))
-	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	var all []byte
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		require.NoError(t, err)
-		all = append(all, b...)
-	}
-	return all
 }
 
 func TestSavePointsSeeVerbWrites(t *testing.T) {

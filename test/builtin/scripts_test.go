@@ -184,16 +184,23 @@ func TestReadOnlyReplicaWithTheModuleRefusesWriteVerbs(t *testing.T) {
 	m, err := ids.NewMinter(7)
 	require.NoError(t, err)
 	calls, written := oneOfEach(m, "ro")
-	for _, c := range calls {
+	jobSetup, jobCalls := lifecycleCalls(m, "rojobs")
+	for _, c := range jobSetup {
+		ok(t, p, c.argv()...)
+	}
+	valkeytest.WaitReplicated(t, p, r)
+	jobsBefore := digest(t, r)
+	for _, c := range append(calls, jobCalls...) {
 		got := errorText(r.Do(c.argv()...))
 		assert.True(t, strings.HasPrefix(got, "READONLY "), "%s: %q", c, got)
 	}
 	assert.Equal(t, int64(0), num(t, r, append([]string{"EXISTS"}, written...)...))
+	assert.Equal(t, jobsBefore, digest(t, r), "a refused lifecycle verb changed the replica")
 	assert.NoError(t, r.Do(caps.argv()...).Error(), "EMQ.CAPS answers on a replica")
 
 	t.Run("once promoted it serves every verb", func(t *testing.T) {
 		ok(t, r, "REPLICAOF", "NO", "ONE")
-		for _, c := range calls {
+		for _, c := range append(calls, jobCalls...) {
 			assert.NoError(t, r.Do(c.argv()...).Error(), c.String())
 		}
 		assert.Equal(t, int64(len(written)), num(t, r, append([]string{"EXISTS"}, written...)...))

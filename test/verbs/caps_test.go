@@ -29,6 +29,7 @@ var contract = []struct {
 	{"EMQ.FAIL", 11, 5, "fail"},
 	{"EMQ.STALLED.CHECK", 5, 2, "stalled.check"},
 	{"EMQ.REVIVE", 5, 3, "revive"},
+	{"EMQ.PARK", 10, 3, "park"},
 	{"EMQ.CAPS", 1, 0, ""},
 }
 

@@ -1,0 +1,36 @@
+package valkeytest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Kill ends the server with SIGKILL, as a crash would — no save, nothing
+// written to its AOF beyond what it had written — and waits for it to exit.
+// Its directory stays, for a restart from it.
+func (s *Server) Kill() {
+	if s.cmd != nil && s.cmd.Process != nil && s.Running() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// ReadAOF returns every file of the AOF in dir (appendonlydir: the base,
+// the increments and the manifest), concatenated.
+func ReadAOF(t testing.TB, dir string) []byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "appendonlydir", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("valkeytest: no AOF in %s (%v)", dir, err)
+	}
+	var all []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("valkeytest: %v", err)
+		}
+		all = append(all, b...)
+	}
+	return all
+}

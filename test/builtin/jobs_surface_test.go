@@ -1,0 +1,327 @@
+package builtin
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
+	c := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	for _, s := range c.Nodes {
+		noModuleWarnings(t, s)
+	}
+	m, err := ids.NewMinter(23)
+	require.NoError(t, err)
+	setup, calls := lifecycleCalls(m, "routed")
+	slot := c.Slot(t, calls[0].keys[0])
+	owner := c.Owner(t, slot)
+
+	t.Run("each lifecycle verb sent to a node that does not own its slot gets MOVED", func(t *testing.T) {
+		for _, other := range c.Primaries {
+			if other == owner {
+				continue
+			}
+			for _, v := range calls {
+				assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), errorText(other.Do(v.argv()...)), v.String())
+			}
+			assert.Equal(t, int64(0), num(t, other, "DBSIZE"))
+		}
+	})
+
+	t.Run("each lifecycle verb with keys of two slots is CROSSSLOT and writes nothing", func(t *testing.T) {
+		elsewhere := strings.NewReplacer("{routed}", "{elsewhere}")
+		for _, v := range calls {
+			crossed := v
+			crossed.keys = append([]string{}, v.keys...)
+			last := len(crossed.keys) - 1
+			crossed.keys[last] = elsewhere.Replace(crossed.keys[last])
+			require.NotEqual(t, slot, c.Slot(t, crossed.keys[last]))
+			got := errorText(owner.Do(crossed.argv()...))
+			assert.True(t, strings.HasPrefix(got, "CROSSSLOT "), "%s: %q", crossed, got)
+		}
+		assert.Equal(t, int64(0), num(t, owner, "DBSIZE"))
+	})
+
+	t.Run("the owner serves each of them, the job rows a claim derives in the same slot", func(t *testing.T) {
+		for _, v := range append(setup, calls...) {
+			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
+		}
+		assert.Equal(t, "pending", str(t, owner, "HGET", setup[1].keys[0], "state"), "the revived job")
+	})
+}
+
+func TestOutOfMemoryLetsWorkersDrainButRefusesRevive(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	m, err := ids.NewMinter(24)
+	require.NoError(t, err)
+	const q = "oom"
+	var jobs []string
+	for i := 0; i < 5; i++ {
+		id := m.Mint(ids.Job)
+		ok(t, s, enqueue(q, id, "p").argv()...)
+		jobs = append(jobs, id.String())
+	}
+	require.Len(t, claimed(t, s.Do(claim(q, 60_000, 3, 1).argv()...)), 3)
+	require.Equal(t, "dead", str(t, s, fail(q, jobs[2], 1, 0, 1, "x").argv()...))
+	require.Len(t, claimed(t, s.Do(claim(q, 20, 1, 5).argv()...)), 1) // jobs[3], to stall
+	time.Sleep(50 * time.Millisecond)
+
+	limit := infoInt(t, s, "memory", "used_memory") + 2<<20
+	ok(t, s, "CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10))
+	ok(t, s, "SETRANGE", "filler", "8000000", "x")
+	require.Greater(t, infoInt(t, s, "memory", "used_memory"), limit)
+
+	t.Run("REVIVE answers OOM and writes nothing", func(t *testing.T) {
+		before := digest(t, s)
+		got := errorText(s.Do(revive(q, jobs[2]).argv()...))
+		assert.True(t, strings.HasPrefix(got, "OOM "), got)
+		assert.Equal(t, before, digest(t, s))
+	})
+	t.Run("CLAIM, EXTEND, ACK, FAIL and STALLED.CHECK keep working so that workers drain the queue", func(t *testing.T) {
+		assert.Equal(t, int64(1), num(t, s, stalledCheck(q, 10).argv()...))
+		assert.Greater(t, num(t, s, extend(q, jobs[0], 1, 60_000).argv()...), int64(0))
+		assert.Equal(t, int64(1), num(t, s, ack(q, jobs[0], 1, 0).argv()...))
+		assert.Equal(t, "pending", str(t, s, fail(q, jobs[1], 1, 0, 5, "again").argv()...))
+		got := claimed(t, s.Do(claim(q, 60_000, 10, 5).argv()...))
+		assert.Equal(t, []claimedJob{{jobs[1], 2}, {jobs[3], 2}, {jobs[4], 1}}, got)
+		for _, j := range got {
+			assert.Equal(t, int64(1), num(t, s, ack(q, j.id, j.attempt, 0).argv()...))
+		}
+	})
+	t.Run("once memory is freed REVIVE works again", func(t *testing.T) {
+		ok(t, s, "DEL", "filler")
+		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
+		assert.Equal(t, int64(1), num(t, s, revive(q, jobs[2]).argv()...))
+	})
+}
+
+// mirrored returns args with every emq key moved under mirror:, for the
+// built-ins that stand for a verb's writes.
+func mirrored(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.HasPrefix(a, "emq:") {
+			out[i] = "mirror:" + a
+		}
+	}
+	return out
+}
+
+func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"notify-keyspace-events", "KEAn"}})
+	events := subscribeKeyspace(t, s)
+	const q = "ks"
+	sets := queueSets(q)
+	pending, active, delayed, dead := sets[0], sets[1], sets[2], sets[3]
+	a, b := ids.ID{NS: ids.Job, Value: 1}.String(), ids.ID{NS: ids.Job, Value: 2}.String()
+	ja, jb := keys.Job(q, a), keys.Job(q, b)
+	row := func(key, state, attempts string, more ...string) []string {
+		return append([]string{"HSET", key, "state", state, "attempts", attempts, "payload", "p"}, more...)
+	}
+	cases := []struct {
+		rule     string
+		setup    [][]string
+		call     command
+		builtins [][]string // nil: the call writes nothing
+	}{
+		{"CLAIM of the last pending job: zrem and del on pending, hset on the row, zadd on active",
+			[][]string{row(ja, "pending", "0"), {"ZADD", pending, "0", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", pending, a}, {"HSET", ja, "attempts", "1", "state", "active"}, {"ZADD", active, "1", a}}},
+		{"CLAIM of a due delayed job",
+			[][]string{row(ja, "delayed", "1"), {"ZADD", delayed, "1", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", delayed, a}, {"HSET", ja, "attempts", "2", "state", "active"}, {"ZADD", active, "1", a}}},
+		{"CLAIM of a stalled job",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", active, a}, {"HSET", ja, "attempts", "2", "state", "active", "error", "lease expired"}, {"ZADD", active, "1", a}}},
+		{"CLAIM of a job at max_attempts sends it to dead",
+			[][]string{row(ja, "pending", "5"), {"ZADD", pending, "0", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", pending, a}, {"ZADD", dead, "1", a}, {"HSET", ja, "state", "dead", "error", "attempts exhausted"}}},
+		{"CLAIM of a dangling id only removes it",
+			[][]string{{"ZADD", pending, "0", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", pending, a}}},
+		{"CLAIM that promotes more than it claims moves the rest to pending",
+			[][]string{row(ja, "pending", "0"), {"ZADD", pending, "0", a}, row(jb, "delayed", "1"), {"ZADD", delayed, "1", b}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", pending, a}, {"HSET", ja, "attempts", "1", "state", "active"}, {"ZADD", active, "1", a},
+				{"ZREM", delayed, b}, {"HSET", jb, "state", "pending"}, {"ZADD", pending, "0", b}}},
+		{"CLAIM of nothing fires nothing", nil, claim(q, 60_000, 1, 5), nil},
+		{"EXTEND: zadd on active",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			extend(q, a, 1, 60_000),
+			[][]string{{"ZADD", active, "2", a}}},
+		{"ACK with keep_ms 0: zrem and del on active, del on the row",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			ack(q, a, 1, 0),
+			[][]string{{"ZREM", active, a}, {"DEL", ja}}},
+		{"ACK with keep_ms: zrem on active, hset and expire on the row",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}, row(jb, "active", "1"), {"ZADD", active, "1", b}},
+			ack(q, a, 1, 60_000),
+			[][]string{{"ZREM", active, a}, {"HSET", ja, "state", "done"}, {"PEXPIREAT", ja, "99999999999999"}}},
+		{"FAIL with backoff 0: zrem on active, zadd on pending, hset on the row",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			fail(q, a, 1, 0, 5, "e"),
+			[][]string{{"ZREM", active, a}, {"ZADD", pending, "0", a}, {"HSET", ja, "state", "pending", "error", "e"}}},
+		{"FAIL with backoff: zadd on delayed",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			fail(q, a, 1, 1000, 5, "e"),
+			[][]string{{"ZREM", active, a}, {"ZADD", delayed, "1", a}, {"HSET", ja, "state", "delayed", "error", "e"}}},
+		{"FAIL at max_attempts: zadd on dead",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			fail(q, a, 1, 0, 1, "e"),
+			[][]string{{"ZREM", active, a}, {"ZADD", dead, "1", a}, {"HSET", ja, "state", "dead", "error", "e"}}},
+		{"a refused FAIL fires nothing",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			fail(q, a, 2, 0, 1, "e"), nil},
+		{"STALLED.CHECK: zrem on active, hset on the row, zadd on pending",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			stalledCheck(q, 10),
+			[][]string{{"ZREM", active, a}, {"HSET", ja, "state", "pending", "error", "lease expired"}, {"ZADD", pending, "0", a}}},
+		{"REVIVE: zrem on dead, hset on the row, zadd on pending",
+			[][]string{row(ja, "dead", "3"), {"ZADD", dead, "1", a}},
+			revive(q, a),
+			[][]string{{"ZREM", dead, a}, {"HSET", ja, "state", "pending", "attempts", "0"}, {"ZADD", pending, "0", a}}},
+		{"a refused REVIVE fires nothing",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
+			revive(q, a), nil},
+	}
+	for i, tc := range cases {
+		t.Run(tc.rule, func(t *testing.T) {
+			ok(t, s, "FLUSHALL", "SYNC")
+			for _, c := range tc.setup {
+				ok(t, s, c...)
+				ok(t, s, mirrored(c)...)
+			}
+			marker := "marker:" + strconv.Itoa(i)
+			ok(t, s, "SET", marker, "setup")
+			events.until(t, event{"set", marker})
+
+			s.Do(tc.call.argv()...)
+			ok(t, s, "SET", marker, "verb")
+			byVerb := events.until(t, event{"set", marker})
+			for _, c := range tc.builtins {
+				ok(t, s, mirrored(c)...)
+			}
+			ok(t, s, "SET", marker, "builtins")
+			byBuiltins := events.until(t, event{"set", marker})
+
+			for j, e := range byVerb.keyevents {
+				byVerb.keyevents[j].key = mirrored([]string{e.key})[0]
+			}
+			for j, e := range byVerb.keyspace {
+				byVerb.keyspace[j].key = mirrored([]string{e.key})[0]
+			}
+			assert.Equal(t, byBuiltins.keyevents, byVerb.keyevents, tc.call.String())
+			assert.Equal(t, byBuiltins.keyspace, byVerb.keyspace, "keyspace channel: %s", tc.call)
+			if tc.builtins != nil {
+				assert.NotEmpty(t, byVerb.keyevents)
+			}
+		})
+	}
+}
+
+func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(25)
+	require.NoError(t, err)
+	const q = "acl"
+	sets := queueSets(q)
+	ok(t, s, "ACL", "SETUSER", "setsonly", "on", "nopass", "+@emq", "~"+sets[0], "~"+sets[1], "~"+sets[2], "~"+sets[3])
+	ok(t, s, "ACL", "SETUSER", "queue", "on", "nopass", "+@emq", "~emq:{acl}:*")
+	ok(t, s, "ACL", "SETUSER", "readrows", "on", "nopass", "+@emq", "~"+sets[0], "~"+sets[1], "~"+sets[2], "~"+sets[3], "%R~emq:{acl}:job:*")
+	setsOnly, readRows, queue := newClient(t, s, "setsonly"), newClient(t, s, "readrows"), newClient(t, s, "queue")
+
+	pendingJob, delayedJob, stalledJob := m.Mint(ids.Job), m.Mint(ids.Job), m.Mint(ids.Job)
+	ok(t, s, enqueue(q, pendingJob, "p").argv()...)
+	ok(t, s, "HSET", keys.Job(q, delayedJob.String()), "state", "delayed", "attempts", "1", "payload", "d")
+	ok(t, s, "ZADD", sets[2], "1", delayedJob.String())
+	ok(t, s, "HSET", keys.Job(q, stalledJob.String()), "state", "active", "attempts", "1", "payload", "s")
+	ok(t, s, "ZADD", sets[1], "1", stalledJob.String())
+
+	for _, c := range []struct {
+		rule string
+		as   valkey.Client
+		call command
+		key  string // the derived key the log names
+	}{
+		{"a user allowed the four sets but not the job rows gets NOPERM from CLAIM and the queue is unchanged",
+			setsOnly, claim(q, 60_000, 10, 5), keys.Job(q, delayedJob.String())},
+		{"so it does from STALLED.CHECK, which derives the stalled rows",
+			setsOnly, stalledCheck(q, 10), keys.Job(q, stalledJob.String())},
+		{"a user who may only read the job rows gets NOPERM from CLAIM, which writes them",
+			readRows, claim(q, 60_000, 10, 5), keys.Job(q, delayedJob.String())},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			ok(t, s, "ACL", "LOG", "RESET")
+			before := digest(t, s)
+			got := errorText(as(t, c.as, c.call))
+			assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
+			assert.Equal(t, before, digest(t, s))
+			entries, err := s.Do("ACL", "LOG").ToArray()
+			require.NoError(t, err)
+			require.NotEmpty(t, entries, "the denial is logged")
+			e, err := entries[0].AsStrMap()
+			require.NoError(t, err)
+			assert.Equal(t, "key", e["reason"])
+			assert.Equal(t, c.key, e["object"])
+		})
+	}
+
+	t.Run("a user allowed emq:{q}:* claims", func(t *testing.T) {
+		got := claimed(t, as(t, queue, claim(q, 60_000, 10, 5)))
+		assert.ElementsMatch(t, []claimedJob{{pendingJob.String(), 1}, {delayedJob.String(), 2}, {stalledJob.String(), 2}}, got)
+	})
+}
+
+func TestLifecycleVerbsHaveSPECsArityFlagsAndCategories(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	for _, v := range []struct {
+		name     string
+		arity    int64
+		flags    []string
+		category []string
+	}{ // SPEC §8, "The verbs"
+		{"EMQ.CLAIM", 9, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.EXTEND", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.ACK", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.FAIL", 11, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.STALLED.CHECK", 5, []string{"write"}, []string{"write", "slow", "emq"}},
+		{"EMQ.REVIVE", 5, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			info, err := s.Do("COMMAND", "INFO", v.name).ToArray()
+			require.NoError(t, err)
+			fields, err := info[0].ToArray()
+			require.NoError(t, err)
+			arity, err := fields[1].AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, v.arity, arity)
+			flags, err := fields[2].AsStrSlice()
+			require.NoError(t, err)
+			assert.ElementsMatch(t, append(v.flags, "module"), flags)
+			cats, err := fields[6].AsStrSlice()
+			require.NoError(t, err)
+			var want []string
+			for _, c := range v.category {
+				want = append(want, "@"+c)
+			}
+			assert.ElementsMatch(t, want, cats)
+		})
+	}
+}

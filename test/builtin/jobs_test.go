@@ -1,0 +1,362 @@
+package builtin
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+// The calls of the job lifecycle verbs (SPEC §8) on queue.
+
+func queueSets(queue string) []string {
+	return []string{keys.Pending(queue), keys.Set(queue, keys.ActiveSet), keys.Set(queue, keys.DelayedSet), keys.Set(queue, keys.DeadSet)}
+}
+
+func i64(n int64) string { return strconv.FormatInt(n, 10) }
+
+func claim(queue string, leaseMs, count, maxAttempts int64) command {
+	return verb("EMQ.CLAIM", queueSets(queue), i64(leaseMs), i64(count), i64(maxAttempts))
+}
+
+func extend(queue, id string, attempt, leaseMs int64) command {
+	return verb("EMQ.EXTEND", []string{keys.Job(queue, id), queueSets(queue)[1]}, i64(attempt), i64(leaseMs))
+}
+
+func ack(queue, id string, attempt, keepMs int64) command {
+	return verb("EMQ.ACK", []string{keys.Job(queue, id), queueSets(queue)[1]}, i64(attempt), i64(keepMs))
+}
+
+func fail(queue, id string, attempt, backoffMs, maxAttempts int64, text string) command {
+	return verb("EMQ.FAIL", append([]string{keys.Job(queue, id)}, queueSets(queue)...), i64(attempt), i64(backoffMs), i64(maxAttempts), text)
+}
+
+func stalledCheck(queue string, limit int64) command {
+	return verb("EMQ.STALLED.CHECK", queueSets(queue)[:2], i64(limit))
+}
+
+func revive(queue, id string) command {
+	sets := queueSets(queue)
+	return verb("EMQ.REVIVE", []string{keys.Job(queue, id), sets[0], sets[3]})
+}
+
+// lifecycleCalls returns one accepted call of each lifecycle verb on queue
+// tag, in an order that makes each acceptable, and the setup (ENQUEUEs)
+// they need: a claim of two jobs, EXTEND, ACK and FAIL of those under
+// attempt 1 (FAIL at max_attempts 1, so dead), STALLED.CHECK and REVIVE of
+// the dead job.
+func lifecycleCalls(m *ids.Minter, tag string) (setup, calls []command) {
+	a, b := m.Mint(ids.Job), m.Mint(ids.Job)
+	setup = []command{enqueue(tag, a, "payload a"), enqueue(tag, b, "payload b")}
+	calls = []command{
+		claim(tag, 60_000, 2, 1),
+		extend(tag, a.String(), 1, 120_000),
+		ack(tag, a.String(), 1, 60_000),
+		fail(tag, b.String(), 1, 0, 1, "failed"),
+		stalledCheck(tag, 10),
+		revive(tag, b.String()),
+	}
+	return setup, calls
+}
+
+// claimedJob is one job a CLAIM handed out.
+type claimedJob struct {
+	id      string
+	attempt int64
+}
+
+// claimed reads a CLAIM reply (nil for none).
+func claimed(t *testing.T, r reply) []claimedJob {
+	t.Helper()
+	if valkey.IsValkeyNil(r.Error()) {
+		return nil
+	}
+	rows, err := r.ToArray()
+	require.NoError(t, err)
+	out := make([]claimedJob, len(rows))
+	for i, row := range rows {
+		parts, err := row.ToArray()
+		require.NoError(t, err)
+		require.Len(t, parts, 3)
+		out[i].id, err = parts[0].ToString()
+		require.NoError(t, err)
+		out[i].attempt, err = parts[1].AsInt64()
+		require.NoError(t, err)
+	}
+	return out
+}
+
+// jobWorkload drives the lifecycle verbs on one queue through one client:
+// claims with long and short leases, acks with and without keep_ms, fails
+// with and without backoff and at max_attempts, extends, stalls, sweeps
+// (bounded by a small emq.sweep-batch), STALLED.CHECK and REVIVE.
+type jobWorkload struct {
+	s     *valkeytest.Server
+	queue string
+	mint  *ids.Minter
+}
+
+// round runs one round of the workload; each call must be accepted.
+func (w *jobWorkload) round(t *testing.T) {
+	t.Helper()
+	do := func(c command) valkey.ValkeyResult {
+		t.Helper()
+		r := w.s.Do(c.argv()...)
+		if !valkey.IsValkeyNil(r.Error()) {
+			require.NoError(t, r.Error(), c.String())
+		}
+		return r
+	}
+	for i := 0; i < 10; i++ {
+		id := w.mint.Mint(ids.Job)
+		do(enqueue(w.queue, id, "payload "+id.String()))
+	}
+	for i, j := range claimed(t, do(claim(w.queue, 60_000, 6, 3))) {
+		switch i % 5 {
+		case 0:
+			do(ack(w.queue, j.id, j.attempt, 0))
+		case 1:
+			do(ack(w.queue, j.id, j.attempt, 60_000))
+		case 2:
+			do(fail(w.queue, j.id, j.attempt, 0, 3, "retry now"))
+		case 3:
+			do(fail(w.queue, j.id, j.attempt, 20, 3, "retry later"))
+		case 4:
+			do(extend(w.queue, j.id, j.attempt, 90_000))
+		}
+	}
+	claimed(t, do(claim(w.queue, 20, 3, 3))) // left to stall
+	dead, err := w.s.Do("ZRANGE", queueSets(w.queue)[3], "0", "0").AsStrSlice()
+	require.NoError(t, err)
+	for _, id := range dead {
+		do(revive(w.queue, id))
+	}
+	time.Sleep(40 * time.Millisecond) // the short leases and backoffs pass
+	do(stalledCheck(w.queue, 1))
+}
+
+// requireConsistent requires every job of queue on s to be in exactly the
+// set its state names (in none when done), and every set member to have
+// its row.
+func requireConsistent(t *testing.T, s *valkeytest.Server, queue string) {
+	t.Helper()
+	sets := queueSets(queue)
+	setOf := map[string]string{"pending": sets[0], "active": sets[1], "delayed": sets[2], "dead": sets[3]}
+	members := 0
+	for _, set := range sets {
+		ids, err := s.Do("ZRANGE", set, "0", "-1").AsStrSlice()
+		require.NoError(t, err)
+		members += len(ids)
+		for _, id := range ids {
+			state, err := s.Do("HGET", keys.Job(queue, id), "state").ToString()
+			require.NoError(t, err, "the row of %s in %s", id, set)
+			assert.Equal(t, set, setOf[state], "%s is %s but in %s", id, state, set)
+		}
+	}
+	rows, err := s.Do("KEYS", keys.Job(queue, "*")).AsStrSlice()
+	require.NoError(t, err)
+	done := 0
+	for _, k := range rows {
+		if str(t, s, "HGET", k, "state") == "done" {
+			done++
+		}
+	}
+	assert.Equal(t, len(rows), members+done, "every row not done is in one set, and only one")
+}
+
+func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
+	aof := []string{"appendonly", "yes", "appendfsync", "always"}
+	p := start(t, valkeytest.Options{Config: aof})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	ok(t, p, "CONFIG", "SET", "emq.sweep-batch", "2")
+	m, err := ids.NewMinter(21)
+	require.NoError(t, err)
+	w := &jobWorkload{s: p, queue: "life", mint: m}
+	before := valkeytest.InfoInts(p.Info("emq"))
+	for i := 0; i < 6; i++ {
+		w.round(t)
+	}
+	rewriteAOF(t, p)
+	for i := 0; i < 6; i++ {
+		w.round(t)
+	}
+	after := valkeytest.InfoInts(p.Info("emq"))
+	for _, e := range []string{"jobs_claimed", "jobs_acked", "jobs_retried", "jobs_delayed", "jobs_dead", "jobs_promoted", "stalls_requeued", "jobs_revived", "jobs_extended"} {
+		require.Greater(t, after["emq_"+e], before["emq_"+e], "the workload had no %s", e)
+	}
+	requireConsistent(t, p, "life")
+	valkeytest.WaitReplicated(t, p, r)
+	want := digest(t, p)
+
+	t.Run("a replica without the module holds the primary's data", func(t *testing.T) {
+		assert.Equal(t, want, digest(t, r))
+		assert.Empty(t, warningLines(r.Log()))
+		for _, c := range commandStats(t, r) {
+			assert.NotContains(t, strings.ToLower(c), "emq")
+		}
+	})
+	p.Stop()
+	t.Run("the AOF holds only built-ins with absolute times", func(t *testing.T) {
+		text := valkeytest.ReadAOF(t, p.Dir)
+		assert.False(t, bytes.Contains(text, []byte("EMQ.")), "an EMQ verb in the AOF")
+		assert.True(t, bytes.Contains(text, []byte("PEXPIREAT")), "no PEXPIREAT of a kept row in the AOF")
+	})
+	t.Run("a server without the module replays the AOF to the same data", func(t *testing.T) {
+		replay := start(t, valkeytest.Options{NoModule: true, Dir: p.Dir, Config: aof})
+		assert.Equal(t, want, digest(t, replay))
+		assert.Empty(t, warningLines(replay.Log()))
+	})
+}
+
+// claimScript claims from the queue of KEYS (its four sets) and acks every
+// job it got, from inside one script: ARGV are the claim's lease, count and
+// max_attempts. It replies the ids it acked.
+const claimScript = `local jobs = server.call('EMQ.CLAIM', 4, KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+local out = {}
+if not jobs then return out end
+local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #'pending')
+for _, j in ipairs(jobs) do
+  server.call('EMQ.ACK', 2, prefix .. 'job:' .. j[1], KEYS[2], j[2], 0)
+  out[#out + 1] = j[1]
+end
+return out`
+
+func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	m, err := ids.NewMinter(22)
+	require.NoError(t, err)
+
+	t.Run("ENQUEUE, CLAIM and ACK inside one MULTI/EXEC apply in order", func(t *testing.T) {
+		id := m.Mint(ids.Job)
+		queued := []command{enqueue("multi", id, "p"), claim("multi", 60_000, 1, 5), ack("multi", id.String(), 1, 0)}
+		var exec []valkey.ValkeyMessage
+		err := p.Client().Dedicated(func(d valkey.DedicatedClient) error {
+			cmds := valkey.Commands{d.B().Multi().Build()}
+			for _, c := range queued {
+				cmds = append(cmds, c.build(d))
+			}
+			replies := d.DoMulti(ctx(t), append(cmds, d.B().Exec().Build())...)
+			var err error
+			exec, err = replies[len(replies)-1].ToArray()
+			return err
+		})
+		require.NoError(t, err)
+		require.Len(t, exec, 3)
+		expect(t, queued[0], &exec[0], want{n: 1})
+		assert.Equal(t, []claimedJob{{id.String(), 1}}, claimed(t, &exec[1]))
+		expect(t, queued[2], &exec[2], want{n: 1})
+		assert.Equal(t, int64(0), num(t, p, "DBSIZE"))
+	})
+
+	t.Run("every lifecycle verb runs inside MULTI/EXEC", func(t *testing.T) {
+		setup, calls := lifecycleCalls(m, "multi2")
+		for _, c := range setup {
+			ok(t, p, c.argv()...)
+		}
+		err := p.Client().Dedicated(func(d valkey.DedicatedClient) error {
+			cmds := valkey.Commands{d.B().Multi().Build()}
+			for _, c := range calls {
+				cmds = append(cmds, c.build(d))
+			}
+			replies := d.DoMulti(ctx(t), append(cmds, d.B().Exec().Build())...)
+			exec, err := replies[len(replies)-1].ToArray()
+			require.NoError(t, err)
+			for i, c := range calls {
+				assert.NoError(t, exec[i].Error(), c.String())
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	})
+
+	t.Run("a claim aborts the EXEC of a client watching the pending set", func(t *testing.T) {
+		id := m.Mint(ids.Job)
+		ok(t, p, enqueue("watch", id, "p").argv()...)
+		c := claim("watch", 60_000, 1, 5)
+		assert.True(t, watchAcross(t, p, c.keys[0], func() { ok(t, p, c.argv()...) }))
+		assert.False(t, watchAcross(t, p, c.keys[0], func() { p.Do(c.argv()...) }), "a claim of nothing aborts nothing")
+	})
+
+	t.Run("each lifecycle verb's write aborts the EXEC of a client watching a key it writes; a call that writes nothing aborts none", func(t *testing.T) {
+		setup, calls := lifecycleCalls(m, "watchjobs")
+		for _, c := range setup {
+			ok(t, p, c.argv()...)
+		}
+		job := func(c command) string { return c.keys[0] }
+		for _, w := range []struct {
+			c       command
+			key     string
+			aborted bool
+		}{
+			{calls[0], calls[0].keys[0], true},  // CLAIM: pending
+			{calls[1], calls[1].keys[1], true},  // EXTEND: active
+			{calls[2], job(calls[2]), true},     // ACK: the row
+			{calls[3], job(calls[3]), true},     // FAIL: the row
+			{calls[4], calls[4].keys[1], false}, // STALLED.CHECK: nothing stalled
+			{calls[5], job(calls[5]), true},     // REVIVE: the row
+			{calls[2], job(calls[2]), false},    // ACK again: EMQLEASE
+		} {
+			got := watchAcross(t, p, w.key, func() { p.Do(w.c.argv()...) })
+			assert.Equal(t, w.aborted, got, "%s watching %s", w.c, w.key)
+		}
+	})
+
+	t.Run("EVAL calls CLAIM and ACKs what it got", func(t *testing.T) {
+		var want []string
+		for i := 0; i < 3; i++ {
+			id := m.Mint(ids.Job)
+			ok(t, p, enqueue("eval", id, "p").argv()...)
+			want = append(want, id.String())
+		}
+		got, err := p.Do(append(append([]string{"EVAL", claimScript, "4"}, queueSets("eval")...), "60000", "10", "5")...).AsStrSlice()
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Equal(t, int64(0), num(t, p, append([]string{"EXISTS"}, queueSets("eval")...)...))
+		got, err = p.Do(append(append([]string{"EVAL", claimScript, "4"}, queueSets("eval")...), "60000", "10", "5")...).AsStrSlice()
+		require.NoError(t, err)
+		assert.Empty(t, got, "a claim of nothing is false in Lua")
+	})
+
+	t.Run("EVAL and FCALL run every lifecycle verb, and a refusal reaches the caller", func(t *testing.T) {
+		ok(t, p, "FUNCTION", "LOAD", "REPLACE", callLibrary)
+		for _, cmd := range []struct{ name, script string }{{"EVAL", callScript}, {"FCALL", "emq_call"}} {
+			setup, calls := lifecycleCalls(m, strings.ToLower(cmd.name))
+			for _, c := range setup {
+				ok(t, p, c.argv()...)
+			}
+			for _, c := range calls {
+				assert.NoError(t, p.Do(scripted(cmd.name, cmd.script, c)...).Error(), "%s %s", cmd.name, c)
+			}
+			got := errorText(p.Do(scripted(cmd.name, cmd.script, calls[2])...))
+			assert.Contains(t, got, "EMQLEASE", "%s: the acked (and kept) job again", cmd.name)
+		}
+	})
+
+	t.Run("read-only scripts refuse every lifecycle verb", func(t *testing.T) {
+		setup, calls := lifecycleCalls(m, "ro")
+		for _, c := range setup {
+			ok(t, p, c.argv()...)
+		}
+		before := digest(t, p)
+		for _, c := range calls {
+			assert.Contains(t, errorText(p.Do(scripted("EVAL_RO", callScript, c)...)), readOnlyScriptError, c.String())
+		}
+		assert.Equal(t, before, digest(t, p))
+	})
+
+	t.Run("a replica without the module holds what they wrote", func(t *testing.T) {
+		valkeytest.WaitReplicated(t, p, r)
+		assert.Equal(t, digest(t, p), digest(t, r))
+		assert.Empty(t, warningLines(r.Log()))
+	})
+}
