@@ -128,15 +128,15 @@ func number(text string) int64 {
 
 // keysCode is the code a lifecycle call's keys decide, given that its
 // shape is right: each key in its place (EMQLAYOUT), then the job id's
-// namespace (EMQKIND), then one queue (EMQLAYOUT). job is the job key, ""
-// for a verb without one; sets pairs each set key with its place. It
+// namespace (EMQKIND), then one queue (EMQLAYOUT). job is the job key of a
+// verb with one (hasJob); sets pairs each set key with its place. It
 // returns the queue too.
-func keysCode(job string, sets ...string) (errors.Code, string) {
+func keysCode(hasJob bool, job string, sets ...string) (errors.Code, string) {
 	var queue []byte
 	var queues []string
 	var id []byte
 	layoutOK := true
-	if job != "" {
+	if hasJob {
 		var ok bool
 		queue, id, ok = keys.SplitJob([]byte(job))
 		layoutOK = ok
@@ -150,7 +150,7 @@ func keysCode(job string, sets ...string) (errors.Code, string) {
 	switch {
 	case !layoutOK:
 		return errors.Layout, ""
-	case job != "" && !jobID(id):
+	case hasJob && !jobID(id):
 		return errors.Kind, ""
 	case slices.ContainsFunc(queues, func(q string) bool { return q != queues[0] }):
 		return errors.Layout, ""
@@ -223,7 +223,7 @@ func wantCode(shapeOK bool, keys errors.Code, typesOK bool, state errors.Code) e
 func leaseCall(t *testing.T, verb *Verb, args []string, types []byte, state, attempts string, now int64, shapeOK bool, sets ...string) (*fakeServer, bool) {
 	s := jobCall(verb, args, types, state, attempts, now)
 	code := codeOf(call(t, verb, args, s, Limits{}))
-	keysOK, _ := keysCode(args[2], sets...)
+	keysOK, _ := keysCode(true, args[2], sets...)
 	attempt := args[2+len(types)]
 	want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, len(types)) && (s.types[0] == Empty || s.types[0] == Hash),
 		leaseCode(s.types[0], state, attempts, number(attempt)))
@@ -318,7 +318,7 @@ func FuzzRevive(f *testing.F) {
 		s := jobCall(Revive, args, []byte{byte(types), byte(types >> 8), byte(types >> 16)}, state, "1", 0)
 		code := codeOf(call(t, Revive, args, s, Limits{}))
 
-		keysOK, _ := keysCode(jobKey, pendingKey, keys.PendingSet, deadKey, keys.DeadSet)
+		keysOK, _ := keysCode(true, jobKey, pendingKey, keys.PendingSet, deadKey, keys.DeadSet)
 		var stateCode errors.Code
 		switch {
 		case s.types[0] == Empty:
@@ -417,7 +417,7 @@ func (c queueCall) row(id string) fakeRow { return c.s.queue.rows[keys.Job(c.que
 func FuzzStalledCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, pendingKey, activeKey, limit string, types uint16, pending, active string, rows []byte, deny bool, now int64) {
 		args := []string{"EMQ.STALLED.CHECK", numkeys, pendingKey, activeKey, limit}
-		keysOK, queue := keysCode("", pendingKey, keys.PendingSet, activeKey, keys.ActiveSet)
+		keysOK, queue := keysCode(false, "", pendingKey, keys.PendingSet, activeKey, keys.ActiveSet)
 		c := newQueueCall(StalledCheck, args, []byte{byte(types), byte(types >> 8)}, map[int]string{0: pending, 1: active}, rows, deny, now, queue)
 		code := codeOf(call(t, StalledCheck, args, c.s, Limits{}))
 
@@ -452,7 +452,7 @@ func FuzzClaim(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, pendingKey, activeKey, delayedKey, deadKey, lease, count, maxAttempts string,
 		types uint32, pending, active, delayed string, rows []byte, deny bool, now int64) {
 		args := []string{"EMQ.CLAIM", numkeys, pendingKey, activeKey, delayedKey, deadKey, lease, count, maxAttempts}
-		keysOK, queue := keysCode("", pendingKey, keys.PendingSet, activeKey, keys.ActiveSet, delayedKey, keys.DelayedSet, deadKey, keys.DeadSet)
+		keysOK, queue := keysCode(false, "", pendingKey, keys.PendingSet, activeKey, keys.ActiveSet, delayedKey, keys.DelayedSet, deadKey, keys.DeadSet)
 		tb := []byte{byte(types), byte(types >> 8), byte(types >> 16), byte(types >> 24)}
 		c := newQueueCall(Claim, args, tb, map[int]string{claimPending: pending, claimActive: active, claimDelayed: delayed}, rows, deny, now, queue)
 		code := codeOf(call(t, Claim, args, c.s, Limits{}))
