@@ -110,11 +110,12 @@ func (s *fakeServer) ZRange(k int, max float64, exclusive bool, limit int) []Mem
 	return out
 }
 
-// canonical is the text SPEC §8 admits as a number: decimal digits, no
-// sign, no leading zero.
+// canonical is the text docs/commands.md admits as a number: decimal digits,
+// no sign, no leading zero.
 var canonical = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)
 
-// within reports whether text is a number SPEC §8 admits from min to max.
+// within reports whether text is a number docs/commands.md admits from min to
+// max.
 func within(text string, min, max int64) bool {
 	v, err := strconv.ParseInt(text, 10, 64)
 	return canonical.MatchString(text) && err == nil && v >= min && v <= max
@@ -216,9 +217,9 @@ func wantCode(shapeOK bool, keys errors.Code, typesOK bool, state errors.Code) e
 	return state
 }
 
-// leaseCall runs a fuzzed call of EXTEND, ACK or FAIL — args[4] or [7]
-// the attempt, the job key first, then the sets, paired with their places
-// in sets — and requires the refusal SPEC §8 orders given whether the
+// leaseCall runs a fuzzed call of EXTEND, ACK or FAIL — args[4] or [7] the
+// attempt, the job key first, then the sets, paired with their places in sets
+// — and requires the refusal docs/commands.md orders given whether the
 // integers are in range. It returns the server and whether it accepted.
 func leaseCall(t *testing.T, verb *Verb, args []string, types []byte, state, attempts string, now int64, shapeOK bool, sets ...string) (*fakeServer, bool) {
 	s := jobCall(verb, args, types, state, attempts, now)
@@ -227,12 +228,12 @@ func leaseCall(t *testing.T, verb *Verb, args []string, types []byte, state, att
 	attempt := args[2+len(types)]
 	want := wantCode(shapeOK, keysOK, zsetsOK(s, 1, len(types)) && (s.types[0] == Empty || s.types[0] == Hash),
 		leaseCode(s.types[0], state, attempts, number(attempt)))
-	require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
+	require.Equal(t, want, code, "the refusal docs/commands.md orders for the call")
 	return s, code == 0
 }
 
-// FuzzExtend: EMQ.EXTEND refuses exactly as SPEC §8 orders it, and else
-// moves the deadline to now + lease_ms and replies it.
+// FuzzExtend: EMQ.EXTEND refuses exactly as docs/commands.md orders it, and
+// else moves the deadline to now + lease_ms and replies it.
 func FuzzExtend(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, activeKey, attempt, lease string, jobType, activeType byte, state, attempts string, now int64) {
 		args := []string{"EMQ.EXTEND", numkeys, jobKey, activeKey, attempt, lease}
@@ -251,8 +252,9 @@ func FuzzExtend(f *testing.F) {
 	})
 }
 
-// FuzzAck: EMQ.ACK refuses exactly as SPEC §8 orders it, and else takes
-// the job out of active and deletes its row or keeps it done for keep_ms.
+// FuzzAck: EMQ.ACK refuses exactly as docs/commands.md orders it, and else
+// takes the job out of active and deletes its row or keeps it done for
+// keep_ms.
 func FuzzAck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, activeKey, attempt, keep string, jobType, activeType byte, state, attempts string, now int64) {
 		args := []string{"EMQ.ACK", numkeys, jobKey, activeKey, attempt, keep}
@@ -276,8 +278,9 @@ func FuzzAck(f *testing.F) {
 	})
 }
 
-// FuzzFail: EMQ.FAIL refuses exactly as SPEC §8 orders it, and else moves
-// the job to dead, pending or delayed with its error, replying the state.
+// FuzzFail: EMQ.FAIL refuses exactly as docs/commands.md orders it, and else
+// moves the job to dead, pending or delayed with its error, replying the
+// state.
 func FuzzFail(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, activeKey, delayedKey, deadKey, attempt, backoff, maxAttempts, errText string,
 		types uint64, state, attempts string, now int64) {
@@ -310,8 +313,8 @@ func FuzzFail(f *testing.F) {
 	})
 }
 
-// FuzzRevive: EMQ.REVIVE refuses exactly as SPEC §8 orders it, and else
-// moves a dead job to pending with attempts 0.
+// FuzzRevive: EMQ.REVIVE refuses exactly as docs/commands.md orders it, and
+// else moves a dead job to pending with attempts 0.
 func FuzzRevive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, jobKey, pendingKey, deadKey string, types uint32, state string) {
 		args := []string{"EMQ.REVIVE", numkeys, jobKey, pendingKey, deadKey}
@@ -327,7 +330,7 @@ func FuzzRevive(f *testing.F) {
 			stateCode = errors.State
 		}
 		want := wantCode(numkeys == "3", keysOK, zsetsOK(s, 1, 3) && (s.types[0] == Empty || s.types[0] == Hash), stateCode)
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
+		require.Equal(t, want, code, "the refusal docs/commands.md orders for the call")
 		if code != 0 {
 			return
 		}
@@ -412,8 +415,9 @@ func (c queueCall) due(k int, exclusive bool, limit int) []fakeMember {
 // row returns the row of job id in the call's queue.
 func (c queueCall) row(id string) fakeRow { return c.s.queue.rows[keys.Job(c.queue, id)] }
 
-// FuzzStalledCheck: EMQ.STALLED.CHECK refuses exactly as SPEC §8 orders
-// it, and else requeues the stalled jobs, at most limit, replying how many.
+// FuzzStalledCheck: EMQ.STALLED.CHECK refuses exactly as docs/commands.md
+// orders it, and else requeues the stalled jobs, at most limit, replying how
+// many.
 func FuzzStalledCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, numkeys, pendingKey, activeKey, limit string, types uint16, pending, active string, rows []byte, deny bool, now int64) {
 		args := []string{"EMQ.STALLED.CHECK", numkeys, pendingKey, activeKey, limit}
@@ -431,7 +435,7 @@ func FuzzStalledCheck(f *testing.F) {
 			stateCode = errors.NoPerm
 		}
 		want := wantCode(shapeOK, keysOK, zsetsOK(c.s, 0, 2), stateCode)
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
+		require.Equal(t, want, code, "the refusal docs/commands.md orders for the call")
 		if code != 0 {
 			return
 		}
@@ -445,7 +449,7 @@ func FuzzStalledCheck(f *testing.F) {
 	})
 }
 
-// FuzzClaim: EMQ.CLAIM refuses exactly as SPEC §8 orders it, and else
+// FuzzClaim: EMQ.CLAIM refuses exactly as docs/commands.md orders it, and else
 // delivers at most count jobs, each one the sets held with a row whose
 // attempts were below max_attempts, under the attempt after them.
 func FuzzClaim(f *testing.F) {
@@ -464,7 +468,7 @@ func FuzzClaim(f *testing.F) {
 			stateCode = errors.NoPerm // pending's scores are 0, never above now
 		}
 		want := wantCode(shapeOK, keysOK, zsetsOK(c.s, 0, 4), stateCode)
-		require.Equal(t, want, code, "the refusal SPEC §8 orders for the call")
+		require.Equal(t, want, code, "the refusal docs/commands.md orders for the call")
 		if code != 0 {
 			return
 		}

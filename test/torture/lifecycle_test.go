@@ -14,15 +14,15 @@ import (
 	"github.com/echomq/emq/keys"
 )
 
-// The job lifecycle (SPEC §8) under torture. Its calls depend on what the
-// queue holds and on the server's clock — leases and backoffs of a few
-// milliseconds pass while the run goes on, and any claim may sweep — so a
+// The job lifecycle (docs/commands.md) under torture. Its calls depend on
+// what the queue holds and on the server's clock — leases and backoffs of a
+// few milliseconds pass while the run goes on, and any claim may sweep — so a
 // call's exact reply is not predicted: a valid call's reply must be the
 // verb's success or a refusal of the stored state (EMQNOJOB, EMQLEASE,
-// EMQSTATE), a mutated call's any refusal or success, garbage a refusal.
-// What the model learns from the replies only steers the next calls to
-// jobs in the right state; at the end the queues themselves are checked:
-// an id in at most one set, the set its row's state, no job lost.
+// EMQSTATE), a mutated call's any refusal or success, garbage a refusal. What
+// the model learns from the replies only steers the next calls to jobs in the
+// right state; at the end the queues themselves are checked: an id in at most
+// one set, the set its row's state, no job lost.
 
 // The lifecycle's refusals of stored state.
 const (
@@ -34,7 +34,7 @@ const (
 // stateCodes are the refusals a valid lifecycle call may meet.
 var stateCodes = []string{noJob, lease, state}
 
-// The queue's sets, in the order of SPEC §8's table.
+// The queue's sets, in the order of docs/commands.md's table.
 var lifeSets = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}
 
 // unixMs2020 is 2020-01-01 in Unix milliseconds: every deadline is later.
@@ -98,7 +98,7 @@ func (m *lifeModel) gone(id string) {
 }
 
 // lifeBuilt is a lifecycle call under construction: where its integer
-// arguments sit, with the range SPEC §8 admits for each.
+// arguments sit, with the range docs/commands.md admits for each.
 type lifeBuilt struct {
 	built
 	bounds map[int][2]int64
@@ -125,7 +125,7 @@ func lifeArgs(verb string, numkeys int, jobID, queue string, sets []string, ints
 	return b
 }
 
-// The bounds of SPEC §8's integer arguments.
+// The bounds of docs/commands.md's integer arguments.
 const (
 	maxInt32 = math.MaxInt32
 	max40    = 1 << 40
@@ -494,8 +494,8 @@ func verifyLife(t *testing.T, c *conn, g *gen) {
 	t.Logf("worker %s: the lifecycle queues' %d job rows and sets agree", g.name, jobs)
 }
 
-// verifyQueue checks the invariants of SPEC §8 on one queue and returns
-// how many job rows it holds.
+// verifyQueue checks the invariants of docs/commands.md on one queue and
+// returns how many job rows it holds.
 func verifyQueue(t *testing.T, c *conn, queue string) int {
 	in := map[string]string{}
 	for _, set := range lifeSets {
