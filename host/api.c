@@ -183,7 +183,7 @@ static void release_constants(void) {
 
 // The most verbs the module registers; each gets a trampoline that knows
 // its row, so one C→Go entry serves a whole command.
-#define MAX_VERBS 16
+#define MAX_VERBS 24
 
 int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb);
 
@@ -205,8 +205,17 @@ TRAMPOLINE(12)
 TRAMPOLINE(13)
 TRAMPOLINE(14)
 TRAMPOLINE(15)
-static const cmd_func trampolines[MAX_VERBS] = {serve0, serve1, serve2,  serve3,  serve4,  serve5,  serve6,  serve7,
-                                                serve8, serve9, serve10, serve11, serve12, serve13, serve14, serve15};
+TRAMPOLINE(16)
+TRAMPOLINE(17)
+TRAMPOLINE(18)
+TRAMPOLINE(19)
+TRAMPOLINE(20)
+TRAMPOLINE(21)
+TRAMPOLINE(22)
+TRAMPOLINE(23)
+static const cmd_func trampolines[MAX_VERBS] = {serve0,  serve1,  serve2,  serve3,  serve4,  serve5,  serve6,  serve7,
+                                                serve8,  serve9,  serve10, serve11, serve12, serve13, serve14, serve15,
+                                                serve16, serve17, serve18, serve19, serve20, serve21, serve22, serve23};
 
 // emq_create_command creates verb number verb. Its keys are the keys
 // arguments after numkeys: first 2, last 1+keys, step 1 — fixed positions
