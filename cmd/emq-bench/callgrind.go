@@ -223,6 +223,9 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int) ([]cgResult, error) {
 	gens := b.generators(ri, &r)
 	res := make([]cgResult, len(r.variants))
 	for vi := range r.variants {
+		if err := prepare(b.conns, &r, gens[vi], ops); err != nil {
+			return nil, err
+		}
 		if _, err := runPhase(b.conns, &r.variants[vi], gens[vi], ops, b.cfg.depth); err != nil {
 			return nil, err
 		}
@@ -231,6 +234,9 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int) ([]cgResult, error) {
 		for vi := range r.variants {
 			v := &r.variants[vi]
 			fmt.Fprintf(os.Stderr, "\r%-16s %-28s %d ops, repetition %d/%d", r.name, v.name, ops, rep+1, cgReps)
+			if err := prepare(b.conns, &r, gens[vi], ops); err != nil {
+				return nil, err
+			}
 			ir, prof, err := p.measure(func() error {
 				_, err := runPhase(b.conns, v, gens[vi], ops, b.cfg.depth)
 				return err

@@ -77,16 +77,44 @@ func runPhase(conns []*conn, v *variant, gens []*opGen, ops, depth int) (time.Du
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		share := ops / len(conns)
-		if i == 0 {
-			share += ops % len(conns)
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.run(v, gens[i], share, depth)
+			errs[i] = c.run(v, gens[i], share(ops, len(conns), i), depth)
 		}()
 	}
 	wg.Wait()
 	return time.Since(start), errors.Join(errs...)
+}
+
+// share is connection i's part of ops operations over n connections.
+func share(ops, n, i int) int {
+	if i == 0 {
+		return ops/n + ops%n
+	}
+	return ops / n
+}
+
+// prepare makes the data the next phase of ops operations of r acts on,
+// each connection's share by its own generator, when r has a prepare.
+func prepare(conns []*conn, r *row, gens []*opGen, ops int) error {
+	if r.prepare == nil {
+		return nil
+	}
+	for i, c := range conns {
+		c.w.reset()
+		r.prepare(&c.w, gens[i], share(ops, len(conns), i))
+		if _, err := c.nc.Write(c.w.b); err != nil {
+			return err
+		}
+		for range c.w.n {
+			if err := c.rr.skip(); err != nil {
+				return err
+			}
+		}
+		if c.rr.failure != "" {
+			return fmt.Errorf("%s: preparing replied %q", r.name, c.rr.failure)
+		}
+	}
+	return nil
 }

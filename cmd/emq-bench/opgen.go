@@ -16,6 +16,7 @@ type opGen struct {
 	sha    string // the variant's script, loaded
 	next   uint64 // the next snowflake
 	ops    int64  // operations written since the data was last flushed
+	first  uint64 // the snowflake of the next prepared job an operation takes
 	sub    [ids.Len]byte
 	msg    [ids.Len]byte // the MSG id of the last failure key
 }

@@ -16,7 +16,11 @@ type row struct {
 	fixedKey string // the key every operation of a generator touches, after "emq:{<tag>"
 	// check names a read whose reply must equal want after a phase: proof
 	// that the operations did their work.
-	check    func(g *opGen) (cmd []string, want int64)
+	check func(g *opGen) (cmd []string, want int64)
+	// prepare, if set, appends the commands that make the data n
+	// operations of the generator act on; they run before each phase,
+	// outside its measurement.
+	prepare  func(w *cmdBuf, g *opGen, n int)
 	variants []variant
 }
 
@@ -55,7 +59,7 @@ func rows() []row {
 	for _, n := range []int{1, 10, 100} {
 		rs = append(rs, appendRow(n))
 	}
-	return append(rs, publishRow(), failuresRow())
+	return append(rs, publishRow(), failuresRow(), parkRow())
 }
 
 // lengthOf checks a phase by the length of the generator's fixed key.

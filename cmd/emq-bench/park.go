@@ -1,0 +1,148 @@
+package main
+
+import (
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
+)
+
+// PARK's row: the verb beside the two-command park it replaces (XADD on
+// the dead-letter stream, XACK, DEL of the failure count: no checks) and
+// beside the client's script doing the verb's checks. Each park takes a
+// delivered entry of its own, prepared outside the measurement: appended
+// to the source stream, read by the consumer, its failures counted.
+
+// The park operations' names and values.
+const (
+	benchGroup    = "workers"
+	benchConsumer = "worker-1"
+	benchFailures = "3"
+	benchReason   = "handler gave up"
+)
+
+// parkSource and parkDLQ are g's source and dead-letter streams.
+func parkSource(g *opGen) string { return g.prefix + "}:stream:s" }
+func parkDLQ(g *opGen) string    { return g.prefix + "}:stream:dlq" }
+
+// parkEntry is one prepared entry: its stream ID, EVT id and MSG id.
+type parkEntry struct {
+	sid      [48]byte
+	sidLen   int
+	evt, msg [ids.Len]byte
+}
+
+// nextEntry takes the next prepared entry and points g's failure key at
+// its message.
+func (g *opGen) nextEntry() *parkEntry {
+	var e parkEntry
+	evt := ids.ID{NS: ids.Evt, Value: g.first}
+	evt.Append(e.evt[:0])
+	e.sidLen = len(evt.StreamID().Append(e.sid[:0]))
+	ids.ID{NS: ids.Msg, Value: g.first + 1}.Append(e.msg[:0])
+	g.msg = e.msg
+	g.first += 2
+	return &e
+}
+
+func parkRow() row {
+	// the verb and the script take the same keys and arguments
+	parkArgs := func(w *cmdBuf, g *opGen) {
+		e := g.nextEntry()
+		w.str("3")
+		w.str(parkSource(g))
+		w.str(parkDLQ(g))
+		g.failKey(w, false)
+		w.str(benchGroup)
+		w.str(benchConsumer)
+		w.join(e.sid[:e.sidLen])
+		var evt [ids.Len]byte
+		w.join(g.id(ids.Evt, &evt))
+		w.str(benchReason)
+	}
+	return row{
+		name: "PARK", entries: 1,
+		check: func(g *opGen) ([]string, int64) { return []string{"XLEN", parkDLQ(g)}, g.ops },
+		prepare: func(w *cmdBuf, g *opGen, n int) {
+			if g.ops == 0 { // the data was flushed: no group yet
+				w.command("XGROUP", 6)
+				for _, s := range []string{"CREATE", parkSource(g), benchGroup, "$", "MKSTREAM"} {
+					w.str(s)
+				}
+			}
+			g.first = g.next
+			for range n {
+				var evt, msg [ids.Len]byte
+				e := g.id(ids.Evt, &evt)
+				id, _ := ids.Parse(ids.Evt, e)
+				var sid [48]byte
+				w.command("XADD", 9)
+				w.str(parkSource(g))
+				w.join(id.StreamID().Append(sid[:0]))
+				w.str("id")
+				w.join(e)
+				w.str("msg")
+				w.join(g.id(ids.Msg, &msg))
+				w.str("payload")
+				w.str(payload)
+				g.msg = msg
+				w.command("SET", 3)
+				g.failKey(w, false)
+				w.str(benchFailures)
+			}
+			w.command("XREADGROUP", 9)
+			for _, s := range []string{"GROUP", benchGroup, benchConsumer, "COUNT"} {
+				w.str(s)
+			}
+			w.int(int64(n))
+			for _, s := range []string{"STREAMS", parkSource(g), ">"} {
+				w.str(s)
+			}
+		},
+		variants: []variant{
+			{name: "EMQ.PARK", verb: "park", write: func(w *cmdBuf, g *opGen) {
+				w.command("EMQ.PARK", 10)
+				parkArgs(w, g)
+			}},
+			{name: "XADD + XACK + DEL pipelined", target: 1.0, write: func(w *cmdBuf, g *opGen) {
+				e := g.nextEntry()
+				var evt [ids.Len]byte
+				dlq := g.id(ids.Evt, &evt)
+				id, _ := ids.Parse(ids.Evt, dlq)
+				var sid [48]byte
+				w.command("XADD", 23)
+				w.str(parkDLQ(g))
+				w.join(id.StreamID().Append(sid[:0]))
+				w.str("id")
+				w.join(dlq)
+				w.str("msg")
+				w.join(e.msg[:])
+				w.str("payload")
+				w.str(payload)
+				w.str("origin_stream")
+				w.str("s")
+				w.str("origin_id")
+				w.join(e.sid[:e.sidLen])
+				w.str("origin_evt")
+				w.join(e.evt[:])
+				w.str("group")
+				w.str(benchGroup)
+				w.str("sub")
+				w.join(g.sub[:])
+				w.str("failures")
+				w.str(benchFailures)
+				w.str("reason")
+				w.str(benchReason)
+				w.command("XACK", 4)
+				w.str(parkSource(g))
+				w.str(benchGroup)
+				w.join(e.sid[:e.sidLen])
+				w.command("DEL", 2)
+				g.failKey(w, false)
+			}},
+			{name: "EVALSHA park script", script: client.ParkScript, target: 0.6, write: func(w *cmdBuf, g *opGen) {
+				w.command("EVALSHA", 11)
+				w.str(g.sha)
+				parkArgs(w, g)
+			}},
+		},
+	}
+}
