@@ -103,40 +103,23 @@ func parkRow() row {
 				parkArgs(w, g)
 			}},
 			{name: "XADD + XACK + DEL pipelined", target: 1.0, write: func(w *cmdBuf, g *opGen) {
+				uncheckedPark(w, g, g.nextEntry())
+			}},
+			// the verb's reads as built-ins, then the park: no decision
+			// between them, but every lookup the checks make
+			{name: "XPENDING + XRANGE + XADD + XACK + DEL", write: func(w *cmdBuf, g *opGen) {
 				e := g.nextEntry()
-				var evt [ids.Len]byte
-				dlq := g.id(ids.Evt, &evt)
-				id, _ := ids.Parse(ids.Evt, dlq)
-				var sid [48]byte
-				w.command("XADD", 23)
-				w.str(parkDLQ(g))
-				w.join(id.StreamID().Append(sid[:0]))
-				w.str("id")
-				w.join(dlq)
-				w.str("msg")
-				w.join(e.msg[:])
-				w.str("payload")
-				w.str(payload)
-				w.str("origin_stream")
-				w.str("s")
-				w.str("origin_id")
-				w.join(e.sid[:e.sidLen])
-				w.str("origin_evt")
-				w.join(e.evt[:])
-				w.str("group")
-				w.str(benchGroup)
-				w.str("sub")
-				w.join(g.sub[:])
-				w.str("failures")
-				w.str(benchFailures)
-				w.str("reason")
-				w.str(benchReason)
-				w.command("XACK", 4)
+				w.command("XPENDING", 6)
 				w.str(parkSource(g))
 				w.str(benchGroup)
 				w.join(e.sid[:e.sidLen])
-				w.command("DEL", 2)
-				g.failKey(w, false)
+				w.join(e.sid[:e.sidLen])
+				w.str("1")
+				w.command("XRANGE", 4)
+				w.str(parkSource(g))
+				w.join(e.sid[:e.sidLen])
+				w.join(e.sid[:e.sidLen])
+				uncheckedPark(w, g, e)
 			}},
 			{name: "EVALSHA park script", script: client.ParkScript, target: 0.6, write: func(w *cmdBuf, g *opGen) {
 				w.command("EVALSHA", 11)
@@ -145,4 +128,42 @@ func parkRow() row {
 			}},
 		},
 	}
+}
+
+// uncheckedPark appends the two-command park of e with the count deleted:
+// XADD of the dead-letter entry, XACK, DEL.
+func uncheckedPark(w *cmdBuf, g *opGen, e *parkEntry) {
+	var evt [ids.Len]byte
+	dlq := g.id(ids.Evt, &evt)
+	id, _ := ids.Parse(ids.Evt, dlq)
+	var sid [48]byte
+	w.command("XADD", 23)
+	w.str(parkDLQ(g))
+	w.join(id.StreamID().Append(sid[:0]))
+	w.str("id")
+	w.join(dlq)
+	w.str("msg")
+	w.join(e.msg[:])
+	w.str("payload")
+	w.str(payload)
+	w.str("origin_stream")
+	w.str("s")
+	w.str("origin_id")
+	w.join(e.sid[:e.sidLen])
+	w.str("origin_evt")
+	w.join(e.evt[:])
+	w.str("group")
+	w.str(benchGroup)
+	w.str("sub")
+	w.join(g.sub[:])
+	w.str("failures")
+	w.str(benchFailures)
+	w.str("reason")
+	w.str(benchReason)
+	w.command("XACK", 4)
+	w.str(parkSource(g))
+	w.str(benchGroup)
+	w.join(e.sid[:e.sidLen])
+	w.command("DEL", 2)
+	g.failKey(w, false)
 }
