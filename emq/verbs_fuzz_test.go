@@ -24,6 +24,7 @@ type fakeServer struct {
 	value []byte
 	top   ids.StreamID
 	now   int64
+	queue *fakeQueue // a queue's sets and job rows, for the lifecycle verbs
 
 	// a stream's consumer group and the entry a verb asks about
 	noGroup bool     // the stream has no such group
@@ -124,23 +125,17 @@ func (s *fakeServer) StreamEntry(k int, _ ids.StreamID) ([]Value, bool) {
 	}
 	var out []Value
 	for _, str := range s.entry {
-		s.held = append(s.held, str)
-		out = append(out, Value{Bytes: []byte(str), Ref: RefHeld | Ref(len(s.held)-1), Found: true})
+		out = append(out, Value{Bytes: []byte(str), Ref: s.hold(str), Found: true})
 	}
 	return out, true
 }
-
-// The verbs so far read nothing but their declared keys.
-func (s *fakeServer) OpenDerived(*Plan, Ref) (int, bool)      { s.t.Fatal("OpenDerived"); return 0, false }
-func (s *fakeServer) HashGet(*Plan, int, []Ref) []Value       { s.t.Fatal("HashGet"); return nil }
-func (s *fakeServer) ZRange(int, float64, bool, int) []Member { s.t.Fatal("ZRange"); return nil }
 
 // keyType reads a fuzzed byte as one of the key types.
 func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
 // specCodes are the refusal codes of SPEC §4 and §8–9; errors.Internal is none.
 var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order,
-	errors.NoGroup, errors.Lease, errors.State}
+	errors.NoJob, errors.Lease, errors.State, errors.NoPerm, errors.NoGroup}
 
 // byArguments reports whether err is a refusal the arguments alone decide:
 // one of steps 1 to 5, but for PARK's ErrEntryMsg, which the stored entry

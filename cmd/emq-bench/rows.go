@@ -59,7 +59,9 @@ func rows() []row {
 	for _, n := range []int{1, 10, 100} {
 		rs = append(rs, appendRow(n))
 	}
-	return append(rs, publishRow(), failuresRow(), parkRow())
+	rs = append(rs, publishRow(), failuresRow())
+	rs = append(rs, lifecycleRows()...)
+	return append(rs, parkRow())
 }
 
 // lengthOf checks a phase by the length of the generator's fixed key.

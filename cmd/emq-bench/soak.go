@@ -16,11 +16,11 @@ import (
 // unless refusals are off, then trims what it made so that the data set
 // stays the same size.
 const (
-	soakCallsPerCycle   = 8
+	soakCallsPerCycle   = 13
 	soakRefusedPerCycle = 2
 	soakKeep            = 1000 // jobs, stream entries and failure keys kept per connection
 	soakCyclesPerBatch  = 8
-	soakIDsPerCycle     = 16 // snowflakes a cycle uses: 10 appended, 1 published, 1 message, 1 job
+	soakIDsPerCycle     = 16 // snowflakes a cycle uses: 10 appended, 1 published, 1 message, 2 jobs
 	soakWarmUp          = 0.2
 	soakFlat            = 0.02 // the most a sample may stray from the median after warm-up
 )
@@ -48,8 +48,9 @@ func (s *soakConn) id(ns ids.Namespace, c int64, k int, buf *[ids.Len]byte) []by
 
 // writeCycle appends one cycle: admit a job, admit it again (a duplicate),
 // append 10 entries, publish an envelope, count a failure, two refusals
-// (an id below the stream top; a MSG id as a job id), EMQ.CAPS — and the
-// trimming, which is not counted.
+// (an id below the stream top; a MSG id as a job id), EMQ.CAPS, a job's
+// whole life in a queue of its own (lifeCycle) — and the trimming, which
+// is not counted.
 func (s *soakConn) writeCycle(w *cmdBuf) {
 	c := s.cycle
 	s.cycle++
@@ -71,6 +72,7 @@ func (s *soakConn) writeCycle(w *cmdBuf) {
 		enqueueArgs(w, s.prefix, msg[:])
 	}
 	w.command("EMQ.CAPS", 1)
+	s.lifeCycle(w, s.id(ids.Job, c, 13, &job))
 	if c >= soakKeep {
 		s.id(ids.Job, c-soakKeep, 12, &job)
 		w.command("DEL", 2)
@@ -85,6 +87,45 @@ func (s *soakConn) writeCycle(w *cmdBuf) {
 		w.str("MAXLEN")
 		w.int(soakKeep)
 	}
+}
+
+// lifeCycle appends a job's life in the connection's lifecycle queue,
+// which it leaves empty: admitted, claimed (attempt 1), failed back to
+// pending, claimed again (attempt 2), acknowledged and deleted.
+func (s *soakConn) lifeCycle(w *cmdBuf, job []byte) {
+	prefix := []byte(s.prefix + ":life")
+	set := func(name string) { w.join(prefix, []byte("}:"), []byte(name)) }
+	jobKey := func() { w.join(prefix, []byte("}:job:"), job) }
+	claim := func() {
+		w.command("EMQ.CLAIM", 9)
+		w.str("4")
+		for _, name := range []string{"pending", "active", "delayed", "dead"} {
+			set(name)
+		}
+		w.int(benchLeaseMs)
+		w.str("1")
+		w.int(benchMaxAttempts)
+	}
+	w.command("EMQ.ENQUEUE", 6)
+	enqueueArgs(w, string(prefix), job)
+	claim()
+	w.command("EMQ.FAIL", 11)
+	w.str("5")
+	jobKey()
+	for _, name := range []string{"pending", "active", "delayed", "dead"} {
+		set(name)
+	}
+	w.str("1")
+	w.str("0")
+	w.int(benchMaxAttempts)
+	w.str(benchError)
+	claim()
+	w.command("EMQ.ACK", 6)
+	w.str("2")
+	jobKey()
+	set("active")
+	w.str("2")
+	w.str("0")
 }
 
 // runCycles does n cycles, soakCyclesPerBatch to a write.
@@ -196,7 +237,7 @@ func runSoak(o options) (section, body string, err error) {
 		refusals = "two refused calls (EMQORDER, EMQKIND)"
 	}
 	setup := fmt.Sprintf("%d calls in %s (%.0f calls/s) over %d connections; each cycle admits a job, re-admits it, appends 10 entries, "+
-		"publishes, counts a failure, makes %s and EMQ.CAPS, then trims to %d jobs/entries per connection; "+
+		"publishes, counts a failure, makes %s and EMQ.CAPS, takes a job of a queue of its own through enqueue, claim, fail, claim, ack, then trims to %d jobs/entries per connection; "+
 		"a sample every %d calls; the first %.0f%% of samples are warm-up; %s",
 		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
 	section, title := sectionSoak, "## Soak: memory under millions of calls"

@@ -2,6 +2,7 @@ package torture
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,7 +10,8 @@ import (
 )
 
 // moduleCodes are the first words of the module's refusals (SPEC §4).
-var moduleCodes = map[string]bool{shape: true, layout: true, kind: true, envelope: true, wrongTyp: true, count: true, order: true}
+var moduleCodes = map[string]bool{shape: true, layout: true, kind: true, envelope: true, wrongTyp: true, count: true, order: true,
+	noJob: true, lease: true, state: true}
 
 // The server's own errors a call may meet before it reaches the module, and
 // the only ones accepted: the arity rule (SPEC §4's first row) for a call
@@ -26,6 +28,7 @@ type verbStats struct {
 	calls, refused int64
 	// successes, by what they add up to in INFO emq
 	admitted, duplicates, entries, envelopes, failures int64
+	claimed                                            int64 // jobs delivered by claims
 }
 
 // tally is what a worker's calls met, by verb.
@@ -48,6 +51,7 @@ func (t tally) add(o tally) {
 		d.entries += s.entries
 		d.envelopes += s.envelopes
 		d.failures += s.failures
+		d.claimed += s.claimed
 	}
 }
 
@@ -77,7 +81,7 @@ func check(c call, r reply, counts tally) error {
 	if r.isError() {
 		s.refused++
 	}
-	if c.class == valid {
+	if c.class == valid && c.mayRefuse == nil {
 		if got := r.String(); got != c.want {
 			return fmt.Errorf("a valid call: want %s, got %s", c.want, got)
 		}
@@ -86,6 +90,9 @@ func check(c call, r reply, counts tally) error {
 		code, _, _ := strings.Cut(r.text, " ")
 		if !moduleCodes[code] {
 			return fmt.Errorf("an error that is no refusal of SPEC §4: %s", r)
+		}
+		if c.mayRefuse != nil && !slices.Contains(c.mayRefuse, code) {
+			return fmt.Errorf("a valid call refused with %s, not one of %v", r, c.mayRefuse)
 		}
 		return accepted(c, r)
 	}
@@ -110,6 +117,9 @@ func accepted(c call, r reply) error {
 
 // success checks that r has the shape of verb's success, and counts it.
 func success(verb string, args [][]byte, r reply, s *verbStats) error {
+	if err := lifeSuccess(verb, args, r, s); err != nil {
+		return err
+	}
 	switch verb {
 	case "EMQ.ENQUEUE":
 		if r.kind != ':' || (r.n != 0 && r.n != 1) {

@@ -8,6 +8,12 @@
 // server keeps answering and logs no module warning, and that memory comes
 // back. The test build's EMQ.PANIC proves a panic in a handler is survived.
 //
+// A third of the valid and mutated calls take jobs through their lifecycle
+// (SPEC §8) in queues of their own — enqueue, claim, extend, ack, fail,
+// stalled.check, revive, with leases and backoffs of milliseconds so that
+// sweeps happen — and garbage includes the lifecycle's; at the end every
+// lifecycle queue holds each id in at most one set, the set its row's state.
+//
 // make test runs a bounded torture (about 20,000 calls); make torture sets
 // EMQ_TORTURE=full for 200,000. EMQ_TORTURE_SEED replays a run.
 package torture

@@ -58,7 +58,7 @@ func (g *gen) plant() [][]string {
 			add(slot, key, order, []string{"XADD", key, top, "f", "v"})
 		}
 	}
-	return cmds
+	return append(cmds, g.plantLife()...)
 }
 
 // plantedFor picks a planted key of the slot verb's key fills.
@@ -103,7 +103,7 @@ func (g *gen) randomArgs(n int) [][]byte {
 // the garbage decides it.
 func (g *gen) garbage() call {
 	c := call{class: garbage, refuse: true}
-	switch p := g.pick(15); p {
+	switch p := g.pick(17); p {
 	case 0: // argument counts the server refuses, up to 10,000
 		v := verbs[g.pick(len(verbs))]
 		argc := []int{1, 2, 3, 4, 5, 6, 7, 8, 100, 10_000}[g.pick(10)]
@@ -181,6 +181,8 @@ func (g *gen) garbage() call {
 		return g.brokenEnvelope()
 	case 12, 13: // 2,500 entries in 10,000 arguments, the last one wrong
 		return g.bigBatch()
+	case 15, 16: // the job lifecycle's
+		return g.lifeGarbage()
 	default: // a valid first entry, then thousands of arguments of noise
 		key := keys.Stream(g.space("junk", 4), "s")
 		c.args = append(text("EMQ.APPEND", "1", key, "2500", g.mint(ids.Evt), "1", "f", "v"), g.randomArgs(9_992)...)

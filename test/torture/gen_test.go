@@ -34,6 +34,11 @@ type call struct {
 	// cannot leave a valid call).
 	refuse bool
 	record func() // valid: adds the call's writes to the model once its reply checked
+	// mayRefuse: a valid call whose reply depends on the stored state and
+	// the clock (the job lifecycle) may be refused with these codes, and
+	// else has its verb's success shape; want is not checked.
+	mayRefuse []string
+	learn     func(reply) // the job lifecycle: steers the next calls by the reply
 }
 
 // Refusal codes, as the first word of an error reply (SPEC §4).
@@ -114,6 +119,7 @@ type gen struct {
 	failPairs map[string][][2]string // topic → the (SUB, MSG) pairs its failures count
 
 	planted []plantedKey
+	life    map[string]*lifeModel // the job lifecycle's queues, by space
 }
 
 // plantedKey is a junk-space key holding a wrong type or value, and the

@@ -125,6 +125,7 @@ func run(t *testing.T, s *valkeytest.Server, gens []*gen, rounds, perRound, dige
 	}
 	for i, g := range gens {
 		verifyData(t, c, g)
+		verifyLife(t, c, g)
 		total.add(counts[i])
 	}
 	return total
@@ -165,9 +166,14 @@ func plant(t *testing.T, c *conn, gens []*gen) {
 // next draws a worker's next call: valid in validShare of ten, the rest
 // mutated and garbage in equal parts.
 func (g *gen) next() call {
+	life := g.pick(3) == 0 // a third of the valid and mutated calls are of the job lifecycle
 	switch p := g.pick(10); {
+	case p < g.validShare && life:
+		return g.lifeValid()
 	case p < g.validShare:
 		return g.valid()
+	case p < g.validShare+(10-g.validShare)/2 && life:
+		return g.lifeMutated()
 	case p < g.validShare+(10-g.validShare)/2:
 		return g.mutated()
 	}
@@ -213,6 +219,9 @@ func runRound(t *testing.T, s *valkeytest.Server, gens []*gen, n int, counts []t
 				}
 				if call.record != nil {
 					call.record()
+				}
+				if call.learn != nil {
+					call.learn(r)
 				}
 			}
 		}()
@@ -408,6 +417,7 @@ func infoCountsReplies(t *testing.T, before, after map[string]int64, total tally
 		delta("calls_enqueue")+delta("calls_append")+delta("calls_publish")+delta("calls_failures_incr")+delta("calls_caps"),
 		delta("refused_enqueue")+delta("refused_append")+delta("refused_publish")+delta("refused_failures_incr"),
 		sum.admitted, sum.entries, sum.envelopes, sum.failures)
+	lifeCountsReplies(t, delta, total)
 }
 
 // ---- memory ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ var contract = []struct {
 	{"EMQ.CAPS", 1, 0, ""},
 }
 
-const contractVersion = "0.1.0"
+const contractVersion = "0.2.0"
 
 func TestTheCommandTableIsTheContract(t *testing.T) {
 	rows := registry.Rows()

@@ -1,0 +1,553 @@
+package torture
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// The job lifecycle (SPEC §8) under torture. Its calls depend on what the
+// queue holds and on the server's clock — leases and backoffs of a few
+// milliseconds pass while the run goes on, and any claim may sweep — so a
+// call's exact reply is not predicted: a valid call's reply must be the
+// verb's success or a refusal of the stored state (EMQNOJOB, EMQLEASE,
+// EMQSTATE), a mutated call's any refusal or success, garbage a refusal.
+// What the model learns from the replies only steers the next calls to
+// jobs in the right state; at the end the queues themselves are checked:
+// an id in at most one set, the set its row's state, no job lost.
+
+// The lifecycle's refusals of stored state.
+const (
+	noJob = "EMQNOJOB"
+	lease = "EMQLEASE"
+	state = "EMQSTATE"
+)
+
+// stateCodes are the refusals a valid lifecycle call may meet.
+var stateCodes = []string{noJob, lease, state}
+
+// The queue's sets, in the order of SPEC §8's table.
+var lifeSets = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}
+
+// unixMs2020 is 2020-01-01 in Unix milliseconds: every deadline is later.
+const unixMs2020 = 1_577_836_800_000
+
+// lifeQueues is how many lifecycle queues a worker uses in a space.
+const lifeQueues = 2
+
+// lifeJob is what a worker believes of one of its jobs.
+type lifeJob struct {
+	queue, id string
+	state     string // as the last reply about it said
+	attempt   int64
+}
+
+// lifeModel is a worker's jobs of one space, as the replies told.
+type lifeModel struct {
+	jobs   []*lifeJob // every job not known to be gone
+	byID   map[string]*lifeJob
+	queues map[string]bool
+	acked  int // jobs acknowledged, whose rows are gone or done
+}
+
+func (g *gen) lifeOf(space string) *lifeModel {
+	if g.life == nil {
+		g.life = map[string]*lifeModel{}
+	}
+	if g.life[space] == nil {
+		g.life[space] = &lifeModel{byID: map[string]*lifeJob{}, queues: map[string]bool{}}
+	}
+	return g.life[space]
+}
+
+// lifeQueue names queue k of the lifecycle in space.
+func (g *gen) lifeQueue(space string, k int) string { return g.space(space, k) + "l" }
+
+// inState picks a job the model believes in state, or nil.
+func (m *lifeModel) inState(g *gen, want string) *lifeJob {
+	var fit []*lifeJob
+	for _, j := range m.jobs {
+		if j.state == want {
+			fit = append(fit, j)
+		}
+	}
+	if len(fit) == 0 {
+		return nil
+	}
+	return fit[g.pick(len(fit))]
+}
+
+// gone forgets a job acknowledged.
+func (m *lifeModel) gone(id string) {
+	for i, j := range m.jobs {
+		if j.id == id {
+			m.jobs = append(m.jobs[:i], m.jobs[i+1:]...)
+			delete(m.byID, id)
+			m.acked++
+			return
+		}
+	}
+}
+
+// lifeBuilt is a lifecycle call under construction: where its integer
+// arguments sit, with the range SPEC §8 admits for each.
+type lifeBuilt struct {
+	built
+	bounds map[int][2]int64
+}
+
+func lifeArgs(verb string, numkeys int, jobID, queue string, sets []string, ints ...int64) lifeBuilt {
+	b := lifeBuilt{bounds: map[int][2]int64{1: {int64(numkeys), int64(numkeys)}}}
+	b.args = text(verb, strconv.Itoa(numkeys))
+	b.counts = []int{1}
+	if jobID != "" {
+		b.keys = append(b.keys, len(b.args))
+		b.ids = append(b.ids, idAt{len(b.args), len(keys.Job(queue, "")), ids.Job})
+		b.args = append(b.args, []byte(keys.Job(queue, jobID)))
+	}
+	for _, s := range sets {
+		b.keys = append(b.keys, len(b.args))
+		b.args = append(b.args, []byte(keys.Set(queue, s)))
+	}
+	for i := 0; i+2 < len(ints); i += 3 {
+		b.bounds[len(b.args)] = [2]int64{ints[i+1], ints[i+2]}
+		b.counts = append(b.counts, len(b.args))
+		b.args = append(b.args, []byte(strconv.FormatInt(ints[i], 10)))
+	}
+	return b
+}
+
+// The bounds of SPEC §8's integer arguments.
+const (
+	maxInt32 = math.MaxInt32
+	max40    = 1 << 40
+)
+
+func claimCall(queue string, leaseMs, n, maxAttempts int64) lifeBuilt {
+	return lifeArgs("EMQ.CLAIM", 4, "", queue, lifeSets, leaseMs, 1, maxInt32, n, 1, 1000, maxAttempts, 1, maxInt32)
+}
+
+func extendCall(queue, id string, attempt, leaseMs int64) lifeBuilt {
+	return lifeArgs("EMQ.EXTEND", 2, id, queue, []string{keys.ActiveSet}, attempt, 1, maxInt32, leaseMs, 1, maxInt32)
+}
+
+func ackCall(queue, id string, attempt, keepMs int64) lifeBuilt {
+	return lifeArgs("EMQ.ACK", 2, id, queue, []string{keys.ActiveSet}, attempt, 1, maxInt32, keepMs, 0, max40)
+}
+
+func failCall(queue, id string, attempt, backoffMs, maxAttempts int64, why []byte) lifeBuilt {
+	b := lifeArgs("EMQ.FAIL", 5, id, queue, lifeSets, attempt, 1, maxInt32, backoffMs, 0, max40, maxAttempts, 1, maxInt32)
+	b.args = append(b.args, why)
+	return b
+}
+
+func stalledCall(queue string, limit int64) lifeBuilt {
+	return lifeArgs("EMQ.STALLED.CHECK", 2, "", queue, []string{keys.PendingSet, keys.ActiveSet}, limit, 1, 100_000)
+}
+
+func reviveCall(queue, id string) lifeBuilt {
+	return lifeArgs("EMQ.REVIVE", 3, id, queue, []string{keys.PendingSet, keys.DeadSet})
+}
+
+// leaseMs is mostly an hour, sometimes a few milliseconds, so that leases
+// pass during the run and claims and STALLED.CHECK requeue them.
+func (g *gen) leaseMs() int64 {
+	if g.pick(3) == 0 {
+		return 1 + g.r.Int64N(200)
+	}
+	return 3_600_000
+}
+
+// lifeCall makes a lifecycle call in space, aimed by the model at a job in
+// the state the verb takes, and what to learn from its reply.
+func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
+	m := g.lifeOf(space)
+	queue := g.lifeQueue(space, g.pick(lifeQueues))
+	m.queues[queue] = true
+	active := m.inState(g, "active")
+	// an attempt the lease may have passed to, or not yet reached
+	attempt := func(j *lifeJob) int64 {
+		if g.pick(8) == 0 {
+			return max(1, j.attempt+int64(g.pick(3))-1)
+		}
+		return j.attempt
+	}
+	switch p := g.pick(100); {
+	case p < 25 || len(m.jobs) == 0:
+		id := g.mint(ids.Job)
+		b := lifeBuilt{built: enqueueCall(queue, id, g.bytes(g.pick(32)))}
+		return b, "enqueue", func(r reply) {
+			if r.n == 1 {
+				j := &lifeJob{queue: queue, id: id, state: "pending"}
+				m.jobs = append(m.jobs, j)
+				m.byID[id] = j
+			}
+		}
+	case p < 50 || active == nil && p < 80:
+		b := claimCall(queue, g.leaseMs(), 1+int64(g.pick(4)), 1+int64(g.pick(4)))
+		return b, "claim", func(r reply) {
+			for _, e := range r.elems {
+				if j := m.byID[e.elems[0].text]; j != nil {
+					j.state, j.attempt = "active", e.elems[1].n
+				}
+			}
+		}
+	case p < 58 && active != nil:
+		b := extendCall(active.queue, active.id, attempt(active), g.leaseMs())
+		return b, "extend", func(reply) {}
+	case p < 70 && active != nil:
+		// No row may expire within the run, above all not between a refused
+		// batch's two digests; a mutation of keep_ms 0 could make it 1.
+		keep := int64(0)
+		if g.pick(3) == 0 || space != "valid" {
+			keep = g.failTTL()
+		}
+		b := ackCall(active.queue, active.id, attempt(active), keep)
+		return b, "ack", func(r reply) {
+			if !r.isError() {
+				m.gone(active.id)
+			}
+		}
+	case p < 80 && active != nil:
+		backoff := []int64{0, 1 + g.r.Int64N(100), 3_600_000}[g.pick(3)]
+		b := failCall(active.queue, active.id, attempt(active), backoff, 1+int64(g.pick(4)), g.bytes(g.pick(24)))
+		return b, "fail", func(r reply) {
+			if r.kind == '$' {
+				active.state = r.text
+			}
+		}
+	case p < 88:
+		return stalledCall(queue, 1+int64(g.pick(20))), "stalled.check", func(reply) {}
+	}
+	j := m.inState(g, "dead")
+	if j == nil {
+		j = m.jobs[g.pick(len(m.jobs))]
+	}
+	return reviveCall(j.queue, j.id), "revive", func(r reply) {
+		if !r.isError() {
+			j.state, j.attempt = "pending", 0
+		}
+	}
+}
+
+// lifeValid is a lifecycle call of the valid space.
+func (g *gen) lifeValid() call {
+	b, what, learn := g.lifeCall("valid")
+	c := call{args: b.args, class: valid, what: "valid/" + what, learn: learn}
+	if what == "enqueue" {
+		c.want, c.mayRefuse = "1", nil
+		return c
+	}
+	c.mayRefuse = stateCodes
+	return c
+}
+
+// lifeMutated is a lifecycle call of the mutant space with one count, key,
+// id or byte changed, the refusal predicted where the change decides it;
+// its admissions go in unchanged, to give the others jobs to act on.
+func (g *gen) lifeMutated() call {
+	b, what, learn := g.lifeCall("mutant")
+	c := call{args: b.args, class: mutated, what: "mutated/" + what, learn: learn}
+	if what == "enqueue" {
+		return c
+	}
+	switch g.pick(4) {
+	case 0:
+		i := g.pick(len(c.args))
+		a := append([]byte{}, c.args[i]...)
+		if len(a) == 0 {
+			a = []byte{0}
+		}
+		a[g.pick(len(a))] = byte(g.r.Uint32())
+		c.args[i] = a
+		c.what += fmt.Sprintf("/byte-of-arg-%d", i)
+	case 1:
+		g.lifeCount(&c, b)
+	case 2:
+		if len(b.ids) == 0 {
+			g.lifeKey(&c, b)
+			break
+		}
+		g.lifeID(&c, b)
+	default:
+		g.lifeKey(&c, b)
+	}
+	return c
+}
+
+// lifeCount changes an integer argument: to one more or less, or to a
+// spelling or value no verb takes; EMQSHAPE when out of its range.
+func (g *gen) lifeCount(c *call, b lifeBuilt) {
+	i := b.counts[g.pick(len(b.counts))]
+	orig, _ := strconv.ParseInt(string(c.args[i]), 10, 64)
+	candidates := append([]string{strconv.FormatInt(orig+1, 10), strconv.FormatInt(orig-1, 10)}, badCounts...)
+	v := candidates[g.pick(len(candidates))]
+	c.args[i] = []byte(v)
+	c.what += fmt.Sprintf("/count-arg-%d=%q", i, v)
+	if !inBounds(v, b.bounds[i]) {
+		c.codes = []string{shape}
+	}
+}
+
+// inBounds reports whether v is the canonical decimal of a number within r.
+func inBounds(v string, r [2]int64) bool {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && strconv.FormatInt(n, 10) == v && !strings.HasPrefix(v, "-") && n >= r[0] && n <= r[1]
+}
+
+// lifeKey puts a key of no layout, or of another queue, in a key's place.
+func (g *gen) lifeKey(c *call, b lifeBuilt) {
+	i := b.keys[g.pick(len(b.keys))]
+	other := g.space("mutant", 9)
+	keyOf := append([]string{keys.Job(other, g.mint(ids.Job)), keys.Set(other, lifeSets[g.pick(4)])}, nonKeys...)
+	key := keyOf[g.pick(len(keyOf))]
+	c.args[i], c.codes = []byte(key), []string{layout}
+	c.what += fmt.Sprintf("/key-arg-%d=%q", i, key)
+}
+
+// lifeID makes the job key's id malformed: another namespace, uppercase,
+// a byte short, the top bit set.
+func (g *gen) lifeID(c *call, b lifeBuilt) {
+	at := b.ids[0]
+	a := c.args[at.arg]
+	id := a[at.off : at.off+ids.Len]
+	repl := [][]byte{append([]byte("MSG"), id[3:]...), []byte("JOB0123456789ABCDEF"), append([]byte{}, id[:ids.Len-1]...),
+		append([]byte("JOB8"), id[4:]...)}[g.pick(4)]
+	c.args[at.arg], c.codes = splice(a, at.off, ids.Len, repl), []string{kind}
+	c.what += fmt.Sprintf("/id=%q", repl)
+}
+
+// plantLife puts the lifecycle's junk in place: for each wrong type, a
+// queue whose every key holds it; and a job row that is neither active nor
+// dead, in a queue with no sets, which the state refusals meet.
+func (g *gen) plantLife() [][]string {
+	var cmds [][]string
+	for _, t := range []string{"string", "list", "set", "hash", "stream"} {
+		queue := g.space("junk", 10) + "-" + t
+		for _, key := range append([]string{keys.Job(queue, g.lifeJunkID())}, setKeys(queue, lifeSets)...) {
+			cmds = append(cmds, map[string][]string{
+				"string": {"SET", key, "v"}, "list": {"RPUSH", key, "a"}, "set": {"SADD", key, "a"},
+				"hash": {"HSET", key, "f", "v"}, "stream": {"XADD", key, "1-1", "f", "v"},
+			}[t])
+		}
+	}
+	row := keys.Job(g.space("junk", 11)+"l", g.lifeJunkID())
+	return append(cmds, []string{"HSET", row, "state", "pending", "attempts", "0", "payload", ""})
+}
+
+// lifeJunkID is the one job id of the junk queues: the worker's first.
+func (g *gen) lifeJunkID() string {
+	id, _ := ids.New(ids.Job, baseMs, g.node, 0)
+	return id.String()
+}
+
+func setKeys(queue string, sets []string) []string {
+	var out []string
+	for _, s := range sets {
+		out = append(out, keys.Set(queue, s))
+	}
+	return out
+}
+
+// lifeTemplate is a lifecycle call of verb k in queue, on job id.
+func (g *gen) lifeTemplate(k int, queue, id string) lifeBuilt {
+	switch k {
+	case 0:
+		return claimCall(queue, g.leaseMs(), 1, 3)
+	case 1:
+		return extendCall(queue, id, 1, g.leaseMs())
+	case 2:
+		return ackCall(queue, id, 1, 0)
+	case 3:
+		return failCall(queue, id, 1, 0, 3, []byte("x"))
+	case 4:
+		return stalledCall(queue, 10)
+	}
+	return reviveCall(queue, id)
+}
+
+// lifeGarbage is a lifecycle call that must be refused, writing nothing:
+// numkeys lying, a count out of range, a key of no layout, a malformed
+// job id, keys of a wrong type, or a job in the wrong state.
+func (g *gen) lifeGarbage() call {
+	queue := g.space("junk", 12) + "l"
+	b := g.lifeTemplate(g.pick(6), queue, g.mint(ids.Job))
+	c := call{args: b.args, class: garbage, refuse: true}
+	verb := strings.ToLower(strings.TrimPrefix(string(b.args[0]), "EMQ."))
+	switch p := g.pick(6); {
+	case p == 0:
+		lies := append([]string{"0", "1", "6", "100", "4294967298"}, badCounts...)
+		lie := lies[g.pick(len(lies))]
+		if lie == string(b.args[1]) {
+			lie = "7"
+		}
+		c.args[1], c.codes = []byte(lie), []string{shape}
+		c.what = fmt.Sprintf("garbage/%s/numkeys=%q", verb, lie)
+	case p == 1:
+		i := b.counts[g.pick(len(b.counts))]
+		var bad []string
+		for _, v := range badCounts {
+			if !inBounds(v, b.bounds[i]) {
+				bad = append(bad, v)
+			}
+		}
+		v := bad[g.pick(len(bad))]
+		c.args[i], c.codes = []byte(v), []string{shape}
+		c.what = fmt.Sprintf("garbage/%s/count-arg-%d=%q", verb, i, v)
+	case p == 2:
+		i := b.keys[g.pick(len(b.keys))]
+		key := nonKeys[g.pick(len(nonKeys))]
+		c.args[i], c.codes = []byte(key), []string{layout}
+		c.what = fmt.Sprintf("garbage/%s/key-arg-%d=%q", verb, i, key)
+	case p == 3 && len(b.ids) > 0:
+		g.lifeID(&c, b)
+		c.what = "garbage/" + verb + c.what
+	case p == 3 || p == 4:
+		t := []string{"string", "list", "set", "hash", "stream"}[g.pick(5)]
+		b = g.lifeTemplate(g.pick(6), g.space("junk", 10)+"-"+t, g.lifeJunkID())
+		c.args, c.codes = b.args, []string{wrongTyp}
+		c.what = fmt.Sprintf("garbage/%s/%s-keys", strings.ToLower(string(b.args[0])), t)
+	default:
+		// the planted row: pending, so not active under any attempt, not
+		// dead; or a job of no row
+		k, id := 1+g.pick(3), g.lifeJunkID()
+		if g.pick(4) == 0 {
+			k = 5
+		}
+		b = g.lifeTemplate(k, g.space("junk", 11)+"l", id)
+		c.args, c.codes = b.args, []string{map[int]string{1: lease, 2: lease, 3: lease, 5: state}[k]}
+		if g.pick(3) == 0 {
+			b = g.lifeTemplate(k, g.space("junk", 11)+"l", g.mint(ids.Job))
+			c.args, c.codes = b.args, []string{noJob}
+		}
+		c.what = fmt.Sprintf("garbage/%s/state-%s", strings.ToLower(string(b.args[0])), c.codes[0])
+	}
+	return c
+}
+
+// lifeSuccess checks that r has the shape of a lifecycle verb's success.
+func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
+	switch verb {
+	case "EMQ.CLAIM":
+		n, _ := strconv.Atoi(string(args[7]))
+		if r.kind != '*' || !r.null && (len(r.elems) == 0 || len(r.elems) > n) {
+			return fmt.Errorf("want nil or 1 to count=%d jobs, got %s", n, r)
+		}
+		for _, e := range r.elems {
+			if e.kind != '*' || len(e.elems) != 3 || e.elems[0].kind != '$' || e.elems[1].kind != ':' || e.elems[1].n < 1 || e.elems[2].kind != '$' {
+				return fmt.Errorf("want [id attempt payload] for each job, got %s", e)
+			}
+			if _, ok := ids.Parse(ids.Job, []byte(e.elems[0].text)); !ok {
+				return fmt.Errorf("a claimed id that is no JOB id: %s", e)
+			}
+		}
+		s.claimed += int64(len(r.elems))
+	case "EMQ.EXTEND":
+		if r.kind != ':' || r.n <= unixMs2020 {
+			return fmt.Errorf("want a deadline in Unix ms, got %s", r)
+		}
+	case "EMQ.ACK", "EMQ.REVIVE":
+		if r.String() != "1" {
+			return fmt.Errorf("want 1, got %s", r)
+		}
+	case "EMQ.FAIL":
+		if r.kind != '$' || r.text != "pending" && r.text != "delayed" && r.text != "dead" {
+			return fmt.Errorf("want pending, delayed or dead, got %s", r)
+		}
+	case "EMQ.STALLED.CHECK":
+		limit, _ := strconv.ParseInt(string(args[4]), 10, 64)
+		if r.kind != ':' || r.n < 0 || r.n > limit {
+			return fmt.Errorf("want 0 to limit=%d, got %s", limit, r)
+		}
+	}
+	return nil
+}
+
+// verifyLife checks every lifecycle queue g used: an id in at most one set,
+// in the set of its row's state; a row in state done in no set; and, of the
+// valid space, every job admitted and not acknowledged still there.
+func verifyLife(t *testing.T, c *conn, g *gen) {
+	jobs := 0
+	for _, space := range []string{"valid", "mutant"} {
+		m := g.lifeOf(space)
+		for queue := range m.queues {
+			jobs += verifyQueue(t, c, queue)
+		}
+		if space != "valid" {
+			continue
+		}
+		for _, j := range m.jobs {
+			r, err := c.str("HGET", keys.Job(j.queue, j.id), "state")
+			require.NoError(t, err)
+			assert.Contains(t, lifeSets, r.text, "job %s, admitted and never acknowledged, is in a set", j.id)
+		}
+		t.Logf("worker %s: %d lifecycle jobs live, %d acknowledged", g.name, len(m.jobs), m.acked)
+	}
+	t.Logf("worker %s: the lifecycle queues' %d job rows and sets agree", g.name, jobs)
+}
+
+// verifyQueue checks the invariants of SPEC §8 on one queue and returns
+// how many job rows it holds.
+func verifyQueue(t *testing.T, c *conn, queue string) int {
+	in := map[string]string{}
+	for _, set := range lifeSets {
+		r, err := c.str("ZRANGE", keys.Set(queue, set), "0", "-1")
+		require.NoError(t, err)
+		for _, e := range r.elems {
+			assert.Empty(t, in[e.text], "job %s of %s is in %s and %s", e.text, queue, in[e.text], set)
+			in[e.text] = set
+		}
+	}
+	rows := map[string]string{}
+	for cursor := "0"; ; {
+		r, err := c.str("SCAN", cursor, "MATCH", keys.Job(queue, "*"), "COUNT", "1000")
+		require.NoError(t, err)
+		for _, k := range r.elems[1].elems {
+			s, err := c.str("HGET", k.text, "state")
+			require.NoError(t, err)
+			rows[k.text[len(keys.Job(queue, "")):]] = s.text
+		}
+		if cursor = r.elems[0].text; cursor == "0" {
+			break
+		}
+	}
+	for id, set := range in {
+		assert.Equal(t, set, rows[id], "job %s of %s: the row's state is its set", id, queue)
+	}
+	for id, st := range rows {
+		switch st {
+		case "done":
+			assert.Empty(t, in[id], "job %s of %s is done, in no set", id, queue)
+		default:
+			assert.Equal(t, st, in[id], "job %s of %s: in the set of its state", id, queue)
+		}
+	}
+	return len(rows)
+}
+
+// lifeCountsReplies holds INFO emq's lifecycle counters to what the
+// replies said, and logs what the lifecycle calls met.
+func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
+	ok := func(verb string) int64 { return total.verb(verb).calls - total.verb(verb).refused }
+	assert.Equal(t, total.verb("EMQ.CLAIM").claimed, delta("jobs_claimed"), "emq_jobs_claimed: the jobs the claims replied")
+	assert.Equal(t, ok("EMQ.EXTEND"), delta("jobs_extended"))
+	assert.Equal(t, ok("EMQ.ACK"), delta("jobs_acked"))
+	assert.Equal(t, ok("EMQ.REVIVE"), delta("jobs_revived"))
+	failDead := ok("EMQ.FAIL") - delta("jobs_retried") - delta("jobs_delayed") // FAILs accepted neither retrying nor delaying
+	assert.True(t, failDead >= 0 && failDead <= delta("jobs_dead"), "every FAIL accepted retried, delayed or killed its job")
+	var calls []string
+	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE"} {
+		calls = append(calls, fmt.Sprintf("%s %d/%d", v, total.verb(v).calls, total.verb(v).refused))
+	}
+	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped",
+		strings.Join(calls, ", "), delta("jobs_claimed"), delta("jobs_promoted"), delta("stalls_requeued"), delta("jobs_dead"),
+		delta("jobs_revived"), delta("dangling_dropped"))
+}
