@@ -20,7 +20,7 @@ const (
 )
 
 // parkSource and parkDLQ are g's source and dead-letter streams.
-func parkSource(g *opGen) string { return g.prefix + "}:stream:s" }
+func parkSource(g *opGen) string { return g.key }
 func parkDLQ(g *opGen) string    { return g.prefix + "}:stream:dlq" }
 
 // parkEntry is one prepared entry: its stream ID, EVT id and MSG id.
@@ -34,10 +34,11 @@ type parkEntry struct {
 // its message.
 func (g *opGen) nextEntry() *parkEntry {
 	var e parkEntry
-	evt := ids.ID{NS: ids.Evt, Value: g.first}
+	// prepare mints the MSG id first, then the EVT id
+	ids.ID{NS: ids.Msg, Value: g.first}.Append(e.msg[:0])
+	evt := ids.ID{NS: ids.Evt, Value: g.first + 1}
 	evt.Append(e.evt[:0])
 	e.sidLen = len(evt.StreamID().Append(e.sid[:0]))
-	ids.ID{NS: ids.Msg, Value: g.first + 1}.Append(e.msg[:0])
 	g.msg = e.msg
 	g.first += 2
 	return &e
@@ -59,7 +60,7 @@ func parkRow() row {
 		w.str(benchReason)
 	}
 	return row{
-		name: "PARK", entries: 1,
+		name: "PARK", entries: 1, fixedKey: "}:stream:s",
 		check: func(g *opGen) ([]string, int64) { return []string{"XLEN", parkDLQ(g)}, g.ops },
 		prepare: func(w *cmdBuf, g *opGen, n int) {
 			if g.ops == 0 { // the data was flushed: no group yet
@@ -70,19 +71,8 @@ func parkRow() row {
 			}
 			g.first = g.next
 			for range n {
-				var evt, msg [ids.Len]byte
-				e := g.id(ids.Evt, &evt)
-				id, _ := ids.Parse(ids.Evt, e)
-				var sid [48]byte
-				w.command("XADD", 9)
-				w.str(parkSource(g))
-				w.join(id.StreamID().Append(sid[:0]))
-				w.str("id")
-				w.join(e)
-				w.str("msg")
-				w.join(g.id(ids.Msg, &msg))
-				w.str("payload")
-				w.str(payload)
+				var msg [ids.Len]byte
+				xadd(w, g, []byte("msg"), g.id(ids.Msg, &msg), []byte("payload"), []byte(payload))
 				g.msg = msg
 				w.command("SET", 3)
 				g.failKey(w, false)
@@ -133,33 +123,10 @@ func parkRow() row {
 // uncheckedPark appends the two-command park of e with the count deleted:
 // XADD of the dead-letter entry, XACK, DEL.
 func uncheckedPark(w *cmdBuf, g *opGen, e *parkEntry) {
-	var evt [ids.Len]byte
-	dlq := g.id(ids.Evt, &evt)
-	id, _ := ids.Parse(ids.Evt, dlq)
-	var sid [48]byte
-	w.command("XADD", 23)
-	w.str(parkDLQ(g))
-	w.join(id.StreamID().Append(sid[:0]))
-	w.str("id")
-	w.join(dlq)
-	w.str("msg")
-	w.join(e.msg[:])
-	w.str("payload")
-	w.str(payload)
-	w.str("origin_stream")
-	w.str("s")
-	w.str("origin_id")
-	w.join(e.sid[:e.sidLen])
-	w.str("origin_evt")
-	w.join(e.evt[:])
-	w.str("group")
-	w.str(benchGroup)
-	w.str("sub")
-	w.join(g.sub[:])
-	w.str("failures")
-	w.str(benchFailures)
-	w.str("reason")
-	w.str(benchReason)
+	xaddTo(w, parkDLQ(g), g, []byte("msg"), e.msg[:], []byte("payload"), []byte(payload),
+		[]byte("origin_stream"), []byte("s"), []byte("origin_id"), e.sid[:e.sidLen], []byte("origin_evt"), e.evt[:],
+		[]byte("group"), []byte(benchGroup), []byte("sub"), g.sub[:], []byte("failures"), []byte(benchFailures),
+		[]byte("reason"), []byte(benchReason))
 	w.command("XACK", 4)
 	w.str(parkSource(g))
 	w.str(benchGroup)
