@@ -113,4 +113,8 @@ extern emq_api api;
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);
 
+// emq_stream_id writes a stream ID's text, <ms>-<seq>, and a NUL into buf
+// (48 bytes), returning its length.
+int emq_stream_id(char *buf, uint64_t ms, uint64_t seq);
+
 #endif

@@ -129,8 +129,7 @@ static int pexpireat(applier *a, const emq_op *op) {
     return 1;
 }
 
-// stream_id writes <ms>-<seq> and a NUL into buf (48 bytes), returning its length.
-static int stream_id(char *buf, uint64_t ms, uint64_t seq) {
+int emq_stream_id(char *buf, uint64_t ms, uint64_t seq) {
     int n = fmt_u64(buf, ms);
     buf[n++] = '-';
     n += fmt_u64(buf + n, seq);
@@ -147,7 +146,7 @@ static int xadd(applier *a, const emq_op *op, id_text *text) {
     if (api.StreamAdd(key(a, op), 0, id, f, (int64_t)(n / 2)) != API_OK) {
         rc = -(errno ? errno : EINVAL);
     } else {
-        text->len = (uint8_t)stream_id(text->s, op->ms, op->seq);
+        text->len = (uint8_t)emq_stream_id(text->s, op->ms, op->seq);
         api.Replicate(a->c->ctx, "XADD", "scv", name(a, op), text->s, f, n);
         api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STREAM, "xadd", name(a, op));
     }

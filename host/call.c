@@ -226,7 +226,7 @@ int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq) {
 int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
                       const emq_span *spans) {
     char id[48];
-    snprintf(id, sizeof(id), "%llu-%llu", (unsigned long long)ms, (unsigned long long)seq);
+    emq_stream_id(id, ms, seq);
     ValkeyModuleCallReply *r =
         api.Call(c->ctx, "XPENDING", "ssccc", c->names[k], emq_resolve(c, group, scratch, spans), id, id, "1");
     c->text.ptr = NULL;

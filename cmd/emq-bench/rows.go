@@ -60,7 +60,8 @@ func rows() []row {
 		rs = append(rs, appendRow(n))
 	}
 	rs = append(rs, publishRow(), failuresRow())
-	return append(rs, lifecycleRows()...)
+	rs = append(rs, lifecycleRows()...)
+	return append(rs, parkRow())
 }
 
 // lengthOf checks a phase by the length of the generator's fixed key.
@@ -116,12 +117,15 @@ func enqueueRow() row {
 }
 
 // xadd appends XADD <key> <stream ID> id <EVT id> <fields…> for a fresh EVT id.
-func xadd(w *cmdBuf, g *opGen, fields ...[]byte) {
+func xadd(w *cmdBuf, g *opGen, fields ...[]byte) { xaddTo(w, g.key, g, fields...) }
+
+// xaddTo is xadd to another key than the generator's own.
+func xaddTo(w *cmdBuf, key string, g *opGen, fields ...[]byte) {
 	var evt [ids.Len]byte
 	id, _ := ids.Parse(ids.Evt, g.id(ids.Evt, &evt))
 	var sid [48]byte
 	w.command("XADD", 5+len(fields))
-	w.str(g.key)
+	w.str(key)
 	w.join(id.StreamID().Append(sid[:0]))
 	w.str("id")
 	w.join(evt[:])
