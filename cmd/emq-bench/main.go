@@ -8,6 +8,8 @@
 //	emq-bench -module build/emq.so -quick                       under a minute
 //	emq-bench -module build/emq.so -callgrind                   instructions per operation
 //	emq-bench -module build/emq.so -soak [-calls 10000000]      memory must stay flat
+//	emq-bench -module build/emq.so -queue [-quick]              whole queues against BullMQ
+//	emq-bench -module build/emq.so -queue -callgrind            their instructions per job
 //
 // With -out, each mode rewrites its own section of the document and keeps
 // the others; the default mode also writes the ratio chart next to it.
@@ -36,6 +38,8 @@ type options struct {
 	cgOps     int   // callgrind: operations per variant, for one-command operations
 	only      *regexp.Regexp
 	verbose   bool
+	queue     bool // the whole queue against BullMQ (queue.go)
+	queueCfg  queueConfig
 }
 
 func parseOptions() options {
@@ -45,7 +49,7 @@ func parseOptions() options {
 	flag.BoolVar(&o.quick, "quick", false, "a short run: fewer, shorter repetitions")
 	flag.BoolVar(&o.soak, "soak", false, "soak: millions of mixed calls, sampling memory")
 	flag.BoolVar(&o.callgrind, "callgrind", false, "count instructions per operation under valgrind --tool=callgrind")
-	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick)")
+	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick; with -queue 3, 2 with -quick)")
 	flag.DurationVar(&o.cfg.phase, "phase", 0, "wall time of the slowest variant's phase (default 400ms, 150ms with -quick)")
 	flag.IntVar(&o.cfg.conns, "conns", 4, "connections")
 	flag.IntVar(&o.cfg.depth, "depth", 32, "operations in flight per connection")
@@ -55,14 +59,46 @@ func parseOptions() options {
 	flag.IntVar(&o.cgOps, "cg-ops", 2000, "callgrind: operations per variant (divided by the entries of an APPEND)")
 	only := flag.String("rows", "", "run only the rows whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "print every phase's measurement to stderr")
+	q := &o.queueCfg
+	flag.BoolVar(&o.queue, "queue", false, "the whole queue against BullMQ: the same jobs through every system, enqueue to acknowledgement")
+	flag.IntVar(&q.run.jobs, "jobs", 0, "queue: jobs per run (default 100000, 5000 with -quick)")
+	flag.IntVar(&q.run.payload, "payload", 100, "queue: bytes of each job's payload")
+	flag.IntVar(&q.run.batch, "batch", 1000, "queue: jobs per enqueue call (BullMQ's addBulk)")
+	concurrency := flag.String("concurrency", "1,8,64", "queue: the worker concurrencies, comma-separated")
+	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
+	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
+	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 1000, 300 with -quick)")
+	flag.Float64Var(&q.run.latencyRate, "latency-rate", 1000, "queue: jobs a second the latency step adds")
+	flag.StringVar(&q.bullmqDir, "bullmq", "bench/bullmq", "queue: the BullMQ harness's directory, with its node_modules installed")
+	systems := flag.String("systems", "", "queue: run only the systems whose name matches this regular expression")
+	flag.IntVar(&q.cgJobs, "cg-jobs", 2000, "queue with -callgrind: jobs per run")
 	flag.Parse()
 	var err error
 	if o.only, err = regexp.Compile(*only); err != nil {
 		fail(err)
 	}
-	if o.cfg.reps == 0 {
+	if q.systems, err = regexp.Compile(*systems); err != nil {
+		fail(err)
+	}
+	if q.concurrency, err = parseConcurrency(*concurrency); err != nil {
+		fail(err)
+	}
+	if q.modes, err = parseModes(*modes); err != nil {
+		fail(err)
+	}
+	if q.run.jobs == 0 {
+		q.run.jobs = map[bool]int{false: 100_000, true: 5000}[o.quick]
+	}
+	if q.run.latencyJobs == 0 {
+		q.run.latencyJobs = map[bool]int{false: 1000, true: 300}[o.quick]
+	}
+	switch {
+	case o.cfg.reps == 0 && o.queue:
+		o.cfg.reps = map[bool]int{false: 3, true: 2}[o.quick]
+	case o.cfg.reps == 0:
 		o.cfg.reps = map[bool]int{false: 15, true: 5}[o.quick]
 	}
+	q.reps = o.cfg.reps
 	if o.cfg.phase == 0 {
 		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 150 * time.Millisecond}[o.quick]
 	}
@@ -87,6 +123,10 @@ func main() {
 	var section, body string
 	var err error
 	switch {
+	case o.queue && o.callgrind:
+		section, body, err = runQueueCallgrind(o)
+	case o.queue:
+		section, body, err = runQueue(o)
 	case o.soak:
 		section, body, err = runSoak(o)
 	case o.callgrind:
