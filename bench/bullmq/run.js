@@ -31,7 +31,7 @@ const { Queue, Worker } = require('bullmq');
 
 const defaults = {
   host: '127.0.0.1', port: 6379, queue: 'bench', jobs: 5000, concurrency: 8, mode: 'normal',
-  payload: 100, 'delay-ms': 100, batch: 1000, 'latency-jobs': 300, 'latency-rate': 1000,
+  payload: 100, 'delay-ms': 100, batch: 1000, 'latency-jobs': 200, 'latency-rate': 200,
 };
 const modes = ['normal', 'retry', 'delayed'];
 

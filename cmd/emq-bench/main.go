@@ -67,8 +67,8 @@ func parseOptions() options {
 	concurrency := flag.String("concurrency", "1,8,64", "queue: the worker concurrencies, comma-separated")
 	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
 	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
-	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 1000, 300 with -quick)")
-	flag.Float64Var(&q.run.latencyRate, "latency-rate", 1000, "queue: jobs a second the latency step adds")
+	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick)")
+	flag.Float64Var(&q.run.latencyRate, "latency-rate", 200, "queue: jobs a second the latency step adds: well below what any system handles at concurrency 1")
 	flag.StringVar(&q.bullmqDir, "bullmq", "bench/bullmq", "queue: the BullMQ harness's directory, with its node_modules installed")
 	systems := flag.String("systems", "", "queue: run only the systems whose name matches this regular expression")
 	flag.IntVar(&q.cgJobs, "cg-jobs", 2000, "queue with -callgrind: jobs per run")
@@ -90,7 +90,7 @@ func parseOptions() options {
 		q.run.jobs = map[bool]int{false: 100_000, true: 5000}[o.quick]
 	}
 	if q.run.latencyJobs == 0 {
-		q.run.latencyJobs = map[bool]int{false: 1000, true: 300}[o.quick]
+		q.run.latencyJobs = map[bool]int{false: 500, true: 200}[o.quick]
 	}
 	switch {
 	case o.cfg.reps == 0 && o.queue:

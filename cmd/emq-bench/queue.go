@@ -219,6 +219,7 @@ func runQueue(o options) (section, body string, err error) {
 			}
 		}
 	}
+	loadBefore := loadAverage()
 	var results []runResult
 	order := slices.Clone(ready)
 	for rep := range cfg.reps {
@@ -240,7 +241,8 @@ func runQueue(o options) (section, body string, err error) {
 		slices.Reverse(order)
 	}
 	rep := queueReport{
-		header:  runFacts(s, queueSetup(cfg, s.pinning, s.cpuSource())),
+		header: runFacts(s, queueSetup(cfg, s.pinning, s.cpuSource())+
+			fmt.Sprintf("; the machine's load average %s when the measured runs began, %s when they ended", loadBefore, loadAverage())),
 		about:   aboutSystems(cfg),
 		results: results, systems: names(ready), missing: missing,
 	}
