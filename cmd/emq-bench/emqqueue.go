@@ -30,6 +30,10 @@ package main
 //     job is acknowledged or failed.
 //   - Close: closes the client.
 //
+// Its valkey-go client needs ConnWriteTimeout: slowServerTimeout, as the
+// floor's has (floor.go): -queue -callgrind runs the server tens of times
+// slower, and a pipeline of a thousand jobs outlasts the default 10 s.
+//
 // Until then the report lists them as not measured, with the reason below.
 func emqSystems() []systemDef {
 	return []systemDef{

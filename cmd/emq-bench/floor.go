@@ -39,6 +39,11 @@ type floor struct {
 
 // Floor timings.
 const (
+	// slowServerTimeout is how long a reply may take: under callgrind the
+	// server runs tens of times slower, and a pipeline of a thousand jobs
+	// outlasts valkey-go's default of 10 s.
+	slowServerTimeout = 10 * time.Minute
+
 	floorLease        = 30 * time.Second // the active set's deadlines; nothing reads them
 	floorBlock        = 0.05             // BZPOPMIN's timeout, seconds
 	floorPromoteEvery = time.Millisecond //
@@ -46,7 +51,8 @@ const (
 )
 
 func openFloor(spec queueSpec) (goQueue, error) {
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{spec.Addr}, DisableCache: true, ForceSingleClient: true})
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{spec.Addr}, DisableCache: true, ForceSingleClient: true,
+		ConnWriteTimeout: slowServerTimeout})
 	if err != nil {
 		return nil, err
 	}
