@@ -48,7 +48,7 @@ bench-quick: deps build
 bullmq:
 	@bash scripts/install-bullmq.sh
 
-## bench-queue: the whole queue against BullMQ on one server — jobs/s, server CPU, memory and
+## bench-queue: the whole queue against BullMQ on one server (tens of minutes) — jobs/s, server CPU, memory and
 ## latency per job, then instructions per job under callgrind; writes docs/PERFORMANCE.md
 bench-queue: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -out docs/PERFORMANCE.md
