@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey bench bench-quick soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey bullmq bench bench-quick bench-queue bench-queue-quick soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -45,6 +45,20 @@ bench: deps build
 bench-quick: deps build
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -quick
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -quick
+
+## bullmq: Node and npm from Debian if missing, then the pinned BullMQ into bench/bullmq/node_modules
+bullmq:
+	@bash scripts/install-bullmq.sh
+
+## bench-queue: the whole queue against BullMQ on one server (tens of minutes) — jobs/s, server CPU, memory and
+## latency per job, then instructions per job under callgrind; writes docs/PERFORMANCE.md
+bench-queue: deps build bullmq
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -out docs/PERFORMANCE.md
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -callgrind -concurrency 8 -out docs/PERFORMANCE.md
+
+## bench-queue-quick: the same, 5,000 jobs a run, no callgrind (a few minutes)
+bench-queue-quick: deps build bullmq
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -quick
 
 ## soak: millions of mixed calls; memory must stay flat
 soak: deps build

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -37,8 +36,8 @@ func newBlockingConfig(quick bool) blockingConfig {
 	return blockingConfig{workers: 1000, queues: 100, idle: 60 * time.Second, jobs: 20000, poll: 10 * time.Second}
 }
 
-// benchQueue is the keys of queue number i, in a claim's order.
-func benchQueue(i int) [4]string {
+// blockingQueue is the keys of queue number i, in a claim's order.
+func blockingQueue(i int) [4]string {
 	p := "emq:{bq" + strconv.Itoa(i) + "}:"
 	return [4]string{p + "pending", p + "active", p + "delayed", p + "dead"}
 }
@@ -117,15 +116,6 @@ func runBlocking(o options) (section, body string, err error) {
 	return sectionBlocking, b.String(), nil
 }
 
-// loadAverage is the machine's one-minute load average, from /proc.
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	return strings.Fields(string(b))[0]
-}
-
 func passText(ok bool) string {
 	if ok {
 		return "PASS"
@@ -159,7 +149,7 @@ func idleCost(s *server, cfg blockingConfig) (float64, int64, error) {
 	due := strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10)
 	for q := range cfg.queues {
 		id := ids.ID{NS: ids.Job, Value: uint64(q + 1)}.String()
-		if err := s.Do("ZADD", benchQueue(q)[2], due, id).Error(); err != nil {
+		if err := s.Do("ZADD", blockingQueue(q)[2], due, id).Error(); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -170,7 +160,7 @@ func idleCost(s *server, cfg blockingConfig) (float64, int64, error) {
 	defer closeAll(conns)
 	forever := 0
 	for i, c := range conns {
-		claimCmd(&c.w, benchQueue(i%cfg.queues), &forever)
+		claimCmd(&c.w, blockingQueue(i%cfg.queues), &forever)
 		if err := c.send(); err != nil {
 			return 0, 0, err
 		}
@@ -210,7 +200,7 @@ func perJob(s *server, jobs int, wake bool) (float64, float64, error) {
 	}
 	defer closeAll(conns)
 	producer, worker := conns[0], conns[1]
-	q := benchQueue(0)
+	q := blockingQueue(0)
 	forever := 0
 	enqueue := func(n int) error {
 		id := ids.ID{NS: ids.Job, Value: uint64(1<<30 | n)}.String()
@@ -295,7 +285,7 @@ func pollCost(s *server, d time.Duration) (float64, error) {
 	}
 	start := time.Now()
 	for time.Since(start) < d {
-		claimCmd(&c.w, benchQueue(0), nil)
+		claimCmd(&c.w, blockingQueue(0), nil)
 		if err := c.send(); err != nil {
 			return 0, err
 		}

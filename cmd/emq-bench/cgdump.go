@@ -116,3 +116,17 @@ func (p profile) minus(q profile) map[string]int64 {
 	}
 	return d
 }
+
+// plus is p's and q's instructions together.
+func (p profile) plus(q profile) profile {
+	sum := profile{total: p.total + q.total, function: map[string]int64{}, object: map[string]int64{}}
+	for _, m := range []profile{p, q} {
+		for k, v := range m.function {
+			sum.function[k] += v
+		}
+		for k, v := range m.object {
+			sum.object[k] += v
+		}
+	}
+	return sum
+}

@@ -52,3 +52,13 @@ func TestTopSortsByCostThenName(t *testing.T) {
 	got := top(map[string]int64{"b": 5, "a": 5, "c": 9, "d": 1}, 3)
 	assert.Equal(t, []cost{{"c", 9}, {"a", 5}, {"b", 5}}, got)
 }
+
+func TestProfilePlusAddsBothSteps(t *testing.T) {
+	enqueue := profile{total: 30, function: map[string]int64{"f [a]": 10, "g [a]": 20}, object: map[string]int64{"a": 30}}
+	drain := profile{total: 5, function: map[string]int64{"g [a]": 1, "h [b]": 4}, object: map[string]int64{"a": 1, "b": 4}}
+	sum := enqueue.plus(drain)
+	assert.Equal(t, int64(35), sum.total)
+	assert.Equal(t, map[string]int64{"f [a]": 10, "g [a]": 21, "h [b]": 4}, sum.function)
+	assert.Equal(t, map[string]int64{"a": 31, "b": 4}, sum.object)
+	assert.Equal(t, int64(20), enqueue.function["g [a]"], "the operands are left alone")
+}

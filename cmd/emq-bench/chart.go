@@ -25,9 +25,10 @@ const (
 )
 
 // ratioChart draws the bars as a horizontal bar chart: a line at 1 (as
-// costly as the composition), each target as a red tick, a bar green when
-// it meets its target (or is below 1 without one) and orange otherwise.
-func ratioChart(title string, bars []bar) string {
+// costly as what the ratios are to), each target as a red tick, a bar green
+// when it meets its target (or is below 1 without one) and orange
+// otherwise; legend says what the ratios are, under the axis.
+func ratioChart(title, legend string, bars []bar) string {
 	hi := 1.5
 	for _, b := range bars {
 		hi = max(hi, b.value*1.1, b.target*1.1)
@@ -64,7 +65,7 @@ func ratioChart(title string, bars []bar) string {
 		}
 	}
 	fmt.Fprintf(&s, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black" stroke-dasharray="4 3"/>`+"\n", x(1), chartTop-4, x(1), axisY)
-	fmt.Fprintf(&s, `<text x="%d" y="%d" fill="#555">native / composition (1 = same cost; red tick = target)</text>`+"\n", chartLabelW, axisY+32)
+	fmt.Fprintf(&s, `<text x="%d" y="%d" fill="#555">%s</text>`+"\n", chartLabelW, axisY+32, html.EscapeString(legend))
 	s.WriteString("</svg>\n")
 	return s.String()
 }

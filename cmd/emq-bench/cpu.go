@@ -40,7 +40,8 @@ func runBench(o options) (section, body string, err error) {
 		o.cfg.conns, o.cfg.depth, o.cfg.reps, o.cfg.phase, s.pinning, s.cpuSource())
 	rep := cpuReport{header: runFacts(s, setup), compare: cs, allocs: allocations(results)}
 	if o.out != "" {
-		svg := ratioChart("EMQ verbs: server main-thread CPU, native / composition", cpuBars(cs))
+		svg := ratioChart("EMQ verbs: server main-thread CPU, native / composition",
+			"native / composition (1 = same cost; red tick = target)", cpuBars(cs))
 		if err := os.WriteFile(filepath.Join(filepath.Dir(o.out), chartFile), []byte(svg), 0o644); err != nil {
 			return "", "", err
 		}

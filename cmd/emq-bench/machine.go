@@ -68,3 +68,14 @@ func commit() string {
 	}
 	return c
 }
+
+// loadAverage is the machine's one-minute load average, "unknown" where
+// /proc does not say: on a shared machine it tells how far CPU times can
+// be trusted.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}

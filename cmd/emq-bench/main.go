@@ -9,6 +9,8 @@
 //	emq-bench -module build/emq.so -callgrind                   instructions per operation
 //	emq-bench -module build/emq.so -soak [-calls 10000000]      memory must stay flat
 //	emq-bench -module build/emq.so -blocking [-quick]           what waiting in EMQ.BCLAIM costs
+//	emq-bench -module build/emq.so -queue [-quick]              whole queues against BullMQ
+//	emq-bench -module build/emq.so -queue -callgrind            their instructions per job
 //
 // With -out, each mode rewrites its own section of the document and keeps
 // the others; the default mode also writes the ratio chart next to it.
@@ -38,6 +40,8 @@ type options struct {
 	cgOps     int   // callgrind: operations per variant, for one-command operations
 	only      *regexp.Regexp
 	verbose   bool
+	queue     bool // the whole queue against BullMQ (queue.go)
+	queueCfg  queueConfig
 }
 
 func parseOptions() options {
@@ -48,7 +52,7 @@ func parseOptions() options {
 	flag.BoolVar(&o.soak, "soak", false, "soak: millions of mixed calls, sampling memory")
 	flag.BoolVar(&o.callgrind, "callgrind", false, "count instructions per operation under valgrind --tool=callgrind")
 	flag.BoolVar(&o.blocking, "blocking", false, "EMQ.BCLAIM: an idle fleet of waiting workers, a job through a wake-up, polling")
-	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick)")
+	flag.IntVar(&o.cfg.reps, "reps", 0, "interleaved repetitions (default 15, 5 with -quick; with -queue 3, 2 with -quick)")
 	flag.DurationVar(&o.cfg.phase, "phase", 0, "wall time of the slowest variant's phase (default 400ms, 150ms with -quick)")
 	flag.IntVar(&o.cfg.conns, "conns", 4, "connections")
 	flag.IntVar(&o.cfg.depth, "depth", 32, "operations in flight per connection")
@@ -58,14 +62,46 @@ func parseOptions() options {
 	flag.IntVar(&o.cgOps, "cg-ops", 2000, "callgrind: operations per variant (divided by the entries of an APPEND)")
 	only := flag.String("rows", "", "run only the rows whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "print every phase's measurement to stderr")
+	q := &o.queueCfg
+	flag.BoolVar(&o.queue, "queue", false, "the whole queue against BullMQ: the same jobs through every system, enqueue to acknowledgement")
+	flag.IntVar(&q.run.jobs, "jobs", 0, "queue: jobs per run (default 100000, 5000 with -quick)")
+	flag.IntVar(&q.run.payload, "payload", 100, "queue: bytes of each job's payload")
+	flag.IntVar(&q.run.batch, "batch", 1000, "queue: jobs per enqueue call (BullMQ's addBulk)")
+	concurrency := flag.String("concurrency", "1,8,64", "queue: the worker concurrencies, comma-separated")
+	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
+	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
+	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick)")
+	flag.Float64Var(&q.run.latencyRate, "latency-rate", 200, "queue: jobs a second the latency step adds: well below what any system handles at concurrency 1")
+	flag.StringVar(&q.bullmqDir, "bullmq", "bench/bullmq", "queue: the BullMQ harness's directory, with its node_modules installed")
+	systems := flag.String("systems", "", "queue: run only the systems whose name matches this regular expression")
+	flag.IntVar(&q.cgJobs, "cg-jobs", 2000, "queue with -callgrind: jobs per run")
 	flag.Parse()
 	var err error
 	if o.only, err = regexp.Compile(*only); err != nil {
 		fail(err)
 	}
-	if o.cfg.reps == 0 {
+	if q.systems, err = regexp.Compile(*systems); err != nil {
+		fail(err)
+	}
+	if q.concurrency, err = parseConcurrency(*concurrency); err != nil {
+		fail(err)
+	}
+	if q.modes, err = parseModes(*modes); err != nil {
+		fail(err)
+	}
+	if q.run.jobs == 0 {
+		q.run.jobs = map[bool]int{false: 100_000, true: 5000}[o.quick]
+	}
+	if q.run.latencyJobs == 0 {
+		q.run.latencyJobs = map[bool]int{false: 500, true: 200}[o.quick]
+	}
+	switch {
+	case o.cfg.reps == 0 && o.queue:
+		o.cfg.reps = map[bool]int{false: 3, true: 2}[o.quick]
+	case o.cfg.reps == 0:
 		o.cfg.reps = map[bool]int{false: 15, true: 5}[o.quick]
 	}
+	q.reps = o.cfg.reps
 	if o.cfg.phase == 0 {
 		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 150 * time.Millisecond}[o.quick]
 	}
@@ -90,6 +126,10 @@ func main() {
 	var section, body string
 	var err error
 	switch {
+	case o.queue && o.callgrind:
+		section, body, err = runQueueCallgrind(o)
+	case o.queue:
+		section, body, err = runQueue(o)
 	case o.soak:
 		section, body, err = runSoak(o)
 	case o.callgrind:

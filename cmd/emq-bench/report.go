@@ -80,12 +80,15 @@ const (
 	sectionCPU       = "cpu"
 	sectionCallgrind = "callgrind"
 	sectionSoak      = "soak"
+	// The queue benchmark's: -queue and -queue -callgrind.
+	sectionQueue          = "queue"
+	sectionQueueCallgrind = "queue-callgrind"
 )
 
 // docTitle opens a new document.
 const docTitle = `# Performance
 
-Written by ` + "`cmd/emq-bench`" + ` (` + "`make bench`, `make bench-quick`, `make soak`" + `); each section
+Written by ` + "`cmd/emq-bench`" + ` (` + "`make bench`, `make bench-quick`, `make bench-queue`, `make soak`" + `); each section
 says the command that produced it. Every verb is measured against the
 compositions it replaces, doing the same logical operations in the same run.
 `

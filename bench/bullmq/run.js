@@ -1,0 +1,158 @@
+// The BullMQ side of `emq-bench -queue`: BullMQ as its users run it — its
+// own Queue and Worker, each making its own connections from host and port —
+// driven one step at a time so that the Go tool can read the server's
+// counters between steps.
+//
+//   node run.js --host 127.0.0.1 --port 6379 --jobs 5000 --concurrency 8 --mode normal
+//
+// It prints {"step":"ready",…versions} once connected, then reads step names
+// from stdin, one a line, runs each and prints one JSON line for it:
+//
+//   enqueue  adds the jobs with Queue.addBulk, --batch at a time, no worker running
+//            → {"step":"enqueue","wall_ms":…}
+//   drain    starts a Worker of --concurrency and waits for the jobs' completed
+//            events, then closes it → {"step":"drain","wall_ms":…,"failed":…}
+//   latency  starts a Worker, lets it settle, adds --latency-jobs jobs one by one
+//            at --latency-rate a second → {"step":"latency","latencies_us":[…]},
+//            each the time from when a job was due to the start of the
+//            handler run that completed it
+//
+// A failed step prints {"step":…,"error":"…"} and the process exits 1.
+// Standalone: printf 'enqueue\ndrain\nlatency\n' | node run.js --port 6379
+//
+// Every job's options are BullMQ's defaults except: removeOnComplete and
+// removeOnFail true; attempts 2 in mode retry (no backoff, so the failed
+// attempt is retried at once); delay --delay-ms in mode delayed. Handlers do
+// nothing, except fail a job's first attempt in mode retry.
+'use strict';
+
+const readline = require('node:readline');
+const { Queue, Worker } = require('bullmq');
+
+const defaults = {
+  host: '127.0.0.1', port: 6379, queue: 'bench', jobs: 5000, concurrency: 8, mode: 'normal',
+  payload: 100, 'delay-ms': 100, batch: 1000, 'latency-jobs': 200, 'latency-rate': 200,
+};
+const modes = ['normal', 'retry', 'delayed'];
+
+function parseArgs(argv) {
+  const a = { ...defaults };
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i].replace(/^--/, '');
+    if (!(name in defaults) || i + 1 >= argv.length) throw new Error(`unknown or valueless flag ${argv[i]}`);
+    const v = argv[i + 1];
+    a[name] = typeof defaults[name] === 'number' ? Number(v) : v;
+    if (Number.isNaN(a[name])) throw new Error(`${argv[i]} needs a number, not ${v}`);
+  }
+  if (!modes.includes(a.mode)) throw new Error(`--mode must be one of ${modes.join(', ')}`);
+  return a;
+}
+
+const args = parseArgs(process.argv.slice(2));
+const connection = { host: args.host, port: args.port };
+const jobOpts = { removeOnComplete: true, removeOnFail: true };
+if (args.mode === 'retry') jobOpts.attempts = 2;
+const delayMs = args.mode === 'delayed' ? args['delay-ms'] : 0;
+if (delayMs > 0) jobOpts.delay = delayMs;
+
+// now is milliseconds since the epoch, to the microsecond.
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// data is a job's data: when it is due, padded so its JSON is --payload bytes.
+function data(due) {
+  const d = { t: due, p: '' };
+  d.p = 'x'.repeat(Math.max(0, args.payload - JSON.stringify(d).length));
+  return d;
+}
+
+// worker starts a Worker whose handler calls onRun for every run it does
+// not fail.
+function worker(onRun) {
+  return new Worker(args.queue, async (job) => {
+    if (args.mode === 'retry' && job.attemptsMade === 0) throw new Error('fails once');
+    onRun(job);
+  }, { connection, concurrency: args.concurrency });
+}
+
+async function enqueue(queue) {
+  const start = now();
+  for (let done = 0; done < args.jobs;) {
+    const n = Math.min(args.batch, args.jobs - done);
+    const due = now() + delayMs;
+    const jobs = [];
+    for (let i = 0; i < n; i++) jobs.push({ name: 'job', data: data(due), opts: jobOpts });
+    await queue.addBulk(jobs);
+    done += n;
+  }
+  return { wall_ms: now() - start };
+}
+
+async function drain() {
+  const start = now();
+  let completed = 0;
+  let failed = 0;
+  let w;
+  const end = await new Promise((resolve, reject) => {
+    w = worker(() => {});
+    w.on('completed', () => { if (++completed === args.jobs) resolve(now()); });
+    w.on('failed', () => { failed++; });
+    w.on('error', reject);
+  });
+  await w.close();
+  const wantFailed = args.mode === 'retry' ? args.jobs : 0;
+  if (failed !== wantFailed) throw new Error(`${failed} failed attempts, want ${wantFailed}`);
+  return { wall_ms: end - start, failed };
+}
+
+async function latency(queue) {
+  const lat = [];
+  let finished;
+  const all = new Promise((resolve) => { finished = resolve; });
+  const w = worker((job) => {
+    lat.push((now() - job.data.t) * 1000);
+    if (lat.length === args['latency-jobs']) finished();
+  });
+  w.on('error', (err) => { throw err; });
+  await w.waitUntilReady();
+  await sleep(200); // the worker is waiting for jobs
+  const gap = 1000 / args['latency-rate'];
+  const t0 = now();
+  for (let i = 0; i < args['latency-jobs']; i++) {
+    const wait = t0 + i * gap - now();
+    if (wait > 0) await sleep(wait);
+    await queue.add('job', data(now() + delayMs), jobOpts);
+  }
+  await all;
+  await w.close();
+  return { latencies_us: lat };
+}
+
+function print(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
+
+async function main() {
+  const queue = new Queue(args.queue, { connection });
+  await queue.waitUntilReady();
+  print({
+    step: 'ready', node: process.version,
+    bullmq: require('bullmq/package.json').version, ioredis: require('ioredis/package.json').version,
+  });
+  const steps = { enqueue: () => enqueue(queue), drain, latency: () => latency(queue) };
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    const step = line.trim();
+    if (step === '') continue;
+    try {
+      if (!(step in steps)) throw new Error(`unknown step ${JSON.stringify(step)}`);
+      print({ step, ...(await steps[step]()) });
+    } catch (err) {
+      print({ step, error: String(err && err.stack || err) });
+      process.exit(1);
+    }
+  }
+  await queue.close();
+}
+
+main().catch((err) => {
+  print({ step: 'ready', error: String(err && err.stack || err) });
+  process.exit(1);
+});

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// The queue benchmark (-queue): whole queues — BullMQ, the plain-command
+// floor, emq — each taking the same jobs from enqueue to acknowledgement on
+// one server, with the server's main-thread CPU and memory read between the
+// steps.
+
+// queueMode is what every job of a run goes through.
+type queueMode string
+
+const (
+	modeNormal  queueMode = "normal"  // claimed once, handled, acknowledged
+	modeRetry   queueMode = "retry"   // fails its first attempt (backoff 0), then succeeds
+	modeDelayed queueMode = "delayed" // enqueued with a delay, handled once due
+)
+
+// queueRun is what every system does in one run.
+type queueRun struct {
+	jobs        int           // jobs enqueued, then drained
+	payload     int           // bytes of each job's payload
+	batch       int           // jobs per enqueue call (BullMQ's addBulk)
+	concurrency int           // handlers running at once
+	mode        queueMode     //
+	delay       time.Duration // modeDelayed: each job's delay
+	latencyJobs int           // jobs of the latency step; 0 skips it
+	latencyRate float64       // jobs a second the latency step adds
+}
+
+// queueSystem is one system in one run, step by step; the tool reads the
+// server's counters between steps. A system is started fresh for each run,
+// on a flushed server.
+type queueSystem interface {
+	// enqueue adds run.jobs jobs, no worker running; it returns the wall time.
+	enqueue() (time.Duration, error)
+	// drain starts run.concurrency handlers and returns the wall time to the
+	// last job's completion, after stopping them: every job handled, and in
+	// modeRetry failed once first.
+	drain() (time.Duration, error)
+	// latency starts handlers, lets them wait, then adds run.latencyJobs jobs
+	// one at a time at run.latencyRate; it returns, per job, the time from
+	// when it was due (added, plus its delay) to the start of the handler
+	// run that completed it.
+	latency() ([]time.Duration, error)
+	// close stops whatever the system runs.
+	close() error
+}
+
+// systemDef names a system and how to start a run of it.
+type systemDef struct {
+	name    string
+	start   func(addr string, run queueRun) (queueSystem, error) // nil: not built yet
+	missing string                                               // why start is nil
+}
+
+// Systems' names, as the report prints them.
+const (
+	systemEmqNative   = "emq native"
+	systemEmqFallback = "emq fallback"
+	systemBullMQ      = "BullMQ"
+	systemFloor       = "plain-command floor"
+)
+
+// queueSystems are every system, in the order the report lists them.
+func queueSystems(bullmqDir string) []systemDef {
+	return append(emqSystems(),
+		systemDef{name: systemBullMQ, start: bullmqStarter(bullmqDir)},
+		systemDef{name: systemFloor, start: goSystemOf(openFloor)},
+	)
+}
+
+// queueConfig sizes a queue benchmark.
+type queueConfig struct {
+	run         queueRun // jobs, payload, batch, delay, latency: the same for every run
+	concurrency []int
+	modes       []queueMode
+	reps        int
+	bullmqDir   string
+	systems     *regexp.Regexp
+	cgJobs      int // callgrind: jobs per run
+}
+
+// warmUpJobs are the jobs of the unmeasured run each system makes in each
+// mode first, so that script loading and first allocations fall outside.
+const warmUpJobs = 500
+
+// runResult is one system's run: the wall time of its steps and what the
+// server's counters moved by over them.
+type runResult struct {
+	system      string
+	mode        queueMode
+	concurrency int
+	jobs        int
+	enqueueWall time.Duration
+	drainWall   time.Duration
+	enqueueCPU  int64 // main-thread CPU over the enqueue step, ns
+	drainCPU    int64 // main-thread CPU over the drain step, ns
+	memory      int64 // used_memory growth over the enqueue step, bytes
+	latency     []time.Duration
+}
+
+// jobsPerSec is the run's end-to-end rate: every job enqueued and drained.
+func (r runResult) jobsPerSec() float64 {
+	return float64(r.jobs) / (r.enqueueWall + r.drainWall).Seconds()
+}
+
+// cpuPerJob is the server's main-thread CPU per job, enqueue to
+// acknowledgement, in ns.
+func (r runResult) cpuPerJob() float64 { return float64(r.enqueueCPU+r.drainCPU) / float64(r.jobs) }
+
+// queueCounters are the server's counters a run reads between steps.
+type queueCounters struct {
+	mainNs     int64
+	usedMemory int64
+}
+
+func (s *server) queueCounters() (queueCounters, error) {
+	c, err := s.counters()
+	if err != nil {
+		return queueCounters{}, err
+	}
+	mem, err := s.info("memory")
+	if err != nil {
+		return queueCounters{}, err
+	}
+	return queueCounters{mainNs: c.mainNs, usedMemory: valkeytest.InfoInt(mem, "used_memory")}, nil
+}
+
+// measureRun runs def once on a flushed server, reading the counters around
+// each step.
+func measureRun(s *server, def systemDef, run queueRun) (runResult, error) {
+	if err := s.Do("FLUSHALL", "SYNC").Error(); err != nil {
+		return runResult{}, err
+	}
+	sys, err := def.start(s.Addr, run)
+	if err != nil {
+		return runResult{}, fmt.Errorf("%s: %w", def.name, err)
+	}
+	r, err := runSteps(s, sys, run)
+	if cerr := sys.close(); err == nil {
+		err = cerr
+	}
+	r.system = def.name
+	if err != nil {
+		return r, fmt.Errorf("%s, %s, concurrency %d: %w", def.name, run.mode, run.concurrency, err)
+	}
+	return r, nil
+}
+
+func runSteps(s *server, sys queueSystem, run queueRun) (runResult, error) {
+	r := runResult{mode: run.mode, concurrency: run.concurrency, jobs: run.jobs}
+	before, err := s.queueCounters()
+	if err != nil {
+		return r, err
+	}
+	if r.enqueueWall, err = sys.enqueue(); err != nil {
+		return r, fmt.Errorf("enqueue: %w", err)
+	}
+	enqueued, err := s.queueCounters()
+	if err != nil {
+		return r, err
+	}
+	if run.mode == modeDelayed {
+		time.Sleep(run.delay) // every job is due before the handlers start
+	}
+	started, err := s.queueCounters()
+	if err != nil {
+		return r, err
+	}
+	if r.drainWall, err = sys.drain(); err != nil {
+		return r, fmt.Errorf("drain: %w", err)
+	}
+	drained, err := s.queueCounters()
+	if err != nil {
+		return r, err
+	}
+	r.enqueueCPU = enqueued.mainNs - before.mainNs
+	r.drainCPU = drained.mainNs - started.mainNs
+	r.memory = enqueued.usedMemory - before.usedMemory
+	if run.latencyJobs > 0 {
+		if r.latency, err = sys.latency(); err != nil {
+			return r, fmt.Errorf("latency: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// runQueue is the -queue mode: every system, mode and concurrency, the
+// repetitions interleaved, on one server with the module loaded.
+func runQueue(o options) (section, body string, err error) {
+	s, err := launch(valkeytest.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	defer s.Stop()
+	cfg := o.queueCfg
+	ready, missing := splitSystems(queueSystems(cfg.bullmqDir), cfg.systems)
+	if len(ready) == 0 {
+		return "", "", fmt.Errorf("no system to run matches %q", cfg.systems)
+	}
+	for _, def := range ready {
+		for _, m := range cfg.modes {
+			fmt.Fprintf(os.Stderr, "warm-up: %s, %s\n", def.name, m)
+			run := cfg.run
+			run.jobs, run.concurrency, run.mode, run.latencyJobs = min(warmUpJobs, run.jobs), 8, m, 0
+			if _, err := measureRun(s, def, run); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	loadBefore := loadAverage()
+	var results []runResult
+	order := slices.Clone(ready)
+	for rep := range cfg.reps {
+		for _, c := range cfg.concurrency {
+			for _, m := range cfg.modes {
+				run := cfg.run
+				run.concurrency, run.mode = c, m
+				for _, def := range order {
+					r, err := measureRun(s, def, run)
+					if err != nil {
+						return "", "", err
+					}
+					fmt.Fprintf(os.Stderr, "repetition %d/%d, concurrency %d, %s, %s: %.0f jobs/s, %.1f µs/job server CPU\n",
+						rep+1, cfg.reps, c, m, def.name, r.jobsPerSec(), r.cpuPerJob()/1e3)
+					results = append(results, r)
+				}
+			}
+		}
+		slices.Reverse(order)
+	}
+	rep := queueReport{
+		header: runFacts(s, queueSetup(cfg, s.pinning, s.cpuSource())+
+			fmt.Sprintf("; the machine's load average %s when the measured runs began, %s when they ended", loadBefore, loadAverage())),
+		about:   aboutSystems(cfg),
+		results: results, systems: names(ready), missing: missing,
+	}
+	if o.out != "" {
+		if rep.chart, err = writeQueueChart(o.out, rep); err != nil {
+			return "", "", err
+		}
+	}
+	return sectionQueue, rep.String(), nil
+}
+
+// splitSystems picks the systems whose name matches only: those that can
+// run, and those not built yet.
+func splitSystems(defs []systemDef, only *regexp.Regexp) (ready, missing []systemDef) {
+	for _, def := range defs {
+		switch {
+		case !only.MatchString(def.name):
+		case def.start == nil:
+			missing = append(missing, def)
+		default:
+			ready = append(ready, def)
+		}
+	}
+	return ready, missing
+}
+
+func names(defs []systemDef) []string {
+	out := make([]string, len(defs))
+	for i, d := range defs {
+		out[i] = d.name
+	}
+	return out
+}
+
+// queueSetup says how the runs were made, for the report.
+func queueSetup(cfg queueConfig, pinning, cpuSource string) string {
+	r := cfg.run
+	return fmt.Sprintf("%d jobs of %d bytes per run, enqueued %d per call with no worker running, then drained by handlers that do nothing; "+
+		"concurrency %v; modes %v (retry: every job fails its first attempt, backoff 0; delayed: every job delayed %s, the handlers started once all are due); "+
+		"latency: %d jobs added one at a time at %.0f/s to waiting handlers; "+
+		"%d repetitions, the systems interleaved, order reversed every repetition, one unmeasured run of %d jobs per system and mode first; "+
+		"FLUSHALL before every run; %s; main-thread CPU from %s",
+		r.jobs, r.payload, r.batch, cfg.concurrency, cfg.modes, r.delay, r.latencyJobs, r.latencyRate,
+		cfg.reps, warmUpJobs, pinning, cpuSource)
+}
+
+// aboutSystems says what each measured system is and runs with.
+func aboutSystems(cfg queueConfig) []string {
+	var out []string
+	if cfg.systems.MatchString(systemBullMQ) {
+		out = append(out, fmt.Sprintf("%s: %s, as its users run it — Queue.addBulk and a Worker, each making its own "+
+			"connections from host and port; every option at its default except, on every job, removeOnComplete: true "+
+			"and removeOnFail: true, and attempts: 2 in the retry mode (no backoff: retried at once), delay in the delayed mode "+
+			"(bench/bullmq/run.js)", systemBullMQ, bullmqFacts(cfg.bullmqDir)))
+	}
+	if cfg.systems.MatchString(systemFloor) {
+		out = append(out, systemFloor+": HSET + ZADD to enqueue; ZPOPMIN, then ZADD + HSET to claim; ZREM + DEL to "+
+			"acknowledge; ZREM + HSET + ZADD to retry; ZRANGE BYSCORE, ZREM + ZADD to promote delayed jobs — pipelined "+
+			"through valkey-go, checking nothing: the least a queue on this server costs (floor.go)")
+	}
+	return out
+}
+
+// parseConcurrency reads a comma-separated list of positive concurrencies.
+func parseConcurrency(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || c < 1 {
+			return nil, fmt.Errorf("-concurrency: %q is not a positive integer", f)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// parseModes reads a comma-separated list of modes.
+func parseModes(s string) ([]queueMode, error) {
+	var out []queueMode
+	for _, f := range strings.Split(s, ",") {
+		m := queueMode(strings.TrimSpace(f))
+		if !slices.Contains([]queueMode{modeNormal, modeRetry, modeDelayed}, m) {
+			return nil, fmt.Errorf("-modes: %q is none of %s, %s, %s", f, modeNormal, modeRetry, modeDelayed)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
