@@ -54,6 +54,14 @@ func WithRecheck(d time.Duration) Option {
 	return func(c *Client) { c.nodes.recheck = d }
 }
 
+// WithoutModule makes the client run every verb as its fallback — the Lua
+// scripts and built-ins — even on nodes that load the module: to compare
+// the two paths on one server, or to keep a fleet on one path while the
+// module rolls out.
+func WithoutModule() Option {
+	return func(c *Client) { c.nodes.scriptsOnly = true }
+}
+
 // New returns a Client over vk, a standalone, sentinel or cluster client.
 // It asks nothing of the server until the first verb.
 func New(vk valkey.Client, opts ...Option) *Client {

@@ -21,9 +21,10 @@ const slots = 16384
 // routes by) says which node address serves a command's slot; that node is
 // asked EMQ.CAPS through its own connection.
 type nodes struct {
-	vk      valkey.Client
-	cluster bool
-	recheck time.Duration
+	vk          valkey.Client
+	cluster     bool
+	recheck     time.Duration
+	scriptsOnly bool // WithoutModule: no node is asked, none serves a verb
 
 	mu      sync.Mutex
 	ranges  []slotRange // sorted by first; nil until asked
@@ -60,6 +61,9 @@ func (n *nodes) fresh(t time.Time) bool {
 
 // serves reports whether the node serving slot serves cp natively.
 func (n *nodes) serves(ctx context.Context, slot uint16, cp Cap) (bool, error) {
+	if n.scriptsOnly {
+		return false, nil
+	}
 	addr, err := n.addr(ctx, slot)
 	if err != nil {
 		return false, err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -182,17 +181,12 @@ func TestQueueReport(t *testing.T) {
 func TestSplitSystems(t *testing.T) {
 	defs := queueSystems("bench/bullmq")
 	ready, missing := splitSystems(defs, regexp.MustCompile(""))
-	assert.Equal(t, []string{systemBullMQ, systemFloor}, names(ready))
-	assert.Equal(t, []string{systemEmqNative, systemEmqFallback}, names(missing))
+	assert.Equal(t, []string{systemEmqNative, systemEmqFallback, systemBullMQ, systemFloor}, names(ready))
+	assert.Empty(t, missing)
 
 	t.Run("the filter picks by name", func(t *testing.T) {
 		ready, missing := splitSystems(defs, regexp.MustCompile("floor"))
 		assert.Equal(t, []string{systemFloor}, names(ready))
 		assert.Empty(t, missing)
-	})
-	t.Run("every missing system says why", func(t *testing.T) {
-		for _, m := range missing {
-			assert.NotEmpty(t, strings.TrimSpace(m.missing), m.name)
-		}
 	})
 }
