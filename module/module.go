@@ -36,7 +36,7 @@ func Load(m *host.Module) error {
 			return err
 		}
 	} else {
-		m.Log(host.Warning, "emq: this server has no module ACL categories; use +@write or the verbs' names")
+		m.Log(host.Warning, "emq: this server has no module ACL categories, so the verbs are in none (not @emq, @write or @fast, and -@write does not refuse them): grant each by name, +emq.enqueue style, or all with +@all")
 	}
 	if err := m.Intern(emq.Constants); err != nil {
 		return err
