@@ -8,8 +8,8 @@ const startMark = "oO0OoO0OoO0Oo"
 
 // routine are the warning-level lines ("#") servers write when nothing is
 // wrong: the host's memory-overcommit advice, which every server here
-// prints, and the start, load and shutdown notices that Redis 7.0 and 8.0
-// write at warning level where Valkey writes them at notice level.
+// prints, and the start, shutdown and diskless-sync notices that Redis 7.0
+// and 8.0 write at warning level where Valkey writes them at notice level.
 var routine = []string{
 	"Memory overcommit",
 	startMark,
