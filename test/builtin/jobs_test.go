@@ -199,7 +199,7 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 
 	t.Run("a replica without the module holds the primary's data", func(t *testing.T) {
 		assert.Equal(t, want, digest(t, r))
-		assert.Empty(t, warningLines(r.Log()))
+		assert.Empty(t, r.Warnings())
 		for _, c := range commandStats(t, r) {
 			assert.NotContains(t, strings.ToLower(c), "emq")
 		}
@@ -213,7 +213,7 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 	t.Run("a server without the module replays the AOF to the same data", func(t *testing.T) {
 		replay := start(t, valkeytest.Options{NoModule: true, Dir: p.Dir, Config: aof})
 		assert.Equal(t, want, digest(t, replay))
-		assert.Empty(t, warningLines(replay.Log()))
+		assert.Empty(t, replay.Warnings())
 	})
 }
 
@@ -357,6 +357,6 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 	t.Run("a replica without the module holds what they wrote", func(t *testing.T) {
 		valkeytest.WaitReplicated(t, p, r)
 		assert.Equal(t, digest(t, p), digest(t, r))
-		assert.Empty(t, warningLines(r.Log()))
+		assert.Empty(t, r.Warnings())
 	})
 }
