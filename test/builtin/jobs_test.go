@@ -220,12 +220,12 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 // claimScript claims from the queue of KEYS (its four sets) and acks every
 // job it got, from inside one script: ARGV are the claim's lease, count and
 // max_attempts. It replies the ids it acked.
-const claimScript = `local jobs = server.call('EMQ.CLAIM', 4, KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+const claimScript = `local jobs = redis.call('EMQ.CLAIM', 4, KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
 local out = {}
 if not jobs then return out end
 local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #'pending')
 for _, j in ipairs(jobs) do
-  server.call('EMQ.ACK', 2, prefix .. 'job:' .. j[1], KEYS[2], j[2], 0)
+  redis.call('EMQ.ACK', 2, prefix .. 'job:' .. j[1], KEYS[2], j[2], 0)
   out[#out + 1] = j[1]
 end
 return out`

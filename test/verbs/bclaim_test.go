@@ -301,7 +301,7 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 			must(t, s, "ZADD", bq.pending, "0", id)
 		}},
 		{"a ZADD from a script", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
-			must(t, s, "EVAL", "return server.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id)
+			must(t, s, "EVAL", "return redis.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id)
 		}},
 	}
 	for _, c := range cases {
@@ -546,7 +546,7 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 
 func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	script := "return server.call('EMQ.BCLAIM', '4', KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
+	script := "return redis.call('EMQ.BCLAIM', '4', KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3], ARGV[4])"
 	eval := append([]string{"EVAL", script}, bclaim(1000, 0)[1:]...)
 	for _, c := range []struct {
 		name string
