@@ -243,7 +243,7 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 	const q = "acl"
 	sets := queueSets(q)
 	user := func(name string, patterns ...string) {
-		ok(t, s, append(append([]string{"ACL", "SETUSER", name, "on", "nopass"}, grantEveryVerb(s)...), patterns...)...)
+		ok(t, s, append(append([]string{"ACL", "SETUSER", name, "on", "nopass"}, grantEveryVerb(t, s)...), patterns...)...)
 	}
 	user("setsonly", "~"+sets[0], "~"+sets[1], "~"+sets[2], "~"+sets[3])
 	user("queue", "~emq:{acl}:*")
