@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey bullmq bench bench-quick bench-queue bench-queue-quick soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey compat bullmq bench bench-quick bench-queue bench-queue-quick soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -31,6 +31,11 @@ run: valkey build
 ## test: every test — unit, fuzz seeds, integration against real servers
 test: deps build
 	$(GOTEST) -timeout 20m ./...
+
+## compat: every server suite against Valkey 8.0, 8.1, 9.x and Redis 7.0, 8.0 (built from
+## Debian's archive under build/servers/ when missing); writes docs/COMPATIBILITY.md
+compat: deps build
+	bash scripts/compat.sh
 
 unit:
 	$(GOTEST) $$($(GO) list ./... | grep -v /test)

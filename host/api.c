@@ -128,6 +128,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetContextFlags);
     FETCH(GetSelectedDb);
     FETCH(BlockClientOnKeysWithFlags);
+    FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);
     FETCH(SignalKeyAsReady);
     FETCH(CreateTimer);

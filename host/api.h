@@ -99,6 +99,10 @@ typedef struct {
     ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
                                                              void (*)(ValkeyModuleCtx *, void *), long long,
                                                              ValkeyModuleString **, int, void *, int);
+    // Redis 7.0 has no WithFlags: its waiters are not woken by a deletion.
+    ValkeyModuleBlockedClient *(*BlockClientOnKeys)(ValkeyModuleCtx *, cmd_func, cmd_func,
+                                                    void (*)(ValkeyModuleCtx *, void *), long long, ValkeyModuleString **,
+                                                    int, void *);
     void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
     void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);
     uint64_t (*CreateTimer)(ValkeyModuleCtx *, long long, void (*)(ValkeyModuleCtx *, void *), void *);

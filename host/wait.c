@@ -20,7 +20,7 @@ int emq_queues_waited;
 // emq_may_block reports whether the command in ctx may block: not inside
 // MULTI/EXEC or a script, nor for a client that may not block.
 int emq_may_block(ValkeyModuleCtx *ctx) {
-    if (!api.GetContextFlags || !api.BlockClientOnKeysWithFlags) return 0;
+    if (!api.GetContextFlags || !(api.BlockClientOnKeysWithFlags || api.BlockClientOnKeys)) return 0;
     return !(api.GetContextFlags(ctx) & (CTX_FLAGS_LUA | CTX_FLAGS_MULTI | CTX_FLAGS_DENY_BLOCKING));
 }
 
@@ -47,11 +47,16 @@ static void ended(ValkeyModuleCtx *ctx, void *waiter) { emqWaitEnded(ctx, (uint6
 
 // emq_block keeps the call's client waiting on key k: woken when k is
 // signalled, or deleted, until timeout_ms (0: forever). The waiter, never
-// 0, is what the callbacks are given back.
+// 0, is what the callbacks are given back. A server without
+// BlockClientOnKeysWithFlags (Redis 7.0) wakes it on a signal only; a
+// deletion leaves nothing to claim, so the waiter keeps waiting either way.
 int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter) {
-    ValkeyModuleBlockedClient *bc = api.BlockClientOnKeysWithFlags(c->ctx, woken, timed_out, ended, timeout_ms,
-                                                                   &c->names[k], 1, (void *)(uintptr_t)waiter,
-                                                                   BLOCK_UNBLOCK_DELETED);
+    void *pd = (void *)(uintptr_t)waiter;
+    ValkeyModuleBlockedClient *bc =
+        api.BlockClientOnKeysWithFlags
+            ? api.BlockClientOnKeysWithFlags(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1, pd,
+                                             BLOCK_UNBLOCK_DELETED)
+            : api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1, pd);
     return bc ? 0 : -1;
 }
 

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
+
+	"github.com/echomq/emq/internal/docsection"
 )
 
 // cpuReport is what one benchmark run found, ready to print.
@@ -93,19 +94,11 @@ says the command that produced it. Every verb is measured against the
 compositions it replaces, doing the same logical operations in the same run.
 `
 
-// replaceSection returns doc with section name's body replaced by body, or
-// body appended as that section when doc has none.
+// replaceSection returns doc (a new document if empty) with section name's
+// body replaced by body, or body appended as that section when doc has none.
 func replaceSection(doc, name, body string) string {
-	begin, end := "<!-- emq-bench:"+name+" -->", "<!-- /emq-bench:"+name+" -->"
-	block := begin + "\n" + strings.TrimRight(body, "\n") + "\n" + end + "\n"
 	if doc == "" {
 		doc = docTitle
 	}
-	i := strings.Index(doc, begin)
-	j := strings.Index(doc, end)
-	if i < 0 || j < i {
-		return strings.TrimRight(doc, "\n") + "\n\n" + block
-	}
-	rest := strings.TrimPrefix(doc[j+len(end):], "\n")
-	return doc[:i] + block + rest
+	return docsection.Replace(doc, "emq-bench:"+name, body)
 }

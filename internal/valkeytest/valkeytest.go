@@ -1,8 +1,11 @@
-// Package valkeytest starts real valkey-server processes on free loopback
-// ports for tests, benchmarks and examples: with the emq module or without
-// it, as replicas, with persistence, in a cluster. Every server is stopped
-// when its test ends. A server that cannot be started fails the test; it
-// never skips.
+// Package valkeytest starts real server processes on free loopback ports for
+// tests, benchmarks and examples: with the emq module or without it, as
+// replicas, with persistence, in a cluster. Every server is stopped when its
+// test ends. A server that cannot be started fails the test; it never skips.
+//
+// The server is valkey-server from PATH, or the binary $EMQ_SERVER names —
+// any Valkey or Redis the module supports (make compat runs every suite
+// against each); [Server.Product] tells a test which one it got.
 package valkeytest
 
 import (
@@ -37,7 +40,7 @@ type Options struct {
 	Port int
 }
 
-// Server is one running valkey-server.
+// Server is one running server process.
 type Server struct {
 	Addr string
 	Port int
@@ -77,6 +80,20 @@ func ModulePath() (string, error) {
 	}
 }
 
+// ServerPath returns the server binary the tests start: $EMQ_SERVER (an
+// absolute path, or a name to look up on PATH), or valkey-server on PATH.
+func ServerPath() (string, error) {
+	name := os.Getenv("EMQ_SERVER")
+	if name == "" {
+		name = "valkey-server"
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("no server %s (make test installs valkey-server, scripts/servers.sh the others): %w", name, err)
+	}
+	return p, nil
+}
+
 // FreePort returns a loopback port nothing listens on right now.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -104,8 +121,9 @@ func Start(t testing.TB, opts Options) *Server {
 // Launch starts a server; the caller stops it. For tools outside tests: a
 // data directory it makes is removed when the server stops.
 func Launch(opts Options) (*Server, error) {
-	if _, err := exec.LookPath("valkey-server"); err != nil {
-		return nil, fmt.Errorf("valkey-server is not installed (make test installs it): %w", err)
+	bin, err := ServerPath()
+	if err != nil {
+		return nil, err
 	}
 	ownDir := opts.Dir == ""
 	if ownDir {
@@ -117,7 +135,7 @@ func Launch(opts Options) (*Server, error) {
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := launch(opts)
+		s, err := launch(bin, opts)
 		if err == nil {
 			s.ownDir = ownDir
 			return s, nil
@@ -133,7 +151,7 @@ func Launch(opts Options) (*Server, error) {
 	return nil, lastErr
 }
 
-func launch(opts Options) (*Server, error) {
+func launch(bin string, opts Options) (*Server, error) {
 	port := opts.Port
 	if port == 0 {
 		p, err := FreePort()
@@ -159,7 +177,7 @@ func launch(opts Options) (*Server, error) {
 	for i := 0; i+1 < len(opts.Config); i += 2 {
 		args = append(args, "--"+opts.Config[i], opts.Config[i+1])
 	}
-	cmd := exec.Command("valkey-server", args...)
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = opts.Dir
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -170,7 +188,7 @@ func launch(opts Options) (*Server, error) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("valkey-server on port %d exited at start:\n%s", port, s.LogTail(20))
+			return nil, fmt.Errorf("%s on port %d exited at start:\n%s", bin, port, s.LogTail(20))
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
@@ -182,7 +200,7 @@ func launch(opts Options) (*Server, error) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.Stop()
-	return nil, fmt.Errorf("valkey-server on port %d did not answer within 15s:\n%s", port, s.LogTail(20))
+	return nil, fmt.Errorf("%s on port %d did not answer within 15s:\n%s", bin, port, s.LogTail(20))
 }
 
 func (s *Server) ping() error {
@@ -275,16 +293,4 @@ func (s *Server) LogTail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// ModuleWarnings returns the log lines at warning level that the module
-// wrote ("<emq>" lines marked #).
-func (s *Server) ModuleWarnings() []string {
-	var out []string
-	for _, line := range strings.Split(s.Log(), "\n") {
-		if strings.Contains(line, " # <emq>") {
-			out = append(out, line)
-		}
-	}
-	return out
 }

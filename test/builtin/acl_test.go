@@ -18,10 +18,24 @@ func as(t *testing.T, cl valkey.Client, c command) valkey.ValkeyResult {
 	return cl.Do(ctx(t), c.build(cl))
 }
 
-func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
+// grantEveryVerb is the ACL rule that grants every verb and nothing else.
+func grantEveryVerb(t *testing.T, s *valkeytest.Server) []string {
+	rules, err := s.VerbGrant()
+	require.NoError(t, err)
+	return rules
+}
+
+// refused reports whether r is an ACL refusal.
+func refused(r valkey.ValkeyResult) bool { return strings.HasPrefix(errorText(r), "NOPERM ") }
+
+func TestACLCategoriesHoldTheVerbs(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(4)
 	require.NoError(t, err)
+	if !s.Product().ModuleACLCategories() {
+		aclWithoutModuleCategories(t, s, m)
+		return
+	}
 	ok(t, s, "ACL", "SETUSER", "tagged", "on", "nopass", "+@emq", "~emq:{a}:*")
 	ok(t, s, "ACL", "SETUSER", "nowrite", "on", "nopass", "+@all", "-@write", "~*")
 	ok(t, s, "ACL", "SETUSER", "fast", "on", "nopass", "+@fast", "~*")
@@ -29,30 +43,18 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 	tagged, nowrite, fast := newClient(t, s, "tagged"), newClient(t, s, "nowrite"), newClient(t, s, "fast")
 	reader := newClient(t, s, "reader")
 
-	t.Run("+@emq with a key pattern allows every verb on its keys", func(t *testing.T) {
-		calls, _ := oneOfEach(m, "a")
-		for _, c := range append(calls, caps) {
-			assert.NoError(t, as(t, tagged, c).Error(), c.String())
-		}
-	})
-
-	t.Run("+@emq with a key pattern refuses every verb on other keys with NOPERM", func(t *testing.T) {
-		calls, written := oneOfEach(m, "b")
-		for _, c := range calls {
-			assert.True(t, strings.HasPrefix(errorText(as(t, tagged, c)), "NOPERM "), c.String())
-		}
-		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+	t.Run("the module loads with no ACL note", func(t *testing.T) {
+		assert.Empty(t, s.LoadWarnings())
 	})
 
 	t.Run("+@emq grants no built-in", func(t *testing.T) {
-		got := errorText(as(t, tagged, builtin("HSET", 1, keys.Job("a", m.Mint(ids.Job).String()), "f", "v")))
-		assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
+		assert.True(t, refused(as(t, tagged, builtin("HSET", 1, keys.Job("a", m.Mint(ids.Job).String()), "f", "v"))))
 	})
 
 	t.Run("-@write refuses every write verb and allows EMQ.CAPS", func(t *testing.T) {
 		calls, written := oneOfEach(m, "w")
 		for _, c := range calls {
-			assert.True(t, strings.HasPrefix(errorText(as(t, nowrite, c)), "NOPERM "), c.String())
+			assert.True(t, refused(as(t, nowrite, c)), c.String())
 		}
 		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
 		assert.NoError(t, as(t, nowrite, caps).Error())
@@ -75,6 +77,76 @@ func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
 		calls, written := oneOfEach(m, "r")
 		for _, c := range calls {
 			assert.True(t, strings.HasPrefix(errorText(as(t, reader, c)), "NOPERM "), c.String())
+		}
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+	})
+}
+
+// aclWithoutModuleCategories holds a server that has no module ACL
+// categories (Redis 7.0) to what the module's load note says: the verbs
+// are in no category, so only grants by name or +@all reach them.
+func aclWithoutModuleCategories(t *testing.T, s *valkeytest.Server, m *ids.Minter) {
+	ok(t, s, "ACL", "SETUSER", "writer", "on", "nopass", "+@write", "+@fast", "+@slow", "~*")
+	ok(t, s, "ACL", "SETUSER", "nowrite", "on", "nopass", "+@all", "-@write", "~*")
+	ok(t, s, "ACL", "SETUSER", "enqueuer", "on", "nopass", "+emq.enqueue", "~*")
+	writer, nowrite, enqueuer := newClient(t, s, "writer"), newClient(t, s, "nowrite"), newClient(t, s, "enqueuer")
+
+	t.Run("the load log says to grant the verbs by name or with +@all", func(t *testing.T) {
+		notes := strings.Join(s.LoadWarnings(), "\n")
+		assert.Contains(t, notes, "+emq.enqueue")
+		assert.Contains(t, notes, "+@all")
+	})
+
+	t.Run("+@emq is refused: the server has no such category", func(t *testing.T) {
+		assert.Error(t, s.Do("ACL", "SETUSER", "tagged", "+@emq").Error())
+	})
+
+	t.Run("+@write, +@fast and +@slow grant no verb", func(t *testing.T) {
+		calls, written := oneOfEach(m, "w")
+		for _, c := range append(calls, caps) {
+			assert.True(t, refused(as(t, writer, c)), c.String())
+		}
+		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
+	})
+
+	t.Run("+@all -@write still grants every verb", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "n")
+		for _, c := range append(calls, caps) {
+			assert.NoError(t, as(t, nowrite, c).Error(), c.String())
+		}
+	})
+
+	t.Run("a grant by name allows that verb and no other", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "e")
+		for _, c := range append(calls, caps) {
+			got := as(t, enqueuer, c)
+			if c.name == "EMQ.ENQUEUE" {
+				assert.NoError(t, got.Error(), c.String())
+			} else {
+				assert.True(t, refused(got), c.String())
+			}
+		}
+	})
+}
+
+func TestACLGovernsVerbsLikeBuiltins(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(4)
+	require.NoError(t, err)
+	ok(t, s, append(append([]string{"ACL", "SETUSER", "tagged", "on", "nopass"}, grantEveryVerb(t, s)...), "~emq:{a}:*")...)
+	tagged := newClient(t, s, "tagged")
+
+	t.Run("the verbs' grant with a key pattern allows every verb on its keys", func(t *testing.T) {
+		calls, _ := oneOfEach(m, "a")
+		for _, c := range append(calls, caps) {
+			assert.NoError(t, as(t, tagged, c).Error(), c.String())
+		}
+	})
+
+	t.Run("the verbs' grant with a key pattern refuses every verb on other keys with NOPERM", func(t *testing.T) {
+		calls, written := oneOfEach(m, "b")
+		for _, c := range calls {
+			assert.True(t, refused(as(t, tagged, c)), c.String())
 		}
 		assert.Equal(t, int64(0), num(t, s, append([]string{"EXISTS"}, written...)...))
 	})

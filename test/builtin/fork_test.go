@@ -59,7 +59,7 @@ func TestForksUnderLoad(t *testing.T) {
 
 	t.Run("every fork finished and reported ok", func(t *testing.T) {
 		assert.GreaterOrEqual(t, infoInt(t, s, "stats", "total_forks")-forksBefore, int64(2*forks))
-		assert.Empty(t, warningLines(s.Log()))
+		assert.Empty(t, s.Warnings())
 	})
 	t.Run("the server answered PING throughout", func(t *testing.T) {
 		assert.Zero(t, pings.failed)

@@ -199,7 +199,7 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 
 	t.Run("a replica without the module holds the primary's data", func(t *testing.T) {
 		assert.Equal(t, want, digest(t, r))
-		assert.Empty(t, warningLines(r.Log()))
+		assert.Empty(t, r.Warnings())
 		for _, c := range commandStats(t, r) {
 			assert.NotContains(t, strings.ToLower(c), "emq")
 		}
@@ -213,19 +213,19 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 	t.Run("a server without the module replays the AOF to the same data", func(t *testing.T) {
 		replay := start(t, valkeytest.Options{NoModule: true, Dir: p.Dir, Config: aof})
 		assert.Equal(t, want, digest(t, replay))
-		assert.Empty(t, warningLines(replay.Log()))
+		assert.Empty(t, replay.Warnings())
 	})
 }
 
 // claimScript claims from the queue of KEYS (its four sets) and acks every
 // job it got, from inside one script: ARGV are the claim's lease, count and
 // max_attempts. It replies the ids it acked.
-const claimScript = `local jobs = server.call('EMQ.CLAIM', 4, KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
+const claimScript = `local jobs = redis.call('EMQ.CLAIM', 4, KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3])
 local out = {}
 if not jobs then return out end
 local prefix = string.sub(KEYS[1], 1, #KEYS[1] - #'pending')
 for _, j in ipairs(jobs) do
-  server.call('EMQ.ACK', 2, prefix .. 'job:' .. j[1], KEYS[2], j[2], 0)
+  redis.call('EMQ.ACK', 2, prefix .. 'job:' .. j[1], KEYS[2], j[2], 0)
   out[#out + 1] = j[1]
 end
 return out`
@@ -357,6 +357,6 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 	t.Run("a replica without the module holds what they wrote", func(t *testing.T) {
 		valkeytest.WaitReplicated(t, p, r)
 		assert.Equal(t, digest(t, p), digest(t, r))
-		assert.Empty(t, warningLines(r.Log()))
+		assert.Empty(t, r.Warnings())
 	})
 }

@@ -149,14 +149,14 @@ func TestTransactionsAndScriptsRunVerbsLikeBuiltins(t *testing.T) {
 	t.Run("a replica without the module holds what transactions and scripts wrote", func(t *testing.T) {
 		valkeytest.WaitReplicated(t, s, replica)
 		assert.Equal(t, digest(t, s), digest(t, replica))
-		assert.Empty(t, warningLines(replica.Log()))
+		assert.Empty(t, replica.Warnings())
 	})
 	t.Run("so does a replay of the AOF without the module", func(t *testing.T) {
 		want := digest(t, s)
 		s.Stop()
 		r := start(t, valkeytest.Options{NoModule: true, Dir: s.Dir, Config: aof})
 		assert.Equal(t, want, digest(t, r))
-		assert.Empty(t, warningLines(r.Log()))
+		assert.Empty(t, r.Warnings())
 	})
 }
 

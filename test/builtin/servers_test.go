@@ -119,19 +119,3 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-// warningLines returns the warning-level lines ("#") the server wrote
-// since it last started, other than the host's memory-overcommit advice,
-// which every server here prints.
-func warningLines(log string) []string {
-	if i := strings.LastIndex(log, "Valkey is starting"); i >= 0 {
-		log = log[i:]
-	}
-	var out []string
-	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, " # ") && !strings.Contains(line, "Memory overcommit") {
-			out = append(out, line)
-		}
-	}
-	return out
-}

@@ -62,9 +62,11 @@ func TestCommandInfoMatchesTheTable(t *testing.T) {
 			} else {
 				assert.Equal(t, []int64{0, 0, 0}, []int64{first, last, step}, "first/last/step")
 			}
-			var acl []string
+			var acl []string // none where the server has no module ACL categories
 			for _, c := range strings.Fields(r.ACL) {
-				acl = append(acl, "@"+c)
+				if s.Product().ModuleACLCategories() {
+					acl = append(acl, "@"+c)
+				}
 			}
 			assert.ElementsMatch(t, acl, strs(t, fields[6]), "ACL categories")
 			specs, err := fields[8].ToArray()
@@ -245,9 +247,11 @@ func TestGetKeys(t *testing.T) {
 			assert.Contains(t, strs(t, pair[1]), "RW")
 		})
 	}
-	t.Run("caps has no keys", func(t *testing.T) {
+	t.Run("caps has no keys, as PING has none", func(t *testing.T) {
 		err := s.Do("COMMAND", "GETKEYS", "EMQ.CAPS").Error()
-		require.ErrorContains(t, err, "command has no key arguments")
+		require.Error(t, err)
+		// Redis 7.0 refuses COMMAND GETKEYS of a command alone for its arity.
+		assert.Equal(t, s.Do("COMMAND", "GETKEYS", "PING").Error().Error(), err.Error())
 	})
 }
 

@@ -72,7 +72,7 @@ func TestTorture(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	base := measure(t, s.Addr)
+	base := measure(t, s)
 	before := infoEmqOf(t, s.Addr)
 
 	total := run(t, s, newWorkers(cfg.seed, "", mixed), cfg.rounds, cfg.perRound, cfg.digestBatch)
@@ -82,15 +82,17 @@ func TestTorture(t *testing.T) {
 	infoCountsReplies(t, before, infoEmqOf(t, s.Addr), total)
 	assert.Empty(t, s.ModuleWarnings(), "the server log holds no module warning")
 
-	end := measure(t, s.Addr)
+	end := measure(t, s)
 	t.Logf("memory, baseline → end: used_memory_rss %d → %d, allocator_resident %d → %d, used_memory %d → %d, Go heap in use after GC %d → %d",
 		base.rss, end.rss, base.resident, end.resident, base.used, end.used, base.goHeap, end.goHeap)
 	assert.LessOrEqual(t, end.used, base.used*105/100, "used_memory back within 5 % of the baseline")
-	assert.LessOrEqual(t, end.resident, base.resident*105/100, "jemalloc's resident memory back within 5 % of the baseline")
 	assert.LessOrEqual(t, end.goHeap, max(base.goHeap*105/100, base.goHeap+goHeapSlack),
 		"the Go heap back within 5 %% (or %d bytes) of the baseline", goHeapSlack)
-	assert.LessOrEqual(t, end.rss, base.rss*105/100+goRetained,
-		"RSS back within 5 %% of the baseline, plus the %d bytes of free heap the Go runtime may keep", goRetained)
+	assert.LessOrEqual(t, end.resident, base.resident*105/100+allocatorStep,
+		"jemalloc's resident memory back within 5 %% of the baseline, plus one %d-byte step of its residency", allocatorStep)
+	assert.LessOrEqual(t, end.rss, base.rss*105/100+goRetained+allocatorStep,
+		"RSS back within 5 %% of the baseline, plus the %d bytes of free heap the Go runtime may keep and one %d-byte step of jemalloc's residency",
+		goRetained, allocatorStep)
 }
 
 // run plants the workers' wrong-typed keys, then sends rounds of their
@@ -445,7 +447,10 @@ const compactionKey = "emq:{compaction}:stream:s"
 //     drops them all, then a small one, so both ends keep the same.
 //   - FLUSHALL SYNC frees the data set (lazyfree is on by default in 8.0);
 //     SLOWLOG RESET the server's copies of slow calls' arguments (bounded by
-//     slowlog-max-len; the run has more slow calls than the warm-up);
+//     slowlog-max-len; the run has more slow calls than the warm-up), and
+//     where the server has COMMANDLOG (Valkey 8.1+) COMMANDLOG RESET its
+//     large-request and large-reply logs too (128 entries each, filled by
+//     the run's large calls);
 //     CONFIG RESETSTAT the per-command latency histograms, ~24 KB for each
 //     command ever called (the run ends with commands the warm-up never
 //     sent: DEBUG, HGETALL, XRANGE …); MEMORY PURGE hands jemalloc's free
@@ -458,8 +463,9 @@ const compactionKey = "emq:{compaction}:stream:s"
 //     small refused calls until the GC has run 5 times, and after each cycle
 //     lets the sweeper finish before it reads the heap; the least reading
 //     counts. The end may also be goHeapSlack above the baseline.
-func measure(t *testing.T, addr string) memory {
-	c := mustDial(t, addr)
+func measure(t *testing.T, s *valkeytest.Server) memory {
+	commandlog := s.HasCommand("COMMANDLOG")
+	c := mustDial(t, s.Addr)
 	defer c.close()
 	do := func(args ...string) reply {
 		r, err := c.str(args...)
@@ -478,6 +484,10 @@ func measure(t *testing.T, addr string) memory {
 	do("EMQ.CAPS")
 	do("FLUSHALL", "SYNC")
 	do("SLOWLOG", "RESET")
+	if commandlog {
+		do("COMMANDLOG", "RESET", "large-request")
+		do("COMMANDLOG", "RESET", "large-reply")
+	}
 	do("CONFIG", "RESETSTAT")
 	do("MEMORY", "PURGE")
 
@@ -499,8 +509,21 @@ func measure(t *testing.T, addr string) memory {
 // on the history of the heap's extent, not on leaks: two identical passes
 // read 1.2 MB and 3.5 MB of Go arena in /proc/<pid>/smaps. INFO emq cannot
 // show it, so process RSS is allowed that much beyond 5 %; the module's own
-// memory is held to 5 % by used_memory, allocator_resident and the Go heap.
+// memory is held to 5 % by used_memory and the Go heap.
 const goRetained = 4 << 20
+
+// allocatorStep is how far jemalloc's resident memory may move with no
+// more memory in use. Its resident figure counts the pages of its own
+// metadata, which it maps in 2 MiB blocks, and of the extents it keeps for
+// reuse, not only the pages of live allocations; MEMORY PURGE returns free
+// pages, not a block or slab that one live allocation still holds. Which of
+// them the end of a run has touched varies by run, not by the number of
+// calls: about one run in seven on Valkey 8.1 read ~2 MB more resident than
+// the baseline while used_memory and the Go heap, held to 5 % above, stayed
+// flat. So resident memory and RSS may be one such step over their 5 %; a
+// leak grows with the calls, and the 200,000-call run holds it to the same
+// bound.
+const allocatorStep = 2 << 20
 
 // goHeapSlack is what two readings of one live Go heap may differ by. The
 // heap is counted in 8 KB spans, and the few objects that outlive a call —
