@@ -68,17 +68,19 @@ func TestAHugeBatchGivesItsMemoryBack(t *testing.T) {
 	}
 	t.Logf("before → after the batch: Go heap in use %d → %d, Go heap live %d → %d, RSS %d → %d",
 		before.goInuse, after.goInuse, before.goLive, after.goLive, before.rss, after.rss)
-	assert.LessOrEqual(t, after.rss, bound, "RSS is back within 5 %% (and the %d bytes of free heap the Go runtime may keep)", goRetained)
+	assert.LessOrEqual(t, after.rss, bound, "RSS is back within 5 %% (and the %d bytes of free memory the runtimes may keep)", goRetained)
 }
 
 // goHeapSlack is what two readings of a Go heap that holds the same may
 // differ by: the garbage of a few calls and INFO replies, in 8 KB spans.
 const goHeapSlack = 16 * 8 << 10
 
-// goRetained is the free heap the Go runtime keeps resident without
-// returning it: up to its heap goal, 4 MB for a heap as small as the
-// module's.
-const goRetained = 4 << 20
+// goRetained is the memory a settled server may keep resident without
+// holding anything: the Go runtime's free heap up to its goal (4 MB for a
+// heap as small as the module's) and a few of jemalloc's 2 MB residency
+// steps, seen on a loaded machine. Keeping the batch's memory is 35 MB
+// more: this bound still tells the two apart.
+const goRetained = 10 << 20
 
 // alone sends c on a connection of its own, closed at once, so that no
 // client buffer sized by the call outlives it.
