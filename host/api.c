@@ -63,7 +63,6 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     release_constants();
     memset(&api, 0, sizeof(api));
     api.GetApi = get_api;
-    FETCH(IsModuleNameBusy);
     FETCH(SetModuleAttribs);
     FETCH(SetModuleOptions);
     FETCH(CreateCommand);

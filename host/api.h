@@ -28,7 +28,6 @@ typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 typedef struct {
     int (*GetApi)(const char *, void *);
-    int (*IsModuleNameBusy)(const char *);
     void (*SetModuleAttribs)(ValkeyModuleCtx *, const char *, int, int);
     void (*SetModuleOptions)(ValkeyModuleCtx *, int);
     int (*CreateCommand)(ValkeyModuleCtx *, const char *, cmd_func, const char *, int, int, int);
