@@ -1,7 +1,5 @@
 package emq
 
-import "github.com/echomq/emq/keys"
-
 // Ack acknowledges a job its caller holds:
 //
 //	EMQ.ACK 2 emq:{q}:job:<id> emq:{q}:active <attempt> <keep_ms>
@@ -10,12 +8,12 @@ import "github.com/echomq/emq/keys"
 // keep_ms 0 its row is deleted, else the row is kept, state done, for
 // keep_ms (a late duplicate ENQUEUE of the id still answers 0). Replies 1.
 var Ack = &Verb{Name: "EMQ.ACK", Arity: 6, Keys: 2, Cap: "ack",
-	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkAck(a); return err },
+	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkLeased(a, keepBound); return err },
 	Run:   ack}
 
 func ack(c Call) error {
 	// shape and fence
-	attempt, keep, id, err := checkAck(c.Args)
+	attempt, keep, id, err := checkLeased(c.Args, keepBound)
 	if err != nil {
 		return err
 	}
@@ -43,19 +41,4 @@ func ack(c Call) error {
 
 	// apply
 	return s.Apply(p)
-}
-
-// checkAck decides what ACK's arguments decide alone.
-func checkAck(a [][]byte) (attempt, keep int64, id []byte, err error) {
-	if err := numkeys(a, 2); err != nil {
-		return 0, 0, nil, err
-	}
-	if attempt, err = attemptBound.parse(a[4]); err != nil {
-		return 0, 0, nil, err
-	}
-	if keep, err = keepBound.parse(a[5]); err != nil {
-		return 0, 0, nil, err
-	}
-	_, id, err = queueKeys(a, true, keys.ActiveSet)
-	return attempt, keep, id, err
 }

@@ -1,7 +1,5 @@
 package emq
 
-import "github.com/echomq/emq/keys"
-
 // Extend renews the lease of a job its caller holds:
 //
 //	EMQ.EXTEND 2 emq:{q}:job:<id> emq:{q}:active <attempt> <lease_ms>
@@ -10,12 +8,12 @@ import "github.com/echomq/emq/keys"
 // lease_ms, which it replies. A lease may be extended after its deadline
 // passed, until a sweep requeues the job.
 var Extend = &Verb{Name: "EMQ.EXTEND", Arity: 6, Keys: 2, Cap: "extend",
-	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkExtend(a); return err },
+	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkLeased(a, leaseBound); return err },
 	Run:   extend}
 
 func extend(c Call) error {
 	// shape and fence
-	attempt, lease, id, err := checkExtend(c.Args)
+	attempt, lease, id, err := checkLeased(c.Args, leaseBound)
 	if err != nil {
 		return err
 	}
@@ -38,19 +36,4 @@ func extend(c Call) error {
 
 	// apply
 	return s.Apply(p)
-}
-
-// checkExtend decides what EXTEND's arguments decide alone.
-func checkExtend(a [][]byte) (attempt, lease int64, id []byte, err error) {
-	if err := numkeys(a, 2); err != nil {
-		return 0, 0, nil, err
-	}
-	if attempt, err = attemptBound.parse(a[4]); err != nil {
-		return 0, 0, nil, err
-	}
-	if lease, err = leaseBound.parse(a[5]); err != nil {
-		return 0, 0, nil, err
-	}
-	_, id, err = queueKeys(a, true, keys.ActiveSet)
-	return attempt, lease, id, err
 }

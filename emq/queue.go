@@ -74,6 +74,23 @@ func queueKeys(a [][]byte, job bool, sets ...string) (queue, id []byte, err erro
 	return queue, id, nil
 }
 
+// checkLeased decides what EXTEND's and ACK's arguments decide alone:
+// numkeys 2, the attempt, the verb's own number (second), then the job key
+// and the active key.
+func checkLeased(a [][]byte, second bound) (attempt, n int64, id []byte, err error) {
+	if err := numkeys(a, 2); err != nil {
+		return 0, 0, nil, err
+	}
+	if attempt, err = attemptBound.parse(a[4]); err != nil {
+		return 0, 0, nil, err
+	}
+	if n, err = second.parse(a[5]); err != nil {
+		return 0, 0, nil, err
+	}
+	_, id, err = queueKeys(a, true, keys.ActiveSet)
+	return attempt, n, id, err
+}
+
 // zsets refuses WRONGTYPE unless keys from … to-1 are sorted sets or absent.
 func zsets(s Server, from, to int) error {
 	for k := from; k < to; k++ {
