@@ -114,12 +114,14 @@ static int ends_with(const char *s, size_t len, const char *suffix) {
 // waiters may bring its next due time nearer (Go decides).
 static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
     (void)type;
-    if (strcmp(event, "zadd") != 0) return 0;
+    // with nobody waiting on any queue there is nothing to wake or re-arm:
+    // an enqueue then pays for this one comparison only
+    if (!emq_queues_waited || strcmp(event, "zadd") != 0) return 0;
     size_t len;
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
         api.SignalKeyAsReady(ctx, key);
-    } else if (emq_queues_waited && (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active"))) {
+    } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active")) {
         ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);
         double score;
         int found = first_score(k, &score);
