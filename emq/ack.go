@@ -12,24 +12,15 @@ var Ack = &Verb{Name: "EMQ.ACK", Arity: 6, Keys: 2, Cap: "ack",
 	Run:   ack}
 
 func ack(c Call) error {
-	// shape and fence
-	attempt, keep, id, err := checkLeased(c.Args, keepBound)
+	// shape, fence and reads
+	keep, id, err := leased(c, keepBound)
 	if err != nil {
 		return err
 	}
-
-	// reads
 	s, p := c.Server, c.Plan
-	s.Open(2, false)
-	if err := zsets(s, 1, 2); err != nil {
-		return err
-	}
-	if _, err := leasedJob(s, p, attempt); err != nil {
-		return err
-	}
 
 	// plan
-	p.zrem(1, p.Bytes(id))
+	p.zrem(1, id)
 	if keep == 0 {
 		p.write(Write{Op: Del, Key: 0})
 	} else {

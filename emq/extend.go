@@ -12,25 +12,16 @@ var Extend = &Verb{Name: "EMQ.EXTEND", Arity: 6, Keys: 2, Cap: "extend",
 	Run:   extend}
 
 func extend(c Call) error {
-	// shape and fence
-	attempt, lease, id, err := checkLeased(c.Args, leaseBound)
+	// shape, fence and reads
+	lease, id, err := leased(c, leaseBound)
 	if err != nil {
 		return err
 	}
-
-	// reads
 	s, p := c.Server, c.Plan
-	s.Open(2, false)
-	if err := zsets(s, 1, 2); err != nil {
-		return err
-	}
-	if _, err := leasedJob(s, p, attempt); err != nil {
-		return err
-	}
 
 	// plan
 	deadline := s.NowMs() + lease
-	p.zadd(1, p.Bytes(id), float64(deadline))
+	p.zadd(1, id, float64(deadline))
 	p.replyInt(deadline)
 	p.count(JobsExtended, 1)
 

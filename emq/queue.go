@@ -91,6 +91,25 @@ func checkLeased(a [][]byte, second bound) (attempt, n int64, id []byte, err err
 	return attempt, n, id, err
 }
 
+// leased runs what EXTEND and ACK share — the argument check, then the
+// reads: the active key's type, the job active under the attempt — and
+// returns the verb's own number and a ref to the job's id.
+func leased(c Call, second bound) (n int64, id Ref, err error) {
+	attempt, n, jobID, err := checkLeased(c.Args, second)
+	if err != nil {
+		return 0, 0, err
+	}
+	s := c.Server
+	s.Open(2, false)
+	if err := zsets(s, 1, 2); err != nil {
+		return 0, 0, err
+	}
+	if _, err := leasedJob(s, c.Plan, attempt); err != nil {
+		return 0, 0, err
+	}
+	return n, c.Plan.Bytes(jobID), nil
+}
+
 // zsets refuses WRONGTYPE unless keys from … to-1 are sorted sets or absent.
 func zsets(s Server, from, to int) error {
 	for k := from; k < to; k++ {
