@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // Product is which server a Server is: its name and version, as INFO
@@ -83,14 +82,4 @@ func (p Product) String() string {
 func (s *Server) HasCommand(name string) bool {
 	rows, err := s.Do("COMMAND", "INFO", name).ToArray()
 	return err == nil && len(rows) == 1 && !rows[0].IsNil()
-}
-
-// SkipWithout skips t, saying which server lacks what, unless the server
-// knows the command name: for a test of the module beside a command that
-// only newer servers have.
-func (s *Server) SkipWithout(t testing.TB, name string) {
-	t.Helper()
-	if !s.HasCommand(name) {
-		t.Skipf("%s has no %s", s.Product(), name)
-	}
 }
