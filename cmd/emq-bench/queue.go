@@ -59,9 +59,8 @@ type queueSystem interface {
 
 // systemDef names a system and how to start a run of it.
 type systemDef struct {
-	name    string
-	start   func(addr string, run queueRun) (queueSystem, error) // nil: not built yet
-	missing string                                               // why start is nil
+	name  string
+	start func(addr string, run queueRun) (queueSystem, error)
 }
 
 // Systems' names, as the report prints them.
@@ -205,7 +204,7 @@ func runQueue(o options) (section, body string, err error) {
 	}
 	defer s.Stop()
 	cfg := o.queueCfg
-	ready, missing := splitSystems(queueSystems(cfg.bullmqDir), cfg.systems)
+	ready := pickSystems(queueSystems(cfg.bullmqDir), cfg.systems)
 	if len(ready) == 0 {
 		return "", "", fmt.Errorf("no system to run matches %q", cfg.systems)
 	}
@@ -244,7 +243,7 @@ func runQueue(o options) (section, body string, err error) {
 		header: runFacts(s, queueSetup(cfg, s.pinning, s.cpuSource())+
 			fmt.Sprintf("; the machine's load average %s when the measured runs began, %s when they ended", loadBefore, loadAverage())),
 		about:   aboutSystems(cfg),
-		results: results, systems: names(ready), missing: missing,
+		results: results, systems: names(ready),
 	}
 	if o.out != "" {
 		if rep.chart, err = writeQueueChart(o.out, rep); err != nil {
@@ -254,19 +253,15 @@ func runQueue(o options) (section, body string, err error) {
 	return sectionQueue, rep.String(), nil
 }
 
-// splitSystems picks the systems whose name matches only: those that can
-// run, and those not built yet.
-func splitSystems(defs []systemDef, only *regexp.Regexp) (ready, missing []systemDef) {
+// pickSystems is the systems whose name matches only, in defs' order.
+func pickSystems(defs []systemDef, only *regexp.Regexp) []systemDef {
+	var out []systemDef
 	for _, def := range defs {
-		switch {
-		case !only.MatchString(def.name):
-		case def.start == nil:
-			missing = append(missing, def)
-		default:
-			ready = append(ready, def)
+		if only.MatchString(def.name) {
+			out = append(out, def)
 		}
 	}
-	return ready, missing
+	return out
 }
 
 func names(defs []systemDef) []string {

@@ -62,7 +62,7 @@ const cgFloorTarget = 2.5
 // job, enqueue to acknowledgement, for each mode and concurrency.
 func runQueueCallgrind(o options) (section, body string, err error) {
 	cfg := o.queueCfg
-	ready, missing := splitSystems(queueSystems(cfg.bullmqDir), cfg.systems)
+	ready := pickSystems(queueSystems(cfg.bullmqDir), cfg.systems)
 	if len(ready) == 0 {
 		return "", "", fmt.Errorf("no system to run matches %q", cfg.systems)
 	}
@@ -95,7 +95,6 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 		"then %d repetitions, the systems interleaved; an idle main thread's %.0f instructions/s taken out",
 		cfg.cgJobs, cfg.run.payload, cfg.run.batch, cfg.modes, warmUpJobs, cgReps, p.idle)))
 	fmt.Fprintf(&out, "- BullMQ: %s, options as in the CPU section.\n", bullmqFacts(cfg.bullmqDir))
-	writeMissing(&out, missing)
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "Medians over the repetitions, [the range]; ratios pair the systems' runs of one repetition.")
 	fmt.Fprintln(&out)

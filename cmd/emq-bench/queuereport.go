@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -19,8 +18,7 @@ type queueReport struct {
 	header  string   // how the runs were made
 	systems []string // the systems measured, in report order
 	about   []string // a line per system: what it is, its versions and options
-	missing []systemDef
-	chart   string // the chart's file name relative to the document, or ""
+	chart   string   // the chart's file name relative to the document, or ""
 	results []runResult
 }
 
@@ -124,7 +122,6 @@ func (rep queueReport) String() string {
 	for _, line := range rep.about {
 		fmt.Fprintf(&b, "- %s\n", line)
 	}
-	writeMissing(&b, rep.missing)
 	fmt.Fprintln(&b)
 	if rep.chart != "" {
 		fmt.Fprintf(&b, "![server main-thread CPU per job, relative to BullMQ](%s)\n\n", rep.chart)
@@ -175,13 +172,6 @@ func (rep queueReport) String() string {
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
 	return b.String()
-}
-
-// writeMissing lists the systems not built yet, and why.
-func writeMissing(w io.Writer, missing []systemDef) {
-	for _, m := range missing {
-		fmt.Fprintf(w, "- %s: not measured — %s.\n", m.name, m.missing)
-	}
 }
 
 func passWord(ok bool) string {
