@@ -40,8 +40,9 @@ compat: deps build
 unit:
 	$(GOTEST) $$($(GO) list ./... | grep -v /test)
 
-## bench: every verb side by side with what it replaces; writes docs/PERFORMANCE.md
-bench: deps build
+## bench: every verb side by side with what it replaces, then the whole queue against BullMQ
+## (bench-queue); writes docs/PERFORMANCE.md
+bench: deps build bench-queue
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -out docs/PERFORMANCE.md
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -out docs/PERFORMANCE.md
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -out docs/PERFORMANCE.md
