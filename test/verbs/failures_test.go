@@ -241,7 +241,13 @@ func TestFailureCountEncodingIsAsDocumented(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			flush(t, p)
 			must(t, p, "SET", failKey, c.stored, "PX", "100000")
-			require.Equal(t, c.encoding, encoding(p, failKey))
+			want := c.encoding
+			if pr := p.Product(); want == "embstr" && pr.Name == "valkey" && pr.Major == 8 && pr.Minor == 1 {
+				// Valkey 8.1 embeds the key in the object: beside a key
+				// this long a short string is raw (docs/COMPATIBILITY.md)
+				want = "raw"
+			}
+			require.Equal(t, want, encoding(p, failKey))
 			before := snapshot(t, p)
 			require.ErrorContains(t, p.Do(incr(failKey, "1000")...).Error(), "EMQCOUNT")
 			require.Equal(t, "raw", encoding(p, failKey))
