@@ -18,7 +18,9 @@ import (
 // nothing keeps its client blocked on a key — for a claim, its queue's
 // pending set. Every ZADD to a pending set, ours or a built-in's, signals
 // it (wait.c); the server then runs the verb again for each client waiting
-// there, first come first served, and the one that replies is done. While
+// there, first come first served, and the one that replies is done. The
+// zset events are subscribed to when a client first waits in a load: until
+// then no ZADD pays for the server's call into the module. While
 // a queue has waiters it has one timer, at the lowest score of the sets
 // the plan named (delayed due times, lease deadlines): when it fires on a
 // primary it signals the pending set, and the woken verb sweeps. Nothing
@@ -64,12 +66,13 @@ var (
 	lastWaiter uint64
 	lastToken  uint64
 	waitStats  WaitStats
+	subscribed bool // to the zset events, in this load
 )
 
 // resetWaits starts a load with nobody waiting.
 func resetWaits() {
 	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
-	idle, lastWaiter, lastToken, waitStats = 0, 0, 0, WaitStats{}
+	idle, lastWaiter, lastToken, waitStats, subscribed = 0, 0, 0, WaitStats{}, false
 	C.emq_queues_waited = 0
 }
 
@@ -125,14 +128,23 @@ func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
 	}
 }
 
-// SubscribeQueues makes every ZADD to a queue's pending set wake the
-// clients waiting on it, and every ZADD to its delayed or active set
-// re-arm its timer if that brings the next due time nearer.
-func (m *Module) SubscribeQueues() error {
-	if C.emq_subscribe_queues(m.ctx) != 0 {
-		return errors.New("cannot subscribe to keyspace events")
+// CanWait reports whether the server lets blocking verbs keep a client
+// waiting: it has the zset events that wake them (wait.c).
+func (m *Module) CanWait() error {
+	if !m.Has("RedisModule_SubscribeToKeyspaceEvents") {
+		return errors.New("the server has no RedisModule_SubscribeToKeyspaceEvents")
 	}
 	return nil
+}
+
+// subscribe makes, from now on, every ZADD to a queue's pending set wake
+// the clients waiting on it, and every ZADD to its delayed or active set
+// re-arm its timer if that brings the next due time nearer. The server
+// offers no way back, so it is done once a load, by the first wait.
+func subscribe(ctx *C.ValkeyModuleCtx) {
+	if !subscribed {
+		subscribed = C.emq_subscribe_queues(ctx) == 0
+	}
 }
 
 // MayWait reports whether the call may keep its client waiting: a wake-up
@@ -164,6 +176,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 			C.emq_reply_null_array((*C.emq_call)(c))
 			return
 		}
+		subscribe(c.ctx)
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}

@@ -55,7 +55,7 @@ func Load(m *host.Module) error {
 			return err
 		}
 	}
-	if err := m.SubscribeQueues(); err != nil {
+	if err := m.CanWait(); err != nil {
 		return err
 	}
 	return m.OnInfo(stats.info)

@@ -250,6 +250,26 @@ func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
 	require.Less(t, slices.Max(lat), time.Second, "the slowest wake-up, even on a loaded machine")
 }
 
+// The module subscribes to the zset events that wake waiters only when a
+// client first waits after the load (docs/ARCHITECTURE.md): that first
+// wait is woken by a built-in ZADD like any later one.
+func TestTheFirstWaitOfALoadIsWokenByABuiltInZADD(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	id := enqueueB(t, s, 7)
+	must(t, s, claimB(100_000)...)
+	must(t, s, "ZREM", bq.active, id)
+	// dangling ids keep pending in existence while the worker waits, so
+	// the key's creation, which wakes by itself, does not serve it
+	for i := range 200 {
+		must(t, s, "ZADD", bq.pending, "0", fmt.Sprintf("zz-%03d", i))
+	}
+	w := blockB(t, s, 100_000, 10_000)
+	must(t, s, "ZADD", bq.pending, "0", id)
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got))
+}
+
 func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	id := jobN(7)
