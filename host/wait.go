@@ -128,8 +128,8 @@ func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
 	}
 }
 
-// CanWait reports whether the server lets blocking verbs keep a client
-// waiting: it has the zset events that wake them (wait.c).
+// CanWait returns an error unless the server lets blocking verbs keep a
+// client waiting: it must have the zset events that wake them (wait.c).
 func (m *Module) CanWait() error {
 	if !m.Has("RedisModule_SubscribeToKeyspaceEvents") {
 		return errors.New("the server has no RedisModule_SubscribeToKeyspaceEvents")
