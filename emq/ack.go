@@ -28,7 +28,7 @@ func ack(c Call) error {
 		p.write(Write{Op: PExpireAt, Key: 0, AtMs: s.NowMs() + keep})
 	}
 	p.replyInt(1)
-	p.count(JobsAcked, 1)
+	p.Count(JobsAcked, 1)
 
 	// apply
 	return s.Apply(p)

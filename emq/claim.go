@@ -193,13 +193,13 @@ func sweep(s Server, p *Plan, queue []byte, now int64, batch int) ([]candidate, 
 	for _, m := range moved {
 		if s.Type(m.job) != Hash {
 			p.zrem(m.from, m.member.Ref)
-			p.count(DanglingDropped, 1)
+			p.Count(DanglingDropped, 1)
 			continue
 		}
 		if m.from == claimDelayed {
-			p.count(JobsPromoted, 1)
+			p.Count(JobsPromoted, 1)
 		} else {
-			p.count(StallsRequeued, 1)
+			p.Count(StallsRequeued, 1)
 		}
 		kept = append(kept, m)
 	}
@@ -234,7 +234,7 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 	id := cand.member.Ref
 	if s.Type(cand.job) != Hash {
 		p.zrem(cand.from, id)
-		p.count(DanglingDropped, 1)
+		p.Count(DanglingDropped, 1)
 		return false
 	}
 	row := readJob(s, p, cand.job)
@@ -255,7 +255,7 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 		default:
 			p.hset(cand.job, refState, refDead, refError, refAttemptsExhausted)
 		}
-		p.count(JobsDead, 1)
+		p.Count(JobsDead, 1)
 		return false
 	}
 	attempt := row.attempts + 1
@@ -274,6 +274,6 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 	p.reply(ReplyBulk, id, 0)
 	p.reply(ReplyInt, 0, attempt)
 	p.reply(ReplyBulk, payload, 0)
-	p.count(JobsClaimed, 1)
+	p.Count(JobsClaimed, 1)
 	return true
 }

@@ -35,12 +35,12 @@ func enqueue(c Call) error {
 	p := c.Plan
 	if job == Hash {
 		p.replyInt(0) // a duplicate: the job row is already there
-		p.count(JobsDuplicate, 1)
+		p.Count(JobsDuplicate, 1)
 	} else {
 		p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
 		p.zadd(1, Arg(enqueueID), 0)
 		p.replyInt(1)
-		p.count(JobsAdmitted, 1)
+		p.Count(JobsAdmitted, 1)
 	}
 
 	// apply

@@ -23,7 +23,7 @@ func extend(c Call) error {
 	deadline := s.NowMs() + lease
 	p.zadd(1, id, float64(deadline))
 	p.replyInt(deadline)
-	p.count(JobsExtended, 1)
+	p.Count(JobsExtended, 1)
 
 	// apply
 	return s.Apply(p)

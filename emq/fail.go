@@ -53,15 +53,15 @@ func fail(c Call) error {
 	case row.attempts >= f.maxAttempts:
 		state = refDead
 		p.zadd(failDead, id, float64(now))
-		p.count(JobsDead, 1)
+		p.Count(JobsDead, 1)
 	case f.backoff == 0:
 		state = refPending
 		p.zadd(failPending, id, 0)
-		p.count(JobsRetried, 1)
+		p.Count(JobsRetried, 1)
 	default:
 		state = refDelayed
 		p.zadd(failDelayed, id, float64(now+f.backoff))
-		p.count(JobsDelayed, 1)
+		p.Count(JobsDelayed, 1)
 	}
 	p.hset(0, refState, state, refError, Arg(failError))
 	p.reply(ReplyBulk, state, 0)

@@ -48,7 +48,7 @@ func failuresIncr(c Call) error {
 	p := c.Plan
 	p.Writes = append(p.Writes, Write{Op: SetPXAt, Count: count + 1, AtMs: atMs})
 	p.replyInt(count + 1)
-	p.count(FailuresCounted, 1)
+	p.Count(FailuresCounted, 1)
 
 	// apply
 	return s.Apply(p)

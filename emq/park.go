@@ -77,7 +77,7 @@ func park(c Call) error {
 	}
 	if !pending { // parked or acknowledged already: a retry changes nothing
 		p.reply(ReplyNil, 0, 0)
-		p.count(ParksNoop, 1)
+		p.Count(ParksNoop, 1)
 		return s.Apply(p)
 	}
 	if !bytes.Equal(owner, a[parkConsumer]) {
@@ -128,7 +128,7 @@ func park(c Call) error {
 	p.write(Write{Op: XAck, Key: 0}, Arg(parkGroup), Arg(parkEntry))
 	p.write(Write{Op: Del, Key: 2})
 	p.reply(ReplyStreamID, 0, 0)
-	p.count(MessagesParked, 1)
+	p.Count(MessagesParked, 1)
 
 	// apply; the dead-letter stream's top is checked by the append itself
 	if err := s.Apply(p); err != ErrNotAboveTop {

@@ -1,6 +1,7 @@
 package emq
 
 import (
+	"math/bits"
 	"strconv"
 
 	"github.com/echomq/emq/ids"
@@ -147,6 +148,7 @@ type Plan struct {
 	Scratch []byte
 	Spans   []Span
 	Events  [NumEvents]int64
+	counted uint32 // a bit per event Count touched: Reset and the host visit only those
 	// Wait, when its Queue is set, asks the host to keep the caller waiting
 	// instead of replying (the plan has no reply then).
 	Wait Wait
@@ -163,7 +165,10 @@ const maxKept = 4096
 func (p *Plan) Reset() {
 	p.Writes, p.Refs, p.Replies = p.Writes[:0], p.Refs[:0], p.Replies[:0]
 	p.Scratch, p.Spans = p.Scratch[:0], p.Spans[:0]
-	p.Events = [NumEvents]int64{}
+	for m := p.counted; m != 0; m &= m - 1 {
+		p.Events[bits.TrailingZeros32(m)] = 0
+	}
+	p.counted = 0
 	p.Wait = Wait{}
 }
 
@@ -251,5 +256,15 @@ func (p *Plan) reply(kind ReplyKind, ref Ref, v int64) {
 // replyInt makes the whole reply the integer v.
 func (p *Plan) replyInt(v int64) { p.reply(ReplyInt, 0, v) }
 
-// count adds n to event e.
-func (p *Plan) count(e Event, n int64) { p.Events[e] += n }
+// Count adds n to event e.
+func (p *Plan) Count(e Event, n int64) {
+	p.Events[e] += n
+	p.counted |= 1 << e
+}
+
+// Counted has a bit set, 1<<e, for each event e the plan counted: a call
+// counts one to three of them, and INFO's totals add only those.
+func (p *Plan) Counted() uint32 { return p.counted }
+
+// Every event has a bit in Plan.counted.
+var _ [32 - NumEvents]struct{}

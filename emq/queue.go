@@ -202,11 +202,11 @@ func findStalls(s Server, p *Plan, queue []byte, active int, now int64, limit in
 func requeue(s Server, p *Plan, st stall, pending, active int) bool {
 	p.zrem(active, st.member.Ref)
 	if s.Type(st.job) != Hash {
-		p.count(DanglingDropped, 1)
+		p.Count(DanglingDropped, 1)
 		return false
 	}
 	p.hset(st.job, refState, refPending, refError, refLeaseExpired)
 	p.zadd(pending, st.member.Ref, 0)
-	p.count(StallsRequeued, 1)
+	p.Count(StallsRequeued, 1)
 	return true
 }

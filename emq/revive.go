@@ -45,7 +45,7 @@ func revive(c Call) error {
 	p.hset(0, refState, refPending, refAttempts, refZero)
 	p.zadd(1, ref, 0)
 	p.replyInt(1)
-	p.count(JobsRevived, 1)
+	p.Count(JobsRevived, 1)
 
 	// apply
 	return s.Apply(p)

@@ -50,7 +50,7 @@ func appendBatch(c Call, r batchRules) error {
 	for i := range p.Writes {
 		p.reply(ReplyStreamID, 0, int64(i))
 	}
-	p.count(r.event, int64(len(p.Writes)))
+	p.Count(r.event, int64(len(p.Writes)))
 
 	// apply
 	if err := s.Apply(p); err != ErrNotAboveTop {

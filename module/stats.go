@@ -1,6 +1,7 @@
 package module
 
 import (
+	"math/bits"
 	"runtime"
 	"runtime/metrics"
 	"strings"
@@ -37,8 +38,9 @@ func newStats(rows []registry.Row) moduleStats {
 
 // count adds the events of a call that applied its plan.
 func (s *moduleStats) count(p *emq.Plan) {
-	for e, n := range p.Events {
-		s.events[e] += n
+	for m := p.Counted(); m != 0; m &= m - 1 {
+		e := bits.TrailingZeros32(m)
+		s.events[e] += p.Events[e]
 	}
 }
 

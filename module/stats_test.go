@@ -24,8 +24,8 @@ func TestEveryCodeAndEventIsCounted(t *testing.T) {
 		}
 	}
 	var p emq.Plan
-	for e := range p.Events {
-		p.Events[e] = int64(e) + 1
+	for e := range emq.NumEvents {
+		p.Count(e, int64(e)+1)
 	}
 	s.count(&p)
 
