@@ -2,7 +2,6 @@ package emq
 
 import (
 	"bytes"
-	"math"
 
 	"github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
@@ -154,7 +153,7 @@ func checkPark(a [][]byte) (parked, error) {
 	if len(a[parkConsumer]) == 0 {
 		return parked{}, errConsumer
 	}
-	entry, ok := parseStreamID(a[parkEntry])
+	entry, ok := ids.ParseStreamID(a[parkEntry])
 	if !ok {
 		return parked{}, errEntryID
 	}
@@ -187,36 +186,4 @@ func checkPark(a [][]byte) (parked, error) {
 		return parked{}, errSameStream
 	}
 	return parked{entry: entry, id: evt.StreamID(), sname: sname, sub: sub, msg: msg}, nil
-}
-
-// parseStreamID reads b as a full stream ID as the server writes one:
-// <ms>-<seq>, each the decimal text of a 64-bit unsigned integer with no
-// sign and no leading zero.
-func parseStreamID(b []byte) (ids.StreamID, bool) {
-	dash := bytes.IndexByte(b, '-')
-	if dash < 0 {
-		return ids.StreamID{}, false
-	}
-	ms, msOK := parseUint64(b[:dash])
-	seq, seqOK := parseUint64(b[dash+1:])
-	return ids.StreamID{Ms: ms, Seq: seq}, msOK && seqOK
-}
-
-// parseUint64 reads b as the canonical decimal text of a uint64.
-func parseUint64(b []byte) (uint64, bool) {
-	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if v > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		v = v*10 + d
-	}
-	return v, true
 }

@@ -1,11 +1,9 @@
 package emq
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/echomq/emq/errors"
@@ -103,40 +101,6 @@ func TestCheckPark(t *testing.T) {
 			require.Equal(t, errors.Internal, errors.CodeOf(Park.CheckCall(a, 0)))
 		}
 	})
-}
-
-func TestParseStreamID(t *testing.T) {
-	cases := []struct {
-		in   string
-		want ids.StreamID
-		ok   bool
-	}{
-		{"0-0", ids.StreamID{}, true},
-		{"1-2", ids.StreamID{Ms: 1, Seq: 2}, true},
-		{"18446744073709551615-18446744073709551615", ids.StreamID{Ms: 1<<64 - 1, Seq: 1<<64 - 1}, true},
-		{"18446744073709551616-0", ids.StreamID{}, false},
-		{"99999999999999999999-0", ids.StreamID{}, false},
-		{"1", ids.StreamID{}, false},
-		{"1-", ids.StreamID{}, false},
-		{"-1", ids.StreamID{}, false},
-		{"00-1", ids.StreamID{}, false},
-		{"1-01", ids.StreamID{}, false},
-		{"1--1", ids.StreamID{}, false},
-		{"1-+1", ids.StreamID{}, false},
-		{" 1-1", ids.StreamID{}, false},
-		{"1-1 ", ids.StreamID{}, false},
-		{"", ids.StreamID{}, false},
-	}
-	for _, c := range cases {
-		t.Run(strconv.Quote(c.in), func(t *testing.T) {
-			got, ok := parseStreamID([]byte(c.in))
-			require.Equal(t, c.ok, ok)
-			if ok {
-				assert.Equal(t, c.want, got)
-				assert.Equal(t, c.in, got.String(), "the text is the ID's own")
-			}
-		})
-	}
 }
 
 // FuzzPark: EMQ.PARK refuses what docs/commands.md refuses, in its order,

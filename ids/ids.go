@@ -13,7 +13,10 @@
 // exactly an id the module accepts.
 package ids
 
-import "strconv"
+import (
+	"math"
+	"strconv"
+)
 
 // Namespace is the 3-byte brand at the front of an id.
 type Namespace string
@@ -157,15 +160,37 @@ func (s StreamID) String() string {
 	return string(s.Append(buf[:0]))
 }
 
-// ParseStreamID reads a full stream ID, <ms>-<seq>, both decimal.
-func ParseStreamID(text string) (StreamID, bool) {
+// ParseStreamID reads a full stream ID as the server writes one:
+// <ms>-<seq>, each the decimal text of a 64-bit unsigned integer with no
+// sign and no leading zero, so that an accepted text is the ID's own.
+func ParseStreamID[T string | []byte](text T) (StreamID, bool) {
 	for i := 0; i < len(text); i++ {
 		if text[i] != '-' {
 			continue
 		}
-		ms, err1 := strconv.ParseUint(text[:i], 10, 64)
-		seq, err2 := strconv.ParseUint(text[i+1:], 10, 64)
-		return StreamID{Ms: ms, Seq: seq}, err1 == nil && err2 == nil
+		ms, msOK := parseUint64(text[:i])
+		seq, seqOK := parseUint64(text[i+1:])
+		return StreamID{Ms: ms, Seq: seq}, msOK && seqOK
 	}
 	return StreamID{}, false
+}
+
+// parseUint64 reads b as the canonical decimal text of a uint64.
+func parseUint64[T string | []byte](b T) (uint64, bool) {
+	if len(b) == 0 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := uint64(c - '0')
+		if v > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }

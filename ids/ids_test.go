@@ -169,13 +169,20 @@ func TestParseStreamID(t *testing.T) {
 		{"a-1", false, ids.StreamID{}},
 		{"1-b", false, ids.StreamID{}},
 		{"1_0-2", false, ids.StreamID{}},
+		{"99999999999999999999-0", false, ids.StreamID{}},
+		{"00-1", false, ids.StreamID{}},
+		{"1-01", false, ids.StreamID{}},
+		{"1-+1", false, ids.StreamID{}},
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
 			got, ok := ids.ParseStreamID(c.in)
 			require.Equal(t, c.ok, ok)
+			bgot, bok := ids.ParseStreamID([]byte(c.in))
+			require.Equal(t, c.ok, bok, "bytes and text read alike")
 			if c.ok {
 				assert.Equal(t, c.want, got)
+				assert.Equal(t, c.want, bgot)
 				assert.Equal(t, c.in, got.String())
 			}
 		})
