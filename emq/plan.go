@@ -62,7 +62,8 @@ func Arg(i int) Ref { return refArg | Ref(i) }
 // in the order of the ref constants below. The host interns them at load.
 var Constants = []string{"id", "state", "pending", "attempts", "0", "payload",
 	"error", "active", "delayed", "dead", "done", "lease expired", "attempts exhausted",
-	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason"}
+	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason",
+	"revived"}
 
 // References to Constants, in their order.
 const (
@@ -88,6 +89,7 @@ const (
 	refSub
 	refFailures
 	refReason
+	refRevived
 	numConstants = iota
 )
 
