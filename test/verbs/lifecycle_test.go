@@ -575,7 +575,7 @@ func TestDanglingIdsAreDroppedAndCountedNeverDelivered(t *testing.T) {
 // lifecycleCounters are INFO emq's counters of events and of the refusals
 // the lifecycle verbs added.
 func lifecycleCounters() []string {
-	return append(emq.EventNames[:], "refused_emqnojob", "refused_emqlease", "refused_emqstate")
+	return append(emq.CounterNames[:], "refused_emqnojob", "refused_emqlease", "refused_emqstate")
 }
 
 func TestInfoCountsEveryLifecycleEvent(t *testing.T) {
