@@ -17,7 +17,7 @@ type batchRules struct {
 	entries  int                                     // the exact entry count, or 0 for any
 	maxItems int                                     // the most entries a call may carry, or 0 for any
 	entry    func(a [][]byte, w *Write, n int) error // the verb's own check of entry n
-	counter  Counter                                   // what INFO counts per entry
+	counter  Counter                                 // what INFO counts per entry
 }
 
 // appendBatch is the core of EMQ.APPEND and EMQ.PUBLISH:
