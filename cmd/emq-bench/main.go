@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -68,6 +69,7 @@ func parseOptions() options {
 	flag.IntVar(&q.run.payload, "payload", 100, "queue: bytes of each job's payload")
 	flag.IntVar(&q.run.batch, "batch", 1000, "queue: jobs per enqueue call (BullMQ's addBulk)")
 	concurrency := flag.String("concurrency", "1,8,64", "queue: the worker concurrencies, comma-separated")
+	claims := flag.String("claims", "64,256", "queue: the client floor's claim counts (1 … 1000), comma-separated")
 	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
 	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
 	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick)")
@@ -83,8 +85,14 @@ func parseOptions() options {
 	if q.systems, err = regexp.Compile(*systems); err != nil {
 		fail(err)
 	}
-	if q.concurrency, err = parseConcurrency(*concurrency); err != nil {
+	if q.concurrency, err = parseCounts("concurrency", *concurrency); err != nil {
 		fail(err)
+	}
+	if q.claims, err = parseCounts("claims", *claims); err != nil {
+		fail(err)
+	}
+	if slices.Max(q.claims) > maxClaim {
+		fail(fmt.Errorf("-claims: a claim takes at most %d jobs", maxClaim))
 	}
 	if q.modes, err = parseModes(*modes); err != nil {
 		fail(err)
