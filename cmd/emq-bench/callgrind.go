@@ -37,10 +37,12 @@ type profiler struct {
 
 // startProfiler starts the server under callgrind: valkeytest runs
 // "valkey-server" from PATH, so a wrapper of that name goes first in PATH.
-// Go's asynchronous preemption signals crash callgrind, so GODEBUG turns
-// them off — which reaches the module only with set-proc-title off: the
-// server rewrites its process title over the environment the Go runtime
-// reads when the module loads. hz 1 makes the idle cron, taken out of every
+// Go's asynchronous preemption signals crash callgrind, and so does the
+// RDTSCP instruction Go's runtime reads the cycle counter with where the
+// CPU has it (valgrind 3.19 does not decode it: SIGILL, now and then, when
+// a lock spins), so GODEBUG turns both off — which reaches the module only
+// with set-proc-title off: the server rewrites its process title over the
+// environment the Go runtime reads when the module loads. hz 1 makes the idle cron, taken out of every
 // count, small.
 func startProfiler() (*profiler, error) {
 	valkeyServer, err := exec.LookPath("valkey-server")
@@ -54,7 +56,7 @@ func startProfiler() (*profiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	wrapper := fmt.Sprintf("#!/bin/sh\nGODEBUG=asyncpreemptoff=1 exec valgrind --tool=callgrind --vgdb=no --dump-instr=no "+
+	wrapper := fmt.Sprintf("#!/bin/sh\nGODEBUG=asyncpreemptoff=1,cpu.rdtscp=off exec valgrind --tool=callgrind --vgdb=no --dump-instr=no "+
 		"--separate-threads=yes --zero-before=lastsaveCommand --dump-before=echoCommand --log-file=%[1]s/valgrind.%%p.log "+
 		"--callgrind-out-file=%[1]s/callgrind.out.%%p %[2]s \"$@\"\n", dir, valkeyServer)
 	if err := os.WriteFile(filepath.Join(dir, "valkey-server"), []byte(wrapper), 0o755); err != nil {
