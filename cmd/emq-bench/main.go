@@ -7,6 +7,7 @@
 //	emq-bench -module build/emq.so [-out docs/PERFORMANCE.md]   full run, a few minutes
 //	emq-bench -module build/emq.so -quick                       under a minute
 //	emq-bench -module build/emq.so -callgrind                   instructions per operation
+//	emq-bench -module build/emq.so -callgrind -baseline old.so  … and each native verb's against another build's
 //	emq-bench -module build/emq.so -soak [-calls 10000000]      memory must stay flat
 //	emq-bench -module build/emq.so -blocking [-quick]           what waiting in EMQ.BCLAIM costs
 //	emq-bench -module build/emq.so -queue [-quick]              whole queues against BullMQ
@@ -35,10 +36,11 @@ type options struct {
 	callgrind bool
 	blocking  bool
 	cfg       benchConfig
-	calls     int64 // soak: verb calls in all
-	every     int64 // soak: calls between samples
-	refusals  bool  // soak: whether the mix has refused calls
-	cgOps     int   // callgrind: operations per variant, for one-command operations
+	calls     int64  // soak: verb calls in all
+	every     int64  // soak: calls between samples
+	refusals  bool   // soak: whether the mix has refused calls
+	cgOps     int    // callgrind: operations per variant, for one-command operations
+	baseline  string // callgrind: another build of the module, each native verb counted on it too
 	only      *regexp.Regexp
 	verbose   bool
 	queue     bool // the whole queue against BullMQ (queue.go)
@@ -61,6 +63,7 @@ func parseOptions() options {
 	flag.Int64Var(&o.every, "sample", 0, "soak: calls between samples (default calls/100)")
 	flag.BoolVar(&o.refusals, "refusals", true, "soak: include refused calls (they allocate, so the Go heap saws between GCs)")
 	flag.IntVar(&o.cgOps, "cg-ops", 2000, "callgrind: operations per variant (divided by the entries of an APPEND)")
+	flag.StringVar(&o.baseline, "baseline", "", "callgrind: another emq.so (the previous release's), each native verb counted on it too, the same operations in the same run")
 	only := flag.String("rows", "", "run only the rows whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "print every phase's measurement to stderr")
 	q := &o.queueCfg
@@ -112,6 +115,14 @@ func parseOptions() options {
 	q.reps = o.cfg.reps
 	if o.cfg.phase == 0 {
 		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 150 * time.Millisecond}[o.quick]
+	}
+	if o.baseline != "" {
+		if !o.callgrind || o.queue {
+			fail(fmt.Errorf("-baseline goes with -callgrind, without -queue"))
+		}
+		if o.baseline, err = filepath.Abs(o.baseline); err != nil {
+			fail(err)
+		}
 	}
 	if o.every == 0 {
 		o.every = max(1, o.calls/100)

@@ -66,7 +66,7 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 	if len(ready) == 0 {
 		return "", "", fmt.Errorf("no system to run matches %q", cfg.systems)
 	}
-	p, err := startProfiler()
+	p, err := startProfiler("")
 	if err != nil {
 		return "", "", err
 	}
