@@ -46,15 +46,29 @@ func (bl *baseline) stop() {
 // per operation, or the refusal that shows the baseline does not serve it.
 type baselineResult struct {
 	cgResult
-	refused error
+	refused *replyError
 }
 
-// refusedBy reports whether err is the server refusing the operations —
-// an error reply, as a module that lacks the verb or its form gives — rather
-// than a failure to reach it.
-func refusedBy(err error) bool {
+// refusalOf is the server's refusal of a phase's operations in err — an
+// error reply, as a module that lacks the verb or its form gives — or nil
+// for any other error: a failure to reach the server.
+func refusalOf(err error) *replyError {
 	var refusal *replyError
-	return errors.As(err, &refusal)
+	if errors.As(err, &refusal) {
+		return refusal
+	}
+	return nil
+}
+
+// refusalNote is the line under the table that says why a row's baseline
+// columns are empty: the start of the baseline's error reply.
+func refusalNote(row string, r *replyError) string {
+	const most = 72
+	reply := []rune(r.reply)
+	if len(reply) > most {
+		reply = append(reply[:most], '…')
+	}
+	return fmt.Sprintf("- %s: the baseline does not serve %s; it replied %q\n", row, r.command, string(reply))
 }
 
 // baselineTarget is the most a native verb's instructions may be, as a

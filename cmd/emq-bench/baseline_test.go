@@ -54,22 +54,34 @@ func TestCgLine(t *testing.T) {
 	})
 }
 
-func TestRefusedBy(t *testing.T) {
+func TestRefusalOf(t *testing.T) {
+	first := &replyError{command: "EMQ.SCHEDULE", reply: "ERR unknown command"}
 	tests := []struct {
 		name string
 		err  error
-		want bool
+		want *replyError
 	}{
-		{"an error reply is a refusal", &replyError{command: "EMQ.SCHEDULE", reply: "ERR unknown command"}, true},
-		{"an error reply among a phase's connections is a refusal", errors.Join(nil, &replyError{command: "x", reply: "ERR"}), true},
-		{"a broken connection is no refusal", io.ErrUnexpectedEOF, false},
-		{"no error is no refusal", nil, false},
+		{"an error reply is a refusal", first, first},
+		{"among a phase's connections, the first refusal is taken", errors.Join(nil, first, &replyError{command: "x", reply: "ERR"}), first},
+		{"a broken connection is no refusal", io.ErrUnexpectedEOF, nil},
+		{"no error is no refusal", nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, refusedBy(tt.err))
+			assert.Same(t, tt.want, refusalOf(tt.err))
 		})
 	}
+}
+
+func TestRefusalNote(t *testing.T) {
+	t.Run("a short reply is quoted whole", func(t *testing.T) {
+		assert.Equal(t, "- SCHEDULE: the baseline does not serve EMQ.SCHEDULE; it replied \"ERR unknown command 'EMQ.SCHEDULE'\"\n",
+			refusalNote("SCHEDULE", &replyError{command: "EMQ.SCHEDULE", reply: "ERR unknown command 'EMQ.SCHEDULE'"}))
+	})
+	t.Run("a long reply is cut to its start, on one line", func(t *testing.T) {
+		note := refusalNote("CLAIM", &replyError{command: "EMQ.CLAIM", reply: "ERR unknown command 'EMQ.CLAIM', with args beginning with: '4' 'emq:{bench:r1v0c0}:pending'"})
+		assert.Equal(t, "- CLAIM: the baseline does not serve EMQ.CLAIM; it replied \"ERR unknown command 'EMQ.CLAIM', with args beginning with: '4' 'emq:{ben…\"\n", note)
+	})
 }
 
 // A phase refused — a server without the verb — leaves its connection
@@ -83,7 +95,7 @@ func TestPhaseAfterARefusalRuns(t *testing.T) {
 	gens := []*opGen{newOpGen("a", &r, ""), newOpGen("b", &r, "")}
 
 	_, err = runPhase(conns, &r.variants[0], gens, 64, 8)
-	require.True(t, refusedBy(err), "EMQ.ENQUEUE on a server without the module: %v", err)
+	require.NotNil(t, refusalOf(err), "EMQ.ENQUEUE on a server without the module: %v", err)
 	assert.ErrorContains(t, err, "unknown command")
 
 	pipelined := &r.variants[len(r.variants)-1]

@@ -199,7 +199,7 @@ func runCallgrind(o options) (section, body string, err error) {
 			}
 		}
 		if onBase != nil && onBase.refused != nil {
-			fmt.Fprintf(&refusals, "- %s: the baseline refused %s (%v), so it does not serve the row\n", r.name, r.variants[0].name, onBase.refused)
+			refusals.WriteString(refusalNote(r.name, onBase.refused))
 		}
 		fmt.Fprintf(&profiles, "\n#### %s\n\n%s by object, then by function (self cost), instructions per operation:\n\n```\n%s\n%s```\n",
 			r.name, r.variants[0].name, topCosts(res[0].last.object, ops, 5), topCosts(res[0].last.function, ops, cgTopFunctions))
@@ -318,8 +318,8 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res [
 	}
 	for i, sub := range subjects {
 		err := sub.run(&r, ops)
-		if i == len(r.variants) && refusedBy(err) {
-			onBase.refused = err
+		if refusal := refusalOf(err); i == len(r.variants) && refusal != nil {
+			onBase.refused = refusal
 			subjects = subjects[:i]
 			break
 		}
