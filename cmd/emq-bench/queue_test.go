@@ -216,6 +216,9 @@ func TestQueueReport(t *testing.T) {
 		assert.Contains(t, out, "PASS  emq native, normal, concurrency 8: CPU ≤ 0.30 (got 0.20 × BullMQ's)")
 		assert.Contains(t, out, "PASS  emq native, normal, concurrency 8: p50 ≤ 1 ms (got 0.80 ms)")
 	})
+	t.Run("a cell with neither BullMQ nor the floor beside it has no ratios", func(t *testing.T) {
+		assert.NotContains(t, out, "| normal | 64 | emq client floor |  |")
+	})
 	t.Run("a run of 3 × 20000 jobs judges them", func(t *testing.T) {
 		rep.reps, rep.jobs = 3, 20_000
 		assert.NotContains(t, rep.String(), "too few to judge")

@@ -282,6 +282,9 @@ func (rep queueReport) String() string {
 	for _, c := range cs {
 		bull, hasBull := findCell(cs, systemBullMQ, c.mode, c.concurrency)
 		fl, hasFloor := findCell(cs, systemFloor, c.mode, c.concurrency)
+		if !hasBull && !hasFloor {
+			continue // nothing ran beside it: a client floor's larger claims
+		}
 		row := []string{string(c.mode), fmt.Sprint(c.concurrency), c.system, "", "", "", "", ""}
 		if hasBull {
 			row[3] = rangeCell(ratios(c, bull, runResult.cpuPerJob), 1, "%.2f")
