@@ -131,7 +131,7 @@ func (b *bench) phaseOps(r *row, gens [][]*opGen) (int, error) {
 // second over all but the first (cold) run, so that one stall of a busy
 // machine does not decide the size of every phase.
 func (b *bench) warmUp(r *row, v *variant, gens []*opGen, batch int) (float64, error) {
-	if err := prepare(b.conns, r, gens, batch); err != nil {
+	if err := prepare(b.conns, r, v, gens, batch); err != nil {
 		return 0, err
 	}
 	if _, err := runPhase(b.conns, v, gens, batch, b.cfg.depth); err != nil {
@@ -140,7 +140,7 @@ func (b *bench) warmUp(r *row, v *variant, gens []*opGen, batch int) (float64, e
 	var spent time.Duration
 	ops, done := batch, 0
 	for spent < b.cfg.phase {
-		if err := prepare(b.conns, r, gens, ops); err != nil {
+		if err := prepare(b.conns, r, v, gens, ops); err != nil {
 			return 0, err
 		}
 		wall, err := runPhase(b.conns, v, gens, ops, b.cfg.depth)
@@ -179,7 +179,7 @@ func (b *bench) runRow(ri int, r row, progress io.Writer) (rowResult, error) {
 		fmt.Fprintf(progress, "\r%-16s %d ops a phase, repetition %d/%d", r.name, ops, rep+1, b.cfg.reps)
 		for _, vi := range order {
 			v := &r.variants[vi]
-			if err := prepare(b.conns, &r, gens[vi], ops); err != nil {
+			if err := prepare(b.conns, &r, v, gens[vi], ops); err != nil {
 				return res, err
 			}
 			before, err := b.s.counters()

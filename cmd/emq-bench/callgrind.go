@@ -13,8 +13,9 @@ import (
 )
 
 // cgReps are the measured repetitions of each variant under callgrind:
-// instruction counts repeat to a percent or two, except when a repetition
-// happens to pay for growing a hash table, which the median leaves out.
+// every phase starts on a flushed server and the cron is left out, so the
+// counts repeat within about half a per cent (what is left is how the
+// commands happen to fall into the event loop's reads and writes).
 const cgReps = 3
 
 // cgTopFunctions is how many of a native verb's costliest functions the
@@ -30,7 +31,7 @@ type profiler struct {
 	pid   int
 	dir   string  // where the dumps go
 	dumps int     // dumps made so far
-	idle  float64 // instructions an idle main thread runs per second
+	idle  float64 // instructions an idle main thread runs per second outside its cron
 	bin   string  // the valkey-server binary
 	names map[string]string
 }
@@ -42,9 +43,11 @@ type profiler struct {
 // CPU has it (valgrind 3.19 does not decode it: SIGILL, now and then, when
 // a lock spins), so GODEBUG turns both off — which reaches the module only
 // with set-proc-title off: the server rewrites its process title over the
-// environment the Go runtime reads when the module loads. hz 1 makes the idle cron, taken out of every
-// count, small. The server loads module, an absolute path, or $EMQ_MODULE
-// when it is "".
+// environment the Go runtime reads when the module loads. The cron is left
+// out of every count (cronFunction); hz 1 keeps it rare, and activerehashing
+// off leaves every rehash step to the commands that trigger it, so a
+// phase's count does not depend on how many cron runs fell in it. The
+// server loads module, an absolute path, or $EMQ_MODULE when it is "".
 func startProfiler(module string) (*profiler, error) {
 	valkeyServer, err := exec.LookPath("valkey-server")
 	if err != nil {
@@ -67,7 +70,7 @@ func startProfiler(module string) (*profiler, error) {
 	if err := os.Setenv("PATH", dir+string(os.PathListSeparator)+path); err != nil {
 		return nil, err
 	}
-	opts := valkeytest.Options{Config: []string{"set-proc-title", "no", "hz", "1"}}
+	opts := valkeytest.Options{Config: []string{"set-proc-title", "no", "hz", "1", "activerehashing", "no"}}
 	if module != "" {
 		opts.NoModule = true
 		opts.Config = append(opts.Config, "loadmodule", module)
@@ -97,17 +100,14 @@ func (p *profiler) stop() {
 }
 
 // measure counts the instructions f makes the server's main thread run,
-// less what an idle main thread runs in the same time. It returns the count
-// and the profile it came from.
+// the cron's left out. It returns the count and the profile it came from.
 func (p *profiler) measure(f func() error) (float64, profile, error) {
 	if err := p.s.Do("LASTSAVE").Error(); err != nil {
 		return 0, profile{}, err
 	}
-	start := time.Now()
 	if err := f(); err != nil {
 		return 0, profile{}, err
 	}
-	elapsed := time.Since(start)
 	if err := p.s.Do("ECHO", "dump").Error(); err != nil {
 		return 0, profile{}, err
 	}
@@ -119,7 +119,7 @@ func (p *profiler) measure(f func() error) (float64, profile, error) {
 	}
 	defer file.Close()
 	prof, err := parseProfile(file, p.objectName)
-	return float64(prof.total) - p.idle*elapsed.Seconds(), prof, err
+	return float64(prof.total - prof.cron), prof, err
 }
 
 // moduleObject is the module's object name in profiles: its file's name.
@@ -141,13 +141,22 @@ func (p *profiler) objectName(path string) string {
 	return name
 }
 
-// calibrateIdle measures the instructions an idle main thread runs per second.
+// calibrateIdle measures the instructions an idle main thread runs per
+// second outside its cron, which the counts keep: so few that a phase's
+// length does not move them. It fails if no cron ran, as where the
+// server's binary does not name cronFunction: every count would then hold
+// the cron.
 func (p *profiler) calibrateIdle() error {
-	const idle = 2 * time.Second
-	p.idle = 0
-	ir, _, err := p.measure(func() error { time.Sleep(idle); return nil })
+	const idle = 2500 * time.Millisecond
+	ir, prof, err := p.measure(func() error { time.Sleep(idle); return nil })
+	if err != nil {
+		return err
+	}
+	if prof.cron == 0 {
+		return fmt.Errorf("callgrind: no call of %s in %v of an idle server: its binary does not name it", cronFunction, idle)
+	}
 	p.idle = ir / idle.Seconds()
-	return err
+	return nil
 }
 
 // cgResult is one variant's instructions per operation, per repetition.
@@ -211,11 +220,13 @@ func runCallgrind(o options) (section, body string, err error) {
 		}
 	}
 	setup := fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted from LASTSAVE (--zero-before) "+
-		"to ECHO (--dump-before); hz 1; %d connections × %d operations in flight; each variant warmed up, then measured %d times, interleaved; "+
-		"an idle main thread's %.0f instructions/s (its cron) taken out", o.cfg.conns, o.cfg.depth, cgReps, p.idle)
+		"to ECHO (--dump-before), the cron (%s, hz 1) left out, activerehashing off; %d connections × %d operations in flight; "+
+		"each variant warmed up (counted, the count dropped), then measured %d times, interleaved, every phase on a flushed server (FLUSHALL, then its queues' settings and "+
+		"jobs written, unmeasured); an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
+		cronFunction, o.cfg.conns, o.cfg.depth, cgReps, p.idle)
 	if base != nil {
 		setup += fmt.Sprintf("; each native verb also run, the same operations in the same repetitions, on a second server under callgrind "+
-			"loading the baseline module %s (its idle main thread's %.0f instructions/s taken out)", displayPath(base.module), base.p.idle)
+			"loading the baseline module %s", displayPath(base.module))
 	}
 	var out strings.Builder
 	fmt.Fprintln(&out, "## Instructions per logical operation (callgrind)")
@@ -292,12 +303,28 @@ type cgSubject struct {
 	name string // for the progress line
 }
 
-// run prepares and runs ops operations of the subject.
-func (sub cgSubject) run(r *row, ops int) error {
-	if err := prepare(sub.b.conns, r, sub.gens, ops); err != nil {
+// fresh flushes the subject's server and prepares ops operations of it:
+// every phase starts from the same data, so its count repeats — no hash
+// table grows in one repetition and not in the next.
+func (sub cgSubject) fresh(r *row, ops int) error {
+	if err := sub.b.flush([][]*opGen{sub.gens}); err != nil {
 		return err
 	}
-	_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
+	return prepare(sub.b.conns, r, sub.v, sub.gens, ops)
+}
+
+// warmUp does ops operations of the subject on fresh data, its count
+// dropped. It is counted all the same: the first count after a phase that
+// was not counted ran about 2 % high (every variant's, the native verbs' most) in
+// repetitions that otherwise agree within half a per cent.
+func (sub cgSubject) warmUp(r *row, ops int) error {
+	if err := sub.fresh(r, ops); err != nil {
+		return err
+	}
+	_, _, err := sub.p.measure(func() error {
+		_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
+		return err
+	})
 	return err
 }
 
@@ -317,7 +344,7 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res [
 		onBase = &baselineResult{}
 	}
 	for i, sub := range subjects {
-		err := sub.run(&r, ops)
+		err := sub.warmUp(&r, ops)
 		if refusal := refusalOf(err); i == len(r.variants) && refusal != nil {
 			onBase.refused = refusal
 			subjects = subjects[:i]
@@ -331,7 +358,7 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res [
 	for rep := 0; rep < cgReps; rep++ {
 		for i, sub := range subjects {
 			fmt.Fprintf(os.Stderr, "\r%-16s %-28s %d ops, repetition %d/%d", r.name, sub.name, ops, rep+1, cgReps)
-			if err := prepare(sub.b.conns, &r, sub.gens, ops); err != nil {
+			if err := sub.fresh(&r, ops); err != nil {
 				return nil, nil, err
 			}
 			ir, prof, err := sub.p.measure(func() error {

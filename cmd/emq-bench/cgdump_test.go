@@ -15,7 +15,7 @@ const sampleDump = `# callgrind format
 version: 1
 positions: line
 events: Ir
-summary: 175
+summary: 205
 
 ob=(1) /usr/bin/valkey-server
 fl=(1) ???
@@ -31,15 +31,26 @@ ob=(2)
 fn=(2)
 * 50
 -1 10
-totals: 175
+
+ob=(1)
+fn=(3) processTimeEvents
+0 3
+cfn=(4) serverCron
+calls=1 0
+0 27
+fn=(4)
+0 27
+totals: 205
 `
 
 func TestParseProfile(t *testing.T) {
 	p, err := parseProfile(strings.NewReader(sampleDump), filepath.Base)
 	require.NoError(t, err)
-	assert.Equal(t, int64(165), p.total, "a call's inclusive cost is its callee's, not counted again")
-	assert.Equal(t, map[string]int64{"call [valkey-server]": 105, "emqServe [emq.so]": 60}, p.function)
-	assert.Equal(t, map[string]int64{"valkey-server": 105, "emq.so": 60}, p.object)
+	assert.Equal(t, int64(195), p.total, "a call's inclusive cost is its callee's, not counted again")
+	assert.Equal(t, map[string]int64{"call [valkey-server]": 105, "emqServe [emq.so]": 60,
+		"processTimeEvents [valkey-server]": 3, "serverCron [valkey-server]": 27}, p.function)
+	assert.Equal(t, map[string]int64{"valkey-server": 135, "emq.so": 60}, p.object)
+	assert.Equal(t, int64(27), p.cron, "the cron's calls' inclusive cost")
 }
 
 func TestProfileMinusIsPerFunction(t *testing.T) {

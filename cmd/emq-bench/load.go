@@ -104,15 +104,21 @@ func share(ops, n, i int) int {
 	return ops / n
 }
 
-// prepare makes the data the next phase of ops operations of r acts on,
-// each connection's share by its own generator, when r has a prepare.
-func prepare(conns []*conn, r *row, gens []*opGen, ops int) error {
-	if r.prepare == nil {
+// prepare makes the data the next phase of ops operations of v (a variant
+// of r) acts on, each connection's share by its own generator: on fresh
+// data (nothing run since a flush) v's settings, then r's prepare.
+func prepare(conns []*conn, r *row, v *variant, gens []*opGen, ops int) error {
+	if r.prepare == nil && v.settings == nil {
 		return nil
 	}
 	for i, c := range conns {
 		c.w.reset()
-		r.prepare(&c.w, gens[i], share(ops, len(conns), i))
+		if g := gens[i]; v.settings != nil && g.ops == 0 {
+			v.settings(&c.w, g)
+		}
+		if r.prepare != nil {
+			r.prepare(&c.w, gens[i], share(ops, len(conns), i))
+		}
 		if _, err := c.nc.Write(c.w.b); err != nil {
 			return err
 		}
@@ -122,7 +128,7 @@ func prepare(conns []*conn, r *row, gens []*opGen, ops int) error {
 			}
 		}
 		if failure := c.rr.takeFailure(); failure != "" {
-			return &replyError{command: r.name + ": preparing", reply: failure}
+			return &replyError{command: r.name + ": preparing " + v.name, reply: failure}
 		}
 	}
 	return nil

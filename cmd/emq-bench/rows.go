@@ -31,6 +31,10 @@ type variant struct {
 	script string  // the Lua source it runs by EVALSHA, if any
 	target float64 // a composition's bound on native/this CPU, 0 for none
 	write  func(w *cmdBuf, g *opGen)
+	// settings, if set, appends the commands that give the variant's
+	// queue its settings (a limit, events); they run on fresh data, before
+	// the row's prepare, outside any measurement.
+	settings func(w *cmdBuf, g *opGen)
 }
 
 func (v *variant) native() bool { return v.verb != "" }
