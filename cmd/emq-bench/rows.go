@@ -59,12 +59,14 @@ func selectRows(only *regexp.Regexp) []row {
 
 // rows are the comparisons, in the order the report lists them.
 func rows() []row {
-	rs := []row{enqueueRow()}
+	rs := []row{enqueueRow(), scheduleRow()}
 	for _, n := range []int{1, 10, 100} {
 		rs = append(rs, appendRow(n))
 	}
 	rs = append(rs, publishRow(), failuresRow())
 	rs = append(rs, lifecycleRows()...)
+	rs = append(rs, settleRow(), claimLimitedRow(), claimSchedulesRow())
+	rs = append(rs, eventsRows()...)
 	return append(rs, parkRow())
 }
 
@@ -88,19 +90,10 @@ func enqueueRow() row {
 		w.str("0")
 		w.join(job)
 	}
-	withJob := func(f func(w *cmdBuf, g *opGen, job []byte)) func(w *cmdBuf, g *opGen) {
-		return func(w *cmdBuf, g *opGen) {
-			var buf [ids.Len]byte
-			f(w, g, g.id(ids.Job, &buf))
-		}
-	}
 	return row{
 		name: "ENQUEUE", entries: 1, fixedKey: "}:pending", check: lengthOf("ZCARD", 1),
 		variants: []variant{
-			{name: "EMQ.ENQUEUE", verb: "enqueue", write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
-				w.command("EMQ.ENQUEUE", 6)
-				enqueueArgs(w, g.prefix, job)
-			})},
+			{name: "EMQ.ENQUEUE", verb: "enqueue", write: withJob(enqueueCmd)},
 			{name: "EVALSHA admit script", script: client.AdmitScript, target: 0.65, write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
 				w.command("EVALSHA", 7)
 				w.str(g.sha)
@@ -116,6 +109,47 @@ func enqueueRow() row {
 				hset(w, g, job)
 				zadd(w, g, job)
 			})},
+		},
+	}
+}
+
+// withJob is the write of an operation that admits a fresh job: f given
+// the job's id.
+func withJob(f func(w *cmdBuf, g *opGen, job []byte)) func(w *cmdBuf, g *opGen) {
+	return func(w *cmdBuf, g *opGen) {
+		var buf [ids.Len]byte
+		f(w, g, g.id(ids.Job, &buf))
+	}
+}
+
+// enqueueCmd appends EMQ.ENQUEUE of job into the generator's queue.
+func enqueueCmd(w *cmdBuf, g *opGen, job []byte) {
+	w.command("EMQ.ENQUEUE", 6)
+	enqueueArgs(w, g.prefix, job)
+}
+
+// benchPriority is the priority SCHEDULE admits at: not 0, so the row
+// holds the priority field too.
+const benchPriority = 5
+
+// scheduleRow is SCHEDULE at a priority into pending against ENQUEUE (at
+// priority 0): what admitting at a priority costs (issue 23).
+func scheduleRow() row {
+	return row{
+		name: "SCHEDULE", entries: 1, fixedKey: "}:pending", check: lengthOf("ZCARD", 1),
+		variants: []variant{
+			{name: "EMQ.SCHEDULE at priority 5", verb: "schedule", write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
+				w.command("EMQ.SCHEDULE", 9)
+				w.str("3")
+				w.join([]byte(g.prefix), []byte("}:job:"), job)
+				w.join([]byte(g.prefix), []byte("}:pending"))
+				w.join([]byte(g.prefix), []byte("}:delayed"))
+				w.join(job)
+				w.str(payload)
+				w.int(benchPriority)
+				w.str("0")
+			})},
+			{name: "EMQ.ENQUEUE", target: 1.1, write: withJob(enqueueCmd)},
 		},
 	}
 }
