@@ -67,12 +67,13 @@ bench-queue-quick: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -quick
 
 ## bench-baseline: instructions per call of every v0.1 and lifecycle verb beside version 0.2's module, the same
-## operations in the same run (callgrind; CG_OPS per variant, ROWS to pick rows); prints the table
+## operations in the same run, and 0.3's rows (— where 0.2 lacks the verb or the setting) (callgrind; CG_OPS per
+## variant, ROWS to pick rows, OUT=docs/PERFORMANCE.md to write its callgrind section); prints the table
 BASELINE_COMMIT := 52bcac7
 BASELINE_SO     := $(BUILD)/emq-0.2.so
-BASELINE_ROWS   := ^(ENQUEUE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|REVIVE)$$
+BASELINE_ROWS   := ^(ENQUEUE|SCHEDULE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|REVIVE|SETTLE.*|CLAIM, .*|.*, events on)$$
 bench-baseline: deps build $(BASELINE_SO)
-	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -baseline $(abspath $(BASELINE_SO)) -cg-ops $${CG_OPS:-2000} -rows '$(or $(ROWS),$(BASELINE_ROWS))'
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -baseline $(abspath $(BASELINE_SO)) -cg-ops $${CG_OPS:-2000} -rows '$(or $(ROWS),$(BASELINE_ROWS))' $(if $(OUT),-out $(OUT))
 
 ## build/emq-0.2.so: the module as of the last 0.2 commit, built in a temporary worktree under build/
 $(BASELINE_SO):
