@@ -178,7 +178,9 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 // moment one is claimable; on a node without EMQ.BCLAIM it claims, then
 // polls with a backoff from 10 ms doubling to at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
-	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // the verb's range
+	// Rounded up, as every duration sent: a timeout under 1 ms truncated
+	// to 0 would wait forever.
+	timeoutMs := min(ceilMillis(max(timeout, 0)), 1<<40) // the verb's range
 	v := q.claimCall(n)
 	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
 	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
@@ -286,7 +288,8 @@ func (q *Queue) Revive(ctx context.Context, id ids.ID) error {
 	return err
 }
 
-// millis is d in whole milliseconds, rounded up.
-func millis(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
-}
+// millis is d in whole milliseconds, rounded up, as text.
+func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10) }
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
