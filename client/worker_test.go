@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -332,18 +336,272 @@ func scan(t *testing.T, n node, pattern string) []string {
 	return got
 }
 
-// counting is a valkey-go client that counts the commands sent through it.
+// counting is a valkey-go client that counts the commands and the round
+// trips (Do and DoMulti calls) sent through it and its dedicated
+// connections, and, once watched, the claims.
 type counting struct {
 	valkey.Client
-	sent atomic.Int64
+	sent, trips atomic.Int64
+	watch       atomic.Bool
+	lateClaims  atomic.Int64 // claims sent while watched
 }
 
 func (c *counting) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
-	c.sent.Add(1)
+	c.count(cmd)
 	return c.Client.Do(ctx, cmd)
 }
 
 func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
-	c.sent.Add(int64(len(cmds)))
+	c.count(cmds...)
 	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *counting) Dedicate() (valkey.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return &countingDedicated{DedicatedClient: dc, c: c}, release
+}
+
+func (c *counting) Dedicated(fn func(valkey.DedicatedClient) error) error {
+	return c.Client.Dedicated(func(dc valkey.DedicatedClient) error { return fn(&countingDedicated{DedicatedClient: dc, c: c}) })
+}
+
+// count counts one round trip of cmds.
+func (c *counting) count(cmds ...valkey.Completed) {
+	c.trips.Add(1)
+	c.sent.Add(int64(len(cmds)))
+	if !c.watch.Load() {
+		return
+	}
+	for _, cmd := range cmds {
+		if isClaim(cmd.Commands()) {
+			c.lateClaims.Add(1)
+		}
+	}
+}
+
+// isClaim reports whether a command line claims jobs.
+func isClaim(line []string) bool {
+	switch strings.ToUpper(line[0]) {
+	case "EMQ.CLAIM", "EMQ.BCLAIM":
+		return true
+	case "EVALSHA":
+		return line[1] == sha1hex(ClaimScript)
+	}
+	return false
+}
+
+// countingDedicated counts for a dedicated connection of a counting client.
+type countingDedicated struct {
+	valkey.DedicatedClient
+	c *counting
+}
+
+func (d *countingDedicated) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
+	d.c.count(cmd)
+	return d.DedicatedClient.Do(ctx, cmd)
+}
+
+func (d *countingDedicated) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	d.c.count(cmds...)
+	return d.DedicatedClient.DoMulti(ctx, cmds...)
+}
+
+// TestWorkStops: a cancelled Work stops at once and claims nothing more,
+// natively and on the scripts.
+func TestWorkStops(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a cancelled Work returns at once on an idle queue, whatever Poll is", func(t *testing.T) {
+				q := newQueue(t, n, "idle", Policy{})
+				var took []time.Duration
+				for range 5 {
+					wctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() {
+						done <- q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 10 * time.Second})
+					}()
+					waitBlocked(t, n, 1)
+					start := time.Now()
+					cancel()
+					select {
+					case err := <-done:
+						require.NoError(t, err)
+					case <-time.After(20 * time.Second):
+						t.Fatal("Work did not return")
+					}
+					took = append(took, time.Since(start))
+				}
+				slices.Sort(took)
+				t.Logf("%s: Work returned in %v", n, took)
+				assert.Less(t, took[len(took)/2], 200*time.Millisecond, "the median")
+				assert.Less(t, took[len(took)-1], 2*time.Second, "the slowest, against a Poll of 10 s")
+			})
+			t.Run("a cancelled Work claims nothing more", func(t *testing.T) {
+				// A job enqueued as the worker stops wakes a claim it sent
+				// before; the worker, its context ended, must not send another.
+				for trial := range 8 {
+					vk := &counting{Client: n.s.Client()}
+					q := newQueue(t, node{c: New(vk), m: n.m}, "stopped", Policy{})
+					wctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() {
+						done <- q.Work(wctx, func(context.Context, *Job) error { return nil },
+							WorkOptions{Concurrency: 4, Poll: 300 * time.Millisecond})
+					}()
+					waitBlocked(t, n, 1)
+					vk.watch.Store(true)
+					cancel()
+					_, err := q.Enqueue(ctx(t), []byte("late"))
+					require.NoError(t, err)
+					require.NoError(t, <-done)
+					require.Zero(t, vk.lateClaims.Load(), "trial %d: claims sent after the context ended", trial)
+					_, err = n.s.Do("DEL", keys.Pending(q.name)).AsInt64()
+					require.NoError(t, err)
+				}
+			})
+		})
+	}
+}
+
+// waitBlocked waits until n's server has at least k workers waiting in
+// EMQ.BCLAIM; without the module, whose workers poll, a moment.
+func waitBlocked(t *testing.T, n node, k int64) {
+	t.Helper()
+	if !n.native {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	eventually(t, "a worker waits", func() bool {
+		return valkeytest.InfoInt(n.s.Info("emq"), "emq_blocked_workers") >= k
+	})
+}
+
+// TestWorkLeaseLostToAPartition: a worker cut off from the server ends
+// its handler's context before the lease it last had confirmed passes, so
+// it has stopped before the job's next worker starts.
+func TestWorkLeaseLostToAPartition(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			const lease = 600 * time.Millisecond
+			q := newQueue(t, n, "partitioned", Policy{Lease: lease})
+			_, err := q.Enqueue(ctx(t), []byte("p"))
+			require.NoError(t, err)
+			p := startProxy(t, n.s.Addr)
+			vkA, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true})
+			require.NoError(t, err)
+			t.Cleanup(vkA.Close)
+			qA, err := New(vkA).Queue(q.name, n.m, q.policy)
+			require.NoError(t, err)
+
+			type end struct {
+				at    time.Time
+				cause error
+			}
+			started, ended := make(chan struct{}), make(chan end, 1)
+			stopA := working(t, qA, func(ctx context.Context, _ *Job) error {
+				close(started)
+				<-ctx.Done()
+				ended <- end{time.Now(), context.Cause(ctx)}
+				return ctx.Err()
+			}, WorkOptions{Grace: 50 * time.Millisecond})
+			<-started
+			p.cut()
+			cutAt := time.Now()
+
+			claimedB := make(chan time.Time, 1)
+			stopB := working(t, q, func(context.Context, *Job) error {
+				claimedB <- time.Now()
+				return nil
+			}, WorkOptions{Poll: 50 * time.Millisecond})
+			var a end
+			select {
+			case a = <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cut-off worker's handler kept running")
+			}
+			assert.ErrorIs(t, a.cause, ErrLeaseLost)
+			assert.Less(t, a.at.Sub(cutAt), lease, "ended within the lease it had")
+			select {
+			case b := <-claimedB:
+				assert.True(t, a.at.Before(b), "worker A stopped %v after worker B started", a.at.Sub(b))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the job was not claimed again")
+			}
+			require.NoError(t, stopB())
+			p.close()
+			require.NoError(t, stopA())
+		})
+	}
+}
+
+// proxy forwards TCP connections to a server until cut, after which it
+// drops every byte both ways, as a network partition does.
+type proxy struct {
+	l       net.Listener
+	to      string
+	dropped atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func startProxy(t *testing.T, to string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{l: l, to: to}
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) addr() string { return p.l.Addr().String() }
+
+// cut drops everything from now on.
+func (p *proxy) cut() { p.dropped.Store(true) }
+
+// close closes the listener and every connection: the clients see them end.
+func (p *proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.to)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go p.pipe(out, in)
+		go p.pipe(in, out)
+	}
+}
+
+// pipe copies src to dst, dropping what it reads once the proxy is cut.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if p.dropped.Load() {
+			continue
+		}
+		if _, err := dst.Write(buf[:k]); err != nil {
+			return
+		}
+	}
 }
