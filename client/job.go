@@ -21,6 +21,7 @@ type Job struct {
 	Attempt int64
 	Payload []byte
 
+	text string   // the id's text, as the claim's reply carried it
 	held *heldJob // the worker's record of the job, when Work claimed it
 }
 
@@ -37,7 +38,15 @@ const (
 // Queue is the queue the job was claimed from.
 func (j *Job) Queue() *Queue { return j.q }
 
-func (j *Job) key() string { return keys.Job(j.q.name, j.ID.String()) }
+func (j *Job) key() string { return keys.Job(j.q.name, j.idText()) }
+
+// idText is the id's text.
+func (j *Job) idText() string {
+	if j.text != "" {
+		return j.text
+	}
+	return j.ID.String()
+}
 
 // Extend renews the job's lease for the policy's lease from now and
 // returns the new deadline (the server's clock).

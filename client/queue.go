@@ -303,7 +303,7 @@ func (q *Queue) readClaimed(r valkey.ValkeyResult, alloc func() *Job, jobs []*Jo
 			return jobs, fmt.Errorf("client: claim reply row %v", row)
 		}
 		j := alloc()
-		j.q, j.ID, j.Attempt = q, id, attempt
+		j.q, j.ID, j.Attempt, j.text = q, id, attempt, text
 		j.Payload, _ = parts[2].AsBytes() // nil: a row without payload
 		jobs = append(jobs, j)
 	}

@@ -27,7 +27,9 @@ type settlement struct {
 //
 // It keeps the contract of EMQ.SETTLE (version 0.3); until the module
 // serves the verb it is one pipeline of the settlements' EMQ.ACK and
-// EMQ.FAIL and an EMQ.CLAIM, or of their scripts.
+// EMQ.FAIL and an EMQ.CLAIM, or of their scripts — where a script the node
+// has not cached runs again after the rest, so on a node's first calls a
+// job failed back at once may miss the same call's claim.
 func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
 	calls := make([]verbCall, 0, len(ss)+1)
 	for i := range ss {

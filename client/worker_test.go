@@ -261,8 +261,136 @@ func TestWork(t *testing.T) {
 				err := q.Work(ctx(t), func(context.Context, *Job) error { return nil }, WorkOptions{})
 				requireRefusal(t, err, emqerrors.WrongType)
 			})
+			t.Run("a policy out of the verbs' range is refused before any call", func(t *testing.T) {
+				q := newQueue(t, n, "out-of-range", Policy{Keep: time.Duration(1<<41) * time.Millisecond})
+				err := q.Work(ctx(t), func(context.Context, *Job) error { return nil }, WorkOptions{})
+				requireRefusal(t, err, emqerrors.Shape)
+			})
+			t.Run("jobs start in the order they were enqueued", func(t *testing.T) {
+				q := newQueue(t, n, "fifo", Policy{})
+				payloads := make([][]byte, 30)
+				for i := range payloads {
+					payloads[i] = []byte(fmt.Sprint(i))
+				}
+				_, err := q.EnqueueMany(ctx(t), payloads)
+				require.NoError(t, err)
+				var mu sync.Mutex
+				var order []string
+				stop := working(t, q, func(_ context.Context, j *Job) error {
+					mu.Lock()
+					defer mu.Unlock()
+					order = append(order, string(j.Payload))
+					return nil
+				}, WorkOptions{Prefetch: 5})
+				eventually(t, "every job handled", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(order) == len(payloads)
+				})
+				require.NoError(t, stop())
+				for i, p := range order {
+					assert.Equal(t, fmt.Sprint(i), p)
+				}
+			})
+			t.Run("a handler's context carries Work's values and ends when the handler returns", func(t *testing.T) {
+				type key struct{}
+				q := newQueue(t, n, "values", Policy{})
+				_, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				got := make(chan context.Context, 1)
+				stop := background(t, func(c context.Context) error {
+					return q.Work(context.WithValue(c, key{}, "v"), func(ctx context.Context, _ *Job) error {
+						assert.Equal(t, "v", ctx.Value(key{}))
+						assert.NoError(t, ctx.Err())
+						got <- ctx
+						return nil
+					}, WorkOptions{})
+				})
+				hctx := <-got
+				eventually(t, "the context ends", func() bool { return hctx.Err() != nil })
+				assert.ErrorIs(t, context.Cause(hctx), context.Canceled)
+				require.NoError(t, stop())
+			})
+			t.Run("waiting jobs keep their leases, and a stop hands them back at once", func(t *testing.T) {
+				q := newQueue(t, n, "prefetched", Policy{Lease: 300 * time.Millisecond})
+				got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("runs"), []byte("waits"), []byte("waits"), []byte("waits")})
+				require.NoError(t, err)
+				started, release := make(chan struct{}), make(chan struct{})
+				wctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					done <- q.Work(wctx, func(_ context.Context, j *Job) error {
+						close(started)
+						<-release
+						return nil
+					}, WorkOptions{Concurrency: 1, Prefetch: 3})
+				}()
+				<-started
+				time.Sleep(600 * time.Millisecond) // two leases
+				moved, err := q.StalledCheck(ctx(t), 100)
+				require.NoError(t, err)
+				assert.Zero(t, moved, "no lease ran out")
+				assert.ElementsMatch(t, idTexts(got), jobsIn(t, n, q, "active"), "one running, three waiting, all held")
+
+				cancel()
+				eventually(t, "the waiting jobs are back while the running one runs", func() bool {
+					return len(jobsIn(t, n, q, "pending")) == 3
+				})
+				close(release)
+				require.NoError(t, <-done)
+				assert.ElementsMatch(t, idTexts(got[1:]), jobsIn(t, n, q, "pending"))
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job(q.name, got[0].String())), "the running one finished and was acked")
+				for _, id := range got[1:] {
+					assert.Equal(t, "handed back", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
+				}
+			})
+			t.Run("NoPrefetch claims only for free slots", func(t *testing.T) {
+				q := newQueue(t, n, "unbuffered", Policy{})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil})
+				require.NoError(t, err)
+				started, release := make(chan struct{}, 3), make(chan struct{})
+				stop := working(t, q, func(context.Context, *Job) error {
+					started <- struct{}{}
+					<-release
+					return nil
+				}, WorkOptions{Concurrency: 1, Prefetch: NoPrefetch})
+				<-started
+				time.Sleep(50 * time.Millisecond)
+				assert.Len(t, jobsIn(t, n, q, "active"), 1)
+				close(release)
+				eventually(t, "every job handled", func() bool { return len(started) == 2 })
+				require.NoError(t, stop())
+			})
+			t.Run("the leases due are extended together, one pipeline", func(t *testing.T) {
+				vk := &counting{Client: n.s.Client()}
+				q := newQueue(t, node{c: New(vk), m: n.m}, "renewed-together", Policy{Lease: 300 * time.Millisecond})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil, nil})
+				require.NoError(t, err)
+				var handled atomic.Int64
+				stop := working(t, q, func(context.Context, *Job) error {
+					time.Sleep(700 * time.Millisecond)
+					handled.Add(1)
+					return nil
+				}, WorkOptions{Concurrency: 4})
+				eventually(t, "every job handled", func() bool { return handled.Load() == 4 })
+				require.NoError(t, stop())
+				extends, trips := vk.extends.Load(), vk.extendTrips.Load()
+				t.Logf("%d extends in %d round trips", extends, trips)
+				assert.GreaterOrEqual(t, extends, int64(8), "4 jobs of over two leases")
+				assert.Less(t, trips, extends, "several extends to a round trip")
+			})
 		})
 	}
+}
+
+// idTexts is ids as text.
+func idTexts(ids []ids.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
 }
 
 // clientOf is a valkey-go client of n's server of the test's own.
@@ -313,9 +441,11 @@ func TestWorkDeliversEachJobOnce(t *testing.T) {
 			for _, stop := range stops {
 				require.NoError(t, stop())
 			}
-			perJob := float64(vk.sent.Load()) / jobs
-			t.Logf("%s: %d jobs through %d workers in %v, %.2f commands per job", n, jobs, workers, time.Since(start), perJob)
+			perJob, tripsPerJob := float64(vk.sent.Load())/jobs, float64(vk.trips.Load())/jobs
+			t.Logf("%s: %d jobs through %d workers in %v, %.2f commands and %.3f round trips per job",
+				n, jobs, workers, time.Since(start), perJob, tripsPerJob)
 			assert.Less(t, perJob, 2.0, "an ack per job, a claim per batch")
+			assert.Less(t, tripsPerJob, 0.5, "the acks of a batch and the next claim in one round trip")
 			require.Len(t, seen, jobs)
 			for _, id := range want {
 				require.Equal(t, 1, seen[id], "job %s", id)
@@ -341,9 +471,10 @@ func scan(t *testing.T, n node, pattern string) []string {
 // connections, and, once watched, the claims.
 type counting struct {
 	valkey.Client
-	sent, trips atomic.Int64
-	watch       atomic.Bool
-	lateClaims  atomic.Int64 // claims sent while watched
+	sent, trips          atomic.Int64
+	extends, extendTrips atomic.Int64 // lease extensions, and the round trips carrying them
+	watch                atomic.Bool
+	lateClaims           atomic.Int64 // claims sent while watched
 }
 
 func (c *counting) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
@@ -369,23 +500,29 @@ func (c *counting) Dedicated(fn func(valkey.DedicatedClient) error) error {
 func (c *counting) count(cmds ...valkey.Completed) {
 	c.trips.Add(1)
 	c.sent.Add(int64(len(cmds)))
-	if !c.watch.Load() {
-		return
-	}
+	extends := 0
 	for _, cmd := range cmds {
-		if isClaim(cmd.Commands()) {
+		line := cmd.Commands()
+		if isVerb(line, "EMQ.EXTEND", ExtendScript) {
+			extends++
+		}
+		if c.watch.Load() && (isVerb(line, "EMQ.CLAIM", ClaimScript) || isVerb(line, "EMQ.BCLAIM", "")) {
 			c.lateClaims.Add(1)
 		}
 	}
+	if extends > 0 {
+		c.extends.Add(int64(extends))
+		c.extendTrips.Add(1)
+	}
 }
 
-// isClaim reports whether a command line claims jobs.
-func isClaim(line []string) bool {
+// isVerb reports whether a command line is verb, or EVALSHA of its script.
+func isVerb(line []string, verb, script string) bool {
 	switch strings.ToUpper(line[0]) {
-	case "EMQ.CLAIM", "EMQ.BCLAIM":
+	case verb:
 		return true
 	case "EVALSHA":
-		return line[1] == sha1hex(ClaimScript)
+		return script != "" && line[1] == sha1hex(script)
 	}
 	return false
 }
