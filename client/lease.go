@@ -17,10 +17,11 @@ type heldJob struct {
 
 	// Guarded by the worker's mu.
 	state      jobState
-	lost       bool     // its lease counts as lost: it is no longer renewed
-	slot       int      // the handler slot running it
-	listed     bool     // in the worker's renewal list
-	prev, next *heldJob // in the renewal list
+	lost       bool      // its lease counts as lost: it is no longer renewed
+	slot       int       // the handler slot running it
+	started    time.Time // when its handler started
+	listed     bool      // in the worker's renewal list
+	prev, next *heldJob  // in the renewal list
 	// due is when its lease is next extended; deadline when it counts as
 	// lost: the last deadline the server confirmed (from the send of the
 	// call that confirmed it), less the worker's margin.

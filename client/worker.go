@@ -26,14 +26,17 @@ type Handler func(ctx context.Context, job *Job) error
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once; 1 when 0.
 	Concurrency int
-	// Prefetch is how many claimed jobs may wait for a free handler slot
-	// besides the running ones, so that a slot that frees starts its next
-	// job without waiting on a round trip; Concurrency when 0, none with
-	// [NoPrefetch]. A waiting job's lease runs and is renewed as a running
-	// one's is. When Work stops, the waiting jobs are handed back (failed
-	// with backoff 0, error "handed back"), which spends an attempt of
-	// each: a job on its last attempt dies. For handlers that take long
-	// next to a round trip, NoPrefetch leaves the jobs to idle workers.
+	// Prefetch bounds how many claimed jobs may wait for a free handler
+	// slot besides the running ones; 4 × Concurrency, at least 16, when 0;
+	// none with [NoPrefetch]. Within it the worker keeps as many waiting as
+	// its slots finish during one round trip of its settle calls (both
+	// measured as it goes, none before a handler has finished), so a quick
+	// handler's slot starts its next job without waiting on a round trip,
+	// and slow handlers leave the queue's jobs to other workers. A waiting
+	// job's lease runs and is renewed as a running one's is. When Work
+	// stops, the waiting jobs are handed back (failed with backoff 0,
+	// error "handed back"), which spends an attempt of each: a job on its
+	// last attempt dies.
 	Prefetch int
 	// Deprecated: Claimers is ignored. Work keeps one blocking claim
 	// waiting, and only while its last claim found the queue empty.
@@ -141,7 +144,6 @@ type worker struct {
 	base context.Context
 
 	lease, every, margin time.Duration // the lease, its renewal period, the safety margin before its end
-	capacity             int           // Concurrency + Prefetch
 	slot                 uint16        // the queue's cluster slot
 	alloc                func() *Job   // makes a held job
 
@@ -162,9 +164,12 @@ type worker struct {
 	graceOver  bool         // the stop's grace has passed: failed settlements are not retried
 	waiterDone bool
 	fatal      error
-	renewals   jobList    // held jobs whose lease is renewed, by renewal due
-	slots      []*heldJob // the job each handler slot runs
-	blocking   blockState
+	// The pace that sizes the prefetch: moving averages of a handler's run
+	// and of a settle call's round trip; 0 until measured.
+	handling, tripping time.Duration
+	renewals           jobList    // held jobs whose lease is renewed, by renewal due
+	slots              []*heldJob // the job each handler slot runs
+	blocking           blockState
 }
 
 // blockState is what a stop needs of the waiter's blocking claim.
@@ -180,7 +185,7 @@ func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *work
 	}
 	switch {
 	case opts.Prefetch == 0:
-		opts.Prefetch = opts.Concurrency
+		opts.Prefetch = max(4*opts.Concurrency, 16)
 	case opts.Prefetch < 0:
 		opts.Prefetch = 0
 	}
@@ -201,7 +206,6 @@ func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *work
 	w := &worker{q: q, h: h, opts: opts, log: log.With("queue", q.name),
 		base:  context.WithoutCancel(ctx),
 		lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
-		capacity:   opts.Concurrency + opts.Prefetch,
 		slot:       q.slot(),
 		ready:      make(chan *heldJob, opts.Concurrency+opts.Prefetch),
 		renewWake:  make(chan struct{}, 1),
@@ -302,7 +306,7 @@ func (w *worker) begin(hj *heldJob, i int) bool {
 		w.handBack(hj, errHandedBack)
 		return false
 	}
-	hj.state, hj.slot = jobRunning, i
+	hj.state, hj.slot, hj.started = jobRunning, i, time.Now()
 	w.slots[i] = hj
 	w.running++
 	return true
@@ -326,11 +330,13 @@ func (w *worker) finish(hj *heldJob, err error) {
 		s.fail, s.cause = true, err.Error()
 		s.backoff = min(max(w.q.policy.Backoff(hj.job.Attempt), 0), maxBackoff)
 	}
+	took := time.Since(hj.started)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if hj.state != jobRunning {
 		return // handed back at the end of the grace period
 	}
+	w.handling = average(w.handling, took)
 	w.slots[hj.slot] = nil
 	w.running--
 	w.release(hj, jobFinished)
@@ -365,8 +371,32 @@ func (w *worker) handBack(hj *heldJob, cause string) {
 	w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", cause)
 }
 
-// want is how many more jobs the worker may claim. w.mu is held.
-func (w *worker) want() int { return min(w.capacity-w.held-w.asked, maxClaimCount) }
+// want is how many more jobs the worker may claim: room for one per slot
+// and the prefetch. w.mu is held.
+func (w *worker) want() int {
+	return min(w.opts.Concurrency+w.prefetch()-w.held-w.asked, maxClaimCount)
+}
+
+// prefetch is how many jobs may wait for a slot now: as many as the slots
+// finish during one settle call's round trip, at most opts.Prefetch; none
+// until both are measured. w.mu is held.
+func (w *worker) prefetch() int {
+	if w.handling == 0 || w.tripping == 0 {
+		return 0
+	}
+	finishing := float64(w.opts.Concurrency) * float64(w.tripping) / float64(w.handling)
+	return int(min(finishing+0.5, float64(w.opts.Prefetch)))
+}
+
+// average moves a moving average an eighth of the way to d; the first d
+// is taken whole. Never 0 once moved, 0 meaning unmeasured.
+func average(avg, d time.Duration) time.Duration {
+	d = max(d, 1)
+	if avg == 0 {
+		return d
+	}
+	return max(avg+(d-avg)/8, 1)
+}
 
 // claimable is how many jobs the settler's next call claims: none once the
 // worker stops, nor while the waiter's blocking claim takes over. w.mu is
@@ -437,6 +467,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.asked -= n
+	w.tripping = average(w.tripping, now.Sub(sent))
 	for i := range batch {
 		s := &batch[i]
 		if s.err == nil || emqerrors.CodeOf(s.err) != 0 {
@@ -482,7 +513,7 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 			continue
 		}
 		w.renewals.insert(hj)
-		w.ready <- hj // never blocks: held ≤ capacity
+		w.ready <- hj // never blocks: held ≤ Concurrency + Prefetch, its capacity
 	}
 }
 

@@ -313,14 +313,24 @@ func TestWork(t *testing.T) {
 			})
 			t.Run("waiting jobs keep their leases, and a stop hands them back at once", func(t *testing.T) {
 				q := newQueue(t, n, "prefetched", Policy{Lease: 300 * time.Millisecond})
-				got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("runs"), []byte("waits"), []byte("waits"), []byte("waits")})
+				// Quick jobs first, so the worker measures that its handler
+				// outpaces a round trip and fills the prefetch buffer.
+				payloads := make([][]byte, 30, 34)
+				for i := range payloads {
+					payloads[i] = []byte("quick")
+				}
+				all, err := q.EnqueueMany(ctx(t), append(payloads, []byte("runs"), []byte("waits"), []byte("waits"), []byte("waits")))
 				require.NoError(t, err)
+				got := all[30:]
 				started, release := make(chan struct{}), make(chan struct{})
 				wctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				done := make(chan error, 1)
 				go func() {
 					done <- q.Work(wctx, func(_ context.Context, j *Job) error {
+						if string(j.Payload) == "quick" {
+							return nil
+						}
 						close(started)
 						<-release
 						return nil
@@ -344,6 +354,29 @@ func TestWork(t *testing.T) {
 				for _, id := range got[1:] {
 					assert.Equal(t, "handed back", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
 				}
+			})
+			t.Run("a worker whose handlers are slow leaves the jobs it cannot start to other workers", func(t *testing.T) {
+				q := newQueue(t, n, "shared", Policy{})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil, nil})
+				require.NoError(t, err)
+				var started sync.WaitGroup
+				started.Add(4)
+				all := make(chan struct{})
+				go func() { started.Wait(); close(all) }()
+				h := func(context.Context, *Job) error {
+					started.Done()
+					<-all // every job runs at once, or none finishes
+					return nil
+				}
+				stopA := working(t, q, h, WorkOptions{Concurrency: 2})
+				stopB := working(t, q, h, WorkOptions{Concurrency: 2})
+				select {
+				case <-all:
+				case <-time.After(5 * time.Second):
+					t.Fatal("a job waited in one worker while the other had a free slot")
+				}
+				require.NoError(t, stopA())
+				require.NoError(t, stopB())
 			})
 			t.Run("NoPrefetch claims only for free slots", func(t *testing.T) {
 				q := newQueue(t, n, "unbuffered", Policy{})
