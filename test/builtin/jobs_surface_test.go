@@ -24,6 +24,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 	m, err := ids.NewMinter(23)
 	require.NoError(t, err)
 	setup, calls := lifecycleCalls(m, "routed")
+	more, queued := queueCalls(m, "routed")
 	slot := c.Slot(t, calls[0].keys[0])
 	owner := c.Owner(t, slot)
 
@@ -32,7 +33,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			if other == owner {
 				continue
 			}
-			for _, v := range calls {
+			for _, v := range append(calls, queued...) {
 				assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), errorText(other.Do(v.argv()...)), v.String())
 			}
 			assert.Equal(t, int64(0), num(t, other, "DBSIZE"))
@@ -41,7 +42,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 
 	t.Run("each lifecycle verb with keys of two slots is CROSSSLOT and writes nothing", func(t *testing.T) {
 		elsewhere := strings.NewReplacer("{routed}", "{elsewhere}")
-		for _, v := range calls {
+		for _, v := range append(calls, queued...) {
 			crossed := v
 			crossed.keys = append([]string{}, v.keys...)
 			last := len(crossed.keys) - 1
@@ -58,6 +59,9 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
 		}
 		assert.Equal(t, "pending", str(t, owner, "HGET", setup[1].keys[0], "state"), "the revived job")
+		for _, v := range append(more, queued...) {
+			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
+		}
 	})
 }
 
@@ -302,10 +306,20 @@ func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 	}{ // docs/commands.md's table of verbs
 		{"EMQ.CLAIM", 9, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.EXTEND", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
-		{"EMQ.ACK", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.ACK", -6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.FAIL", 11, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.STALLED.CHECK", 5, []string{"write"}, []string{"write", "slow", "emq"}},
 		{"EMQ.REVIVE", 5, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.SCHEDULE", 9, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.PAUSE", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.RESUME", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.LIMIT", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.EVENTS", 5, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.REMOVE", 7, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.SETTLE", -10, []string{"write"}, []string{"write", "slow", "emq"}},
+		{"EMQ.REPEAT", 12, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
+		{"EMQ.UNREPEAT", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.REPEATS", 3, []string{"readonly"}, []string{"read", "slow", "emq"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			info, err := s.Do("COMMAND", "INFO", v.name).ToArray()
