@@ -69,6 +69,7 @@ type Queue struct {
 	pending, active, delayed, dead string
 	// The policy's numbers as the verbs take them.
 	leaseMs, keepMs, maxAttempts string
+	slot                         uint16 // the cluster slot of the queue's keys
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
@@ -86,11 +87,13 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 	if p.Backoff == nil {
 		p.Backoff = Exponential(time.Second, time.Minute)
 	}
+	pending := keys.Pending(name)
 	return &Queue{
 		c: c, name: name, minter: minter, policy: p,
-		pending: keys.Pending(name), active: keys.Set(name, keys.ActiveSet),
+		pending: pending, active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
 		leaseMs: millis(p.Lease), keepMs: millis(p.Keep), maxAttempts: strconv.Itoa(p.MaxAttempts),
+		slot: slotOf(c.vk.B().Arbitrary(emq.Claim.Name).Keys(pending).Build()),
 	}, nil
 }
 
@@ -185,7 +188,7 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
 	}
-	served, err := q.c.nodes.serves(ctx, q.slot(), CapBClaim)
+	served, err := q.c.nodes.serves(ctx, q.slot, CapBClaim)
 	if err != nil {
 		return nil, err
 	}
@@ -212,11 +215,6 @@ func (q *Queue) bclaimCall(n int, timeout time.Duration) verbCall {
 	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
 	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
 	return v
-}
-
-// slot is the cluster slot of the queue's keys.
-func (q *Queue) slot() uint16 {
-	return slotOf(q.c.vk.B().Arbitrary(emq.BClaim.Name).Keys(q.pending).Build())
 }
 
 // The fallback BClaim's polling backoff.
@@ -284,10 +282,23 @@ func newJob() *Job { return new(Job) }
 // readClaimed appends to jobs the jobs of a claim's reply, each made by
 // alloc.
 func (q *Queue) readClaimed(r valkey.ValkeyResult, alloc func() *Job, jobs []*Job) ([]*Job, error) {
-	if valkey.IsValkeyNil(r.Error()) {
+	m, err := r.ToMessage()
+	if valkey.IsValkeyNil(err) {
 		return jobs, nil
 	}
-	rows, err := r.ToArray()
+	if err != nil {
+		return jobs, refusal(err)
+	}
+	return q.readClaimedRows(&m, alloc, jobs)
+}
+
+// readClaimedRows reads a claim's reply as readClaimed does, from the
+// message itself (EMQ.SETTLE's second element).
+func (q *Queue) readClaimedRows(m *valkey.ValkeyMessage, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	if m.IsNil() {
+		return jobs, nil
+	}
+	rows, err := m.ToArray()
 	if err != nil {
 		return jobs, refusal(err)
 	}

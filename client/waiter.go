@@ -70,7 +70,7 @@ func (w *worker) waitLoop() {
 // once the worker stops.
 func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error) {
 	q := w.q
-	native, err := q.c.nodes.serves(w.base, w.slot, CapBClaim)
+	native, err := q.c.nodes.serves(w.base, q.slot, CapBClaim)
 	if err != nil {
 		return claimed, err
 	}
@@ -92,7 +92,7 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 	w.blocking = blockState{}
 	w.mu.Unlock()
 	if unknownCommand(r.Error()) { // the node lost the module: poll next time
-		q.c.nodes.forget(w.slot)
+		q.c.nodes.forget(q.slot)
 		return claimed, nil
 	}
 	return q.readClaimed(r, w.alloc, claimed)

@@ -144,7 +144,6 @@ type worker struct {
 	base context.Context
 
 	lease, every, margin time.Duration // the lease, its renewal period, the safety margin before its end
-	slot                 uint16        // the queue's cluster slot
 	alloc                func() *Job   // makes a held job
 
 	ready      chan *heldJob // claimed jobs waiting for a slot, in claim order
@@ -206,7 +205,6 @@ func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *work
 	w := &worker{q: q, h: h, opts: opts, log: log.With("queue", q.name),
 		base:  context.WithoutCancel(ctx),
 		lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
-		slot:       q.slot(),
 		ready:      make(chan *heldJob, opts.Concurrency+opts.Prefetch),
 		renewWake:  make(chan struct{}, 1),
 		waiterExit: make(chan struct{}),
@@ -429,7 +427,8 @@ func (w *worker) settleLoop() {
 			w.mu.Unlock()
 			return
 		}
-		batch, w.finished = w.finished, batch[:0]
+		batch = append(batch[:0], w.finished[:min(len(w.finished), maxSettlements)]...)
+		w.finished = append(w.finished[:0], w.finished[len(batch):]...)
 		n := max(w.claimable(), 0)
 		w.asked += n
 		w.mu.Unlock()
