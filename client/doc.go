@@ -64,12 +64,11 @@
 // A round trip costs the server more than the verb it carries, so the
 // runner spends few:
 //
-//   - Settle and claim: one round trip per batch. The acks and fails of
+//   - Settle and claim: one EMQ.SETTLE per batch. The acks and fails of
 //     the jobs that finished while the last call was out go with the
-//     claim of the next jobs (EMQ.SETTLE's contract; until the module
-//     serves it, one pipeline of EMQ.ACK or EMQ.FAIL per job and an
-//     EMQ.CLAIM). With quick handlers a worker of concurrency c and the
-//     default prefetch (c) settles and claims about c jobs a call.
+//     claim of the next jobs; the claim asks for the free slots and as
+//     many more as the slots finish in a round trip, up to
+//     [WorkOptions].Prefetch.
 //   - Wait: one EMQ.BCLAIM, only while the queue is empty, on a dedicated
 //     connection of valkey-go's pool, costing nothing while it waits; the
 //     outcomes of jobs that finish meanwhile go in settle calls that
@@ -80,15 +79,16 @@
 //   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
 //
 // Measured (TestWorkDeliversEachJobOnce: 10,000 quick jobs, 16 workers of
-// 8 slots, counting what the client sends): 1.13 commands and 0.13 to 0.14
-// round trips per job from claim to ack, natively and on the scripts —
-// where the runner of version 0.2 sent 1.4 commands in 1.4 round trips.
-// BenchmarkWork (make bench-work) reports the jobs/s, allocations and
-// round trips per job at concurrency 1, 8 and 64. On a node without the
-// module the counts are the same, each verb one EVALSHA (plus one EVAL
-// the first time the node has not cached the script), except the wait:
-// it polls, one claim per 10 ms doubling to 250 ms while the queue is
-// empty.
+// 8 slots, counting what the client sends): 0.06 commands in 0.06 round
+// trips per job from claim to ack natively, where the runner of version
+// 0.2 sent 1.4 commands in 1.4 round trips; on the scripts 1.06 commands
+// in 0.06 round trips. BenchmarkWork (make bench-work) reports the jobs/s,
+// allocations and round trips per job at concurrency 1, 8 and 64. On a
+// node without the module the round trips are the same, the settle step
+// one pipeline of an EVALSHA per ack or fail and one of the claim's (plus
+// one EVAL the first time the node has not cached a script), except the
+// wait: it polls, one claim per 10 ms doubling to 250 ms while the queue
+// is empty.
 //
 // The consumer spends one XREADGROUP and one XACK per batch, one
 // EMQ.FAILURES.INCR per failure and one park per parked message. Every
@@ -138,6 +138,10 @@
 //     and Park: EVALSHA of the verb's script (below), atomic as the verb.
 //   - BClaim: a claim, then polling with a capped backoff (a script
 //     cannot block).
+//   - Work's EMQ.SETTLE: one pipeline of the settlements' scripts and the
+//     claim's; a script the node has not cached runs again after the
+//     rest, so on a node's first calls a job failed back at once may miss
+//     the same call's claim.
 //   - EnqueueMany: one pipeline of EVALSHA of [AdmitScript].
 //
 // For valid input the results are the same: the same keys, values, stream

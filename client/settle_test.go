@@ -46,6 +46,9 @@ func TestSettle(t *testing.T) {
 				assert.Equal(t, "c", string(claimed[0].Payload))
 				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job(q.name, jobs[0].ID.String())), "the ack applied")
 				assert.Equal(t, "boom", str(t, n, "HGET", keys.Job(q.name, jobs[2].ID.String()), "error"))
+				if n.native {
+					assert.Equal(t, "2", n.s.InfoField("emq", "emq_calls_settle"), "one EMQ.SETTLE a call")
+				}
 			})
 			t.Run("settling only claims nothing", func(t *testing.T) {
 				q := newQueue(t, n, "settle-only", Policy{})

@@ -91,10 +91,10 @@ const errHandedBack = "handed back"
 // panics is failed with the policy's backoff.
 //
 // One call settles the jobs that finished since the last and claims as
-// many as there are free slots and room in the prefetch buffer (EMQ.SETTLE's
-// contract; until the module serves it, one pipeline of the acks, fails
-// and a claim), one at a time, so the outcomes that finish while a call is
-// out go together in the next. When a claim finds the queue empty, one
+// many as there are free slots and room in the prefetch buffer
+// (EMQ.SETTLE; on a node without it, one pipeline of the acks, fails and a
+// claim), one at a time, so the outcomes that finish while a call is out
+// go together in the next. When a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection of valkey-go's pool (on a
 // node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
 // UNBLOCK. One scheduler extends the leases due, in one pipeline.

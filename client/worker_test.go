@@ -378,6 +378,36 @@ func TestWork(t *testing.T) {
 				require.NoError(t, stopA())
 				require.NoError(t, stopB())
 			})
+			t.Run("an idle worker starts a job enqueued to it at once", func(t *testing.T) {
+				q := newQueue(t, n, "latency", Policy{})
+				started := make(chan time.Time, 1)
+				stop := working(t, q, func(context.Context, *Job) error {
+					started <- time.Now()
+					return nil
+				}, WorkOptions{Concurrency: 4})
+				var took []time.Duration
+				for range 20 {
+					time.Sleep(20 * time.Millisecond) // the worker waits again
+					at := time.Now()
+					_, err := q.Enqueue(ctx(t), nil)
+					require.NoError(t, err)
+					select {
+					case s := <-started:
+						took = append(took, s.Sub(at))
+					case <-time.After(5 * time.Second):
+						t.Fatal("the job did not start")
+					}
+				}
+				require.NoError(t, stop())
+				slices.Sort(took)
+				t.Logf("%s: from enqueue to handler, median %v, slowest %v", n, took[len(took)/2], took[len(took)-1])
+				median := 300 * time.Millisecond // polling: 10 ms doubling to 250 ms
+				if n.native {
+					median = 20 * time.Millisecond // woken by the enqueue itself
+				}
+				assert.Less(t, took[len(took)/2], median, "the median")
+				assert.Less(t, took[len(took)-1], 2*time.Second, "the slowest")
+			})
 			t.Run("NoPrefetch claims only for free slots", func(t *testing.T) {
 				q := newQueue(t, n, "unbuffered", Policy{})
 				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil})
