@@ -427,8 +427,11 @@ func (w *worker) settleLoop() {
 			w.mu.Unlock()
 			return
 		}
-		batch = append(batch[:0], w.finished[:min(len(w.finished), maxSettlements)]...)
-		w.finished = append(w.finished[:0], w.finished[len(batch):]...)
+		k := min(len(w.finished), maxSettlements)
+		batch = append(batch[:0], w.finished[:k]...)
+		left := copy(w.finished, w.finished[k:])
+		clear(w.finished[left:])
+		w.finished = w.finished[:left]
 		n := max(w.claimable(), 0)
 		w.asked += n
 		w.mu.Unlock()
@@ -497,12 +500,6 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 // take holds the jobs a claim sent at sent delivered, and queues them for
 // the slots; once the worker stops it hands them back. w.mu is held.
 func (w *worker) take(claimed []*Job, sent time.Time) {
-	if len(claimed) > 0 && w.renewals.head == nil {
-		select {
-		case w.renewWake <- struct{}{}:
-		default:
-		}
-	}
 	for _, j := range claimed {
 		hj := j.held
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
@@ -512,6 +509,12 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 			continue
 		}
 		w.renewals.insert(hj)
+		if w.renewals.head == hj { // the scheduler's next wake-up is later, or none
+			select {
+			case w.renewWake <- struct{}{}:
+			default:
+			}
+		}
 		w.ready <- hj // never blocks: held ≤ Concurrency + Prefetch, its capacity
 	}
 }
