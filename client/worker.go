@@ -44,8 +44,8 @@ type WorkOptions struct {
 	// Poll is how long one blocking claim waits before it is sent again;
 	// DefaultPoll when 0. A stop ends the wait at once, whatever Poll is.
 	Poll time.Duration
-	// Renew is the fraction of the lease after which a held job's lease is
-	// extended, again and again until the job is settled; 1/3 when 0.
+	// Renew is the fraction of the lease after which a claimed job's lease
+	// is extended, again and again until its handler returns; 1/3 when 0.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
@@ -86,9 +86,9 @@ const errHandedBack = "handed back"
 // Work claims jobs of q and runs h on each until ctx ends, then stops
 // claiming, hands back the jobs no handler has started, lets the running
 // handlers finish for up to opts.Grace, fails the rest with backoff 0 and
-// returns. Each held job's lease is extended until it is settled; a job
-// whose handler returns nil is acknowledged, one whose handler fails or
-// panics is failed with the policy's backoff.
+// returns. Each held job's lease is extended until its handler returns; a
+// job whose handler returns nil is acknowledged, one whose handler fails
+// or panics is failed with the policy's backoff.
 //
 // One call settles the jobs that finished since the last and claims as
 // many as there are free slots and room in the prefetch buffer
@@ -110,16 +110,14 @@ func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
 	return newWorker(ctx, q, h, opts).run()
 }
 
-// checkPolicy runs the verbs' checks, once, on the numbers the policy puts
-// in every call a worker makes; the rest of those calls is the worker's
-// own making (a claimed job's id and attempt), so they need none.
+// checkPolicy runs EMQ.SETTLE's checks, once, on the numbers the policy
+// puts in every call a worker makes; the rest of those calls is the
+// worker's own making (a claimed job's id and attempt), so they need none.
 func (q *Queue) checkPolicy() error {
-	if err := check(emq.BClaim, q.bclaimCall(maxClaimCount, 0).line()...); err != nil {
-		return err
-	}
-	probe, _ := ids.New(ids.Job, 0, 0, 0)
-	j := Job{q: q, ID: probe, Attempt: 1}
-	return check(emq.Ack, j.ackCall().line()...)
+	id, _ := ids.New(ids.Job, 0, 0, 0)
+	probe := []settlement{{job: &Job{q: q, ID: id, Attempt: 1}}}
+	cmd := q.settleCommand(probe, maxClaimCount)
+	return check(emq.Settle, cmd.Commands()[1:]...)
 }
 
 // maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
