@@ -2,7 +2,6 @@ package inspect_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -209,25 +208,11 @@ func TestForEach(t *testing.T) {
 	c := client.New(s.Client())
 	m, err := ids.NewMinter(3)
 	require.NoError(t, err)
-	q, err := c.Queue("bulk", m, client.Policy{MaxAttempts: 1})
+	q, err := c.Queue("bulk", m, client.Policy{})
 	require.NoError(t, err)
 	in := inspect.New(s.Client(), inspect.Options{})
 	const n = 250
-	payloads := make([][]byte, n)
-	for i := range payloads {
-		payloads[i] = []byte("p")
-	}
-	_, err = q.EnqueueMany(ctx(t), payloads)
-	require.NoError(t, err)
-	for left := n; left > 0; {
-		jobs, err := q.Claim(ctx(t), min(left, 1000))
-		require.NoError(t, err)
-		for _, j := range jobs {
-			_, err := j.FailAfter(ctx(t), errors.New("boom"), 0)
-			require.NoError(t, err)
-		}
-		left -= len(jobs)
-	}
+	queuetest.Dead(t, s.Client(), "bulk", n)
 	revive := func(ctx context.Context, id string) error {
 		j, ok := ids.Parse(ids.Job, []byte(id))
 		if !ok {

@@ -63,8 +63,8 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 		InvoicesDead: id(11), AuditStream: keys.Stream("audit", "events"),
 		DeadError: "550 mailbox unavailable", InvoicesDeadError: "render: template missing",
 	}
-	once := queue(t, c, "emails", m, 1)
-	thrice := queue(t, c, "emails", m, 3)
+	once := handle(t, c, "emails", m, 1)
+	thrice := handle(t, c, "emails", m, 3)
 
 	enqueue(t, ctx, c, "emails", id(1), "to: ann@example.com")
 	enqueue(t, ctx, c, "emails", id(2), "to: bob@example.com")
@@ -87,7 +87,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 		FieldValue("paused", "1").FieldValue("rate_max", "10").FieldValue("rate_ms", "1000").Build())
 
 	enqueue(t, ctx, c, "invoices", f.InvoicesDead, "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example")
-	fail(t, ctx, claim(t, ctx, queue(t, c, "invoices", m, 1), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
+	fail(t, ctx, claim(t, ctx, handle(t, c, "invoices", m, 1), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
 
 	if _, err := c.Append(ctx, "audit", "events", []client.Entry{
 		{ID: m.Mint(ids.Evt), Fields: []client.Field{{Name: "kind", Value: "created"}}}}); err != nil {
@@ -103,7 +103,8 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	return f
 }
 
-func queue(t testing.TB, c *client.Client, name string, m *ids.Minter, attempts int) *client.Queue {
+// handle is a queue handle allowing attempts claims per job.
+func handle(t testing.TB, c *client.Client, name string, m *ids.Minter, attempts int) *client.Queue {
 	t.Helper()
 	q, err := c.Queue(name, m, client.Policy{Lease: time.Hour, MaxAttempts: attempts})
 	if err != nil {
@@ -147,4 +148,31 @@ func score(t testing.TB, ctx context.Context, vk valkey.Client, queue string, st
 	t.Helper()
 	do(t, ctx, vk, vk.B().Zadd().Key(keys.Set(queue, string(st))).Xx().ScoreMember().
 		ScoreMember(float64(at.UnixMilli()), j.String()).Build())
+}
+
+// Dead makes n dead jobs in queue through the verbs: admitted in one
+// pipeline, then claimed and failed under a policy of one attempt.
+func Dead(t testing.TB, vk valkey.Client, queue string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := ids.NewMinter(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := handle(t, client.New(vk), queue, m, 1)
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = []byte("doomed")
+	}
+	if _, err := q.EnqueueMany(ctx, payloads); err != nil {
+		t.Fatal(err)
+	}
+	for left := n; left > 0; {
+		jobs := claim(t, ctx, q, min(left, 1000))
+		for _, j := range jobs {
+			fail(t, ctx, j, "boom", 0, client.StateDead)
+		}
+		left -= len(jobs)
+	}
 }
