@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 )
 
@@ -40,8 +41,9 @@ type Progress struct {
 // many jobs as the selection held at the start, so jobs entering the set
 // meanwhile cannot keep it going. progress, if not nil, is called after
 // each batch. The error is a failed read or ctx's end; failed actions are
-// counted in the Progress.
-func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id string) error,
+// counted in the Progress; a member that is not a JOB id fails with
+// ErrNoJob, act never called on it.
+func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id ids.ID) error,
 	progress func(Progress)) (Progress, error) {
 	key := keys.Set(sel.Queue, string(sel.State))
 	maxScore := "+inf"
@@ -69,7 +71,12 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		}
 		errs := make([]error, len(batch))
 		var wg sync.WaitGroup
-		for i, id := range batch {
+		for i, text := range batch {
+			id, ok := ids.Parse(ids.Job, []byte(text))
+			if !ok {
+				errs[i] = fmt.Errorf("%w: %q in %s is not a JOB id", ErrNoJob, text, key)
+				continue
+			}
 			wg.Go(func() { errs[i] = act(ctx, id) })
 		}
 		wg.Wait()

@@ -158,3 +158,17 @@ func ageOf(id string, now time.Time) time.Duration {
 	}
 	return max(now.Sub(time.UnixMilli(int64(j.UnixMs()))), 0)
 }
+
+// When names the time a set's score holds: "lease ends", "due", "died";
+// "" for pending, whose score is a priority.
+func (s State) When() string {
+	switch s {
+	case Active:
+		return "lease ends"
+	case Delayed:
+		return "due"
+	case Dead:
+		return "died"
+	}
+	return ""
+}

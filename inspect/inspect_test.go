@@ -213,13 +213,7 @@ func TestForEach(t *testing.T) {
 	in := inspect.New(s.Client(), inspect.Options{})
 	const n = 250
 	queuetest.Dead(t, s.Client(), "bulk", n)
-	revive := func(ctx context.Context, id string) error {
-		j, ok := ids.Parse(ids.Job, []byte(id))
-		if !ok {
-			return fmt.Errorf("not a job id: %q", id)
-		}
-		return q.Revive(ctx, j)
-	}
+	revive := func(ctx context.Context, id ids.ID) error { return q.Revive(ctx, id) }
 
 	t.Run("a selection before a time leaves the later jobs", func(t *testing.T) {
 		p, err := in.ForEach(ctx(t), inspect.Selection{Queue: "bulk", State: inspect.Dead, Before: time.UnixMilli(1)}, revive, nil)

@@ -36,11 +36,10 @@ func runRevive(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	revive := func(ctx context.Context, id ids.ID) error { return q.Revive(ctx, id) }
 	if s.o.all {
-		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, revive)
+		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
 	}
-	return s.each(ctx, "revived", idArgs, revive)
+	return s.each(ctx, "revived", idArgs, q.Revive)
 }
 
 var enqueueCmd = &command{
@@ -154,13 +153,7 @@ func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, 
 		return err
 	}
 	var bar *progressBar
-	p, err := in.ForEach(ctx, sel, func(ctx context.Context, text string) error {
-		id, ok := ids.Parse(ids.Job, []byte(text))
-		if !ok {
-			return fmt.Errorf("%q is not a job id", text)
-		}
-		return act(ctx, id)
-	}, func(p inspect.Progress) {
+	p, err := in.ForEach(ctx, sel, act, func(p inspect.Progress) {
 		if bar == nil && p.Total > progressOver && s.e.progress != nil {
 			bar = &progressBar{w: s.e.progress, label: done}
 		}

@@ -37,7 +37,7 @@ func init() {
 	commands = []*command{
 		queuesCmd, jobsCmd, jobCmd,
 		reviveCmd, enqueueCmd,
-		statsCmd,
+		statsCmd, dashCmd, metricsCmd,
 	}
 }
 

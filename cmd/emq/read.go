@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/echomq/emq/internal/readable"
+
 	"github.com/echomq/emq/inspect"
 )
 
@@ -62,7 +64,7 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 	for _, q := range sums {
 		oldest := "-"
 		if q.Head != "" {
-			oldest = human(q.HeadAge)
+			oldest = readable.Duration(q.HeadAge)
 		}
 		t.row(q.Queue, count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
 			count(q.Counts[inspect.Dead]), yesNo(q.Paused), q.Limit.String(), oldest)
@@ -148,15 +150,15 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	t := newTable(s.e.stdout, "STATE", "ID", "ATTEMPTS", "PRIORITY", "AGE", "WHEN", "PAYLOAD", "ERROR")
 	for _, r := range rows {
 		if !r.Row {
-			t.row(string(r.State), r.ID, "-", "-", human(r.Age), "-", "-", "(no row: dropped at the next claim)")
+			t.row(string(r.State), r.ID, "-", "-", readable.Duration(r.Age), "-", "-", "(no row: dropped at the next claim)")
 			continue
 		}
 		when := "-"
 		if at := r.At(); !at.IsZero() {
-			when = relative(at, now)
+			when = readable.Relative(at, now)
 		}
-		t.row(string(r.State), r.ID, count(r.Attempts), count(r.Priority), human(r.Age), when,
-			count(r.PayloadSize)+"B", dash(clip(r.Error, 60)))
+		t.row(string(r.State), r.ID, count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
+			count(r.PayloadSize)+"B", dash(readable.Clip(r.Error, 60)))
 	}
 	return t.flush()
 }
@@ -243,10 +245,10 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	}
 	t.row("state", state)
 	if at := j.At(); !at.IsZero() {
-		t.row(whenLabel[j.Set], stamp(at)+" ("+relative(at, now)+")")
+		t.row(j.Set.When(), readable.Time(at)+" ("+readable.Relative(at, now)+")")
 	}
 	if !j.Minted.IsZero() {
-		t.row("minted", stamp(j.Minted)+" ("+relative(j.Minted, now)+")")
+		t.row("minted", readable.Time(j.Minted)+" ("+readable.Relative(j.Minted, now)+")")
 	}
 	attempts := count(j.Attempts)
 	if j.Revived > 0 {
@@ -265,9 +267,4 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	}
 	t.row("result", result)
 	return t.flush()
-}
-
-// whenLabel names a set's time for the job page.
-var whenLabel = map[inspect.State]string{
-	inspect.Active: "lease ends", inspect.Delayed: "due", inspect.Dead: "died",
 }
