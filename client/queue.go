@@ -276,9 +276,11 @@ func (q *Queue) StalledCheck(ctx context.Context, limit int) (int64, error) {
 		script: q.c.scripts.stalledCheck}, intReply)
 }
 
-// Revive puts dead job id back in pending with attempts 0, its last error
-// kept. A job that is not dead is refused with EMQSTATE, one that does
-// not exist with EMQNOJOB.
+// Revive puts dead job id back in pending with a fresh budget of the
+// policy's MaxAttempts, its attempts and last error kept: the next claim's
+// attempt is above every one handed out before, so a stale worker's token
+// never becomes valid again. A job that is not dead is refused with
+// EMQSTATE, one that does not exist with EMQNOJOB.
 func (q *Queue) Revive(ctx context.Context, id ids.ID) error {
 	_, err := runVerb(ctx, q.c, verbCall{verb: emq.Revive, cp: CapRevive,
 		keys:   []string{keys.Job(q.name, id.String()), q.pending, q.dead},

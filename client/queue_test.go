@@ -99,7 +99,7 @@ func TestQueueHandles(t *testing.T) {
 				assert.Equal(t, "boom again", str(t, n, "HGET", keys.Job("retry", id.String()), "error"))
 				require.NoError(t, q.Revive(ctx(t), id))
 				j = claimOne(t, q)
-				assert.Equal(t, int64(1), j.Attempt, "a revived job starts again from attempt 1")
+				assert.Equal(t, int64(3), j.Attempt, "a revived job goes on from its attempts: a token is never handed out twice")
 				requireRefusal(t, q.Revive(ctx(t), id), emqerrors.State)
 			})
 			t.Run("a stale attempt is refused with EMQLEASE and changes nothing", func(t *testing.T) {

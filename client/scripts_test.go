@@ -351,7 +351,7 @@ func TestLifecycleScripts(t *testing.T) {
 				assert.Equal(t, "lease expired", q.field(id, "error"))
 			}
 		}},
-		{"revive puts a dead job back in pending with attempts 0 and its error kept", func(t *testing.T, q queue) {
+		{"revive puts a dead job back in pending with a fresh budget, its attempts and error kept", func(t *testing.T, q queue) {
 			id := q.enqueue("p")
 			require.Len(t, claims(t, q.claim(1000, 1, 1)), 1)
 			require.NoError(t, q.fail(id, 1, 0, 1, "fatal").Error())
@@ -361,9 +361,10 @@ func TestLifecycleScripts(t *testing.T) {
 			assert.Empty(t, q.members("dead"))
 			assert.Equal(t, []string{id}, q.members("pending"))
 			assert.Equal(t, "pending", q.field(id, "state"))
-			assert.Equal(t, "0", q.field(id, "attempts"))
+			assert.Equal(t, "1", q.field(id, "attempts"))
+			assert.Equal(t, "1", q.field(id, "revived"))
 			assert.Equal(t, "fatal", q.field(id, "error"))
-			assert.Equal(t, []claimed{{id, 1, "p"}}, claims(t, q.claim(1000, 1, 1)))
+			assert.Equal(t, []claimed{{id, 2, "p"}}, claims(t, q.claim(1000, 1, 1)), "the next token is above every one handed out")
 		}},
 	})
 }

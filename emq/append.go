@@ -10,5 +10,5 @@ var Append = &Verb{Name: "EMQ.APPEND", Arity: streamArity, Keys: 1, Cap: "append
 	Run:   func(c Call) error { return appendBatch(c, appendRules(c.Limits)) }}
 
 func appendRules(l Limits) batchRules {
-	return batchRules{maxItems: l.AppendMaxEntries, event: EntriesAppended}
+	return batchRules{maxItems: l.AppendMaxEntries, counter: EntriesAppended}
 }

@@ -245,7 +245,7 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 		p.zrem(claimPending, id)
 	}
 	stalled := cand.from == claimActive
-	if row.attempts >= a.maxAttempts {
+	if exhausted(s, p, cand.job, row, a.maxAttempts) {
 		p.zadd(claimDead, id, float64(now))
 		switch {
 		case stalled:

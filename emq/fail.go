@@ -50,7 +50,7 @@ func fail(c Call) error {
 	p.zrem(failActive, id)
 	var state Ref
 	switch now := s.NowMs(); {
-	case row.attempts >= f.maxAttempts:
+	case exhausted(s, p, 0, row, f.maxAttempts):
 		state = refDead
 		p.zadd(failDead, id, float64(now))
 		p.Count(JobsDead, 1)

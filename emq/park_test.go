@@ -180,7 +180,7 @@ func FuzzPark(f *testing.F) {
 		case want == 0 && !s.pending:
 			require.Empty(t, p.Writes, "a retried park writes nothing")
 			require.Equal(t, []Reply{{Kind: ReplyNil}}, p.Replies)
-			require.Equal(t, int64(1), p.Events[ParksNoop])
+			require.Equal(t, int64(1), p.Counts[ParksNoop])
 		case want == 0:
 			failures := "0"
 			if types[2] == String {
@@ -200,7 +200,7 @@ func FuzzPark(f *testing.F) {
 			require.Equal(t, []string{group, entry}, s.refs(args, p.Writes[1]))
 			require.Equal(t, Write{Op: Del, Key: 2, From: p.Writes[2].From}, p.Writes[2])
 			require.Equal(t, []Reply{{Kind: ReplyStreamID, Int: 0}}, p.Replies, "the reply is the XADD's ID")
-			require.Equal(t, int64(1), p.Events[MessagesParked])
+			require.Equal(t, int64(1), p.Counts[MessagesParked])
 		}
 	})
 }

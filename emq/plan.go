@@ -62,7 +62,8 @@ func Arg(i int) Ref { return refArg | Ref(i) }
 // in the order of the ref constants below. The host interns them at load.
 var Constants = []string{"id", "state", "pending", "attempts", "0", "payload",
 	"error", "active", "delayed", "dead", "done", "lease expired", "attempts exhausted",
-	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason"}
+	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason",
+	"revived"}
 
 // References to Constants, in their order.
 const (
@@ -88,6 +89,7 @@ const (
 	refSub
 	refFailures
 	refReason
+	refRevived
 	numConstants = iota
 )
 
@@ -140,14 +142,14 @@ type Reply struct {
 }
 
 // Plan is the effect of one verb call: the writes, in order, then the
-// reply, with the strings they name and the events INFO emq counts.
+// reply, with the strings they name and the counters INFO emq adds.
 type Plan struct {
 	Writes  []Write
 	Refs    []Ref
 	Replies []Reply
 	Scratch []byte
 	Spans   []Span
-	Events  [NumEvents]int64
+	Counts  [NumCounters]int64
 	counted uint32 // a bit per event Count touched: Reset and the host visit only those
 	// Wait, when its Queue is set, asks the host to keep the caller waiting
 	// instead of replying (the plan has no reply then).
@@ -166,7 +168,7 @@ func (p *Plan) Reset() {
 	p.Writes, p.Refs, p.Replies = p.Writes[:0], p.Refs[:0], p.Replies[:0]
 	p.Scratch, p.Spans = p.Scratch[:0], p.Spans[:0]
 	for m := p.counted; m != 0; m &= m - 1 {
-		p.Events[bits.TrailingZeros32(m)] = 0
+		p.Counts[bits.TrailingZeros32(m)] = 0
 	}
 	p.counted = 0
 	p.Wait = Wait{}
@@ -257,8 +259,8 @@ func (p *Plan) reply(kind ReplyKind, ref Ref, v int64) {
 func (p *Plan) replyInt(v int64) { p.reply(ReplyInt, 0, v) }
 
 // Count adds n to event e.
-func (p *Plan) Count(e Event, n int64) {
-	p.Events[e] += n
+func (p *Plan) Count(e Counter, n int64) {
+	p.Counts[e] += n
 	p.counted |= 1 << e
 }
 
@@ -267,4 +269,4 @@ func (p *Plan) Count(e Event, n int64) {
 func (p *Plan) Counted() uint32 { return p.counted }
 
 // Every event has a bit in Plan.counted.
-var _ [32 - NumEvents]struct{}
+var _ [32 - NumCounters]struct{}

@@ -13,11 +13,11 @@ func TestResetForgetsEveryCountedEvent(t *testing.T) {
 	p.Count(JobsAdmitted, 1)
 	p.Count(JobsClaimed, 3)
 	p.Count(JobsClaimed, 2)
-	p.Count(NumEvents-1, 7)
-	assert.Equal(t, uint32(1<<JobsAdmitted|1<<JobsClaimed|1<<(NumEvents-1)), p.Counted())
-	assert.Equal(t, int64(5), p.Events[JobsClaimed])
+	p.Count(NumCounters-1, 7)
+	assert.Equal(t, uint32(1<<JobsAdmitted|1<<JobsClaimed|1<<(NumCounters-1)), p.Counted())
+	assert.Equal(t, int64(5), p.Counts[JobsClaimed])
 
 	p.Reset()
 	assert.Zero(t, p.Counted())
-	assert.Equal(t, [NumEvents]int64{}, p.Events)
+	assert.Equal(t, [NumCounters]int64{}, p.Counts)
 }

@@ -15,7 +15,7 @@ var Publish = &Verb{Name: "EMQ.PUBLISH", Arity: streamArity, Keys: 1, Cap: "publ
 	Check: func(a [][]byte, _ int64) error { return checkEntries(a, publishRules, new(Plan)) },
 	Run:   func(c Call) error { return appendBatch(c, publishRules) }}
 
-var publishRules = batchRules{sname: "msgs", entries: 1, entry: envelope, event: EnvelopesPublished}
+var publishRules = batchRules{sname: "msgs", entries: 1, entry: envelope, counter: EnvelopesPublished}
 
 // envelope checks that entry n's fields hold msg and payload, each exactly
 // once, and that msg holds a MSG id: an id in the wrong place is EMQKIND, as

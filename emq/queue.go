@@ -141,6 +141,25 @@ func readJob(s Server, p *Plan, k int) jobRow {
 	return r
 }
 
+// revivedFields is the field a verb reads to know a job's attempt budget.
+var revivedFields = []Ref{refRevived}
+
+// exhausted reports whether the job of row, at key k, has used its budget
+// of max attempts: attempts − revived, revived being the attempts it had
+// when REVIVE last brought it back (0 if never). Attempts never go back, so
+// no attempt handed out is ever valid again; revived is read only when
+// attempts alone reach max.
+func exhausted(s Server, p *Plan, k int, row jobRow, max int64) bool {
+	if row.attempts < max {
+		return false
+	}
+	revived, ok := ParseInt(s.HashGet(p, k, revivedFields)[0].Bytes)
+	if !ok || revived < 0 || revived > row.attempts {
+		revived = 0
+	}
+	return row.attempts-revived >= max
+}
+
 // activeUnder reports whether the row is active under attempt: the lease
 // token is the attempt a claim handed out.
 func (r jobRow) activeUnder(attempt int64) bool {

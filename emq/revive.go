@@ -9,8 +9,11 @@ import (
 //
 //	EMQ.REVIVE 3 emq:{q}:job:<id> emq:{q}:pending emq:{q}:dead
 //
-// The job must be dead; it goes back to pending with attempts 0, its error
-// kept for the record. Replies 1.
+// The job must be dead; it goes back to pending with a fresh budget of
+// attempts, its error kept for the record. Attempts never go back — they
+// are the lease tokens, and a stale worker's must never be valid again —
+// so the row records revived, the attempts it has now, and the budget
+// counts attempts − revived. Replies 1.
 var Revive = &Verb{Name: "EMQ.REVIVE", Arity: 5, Keys: 3, Cap: "revive",
 	Check: func(a [][]byte, _ int64) error { _, err := checkRevive(a); return err },
 	Run:   revive}
@@ -35,14 +38,15 @@ func revive(c Call) error {
 	default:
 		return errors.ErrWrongType
 	}
-	if string(readJob(s, p, 0).state) != "dead" {
+	row := readJob(s, p, 0)
+	if string(row.state) != "dead" {
 		return errNotDead
 	}
 
 	// plan
 	ref := p.Bytes(id)
 	p.zrem(2, ref)
-	p.hset(0, refState, refPending, refAttempts, refZero)
+	p.hset(0, refState, refPending, refRevived, p.Decimal(row.attempts))
 	p.zadd(1, ref, 0)
 	p.replyInt(1)
 	p.Count(JobsRevived, 1)

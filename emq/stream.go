@@ -17,7 +17,7 @@ type batchRules struct {
 	entries  int                                     // the exact entry count, or 0 for any
 	maxItems int                                     // the most entries a call may carry, or 0 for any
 	entry    func(a [][]byte, w *Write, n int) error // the verb's own check of entry n
-	event    Event                                   // what INFO counts per entry
+	counter  Counter                                 // what INFO counts per entry
 }
 
 // appendBatch is the core of EMQ.APPEND and EMQ.PUBLISH:
@@ -50,7 +50,7 @@ func appendBatch(c Call, r batchRules) error {
 	for i := range p.Writes {
 		p.reply(ReplyStreamID, 0, int64(i))
 	}
-	p.Count(r.event, int64(len(p.Writes)))
+	p.Count(r.counter, int64(len(p.Writes)))
 
 	// apply
 	if err := s.Apply(p); err != ErrNotAboveTop {

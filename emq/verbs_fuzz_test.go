@@ -84,7 +84,7 @@ func (s *fakeServer) Apply(p *Plan) error {
 	}
 	s.plan = Plan{Writes: append([]Write(nil), p.Writes...), Refs: append([]Ref(nil), p.Refs...),
 		Replies: append([]Reply(nil), p.Replies...), Scratch: append([]byte(nil), p.Scratch...),
-		Spans: append([]Span(nil), p.Spans...), Events: p.Events}
+		Spans: append([]Span(nil), p.Spans...), Counts: p.Counts}
 	s.wrote = true
 	if len(p.Writes) > 0 && p.Writes[0].Op == XAdd {
 		var top ids.StreamID

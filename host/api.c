@@ -104,6 +104,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(CallReplyArrayElement);
     FETCH(CallReplyStringPtr);
     FETCH(FreeCallReply);
+    FETCH(ReplyWithCallReply);
     FETCH(ReplyWithError);
     FETCH(ReplyWithLongLong);
     FETCH(ReplyWithArray);
@@ -111,6 +112,8 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(ReplyWithNull);
     FETCH(ReplyWithStringBuffer);
     FETCH(GetCurrentUserName);
+    FETCH(GetClientId);
+    FETCH(GetClientUserNameById);
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
     FETCH(FreeModuleUser);
@@ -125,6 +128,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(RegisterNumericConfig);
     FETCH(LoadConfigs);
     FETCH(GetContextFlags);
+    FETCH(AvoidReplicaTraffic);
     FETCH(GetSelectedDb);
     FETCH(BlockClientOnKeysWithFlags);
     FETCH(BlockClientOnKeys);

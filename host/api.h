@@ -69,6 +69,7 @@ typedef struct {
     ValkeyModuleCallReply *(*CallReplyArrayElement)(ValkeyModuleCallReply *, size_t);
     const char *(*CallReplyStringPtr)(ValkeyModuleCallReply *, size_t *);
     void (*FreeCallReply)(ValkeyModuleCallReply *);
+    int (*ReplyWithCallReply)(ValkeyModuleCtx *, ValkeyModuleCallReply *);
     int (*ReplyWithError)(ValkeyModuleCtx *, const char *);
     int (*ReplyWithLongLong)(ValkeyModuleCtx *, long long);
     int (*ReplyWithArray)(ValkeyModuleCtx *, long);
@@ -76,6 +77,8 @@ typedef struct {
     int (*ReplyWithNull)(ValkeyModuleCtx *);
     int (*ReplyWithStringBuffer)(ValkeyModuleCtx *, const char *, size_t);
     ValkeyModuleString *(*GetCurrentUserName)(ValkeyModuleCtx *);
+    unsigned long long (*GetClientId)(ValkeyModuleCtx *);
+    ValkeyModuleString *(*GetClientUserNameById)(ValkeyModuleCtx *, uint64_t);
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*FreeModuleUser)(ValkeyModuleUser *);
@@ -94,6 +97,7 @@ typedef struct {
     int (*LoadConfigs)(ValkeyModuleCtx *);
     // blocking verbs and their timers (wait.c)
     int (*GetContextFlags)(ValkeyModuleCtx *);
+    int (*AvoidReplicaTraffic)(void);
     int (*GetSelectedDb)(ValkeyModuleCtx *);
     ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
                                                              void (*)(ValkeyModuleCtx *, void *), long long,

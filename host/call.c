@@ -78,16 +78,38 @@ void emq_open(emq_call *c, int n, int values) {
     }
 }
 
+// caller_user returns the ACL user the call runs as, or NULL for none — a
+// client with no user is unrestricted, as the server treats it. A client
+// that is connected is found by its id. One that is not — a script's, a
+// timer's, another module's Call — may have no user at all (Call without
+// the "C" flag), and reading a missing user crashes the server, so it is
+// first asked through Call with "C", which answers ENOTSUP without one
+// (the command named never runs: it does not exist).
+static ValkeyModuleUser *caller_user(emq_call *c) {
+    if (!api.GetClientId || !api.GetClientUserNameById || !api.GetModuleUserFromUserName) return NULL;
+    errno = 0;
+    ValkeyModuleString *name = api.GetClientUserNameById(c->ctx, api.GetClientId(c->ctx));
+    if (!name) {
+        if (errno != ENOENT || !api.GetCurrentUserName) return NULL;
+        errno = 0;
+        ValkeyModuleCallReply *probe = api.Call(c->ctx, "emq.no-such-command", "C");
+        if (probe) api.FreeCallReply(probe);
+        if (errno == ENOTSUP) return NULL;
+        name = api.GetCurrentUserName(c->ctx);
+    }
+    ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
+    api.FreeString(NULL, name);
+    return user;
+}
+
 // may_touch checks the caller's ACL key permissions on a derived key, as a
 // script's server.call would, and logs a denial in ACL LOG as it would: a
-// client with no user (a timer) may.
+// client with no user (a timer's, a replication link's) may.
 static int may_touch(emq_call *c, ValkeyModuleString *name) {
-    if (!api.ACLCheckKeyPermissions || !api.GetCurrentUserName) return 1;
+    if (!api.ACLCheckKeyPermissions) return 1;
     if (!c->user_looked) {
         c->user_looked = 1;
-        ValkeyModuleString *user = api.GetCurrentUserName(c->ctx);
-        c->user = api.GetModuleUserFromUserName(user);
-        api.FreeString(NULL, user);
+        c->user = caller_user(c);
     }
     if (!c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK) return 1;
     if (api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
@@ -246,7 +268,11 @@ int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t 
     }
     size_t len = 0;
     const char *ptr = text ? api.CallReplyStringPtr(text, &len) : NULL;
-    if (ptr) c->text = view(c->held[hold(c, api.CreateString(NULL, ptr, len))]);
+    if (ptr) {
+        // hold may grow c->held: take the index first, then read the array
+        int i = hold(c, api.CreateString(NULL, ptr, len));
+        c->text = view(c->held[i]);
+    }
     else if (rc == 1) rc = -1;
     api.FreeCallReply(r);
     return rc;

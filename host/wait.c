@@ -26,9 +26,21 @@ int emq_may_block(ValkeyModuleCtx *ctx) {
 
 int emq_selected_db(ValkeyModuleCtx *ctx) { return api.GetSelectedDb(ctx); }
 
-// woken runs when the key a client waits on was signalled.
+// writes_paused reports whether the server pauses writes (CLIENT PAUSE …
+// WRITE, FAILOVER, CLUSTER FAILOVER): it still fires timers and serves
+// clients blocked on keys, but one write replicated now aborts it.
+static int writes_paused(void) { return api.AvoidReplicaTraffic && api.AvoidReplicaTraffic(); }
+
+// woken runs when the key a client waits on was signalled. While writes
+// are paused the client keeps waiting, and its queue's timer looks again
+// soon.
 static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
-    return emq_serve_woken(ctx, argv, argc, (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx));
+    uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
+    if (writes_paused()) {
+        emqWaitPaused(ctx, waiter);
+        return -1;
+    }
+    return emq_serve_woken(ctx, argv, argc, waiter);
 }
 
 // timed_out runs on the wait's timeout and on CLIENT UNBLOCK (TIMEOUT):
@@ -37,7 +49,7 @@ static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
 static int timed_out(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
     (void)argv, (void)argc;
     api.ReplyWithNullArray(ctx);
-    emqWaitTimedOut();
+    emqWaitTimedOut(ctx);
     return API_OK;
 }
 
@@ -89,10 +101,10 @@ uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t to
 void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id) { api.StopTimer(ctx, id, NULL); }
 
 // emq_timer_may_sweep reports whether a timer may wake a queue's waiters
-// to sweep: on a primary that is not loading.
+// to sweep: on a primary that is not loading, while writes are not paused.
 int emq_timer_may_sweep(ValkeyModuleCtx *ctx) {
     int flags = api.GetContextFlags(ctx);
-    return (flags & CTX_FLAGS_PRIMARY) && !(flags & (CTX_FLAGS_LOADING | CTX_FLAGS_ASYNC_LOADING));
+    return (flags & CTX_FLAGS_PRIMARY) && !(flags & (CTX_FLAGS_LOADING | CTX_FLAGS_ASYNC_LOADING)) && !writes_paused();
 }
 
 // emq_signal_ready signals key (in ctx's database) as ready: its waiters

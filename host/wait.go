@@ -7,7 +7,9 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"runtime/debug"
 	"unsafe"
 
 	"github.com/echomq/emq/emq"
@@ -187,9 +189,22 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	}
 }
 
-// arm makes q's timer due at score (Unix ms) unless it is due sooner.
+// maxPeriodMs bounds how far ahead a timer is armed: a due time beyond it
+// (a built-in ZADD of a huge score) is looked at again then.
+const maxPeriodMs = math.MaxInt32
+
+// arm makes q's timer due at score (Unix ms) unless it is due sooner. The
+// due time is clamped to now … now + maxPeriodMs, so no score — negative,
+// huge, infinite — arms a timer in the past or one whose time wraps.
 func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
-	at := int64(math.Ceil(math.Min(score, math.MaxInt64/2)))
+	now := int64(C.emq_now_ms())
+	at := now
+	switch {
+	case score > float64(now+maxPeriodMs):
+		at = now + maxPeriodMs
+	case score > float64(now):
+		at = int64(math.Ceil(score))
+	}
 	if q.timer != 0 && q.at <= at {
 		return
 	}
@@ -198,16 +213,30 @@ func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
 		delete(timers, q.token)
 	}
 	// one past the due time: a sweep takes leases that passed strictly
-	period := max(at-int64(C.emq_now_ms())+1, 0)
 	lastToken++
-	q.timer = C.emq_create_timer(ctx, C.longlong(period), C.uint64_t(lastToken))
+	q.timer = C.emq_create_timer(ctx, C.longlong(at-now+1), C.uint64_t(lastToken))
 	q.token, q.at = lastToken, at
 	timers[lastToken] = q
 }
 
 // retryMs is how soon a timer that fired where it may not sweep (a replica,
-// a loading server) looks again.
+// a loading server, writes paused) looks again.
 const retryMs = 100
+
+// guard runs a callback the server makes outside any command, recovering a
+// panic: it is logged, and recover (if any) puts the module's bookkeeping
+// right, so the server serves on.
+func guard(ctx *C.ValkeyModuleCtx, path string, recovered func(), f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			logf(ctx, Warning, fmt.Sprintf("emq: recovered from a panic on the %s path: %v\n%s", path, r, debug.Stack()))
+			if recovered != nil {
+				recovered()
+			}
+		}
+	}()
+	f()
+}
 
 //export emqTimerFired
 func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
@@ -218,15 +247,32 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 	}
 	q.timer, q.token = 0, 0
 	waitStats.TimersFired++
-	if C.emq_timer_may_sweep(ctx) == 0 {
-		arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs))
-		return
-	}
-	C.emq_signal_ready(ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
+	// a panic must not leave the queue's waiters without a timer
+	retry := func() { arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs)) }
+	guard(ctx, "timer", retry, func() {
+		injectPanic("timer")
+		if C.emq_timer_may_sweep(ctx) == 0 {
+			retry()
+			return
+		}
+		C.emq_signal_ready(ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
+	})
+}
+
+//export emqWaitPaused
+func emqWaitPaused(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
+	guard(ctx, "wait paused", nil, func() {
+		if w, ok := waiters[uint64(id)]; ok {
+			arm(ctx, w.queue, float64(int64(C.emq_now_ms())+retryMs))
+		}
+	})
 }
 
 //export emqWaitTimedOut
-func emqWaitTimedOut() { waitStats.Timeouts++ }
+func emqWaitTimedOut(ctx *C.ValkeyModuleCtx) {
+	waitStats.Timeouts++
+	guard(ctx, "wait timed out", nil, func() { injectPanic("wait timed out") })
+}
 
 //export emqWaitEnded
 func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
@@ -235,20 +281,26 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 		return
 	}
 	delete(waiters, uint64(id))
-	leave(ctx, w.queue)
+	guard(ctx, "wait ended", nil, func() {
+		defer leave(ctx, w.queue) // whatever happens before, the waiter leaves
+		injectPanic("wait ended")
+	})
 }
 
 //export emqQueueDue
 func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double) {
-	name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
-	queue, ok := keys.SplitSet(name, keys.DelayedSet)
-	if !ok {
-		queue, ok = keys.SplitSet(name, keys.ActiveSet)
-	}
-	if !ok {
-		return
-	}
-	if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
-		arm(ctx, q, float64(score))
-	}
+	guard(ctx, "queue due", nil, func() {
+		injectPanic("queue due")
+		name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
+		queue, ok := keys.SplitSet(name, keys.DelayedSet)
+		if !ok {
+			queue, ok = keys.SplitSet(name, keys.ActiveSet)
+		}
+		if !ok {
+			return
+		}
+		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
+			arm(ctx, q, float64(score))
+		}
+	})
 }

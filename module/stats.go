@@ -22,7 +22,7 @@ type verbStats struct {
 // moduleStats are the counters INFO emq shows; reset on every load.
 type moduleStats struct {
 	verbs  []verbStats
-	events [emq.NumEvents]int64
+	counts [emq.NumCounters]int64
 }
 
 var stats moduleStats
@@ -36,11 +36,11 @@ func newStats(rows []registry.Row) moduleStats {
 	return s
 }
 
-// count adds the events of a call that applied its plan.
+// count adds the counts of a call that applied its plan.
 func (s *moduleStats) count(p *emq.Plan) {
 	for m := p.Counted(); m != 0; m &= m - 1 {
 		e := bits.TrailingZeros32(m)
-		s.events[e] += p.Events[e]
+		s.counts[e] += p.Counts[e]
 	}
 }
 
@@ -79,8 +79,8 @@ func (s *moduleStats) info(in host.Info) {
 	for _, code := range emqerrors.Codes {
 		in.Int("refused_"+strings.ToLower(code.String()), byCode[code])
 	}
-	for e, n := range s.events {
-		in.Int(emq.EventNames[e], n)
+	for e, n := range s.counts {
+		in.Int(emq.CounterNames[e], n)
 	}
 	w := host.Waits()
 	in.Int("blocked_workers", w.Waiting)

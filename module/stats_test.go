@@ -24,7 +24,7 @@ func TestEveryCodeAndEventIsCounted(t *testing.T) {
 		}
 	}
 	var p emq.Plan
-	for e := range emq.NumEvents {
+	for e := range emq.NumCounters {
 		p.Count(e, int64(e)+1)
 	}
 	s.count(&p)
@@ -40,10 +40,10 @@ func TestEveryCodeAndEventIsCounted(t *testing.T) {
 			assert.Equal(t, int64(len(emqerrors.Codes)), v.refusedCalls())
 		})
 	}
-	for e, name := range emq.EventNames {
+	for e, name := range emq.CounterNames {
 		t.Run("event "+name+" is counted", func(t *testing.T) {
 			require.NotEmpty(t, name, "event %d has a name in INFO", e)
-			assert.Equal(t, int64(e)+1, s.events[e])
+			assert.Equal(t, int64(e)+1, s.counts[e])
 		})
 	}
 }

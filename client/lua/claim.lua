@@ -37,9 +37,9 @@ while #claimed < count and pops < count + batch do
     pops = pops + 1
     local row = row_of(pending, id)
     if key_type(row) == 'hash' then
-      local job = redis.call('HMGET', row, 'attempts', 'payload', 'error')
+      local job = redis.call('HMGET', row, 'attempts', 'payload', 'error', 'revived')
       local attempts = tonumber(job[1]) or 0
-      if attempts >= max then
+      if exhausted(attempts, job[4], max) then
         redis.call('ZADD', dead, now, id)
         if job[3] then
           redis.call('HSET', row, 'state', 'dead')

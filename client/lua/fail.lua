@@ -10,7 +10,7 @@ local attempt, backoff, max = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARG
 local id = job_id(job)
 redis.call('ZREM', active, id)
 local state, set, score
-if attempt >= max then
+if exhausted(attempt, redis.call('HGET', job, 'revived'), max) then
   state, set, score = 'dead', dead, now_ms()
 elseif backoff == 0 then
   state, set, score = 'pending', pending, 0

@@ -60,6 +60,16 @@ local function lease_refusal(attempt)
   end
 end
 
+-- exhausted reports whether a job with attempts (a number) and revived (as
+-- stored, or nil) has used its budget of max attempts: attempts - revived.
+local function exhausted(attempts, revived, max)
+  revived = tonumber(revived) or 0
+  if revived < 0 or revived > attempts then
+    revived = 0
+  end
+  return attempts - revived >= max
+end
+
 -- job_id is the JOB id a job key ends with (an id is 19 bytes).
 local function job_id(key)
   return string.sub(key, -19)

@@ -1,6 +1,8 @@
 #!lua
--- EMQ.REVIVE: KEYS job pending dead. A dead job goes back to pending with
--- attempts 0, its error kept.
+-- EMQ.REVIVE: KEYS job pending dead. A dead job goes back to pending with a
+-- fresh budget of attempts, its error kept: attempts never go back (they
+-- are the lease tokens), revived records them and the budget counts
+-- attempts - revived.
 local refused = job_refusal()
 if refused then
   return refused
@@ -11,6 +13,6 @@ if redis.call('HGET', job, 'state') ~= 'dead' then
 end
 local id = job_id(job)
 redis.call('ZREM', dead, id)
-redis.call('HSET', job, 'state', 'pending', 'attempts', 0)
+redis.call('HSET', job, 'state', 'pending', 'revived', tonumber(redis.call('HGET', job, 'attempts')) or 0)
 redis.call('ZADD', pending, 0, id)
 return 1

@@ -327,7 +327,7 @@ func TestInfoCountsEveryCall(t *testing.T) {
 		for _, code := range emqerrors.Codes {
 			want = append(want, "emq_refused_"+strings.ToLower(code.String()))
 		}
-		for _, e := range emq.EventNames {
+		for _, e := range emq.CounterNames {
 			want = append(want, "emq_"+e)
 		}
 		for _, f := range want {

@@ -1,10 +1,12 @@
 package torture
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,21 +15,51 @@ import (
 	"github.com/echomq/emq/internal/valkeytest"
 )
 
-// buildTestModule builds the module with the emqtest tag, whose command
-// table adds EMQ.PANIC (registry/panic_emqtest.go), into a temporary
-// directory, and returns its path.
+// testModule is the emqtest build of the module, made once for the test
+// process: its command table adds the test verbs (registry/*_emqtest.go).
+var testModule struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// TestMain removes the emqtest build when the tests are done.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testModule.path != "" {
+		_ = os.RemoveAll(filepath.Dir(testModule.path))
+	}
+	os.Exit(code)
+}
+
+// buildTestModule builds the module with the emqtest tag into a temporary
+// directory, once per test process, and returns its path.
 func buildTestModule(t *testing.T) string {
 	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	require.NoError(t, err, "go env GOMOD")
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	so := filepath.Join(t.TempDir(), "emq-test.so")
-	build := exec.Command("go", "build", "-tags", "emqtest", "-buildmode=c-shared", "-trimpath", "-o", so, "./cmd/emq-module")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build -tags emqtest:\n%s", out)
-	require.NoError(t, os.Chmod(so, 0o755), "the server loads only a module with its execute bit")
-	return so
+	testModule.once.Do(func() {
+		gomod, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			testModule.err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(gomod)))
+		dir, err := os.MkdirTemp("", "emq-test-module-")
+		if err != nil {
+			testModule.err = err
+			return
+		}
+		so := filepath.Join(dir, "emq-test.so")
+		build := exec.Command("go", "build", "-tags", "emqtest", "-buildmode=c-shared", "-trimpath", "-o", so, "./cmd/emq-module")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			testModule.err = fmt.Errorf("go build -tags emqtest: %w\n%s", err, out)
+			return
+		}
+		// the server loads only a module with its execute bit
+		testModule.path, testModule.err = so, os.Chmod(so, 0o755)
+	})
+	require.NoError(t, testModule.err)
+	return testModule.path
 }
 
 // startTestModule starts a server with the emqtest build of the module.

@@ -82,12 +82,7 @@ func (c *conn) do(args ...[]byte) (reply, error) {
 func (c *conn) pipeline(n int, args ...[]byte) ([]reply, error) {
 	_ = c.c.SetDeadline(time.Now().Add(timeout))
 	for i := 0; i < n; i++ {
-		fmt.Fprintf(c.w, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(c.w, "$%d\r\n", len(a))
-			c.w.Write(a)
-			c.w.WriteString("\r\n")
-		}
+		c.write(args)
 	}
 	if err := c.w.Flush(); err != nil {
 		return nil, err
@@ -100,6 +95,27 @@ func (c *conn) pipeline(n int, args ...[]byte) ([]reply, error) {
 		}
 	}
 	return replies, nil
+}
+
+func (c *conn) write(args [][]byte) {
+	fmt.Fprintf(c.w, "*%d\r\n", len(args))
+	for _, a := range args {
+		fmt.Fprintf(c.w, "$%d\r\n", len(a))
+		c.w.Write(a)
+		c.w.WriteString("\r\n")
+	}
+}
+
+// send sends a command of text arguments without reading its reply (a
+// blocking one: read it later).
+func (c *conn) send(args ...string) error {
+	_ = c.c.SetDeadline(time.Now().Add(timeout))
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	c.write(b)
+	return c.w.Flush()
 }
 
 // str sends a command of text arguments.

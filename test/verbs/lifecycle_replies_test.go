@@ -101,7 +101,7 @@ func TestLifecycleRepliesHaveTheDocumentedTypes(t *testing.T) {
 			require.Regexp(t, `^:\d{13}\r\n$`, got[0])
 			require.Equal(t, []string{":1\r\n", "$4\r\ndead\r\n", ":1\r\n", ":0\r\n"}, got[1:])
 			claimJobs(t, s, q.claim(longLease, 1, 5)...)
-			got = wire(t, s, resp3, q.fail(jobs[1], 1, 0, 5, "e"), q.fail(jobs[2], 1, 10, 5, "e"))
+			got = wire(t, s, resp3, q.fail(jobs[1], 2, 0, 5, "e"), q.fail(jobs[2], 1, 10, 5, "e")) // the revived job, claimed again
 			require.Equal(t, []string{"$7\r\npending\r\n", "$7\r\ndelayed\r\n"}, got)
 		})
 	}

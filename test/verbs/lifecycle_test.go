@@ -421,16 +421,26 @@ func TestJobLifecycle(t *testing.T) {
 		require.Equal(t, "earlier", row(t, s, q, jobs[1])["error"])
 	})
 
-	t.Run("REVIVE brings a dead job back to pending with attempts 0, its error kept", func(t *testing.T) {
+	t.Run("REVIVE brings a dead job back to pending with a fresh budget, attempts never going back", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.enqueue(id, "p")...)
 		claimJobs(t, s, q.claim(longLease, 1, 1)...)
 		require.Equal(t, "dead", text(t, s, q.fail(id, 1, 0, 1, "bad input")...))
 		require.Equal(t, int64(1), integer(t, s, q.revive(id)...))
-		requireAt(t, s, q, id, "pending", 0)
+		requireAt(t, s, q, id, "pending", 1)
 		require.Equal(t, "bad input", row(t, s, q, id)["error"])
-		require.Equal(t, []claimed{{id, 1, "p"}}, claimJobs(t, s, q.claim(longLease, 1, 1)...))
+		require.Equal(t, "1", row(t, s, q, id)["revived"])
+		require.Equal(t, []claimed{{id, 2, "p"}}, claimJobs(t, s, q.claim(longLease, 1, 2)...),
+			"the next token is above every one handed out")
+		refuse(t, s, "EMQLEASE the job is not active under this attempt", q.ack(id, 1, 0)...)
 		refuse(t, s, "EMQSTATE the job is not dead", q.revive(id)...)
+		require.Equal(t, "pending", text(t, s, q.fail(id, 2, 0, 2, "again")...), "one of two revived attempts spent")
+		claimJobs(t, s, q.claim(longLease, 1, 2)...)
+		require.Equal(t, "dead", text(t, s, q.fail(id, 3, 0, 2, "again")...), "both spent")
+		require.Equal(t, int64(1), integer(t, s, q.revive(id)...))
+		must(t, s, "HSET", q.job(id), "revived", "junk")
+		require.Empty(t, claimJobs(t, s, q.claim(longLease, 1, 2)...), "a revived that is not a count counts 0: 3 attempts ≥ 2")
+		requireAt(t, s, q, id, "dead", 3)
 	})
 
 	t.Run("STALLED.CHECK requeues at most limit stalled jobs, oldest deadline first", func(t *testing.T) {
@@ -565,7 +575,7 @@ func TestDanglingIdsAreDroppedAndCountedNeverDelivered(t *testing.T) {
 // lifecycleCounters are INFO emq's counters of events and of the refusals
 // the lifecycle verbs added.
 func lifecycleCounters() []string {
-	return append(emq.EventNames[:], "refused_emqnojob", "refused_emqlease", "refused_emqstate")
+	return append(emq.CounterNames[:], "refused_emqnojob", "refused_emqlease", "refused_emqstate")
 }
 
 func TestInfoCountsEveryLifecycleEvent(t *testing.T) {

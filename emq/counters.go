@@ -1,12 +1,12 @@
 package emq
 
-// Event is something a verb did that INFO emq counts, beside each verb's
+// Counter is something a verb did that INFO emq counts, beside each verb's
 // calls and refusals.
-type Event uint8
+type Counter uint8
 
-// The events, each shown as emq_<name> in INFO emq (EventNames).
+// The counters, each shown as emq_<name> in INFO emq (CounterNames).
 const (
-	JobsAdmitted Event = iota
+	JobsAdmitted Counter = iota
 	JobsDuplicate
 	EntriesAppended
 	EnvelopesPublished
@@ -24,12 +24,12 @@ const (
 	MessagesParked
 	ParksNoop
 
-	// NumEvents is how many events there are.
-	NumEvents
+	// NumCounters is how many counters there are.
+	NumCounters
 )
 
-// EventNames are the INFO field names of the events, in their order.
-var EventNames = [NumEvents]string{
+// CounterNames are the INFO field names of the counters, in their order.
+var CounterNames = [NumCounters]string{
 	JobsAdmitted:       "jobs_admitted",
 	JobsDuplicate:      "jobs_duplicate",
 	EntriesAppended:    "entries_appended",

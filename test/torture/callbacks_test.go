@@ -1,0 +1,152 @@
+package torture
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// The queue the callback tests use, and a job of it.
+const (
+	cbJob     = "JOB0018f2a4c1e00001"
+	cbPending = "emq:{cb}:pending"
+	cbActive  = "emq:{cb}:active"
+	cbDelayed = "emq:{cb}:delayed"
+	cbDead    = "emq:{cb}:dead"
+	cbRow     = "emq:{cb}:job:" + cbJob
+)
+
+func cbClaim(verb string, more ...string) []string {
+	return append([]string{verb, "4", cbPending, cbActive, cbDelayed, cbDead, "30000", "1", "5"}, more...)
+}
+
+// TestAVerbCalledByAnotherModuleWithoutAUserServes: another module's
+// RM_Call without the "C" flag runs the command on a client with no ACL
+// user. A claim, which checks the job rows it derives against the caller's
+// key permissions, once read that missing user and crashed the server; now
+// no user is unrestricted, as the server treats it.
+func TestAVerbCalledByAnotherModuleWithoutAUserServes(t *testing.T) {
+	s := startTestModule(t)
+	c := mustDial(t, s.Addr)
+	defer c.close()
+	r, err := c.str("EMQ.ENQUEUE", "2", cbRow, cbPending, cbJob, "hello")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r.n, "%s", r)
+
+	r, err = c.str(append([]string{"EMQ.CALLTHROUGH"}, cbClaim("EMQ.CLAIM")...)...)
+	require.NoError(t, err, "the server answers:\n%s", s.LogTail(30))
+	assert.Equal(t, `[["JOB0018f2a4c1e00001" 1 "hello"]]`, r.String())
+	r, err = c.str("EMQ.CALLTHROUGH", "EMQ.STALLED.CHECK", "2", cbPending, cbActive, "10")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), r.n, "%s", r)
+	require.True(t, s.Running())
+}
+
+// TestAPanicInEveryCallbackIsRecovered: each path on which the server calls
+// into Go outside a command — a queue's timer, the end of a wait, a wait's
+// timeout, a zset event re-arming a timer — recovers a panic: it is logged,
+// the server serves on, and the module's bookkeeping stays whole (the
+// waiting workers are counted right, a due job still reaches its worker).
+func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
+	s := startTestModule(t)
+	panicNext := func(t *testing.T, c *conn, path string) {
+		t.Helper()
+		r, err := c.str("EMQ.PANICNEXT", path)
+		require.NoError(t, err)
+		require.False(t, r.isError(), "%s", r)
+	}
+	recovered := func(t *testing.T, path string) {
+		t.Helper()
+		require.True(t, s.Running())
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			for _, line := range s.ModuleWarnings() {
+				if strings.Contains(line, "recovered from a panic") && strings.Contains(line, "the "+path+" path") {
+					return
+				}
+			}
+			require.True(t, time.Now().Before(deadline), "no recovered panic on the %s path in the log:\n%s", path, s.LogTail(30))
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	blocked := func(t *testing.T, want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") != want {
+			require.True(t, time.Now().Before(deadline), "emq_blocked_workers never reached %d", want)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	delayJob := func(t *testing.T, c *conn, in time.Duration) {
+		t.Helper()
+		for _, cmd := range [][]string{
+			{"DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead},
+			{"HSET", cbRow, "state", "delayed", "attempts", "0", "payload", "p"},
+			{"ZADD", cbDelayed, strconv.FormatInt(time.Now().Add(in).UnixMilli(), 10), cbJob},
+		} {
+			r, err := c.str(cmd...)
+			require.NoError(t, err)
+			require.False(t, r.isError(), "%s", r)
+		}
+	}
+
+	t.Run("a timer that panics is re-armed and the due job still served", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		delayJob(t, c, 200*time.Millisecond)
+		panicNext(t, c, "timer")
+		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+		r, err := w.read()
+		require.NoError(t, err)
+		assert.Contains(t, r.String(), cbJob, "the job reaches the worker")
+		recovered(t, "timer")
+	})
+	t.Run("the end of a wait that panics still forgets the waiter", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		panicNext(t, c, "wait ended")
+		r, err := w.str(cbClaim("EMQ.BCLAIM", "50")...)
+		require.NoError(t, err)
+		assert.True(t, r.null, "the wait times out with nil: %s", r)
+		recovered(t, "wait ended")
+		blocked(t, 0)
+	})
+	t.Run("a timeout that panics still replies nil", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		panicNext(t, c, "wait timed out")
+		r, err := w.str(cbClaim("EMQ.BCLAIM", "50")...)
+		require.NoError(t, err)
+		assert.True(t, r.null, "%s", r)
+		recovered(t, "wait timed out")
+		blocked(t, 0)
+	})
+	t.Run("a zset event that panics leaves the queue's waiters served", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		r, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
+		require.NoError(t, err)
+		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+		blocked(t, 1)
+		panicNext(t, c, "queue due")
+		delayJob(t, c, 100*time.Millisecond) // the ZADD to delayed panics
+		recovered(t, "queue due")
+		r, err = c.str("EMQ.ENQUEUE", "2", "emq:{cb}:job:JOB0018f2a4c1e00002", cbPending, "JOB0018f2a4c1e00002", "p")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.n, "%s", r)
+		r, err = w.read()
+		require.NoError(t, err)
+		assert.False(t, r.isError() || r.null, "the worker is served: %s", r)
+		blocked(t, 0)
+	})
+}
