@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -255,6 +259,103 @@ func TestCLIActions(t *testing.T) {
 			h := emq(t, s.Addr, c.name, "--help")
 			require.Equal(t, exitOK, h.code)
 			assert.Contains(t, h.stdout, "Examples:\n  emq "+c.name)
+		}
+	})
+}
+
+// lockedBuffer is a buffer a serving run writes to while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var servingAt = regexp.MustCompile(`serving (http://[0-9.:]+/)`)
+
+// serving starts a serving command against addr and returns the URL it
+// serves, stopping it when the test ends.
+func serving(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	var out, errs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	e := env{stdout: &out, stderr: &errs, now: time.Now, getenv: func(k string) string {
+		if k == "EMQ_ADDR" {
+			return addr
+		}
+		return ""
+	}}
+	go func() { done <- run(ctx, args, e) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.Equal(t, exitOK, <-done, "an interrupted server exits 0")
+	})
+	var url string
+	require.Eventually(t, func() bool {
+		m := servingAt.FindStringSubmatch(errs.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", errs.String())
+	return url
+}
+
+// fetch GETs url and returns the status and body.
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestCLIServes: emq dash and emq metrics serve on the address given,
+// until interrupted; actions off loopback need --auth.
+func TestCLIServes(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+
+	t.Run("dash serves the dashboard, read-only by default, and /metrics", func(t *testing.T) {
+		url := serving(t, s.Addr, "dash", "--listen", "127.0.0.1:0")
+		code, body := fetch(t, url)
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `data-queue="emails"`)
+		assert.Contains(t, body, "read-only")
+		code, body = fetch(t, url+"metrics")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `emq_queue_jobs{queue="emails",state="dead"} 2`)
+	})
+	t.Run("metrics serves /metrics alone", func(t *testing.T) {
+		url := serving(t, s.Addr, "metrics", "--listen", "127.0.0.1:0")
+		code, body := fetch(t, url+"metrics")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `emq_queue_paused{queue="payments"} 1`)
+		code, _ = fetch(t, url)
+		assert.Equal(t, http.StatusNotFound, code)
+	})
+	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
+		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "needs --auth")
+	})
+	t.Run("a malformed --auth or --listen is bad usage", func(t *testing.T) {
+		for _, args := range [][]string{{"dash", "--auth", "nopassword", "--listen", "127.0.0.1:0"}, {"dash", "--listen", "nowhere"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
 		}
 	})
 }
