@@ -61,11 +61,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	names, err := c.in.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	sums, err := c.in.Summaries(ctx, names)
+	sums, err := c.in.Overview(ctx)
 	if err != nil {
 		return err
 	}

@@ -79,12 +79,7 @@ type overviewBody struct {
 }
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
-	names, err := d.cfg.Inspector.Queues(r.Context())
-	if err != nil {
-		d.fail(w, err)
-		return
-	}
-	sums, err := d.cfg.Inspector.Summaries(r.Context(), names)
+	sums, err := d.cfg.Inspector.Overview(r.Context())
 	if err != nil {
 		d.fail(w, err)
 		return

@@ -66,11 +66,7 @@ func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
 	if err != nil {
 		return err
 	}
-	names, err := in.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	sums, err := in.Summaries(ctx, names)
+	sums, err := in.Overview(ctx)
 	if err != nil {
 		return err
 	}

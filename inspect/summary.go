@@ -127,3 +127,13 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 	}
 	return s, nil
 }
+
+// Overview summarizes every queue found ([Inspector.Queues]), in name
+// order.
+func (in *Inspector) Overview(ctx context.Context) ([]Summary, error) {
+	names, err := in.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return in.Summaries(ctx, names)
+}

@@ -42,11 +42,7 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 	if err != nil {
 		return err
 	}
-	names, err := in.Queues(ctx)
-	if err != nil {
-		return err
-	}
-	sums, err := in.Summaries(ctx, names)
+	sums, err := in.Overview(ctx)
 	if err != nil {
 		return err
 	}
