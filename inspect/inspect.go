@@ -64,6 +64,9 @@ type Inspector struct {
 	found    []string
 	foundAt  time.Time
 	scanning bool
+
+	primaries   []Node
+	primariesAt time.Time
 }
 
 // New returns an Inspector over vk, a standalone, sentinel or cluster
@@ -122,19 +125,28 @@ type Node struct {
 // Primaries returns the primaries, in address order: the server itself
 // for a standalone or sentinel client; for a cluster, every node
 // valkey-go knows that answers ROLE as a primary (replicas hold copies of
-// the same keys and are left out).
+// the same keys and are left out; a node that does not answer is skipped,
+// as a replica down must not hide the queues). The answer is kept for
+// Options.CacheFor.
 func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
 	if in.vk.Mode() != valkey.ClientModeCluster {
 		for addr := range in.vk.Nodes() { // the one it talks to
 			return []Node{{Addr: addr, Client: in.vk}}, nil
 		}
 	}
-	all := in.vk.Nodes()
-	out := make([]Node, 0, len(all))
-	for addr, c := range all {
+	in.mu.Lock()
+	known, at := in.primaries, in.primariesAt
+	in.mu.Unlock()
+	if known != nil && in.opts.Now().Sub(at) < in.opts.CacheFor {
+		return known, nil
+	}
+	var out []Node
+	var lastErr error
+	for addr, c := range in.vk.Nodes() {
 		role, err := c.Do(ctx, c.B().Role().Build()).ToArray()
 		if err != nil {
-			return nil, fmt.Errorf("ROLE of %s: %w", addr, err)
+			lastErr = fmt.Errorf("ROLE of %s: %w", addr, err)
+			continue
 		}
 		if len(role) > 0 {
 			if r, _ := role[0].ToString(); r == "master" || r == "primary" {
@@ -143,9 +155,12 @@ func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("inspect: the cluster client knows no primary")
+		return nil, fmt.Errorf("inspect: no node of the cluster answers as a primary (last error: %v)", lastErr)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	in.mu.Lock()
+	in.primaries, in.primariesAt = out, in.opts.Now()
+	in.mu.Unlock()
 	return out, nil
 }
 

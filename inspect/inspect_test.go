@@ -277,6 +277,13 @@ func TestClusterDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, stats, 3)
 	assert.Equal(t, int64(3), inspect.Sum(stats)[indexOf(t, inspect.Sum(stats), "emq_jobs_dead")].Value)
+
+	t.Run("a replica down hides no queue", func(t *testing.T) {
+		cl.Replicas[0].Stop()
+		names, err := fixed(cl.Client()).Refresh(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
+	})
 }
 
 func indexOf(t *testing.T, fields []inspect.Field, name string) int {
