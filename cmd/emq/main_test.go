@@ -243,6 +243,14 @@ func TestCLIActions(t *testing.T) {
 		r := emq(t, s.Addr, "job", "emails", f.InvoicesDead.String())
 		assert.Equal(t, exitNotFound, r.code)
 		assert.Contains(t, r.stderr, "no such job")
+		r = emq(t, s.Addr, "job", "JOB00000000000000ff")
+		assert.Equal(t, exitNotFound, r.code)
+		assert.Contains(t, r.stderr, "no queue holds")
+	})
+	t.Run("a job without its queue is found in whichever holds it", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", f.InvoicesDead.String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "queue     invoices\n")
 	})
 	t.Run("no server exits 1", func(t *testing.T) {
 		port, err := valkeytest.FreePort()

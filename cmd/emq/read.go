@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/echomq/emq/internal/readable"
@@ -160,10 +161,27 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 }
 
 var jobCmd = &command{
-	name: "job", args: "<queue> <id>", summary: "one job: state, attempts, error, result, payload, times",
-	examples: []string{"emq job emails JOB0018f2a4c1e00001", "emq job emails JOB0018f2a4c1e00001 --json | jq -r .payload"},
-	minArgs:  2, maxArgs: 2,
+	name: "job", args: "[<queue>] <id>", summary: "one job: state, attempts, error, result, payload, times",
+	detail: `Without a queue, the job is searched for in every queue found (one EXISTS
+of its row per queue).`,
+	examples: []string{"emq job emails JOB0018f2a4c1e00001", "emq job JOB0018f2a4c1e00001   # in whichever queue holds it",
+		"emq job emails JOB0018f2a4c1e00001 --json | jq -r .payload"},
+	minArgs: 1, maxArgs: 2,
 	run: runJob,
+}
+
+// find is the one queue holding a row of job id.
+func find(ctx context.Context, in *inspect.Inspector, id string) (string, error) {
+	found, err := in.Find(ctx, id)
+	switch {
+	case err != nil:
+		return "", err
+	case len(found) == 0:
+		return "", fmt.Errorf("%w: no queue holds a row of %s", inspect.ErrNoJob, id)
+	case len(found) > 1:
+		return "", usageError("%s has a row in several queues (%s): name one", id, strings.Join(found, ", "))
+	}
+	return found[0], nil
 }
 
 // jobJSON is a job for scripts; a payload or result that is not UTF-8
@@ -199,14 +217,21 @@ func text(b []byte, s **string, b64 *[]byte) {
 }
 
 func runJob(ctx context.Context, s *session, args []string) error {
-	if _, err := parseJobID(args[1]); err != nil {
+	id := args[len(args)-1]
+	if _, err := parseJobID(id); err != nil {
 		return err
 	}
 	in, err := s.inspector()
 	if err != nil {
 		return err
 	}
-	j, err := in.Job(ctx, args[0], args[1])
+	queue := ""
+	if len(args) == 2 {
+		queue = args[0]
+	} else if queue, err = find(ctx, in, id); err != nil {
+		return err
+	}
+	j, err := in.Job(ctx, queue, id)
 	if err != nil {
 		return err
 	}
