@@ -367,3 +367,16 @@ func TestCLIServes(t *testing.T) {
 		}
 	})
 }
+
+// TestCLIWithoutModule: on a server without the module, where the client
+// ran the verbs' scripts, the queues read the same; stats has no counters.
+func TestCLIWithoutModule(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	queuetest.Fill(t, s.Client())
+	r := emq(t, s.Addr, "queues")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	golden(t, "queues", r.stdout)
+	r = emq(t, s.Addr, "stats")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "no counters: the module is not loaded")
+}
