@@ -97,7 +97,7 @@ func (c *command) argsText() string {
 // help is the command's page: usage, what it does, flags, examples.
 func (c *command) help() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Usage: emq %s %s\n\n%s\n", c.name, c.args, c.summary)
+	fmt.Fprintf(&b, "Usage: emq %s [flags]\n\n%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 	if c.detail != "" {
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.detail))
 	}
