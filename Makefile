@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -69,6 +69,24 @@ bench-queue: deps build bullmq
 ## bench-queue-quick: the same, 5,000 jobs a run, no callgrind (a few minutes)
 bench-queue-quick: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -quick
+
+## bench-baseline: instructions per call of every v0.1 and lifecycle verb beside version 0.2's module, the same
+## operations in the same run (callgrind; CG_OPS per variant, ROWS to pick rows); prints the table
+BASELINE_COMMIT := 52bcac7
+BASELINE_SO     := $(BUILD)/emq-0.2.so
+BASELINE_ROWS   := ^(ENQUEUE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|REVIVE)$$
+bench-baseline: deps build $(BASELINE_SO)
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -baseline $(abspath $(BASELINE_SO)) -cg-ops $${CG_OPS:-2000} -rows '$(or $(ROWS),$(BASELINE_ROWS))'
+
+## build/emq-0.2.so: the module as of the last 0.2 commit, built in a temporary worktree under build/
+$(BASELINE_SO):
+	@mkdir -p $(BUILD)
+	@src=$(abspath $(BUILD))/baseline-src; \
+	git worktree remove --force $$src 2>/dev/null; rm -rf $$src; \
+	git worktree add --force --detach --quiet $$src $(BASELINE_COMMIT) && \
+	(cd $$src && $(GO) build -buildmode=c-shared -trimpath -o $(abspath $@) ./cmd/emq-module); status=$$?; \
+	git worktree remove --force $$src; rm -f $(basename $@).h; \
+	[ $$status -eq 0 ] && chmod +x $@
 
 ## soak: millions of mixed calls; memory must stay flat
 soak: deps build

@@ -27,6 +27,16 @@ const (
 	CapStalledCheck Cap = "stalled.check"
 	CapRevive       Cap = "revive"
 	CapPark         Cap = "park"
+	CapSchedule     Cap = "schedule"
+	CapPause        Cap = "pause"
+	CapResume       Cap = "resume"
+	CapLimit        Cap = "limit"
+	CapEvents       Cap = "events"
+	CapRemove       Cap = "remove"
+	CapSettle       Cap = "settle"
+	CapRepeat       Cap = "repeat"
+	CapUnrepeat     Cap = "unrepeat"
+	CapRepeats      Cap = "repeats"
 )
 
 // DefaultRecheck is how long a node's EMQ.CAPS answer is trusted when no

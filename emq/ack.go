@@ -1,35 +1,93 @@
 package emq
 
+import "github.com/echomq/emq/errors"
+
 // Ack acknowledges a job its caller holds:
 //
-//	EMQ.ACK 2 emq:{q}:job:<id> emq:{q}:active <attempt> <keep_ms>
+//	EMQ.ACK 2 emq:{q}:job:<id> emq:{q}:active <attempt> <keep_ms> [<result>]
 //
 // The job must be active under attempt. It leaves the active set; with
 // keep_ms 0 its row is deleted, else the row is kept, state done, for
-// keep_ms (a late duplicate ENQUEUE of the id still answers 0). Replies 1.
-var Ack = &Verb{Name: "EMQ.ACK", Arity: 6, Keys: 2, Cap: "ack",
-	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkLeased(a, keepBound); return err },
+// keep_ms (a late duplicate ENQUEUE of the id still answers 0) — with the
+// job's result, when one is given. Replies 1.
+var Ack = &Verb{Name: "EMQ.ACK", Arity: -6, Keys: 2, Cap: "ack",
+	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkAck(a); return err },
 	Run:   ack}
 
+// The refusals of an ack's result.
+var (
+	errResultKeep = static(errors.Shape, "a result needs keep_ms above 0: a row deleted at once cannot keep it")
+	errAckArgs    = static(errors.Shape, "EMQ.ACK takes at most one result")
+)
+
+// ackResult is the argument of ACK's result.
+const ackResult = 6
+
+// checkAck decides what ACK's arguments decide alone.
+func checkAck(a [][]byte) (attempt, keep int64, id []byte, err error) {
+	if len(a) > ackResult+1 {
+		return 0, 0, nil, errAckArgs
+	}
+	if err := numkeys(a, 2); err != nil {
+		return 0, 0, nil, err
+	}
+	if attempt, err = attemptBound.parse(a[4]); err != nil {
+		return 0, 0, nil, err
+	}
+	if keep, err = keepBound.parse(a[5]); err != nil {
+		return 0, 0, nil, err
+	}
+	if len(a) > ackResult && keep == 0 {
+		return 0, 0, nil, errResultKeep
+	}
+	id, err = leasedKeys(a)
+	return attempt, keep, id, err
+}
+
 func ack(c Call) error {
-	// shape, fence and reads
-	keep, id, err := leased(c, keepBound)
+	// shape and fence
+	attempt, keep, jobID, err := checkAck(c.Args)
 	if err != nil {
 		return err
 	}
-	s, p := c.Server, c.Plan
+
+	// reads
+	st, id, err := leased(c, attempt, jobID)
+	if err != nil {
+		return err
+	}
 
 	// plan
-	p.zrem(1, id)
-	if keep == 0 {
-		p.write(Write{Op: Del, Key: 0})
-	} else {
-		p.hset(0, refState, refDone)
-		p.write(Write{Op: PExpireAt, Key: 0, AtMs: s.NowMs() + keep})
+	result := NoRef
+	if len(c.Args) > ackResult {
+		result = Arg(ackResult)
 	}
+	p := c.Plan
+	planAck(p, st.events, 0, 1, id, attempt, keep, c.Server.NowMs(), result, len(c.Args[len(c.Args)-1]))
 	p.replyInt(1)
-	p.Count(JobsAcked, 1)
 
 	// apply
-	return s.Apply(p)
+	return c.Server.Apply(p)
+}
+
+// planAck plans the ack of the job at key job, active under attempt: it
+// leaves sorted set key active; with keep 0 its row is deleted, else kept
+// done for keep ms, with result unless that is NoRef (size its bytes).
+func planAck(p *Plan, ev eventLog, job, active int, id Ref, attempt, keep, now int64, result Ref, size int) {
+	p.zrem(active, id)
+	switch {
+	case keep == 0:
+		p.write(Write{Op: Del, Key: int32(job)})
+		size = 0
+	case result == NoRef:
+		p.hset(job, refState, refDone)
+		size = 0
+	default:
+		p.hset(job, refState, refDone, refResult, result)
+	}
+	if keep > 0 {
+		p.write(Write{Op: PExpireAt, Key: int32(job), AtMs: now + keep})
+	}
+	ev.job(p, refCompleted, id, attempt, refResultSize, p.Decimal(int64(size)))
+	p.Count(JobsAcked, 1)
 }

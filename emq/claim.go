@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/echomq/emq/errors"
 	"github.com/echomq/emq/keys"
 )
 
@@ -12,13 +13,16 @@ import (
 //
 //	EMQ.CLAIM 4 emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead <lease_ms> <count> <max_attempts>
 //
-// In one turn it promotes the delayed jobs that are due and requeues the
-// active ones whose lease passed (at most emq.sweep-batch each, oldest
-// first), then takes jobs from the head of pending: a job whose attempts
-// reached max_attempts goes to dead instead of to the caller; every other
-// becomes active until now + lease_ms with its attempts incremented — the
-// attempt is the lease token EXTEND, ACK and FAIL must present. It replies
-// an array of [id, attempt, payload] in claim order, or nil.
+// In one turn it promotes the delayed jobs that are due, requeues the
+// active ones whose lease passed and makes the jobs of the schedules' due
+// ticks (at most emq.sweep-batch each), then takes jobs from the head of
+// pending — lowest priority first, then byte order of ids: a job whose
+// attempts reached max_attempts goes to dead instead of to the caller;
+// every other becomes active until now + lease_ms with its attempts
+// incremented — the attempt is the lease token EXTEND, ACK and FAIL must
+// present. A paused queue claims nothing; a limited one at most what its
+// rate window has left. It replies an array of [id, attempt, payload] in
+// claim order, or nil.
 var Claim = &Verb{Name: "EMQ.CLAIM", Arity: 9, Keys: 4, Cap: "claim",
 	Check: checkClaimCall(false), Run: runClaim(false)}
 
@@ -34,8 +38,14 @@ func runClaim(blocking bool) func(Call) error {
 		if err != nil {
 			return err
 		}
-		_, err = claim(c, a)
-		return err
+		t, err := openTurn(c, a.queue)
+		if err != nil {
+			return err
+		}
+		if err := t.run(a); err != nil {
+			return err
+		}
+		return c.Server.Apply(c.Plan)
 	}
 }
 
@@ -49,7 +59,7 @@ type claimArgs struct {
 	timeout int64
 }
 
-// The keys of EMQ.CLAIM and EMQ.BCLAIM.
+// The keys of EMQ.CLAIM, EMQ.BCLAIM and EMQ.SETTLE.
 const claimPending, claimActive, claimDelayed, claimDead = 0, 1, 2, 3
 
 // checkClaim decides what a claim's arguments decide alone; a blocking
@@ -73,48 +83,164 @@ func checkClaim(a [][]byte, blocking bool) (c claimArgs, err error) {
 		}
 		c.wait = true
 	}
-	c.queue, _, err = queueKeys(a, false, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
+	c.queue, err = claimKeys(a)
 	return c, err
 }
 
-// candidate is a job a claim may take: from pending, or moved by a sweep
-// (from delayed or active) and so bound for pending.
-type candidate struct {
-	member Member
-	job    int // its row's key
-	from   int // the set key it leaves
+// claimKeys checks the four sets a claim turn takes, in its order.
+func claimKeys(a [][]byte) ([]byte, error) {
+	queue, _, err := queueKeys(a, false, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
+	return queue, err
 }
 
-// claim runs a claim's turn and reports how many jobs it delivered; with
-// none, it plans nothing but the sweeps and replies nil — or, for a
-// blocking claim the server lets wait, replies nothing and asks to wait
-// (Plan.Wait).
-func claim(c Call, a claimArgs) (int, error) {
+// turn is one claim turn of a queue — what CLAIM, BCLAIM, SETTLE's claim
+// part and the queue's timer do — from its reads to its plan.
+type turn struct {
+	s     Server
+	p     *Plan
+	queue []byte
+	now   int64
+	batch int
+	st    settings
+	// the rate window: the limiter's key (-1 without a limit), the jobs it
+	// delivered and when it ends
+	limiter         int
+	used, windowEnd int64
+	repeats         int // the schedules' key; -1 when the queue has none
+	// the jobs that may be claimed besides pending's: moved by the sweeps,
+	// made by ticks, failed back by a settlement
+	cands []candidate
+	// ids this turn settled or took: never taken (again), never swept
+	done [][]byte
+}
+
+// candidate is a job the turn may take besides pending's own.
+type candidate struct {
+	member Member // Score: the job's priority, its score in pending
+	job    int    // its row's key
+	from   int    // the set it leaves, or fromNew
+	// the fields a job moved by a sweep gets in pending: promotedFields or
+	// stalledFields
+	fields []Ref
+	// a tick's job: its payload, which its row, made this turn, will hold
+	payload Value
+}
+
+// fromNew marks a candidate whose row this turn made (a schedule's tick):
+// it is in no set yet, and its row is pending. A candidate from pending is
+// one a settlement of this call failed back there.
+const fromNew = -1
+
+// openTurn opens a claim turn's keys — the four sets, the queue's
+// settings, its rate window and schedules — checking every type.
+func openTurn(c Call, queue []byte) (*turn, error) {
 	s, p := c.Server, c.Plan
-
-	// reads: the sets, the sweeps' jobs, the head of pending
-	s.Open(4, false)
-	if err := zsets(s, 0, 4); err != nil {
-		return 0, err
-	}
-	now, batch := s.NowMs(), c.Limits.sweepBatch()
-	moved, err := sweep(s, p, a.queue, now, batch)
+	st, err := openQueue(s, p, queue, 4, false)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	t := p.newTurn(s, queue, c.Limits.sweepBatch(), st)
+	if st.rateMax > 0 {
+		k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Limiter))
+		if !ok {
+			return nil, errNoPerm
+		}
+		t.limiter, t.windowEnd = k, t.now+st.rateMs
+		switch s.Type(k) {
+		case Empty:
+		case String:
+			if end := s.ExpireAt(k); end > t.now {
+				t.used, _ = ParseInt(s.Value(k))
+				t.used, t.windowEnd = max(t.used, 0), end
+			}
+		default:
+			return nil, errors.ErrWrongType
+		}
+	}
+	if st.repeatSeq > 0 {
+		k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Repeats))
+		if !ok {
+			return nil, errNoPerm
+		}
+		if typ := s.Type(k); typ != Empty && typ != ZSet {
+			return nil, errors.ErrWrongType
+		}
+		t.repeats = k
+	}
+	return t, nil
+}
 
-	// plan: take candidates in claim order — pending's, and the moved jobs
-	// as if already in pending with score 0 — until count are delivered or
-	// count + batch were taken
+// run plans the rest of a claim's turn — the sweeps, then the claim — and
+// its reply, or its wait. A row the sweeps derive that the caller may not
+// touch refuses the whole call (NOPERM), before anything is applied.
+func (t *turn) run(a claimArgs) error {
+	if err := t.sweep(); err != nil {
+		return err
+	}
+	p := t.p
+	head := len(p.Replies)
 	p.reply(ReplyArray, 0, 0)
-	head := len(p.Replies) - 1
-	maxTaken := int(a.count) + batch
-	limit := int(a.count)
+	delivered, again, err := t.claim(a)
+	if err != nil {
+		return err
+	}
+	t.toPending()
+	switch {
+	case delivered == 0 && a.wait && t.s.MayWait():
+		p.Replies = p.Replies[:head]
+		p.Wait = Wait{Queue: t.queue, On: claimPending, TimeoutMs: a.timeout,
+			Due: [3]int{claimDelayed, claimActive, t.repeats}, Again: again}
+		if t.limiter >= 0 && t.used >= t.st.rateMax {
+			p.Wait.DueAt = t.windowEnd
+		}
+	case delivered == 0:
+		p.Replies[head] = Reply{Kind: ReplyNullArray}
+	default:
+		p.Replies[head].Int = int64(delivered)
+	}
+	return nil
+}
+
+// newTurn starts the plan's turn of queue, reusing its slices: a call
+// allocates nothing for it.
+func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
+	t := &p.turn
+	*t = turn{s: s, p: p, queue: queue, now: s.NowMs(), batch: batch, st: st,
+		limiter: -1, repeats: -1, cands: t.cands[:0], done: t.done[:0]}
+	return t
+}
+
+// claim takes up to a.count jobs — pending's, and the candidates as if in
+// pending already — in claim order: lowest priority first, then byte order
+// of ids. It stops when count are delivered or count + batch were taken,
+// and reports whether it stopped on that budget with more left to look at.
+// A paused queue takes nothing; a limited one at most what its window has
+// left.
+func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
+	allowed := int(a.count)
+	switch {
+	case allowed == 0:
+		return 0, false, nil
+	case t.st.paused:
+		t.p.Count(ClaimsPaused, 1)
+		return 0, false, nil
+	case t.limiter >= 0:
+		if left := t.st.rateMax - t.used; left < int64(allowed) {
+			allowed = int(max(left, 0))
+			t.p.Count(ClaimsLimited, 1)
+		}
+		if allowed == 0 {
+			return 0, false, nil
+		}
+	}
+	s, p := t.s, t.p
+	slices.SortFunc(t.cands, func(x, y candidate) int { return order(x.member, y.member) })
+	maxTaken := allowed + t.batch
+	limit := allowed
 	pending := s.ZRange(claimPending, math.Inf(1), false, limit)
 	more := len(pending) == limit
-	delivered, taken, i, j := 0, 0, 0, 0
-	var last []byte // the id taken last; nil before the first
-	for delivered < int(a.count) && taken < maxTaken {
+	taken, i, j := 0, 0, 0
+	for delivered < allowed && taken < maxTaken {
 		if i == len(pending) && more && limit < maxTaken {
 			limit = maxTaken // read further: nothing is written yet, so the head read is a prefix
 			pending = s.ZRange(claimPending, math.Inf(1), false, limit)
@@ -123,141 +249,107 @@ func claim(c Call, a claimArgs) (int, error) {
 		}
 		var cand candidate
 		switch {
-		case i < len(pending) && (j == len(moved) || before(pending[i], moved[j].member)):
+		case i < len(pending) && (j == len(t.cands) || order(pending[i], t.cands[j].member) < 0):
 			m := pending[i]
 			i++
-			k, err := openJob(s, p, a.queue, m.Bytes)
-			if err != nil {
-				return 0, err
+			if t.isDone(m.Bytes) {
+				continue // an id in two sets at once, taken already: once
 			}
-			cand = candidate{m, k, claimPending}
-		case j < len(moved):
-			cand = moved[j]
+			k, err := openJob(s, p, t.queue, m.Bytes)
+			if err != nil {
+				return 0, false, err
+			}
+			cand = candidate{member: m, job: k, from: claimPending}
+		case j < len(t.cands):
+			cand = t.cands[j]
 			j++
+			// a settlement's job failed back to pending is settled, and takeable
+			if cand.from != claimPending && t.isDone(cand.member.Bytes) {
+				continue
+			}
 		default:
-			i = len(pending) // pending is empty
+			i = len(pending) // nothing left
 		}
 		if cand.member.Bytes == nil {
 			break
 		}
 		taken++
-		if last != nil && bytes.Equal(cand.member.Bytes, last) {
-			continue // an id in two sets at once: take it once
-		}
-		last = cand.member.Bytes
-		if take(s, p, a, cand, now) {
+		t.markDone(cand.member.Bytes)
+		if t.take(a, cand) {
 			delivered++
 		}
 	}
-	for ; j < len(moved); j++ { // moved but not taken: to pending
-		m := moved[j]
-		p.zrem(m.from, m.member.Ref)
-		p.hset(m.job, stateAfterSweep(m.from)...)
-		p.zadd(claimPending, m.member.Ref, 0)
+	t.cands = append(t.cands[:0], t.cands[j:]...) // the candidates not taken
+	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
+	if t.limiter >= 0 && delivered > 0 {
+		t.used += int64(delivered)
+		p.write(Write{Op: SetPXAt, Key: int32(t.limiter), Count: t.used, AtMs: t.windowEnd})
 	}
+	return delivered, again, nil
+}
+
+// order is claim order: lowest score (priority) first, then byte order.
+func order(a, b Member) int {
 	switch {
-	case delivered == 0 && a.wait && s.MayWait():
-		p.Replies = p.Replies[:head]
-		p.Wait = Wait{Queue: a.queue, On: claimPending, TimeoutMs: a.timeout, Due: [2]int{claimDelayed, claimActive}}
-	case delivered == 0:
-		p.Replies[head] = Reply{Kind: ReplyNullArray}
-	default:
-		p.Replies[head].Int = int64(delivered)
+	case a.Score < b.Score:
+		return -1
+	case a.Score > b.Score:
+		return 1
 	}
-
-	// apply
-	return delivered, s.Apply(p)
+	return bytes.Compare(a.Bytes, b.Bytes)
 }
 
-// sweep finds the due delayed jobs and the stalled active ones, at most
-// batch each, drops those whose row is gone, and returns the rest in
-// pending's order (score 0: byte order).
-func sweep(s Server, p *Plan, queue []byte, now int64, batch int) ([]candidate, error) {
-	moved := p.moved[:0]
-	for _, m := range s.ZRange(claimDelayed, float64(now), false, batch) {
-		k, err := openJob(s, p, queue, m.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		moved = append(moved, candidate{m, k, claimDelayed})
-	}
-	stalls, err := findStalls(s, p, queue, claimActive, now, batch, p.stalls[:0])
-	if err != nil {
-		return nil, err
-	}
-	p.stalls = stalls
-	for _, st := range stalls {
-		moved = append(moved, candidate{st.member, st.job, claimActive})
-	}
-	kept := moved[:0]
-	for _, m := range moved {
-		if s.Type(m.job) != Hash {
-			p.zrem(m.from, m.member.Ref)
-			p.Count(DanglingDropped, 1)
-			continue
-		}
-		if m.from == claimDelayed {
-			p.Count(JobsPromoted, 1)
-		} else {
-			p.Count(StallsRequeued, 1)
-		}
-		kept = append(kept, m)
-	}
-	slices.SortFunc(kept, func(a, b candidate) int { return bytes.Compare(a.member.Bytes, b.member.Bytes) })
-	p.moved = kept
-	return kept, nil
+// isDone reports whether id was settled or taken in this turn.
+func (t *turn) isDone(id []byte) bool {
+	_, found := slices.BinarySearchFunc(t.done, id, bytes.Compare)
+	return found
 }
 
-// before reports whether pending member m comes before a moved job, which
-// would be in pending with score 0.
-func before(m, moved Member) bool {
-	return m.Score < 0 || m.Score == 0 && bytes.Compare(m.Bytes, moved.Bytes) < 0
-}
-
-// stateAfterSweep is the fields a sweep sets on a job moved from set key
-// from: pending, and for a stalled job why.
-func stateAfterSweep(from int) []Ref {
-	if from == claimActive {
-		return stalledFields
+// markDone records id as settled or taken in this turn.
+func (t *turn) markDone(id []byte) {
+	if i, found := slices.BinarySearchFunc(t.done, id, bytes.Compare); !found {
+		t.done = slices.Insert(t.done, i, id)
 	}
-	return promotedFields
 }
-
-var (
-	promotedFields = []Ref{refState, refPending}
-	stalledFields  = []Ref{refState, refPending, refError, refLeaseExpired}
-)
 
 // take plans one candidate's claim: to the caller, or to dead when its
-// attempts reached max_attempts. It reports whether it was delivered.
-func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
+// attempt budget is spent. It reports whether it was delivered. Taking a
+// job leaves it in no set but the one it goes to, whatever writes outside
+// the verbs left it in.
+func (t *turn) take(a claimArgs, cand candidate) bool {
+	s, p := t.s, t.p
 	id := cand.member.Ref
-	if s.Type(cand.job) != Hash {
-		p.zrem(cand.from, id)
-		p.Count(DanglingDropped, 1)
-		return false
-	}
-	row := readJob(s, p, cand.job)
-	p.zrem(cand.from, id)
-	if cand.from != claimPending {
-		// writes outside the verbs may have left the id in pending too;
-		// taking it must leave it nowhere else (a no-op when it is not)
-		p.zrem(claimPending, id)
+	var row jobRow
+	if cand.from == fromNew {
+		row = jobRow{payload: cand.payload}
+	} else {
+		if s.Type(cand.job) != Hash {
+			p.zrem(cand.from, id)
+			p.Count(DanglingDropped, 1)
+			return false
+		}
+		row = readJob(s, p, cand.job)
 	}
 	stalled := cand.from == claimActive
 	if exhausted(s, p, cand.job, row, a.maxAttempts) {
-		p.zadd(claimDead, id, float64(now))
+		t.leave(cand, claimDead)
+		p.zadd(claimDead, id, float64(t.now))
+		why := refAttemptsExhausted
 		switch {
 		case stalled:
+			why = refLeaseExpired
 			p.hset(cand.job, refState, refDead, refError, refLeaseExpired)
-		case row.hasError:
+		case row.err.Found:
+			why = row.err.Ref
 			p.hset(cand.job, refState, refDead)
 		default:
 			p.hset(cand.job, refState, refDead, refError, refAttemptsExhausted)
 		}
+		t.st.events.job(p, refDead, id, row.attempts, refError, why)
 		p.Count(JobsDead, 1)
 		return false
 	}
+	t.leave(cand, claimActive)
 	attempt := row.attempts + 1
 	n := p.Decimal(attempt)
 	if stalled {
@@ -265,7 +357,8 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 	} else {
 		p.hset(cand.job, refAttempts, n, refState, refActive)
 	}
-	p.zadd(claimActive, id, float64(now+a.lease))
+	deadline := t.now + a.lease
+	p.zadd(claimActive, id, float64(deadline))
 	payload := row.payload.Ref
 	if !row.payload.Found {
 		payload = p.String("")
@@ -274,6 +367,38 @@ func take(s Server, p *Plan, a claimArgs, cand candidate, now int64) bool {
 	p.reply(ReplyBulk, id, 0)
 	p.reply(ReplyInt, 0, attempt)
 	p.reply(ReplyBulk, payload, 0)
+	t.st.events.job(p, refClaimed, id, attempt, refLease, p.Decimal(deadline))
 	p.Count(JobsClaimed, 1)
 	return true
+}
+
+// leave plans a taken job's removal from every set but to, where it goes:
+// from the one it comes from, and from any other that holds members (a
+// write outside the verbs may have left it there too). A tick's job is new
+// and in none.
+func (t *turn) leave(cand candidate, to int) {
+	if cand.from == fromNew {
+		return
+	}
+	for k := claimPending; k <= claimDead; k++ {
+		if k == cand.from || k != to && t.s.Type(k) == ZSet {
+			t.p.zrem(k, cand.member.Ref)
+		}
+	}
+}
+
+// toPending plans the untaken candidates' moves into pending, each at its
+// priority.
+func (t *turn) toPending() {
+	for _, m := range t.cands {
+		switch m.from {
+		case claimPending: // a settlement put it there
+		case fromNew:
+			t.p.zadd(claimPending, m.member.Ref, m.member.Score)
+		default:
+			t.p.zrem(m.from, m.member.Ref)
+			t.p.hset(m.job, m.fields...)
+			t.p.zadd(claimPending, m.member.Ref, m.member.Score)
+		}
+	}
 }

@@ -23,6 +23,14 @@ const (
 	JobsRevived
 	MessagesParked
 	ParksNoop
+	JobsScheduled
+	JobsRemoved
+	RepeatsTicked
+	EventsAppended
+	Settled
+	SettlesRefused
+	ClaimsPaused
+	ClaimsLimited
 
 	// NumCounters is how many counters there are.
 	NumCounters
@@ -47,4 +55,12 @@ var CounterNames = [NumCounters]string{
 	JobsRevived:        "jobs_revived",
 	MessagesParked:     "parked",
 	ParksNoop:          "parks_noop",
+	JobsScheduled:      "jobs_scheduled",
+	JobsRemoved:        "jobs_removed",
+	RepeatsTicked:      "repeats_ticked",
+	EventsAppended:     "events_appended",
+	Settled:            "settled",
+	SettlesRefused:     "settles_refused",
+	ClaimsPaused:       "claims_paused",
+	ClaimsLimited:      "claims_limited",
 }

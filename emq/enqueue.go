@@ -3,7 +3,6 @@ package emq
 import (
 	"bytes"
 
-	"github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 )
@@ -12,34 +11,34 @@ import (
 //
 //	EMQ.ENQUEUE 2 emq:{q}:job:<id> emq:{q}:pending <id> <payload>
 //
-// It replies 1 having written the job row and its pending entry, or 0 when
-// the job row already exists.
+// It replies 1 having written the job row and its pending entry (priority
+// 0), or 0 when the job row already exists.
 var Enqueue = &Verb{Name: "EMQ.ENQUEUE", Arity: 6, Keys: 2, Cap: "enqueue",
-	Check: func(a [][]byte, _ int64) error { return checkEnqueue(a) }, Run: enqueue}
+	Check: func(a [][]byte, _ int64) error { _, err := checkEnqueue(a); return err }, Run: enqueue}
 
 func enqueue(c Call) error {
 	// shape and fence
-	if err := checkEnqueue(c.Args); err != nil {
+	queue, err := checkEnqueue(c.Args)
+	if err != nil {
 		return err
 	}
 
 	// reads
-	s := c.Server
-	s.Open(2, false)
-	job, pending := s.Type(0), s.Type(1)
-	if (job != Empty && job != Hash) || (pending != Empty && pending != ZSet) {
-		return errors.ErrWrongType
+	s, p := c.Server, c.Plan
+	st, err := openQueue(s, p, queue, 2, true)
+	if err != nil {
+		return err
 	}
 
 	// plan
-	p := c.Plan
-	if job == Hash {
+	if s.Type(0) == Hash {
 		p.replyInt(0) // a duplicate: the job row is already there
 		p.Count(JobsDuplicate, 1)
 	} else {
 		p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
 		p.zadd(1, Arg(enqueueID), 0)
 		p.replyInt(1)
+		st.events.job(p, refAdded, Arg(enqueueID), 0, refPriority, refZero)
 		p.Count(JobsAdmitted, 1)
 	}
 
@@ -52,30 +51,47 @@ const enqueueJobKey, enqueuePendingKey, enqueueID, enqueuePayload = 2, 3, 4, 5
 
 // checkEnqueue decides what the arguments alone decide: numkeys, then the
 // keys' layouts, the ids, and the keys agreeing with each other and the id.
-func checkEnqueue(a [][]byte) error {
-	const jobKey, pendingKey, idArg = enqueueJobKey, enqueuePendingKey, enqueueID
+// It returns the queue.
+func checkEnqueue(a [][]byte) ([]byte, error) {
 	if err := numkeys(a, 2); err != nil {
-		return err
+		return nil, err
 	}
-	queue, keyID, ok := keys.SplitJob(a[jobKey])
+	return admissionKeys(a, enqueueID, keys.PendingSet)
+}
+
+// admissionKeys checks an admission's keys — the job key, then one key per
+// name in sets — and its id argument, in docs/commands.md's order: layouts,
+// ids, agreement. It returns the queue.
+func admissionKeys(a [][]byte, idArg int, sets ...string) ([]byte, error) {
+	queue, keyID, ok := keys.SplitJob(a[2])
 	if !ok {
-		return errJobLayout
+		return nil, errJobLayout
 	}
-	pendingQueue, ok := keys.SplitPending(a[pendingKey])
-	if !ok {
-		return errPendingLayout
+	same := true
+	for i, set := range sets {
+		q, ok := keys.SplitSet(a[3+i], set)
+		if !ok {
+			if set == keys.PendingSet {
+				return nil, errPendingLayout
+			}
+			return nil, setLayout[set]
+		}
+		same = same && bytes.Equal(q, queue)
 	}
 	if _, ok := ids.Parse(ids.Job, keyID); !ok {
-		return ErrJobKind
+		return nil, ErrJobKind
 	}
 	if _, ok := ids.Parse(ids.Job, a[idArg]); !ok {
-		return ErrJobKind
+		return nil, ErrJobKind
 	}
-	if !bytes.Equal(queue, pendingQueue) {
-		return errQueues
+	if !same {
+		if len(sets) == 1 {
+			return nil, errQueues
+		}
+		return nil, errKeysQueues
 	}
 	if !bytes.Equal(keyID, a[idArg]) {
-		return errJobID
+		return nil, errJobID
 	}
-	return nil
+	return queue, nil
 }

@@ -8,9 +8,9 @@ import "github.com/echomq/emq/keys"
 //	         <attempt> <backoff_ms> <max_attempts> <error>
 //
 // The job must be active under attempt. It leaves the active set with
-// error set, and goes to dead when its attempts reached max_attempts, else
-// to pending with backoff_ms 0, else to delayed until now + backoff_ms.
-// Replies the new state: pending, delayed or dead.
+// error set, and goes to dead when its attempt budget is spent, else to
+// pending (at its priority) with backoff_ms 0, else to delayed until now +
+// backoff_ms. Replies the new state: pending, delayed or dead.
 var Fail = &Verb{Name: "EMQ.FAIL", Arity: 11, Keys: 5, Cap: "fail",
 	Check: func(a [][]byte, _ int64) error { _, err := checkFail(a); return err },
 	Run:   fail}
@@ -18,14 +18,11 @@ var Fail = &Verb{Name: "EMQ.FAIL", Arity: 11, Keys: 5, Cap: "fail",
 // failArgs are FAIL's checked arguments.
 type failArgs struct {
 	attempt, backoff, maxAttempts int64
-	id                            []byte
+	queue, id                     []byte
 }
 
-// The keys and the error argument of EMQ.FAIL.
-const (
-	failPending, failActive, failDelayed, failDead = 1, 2, 3, 4
-	failError                                      = 10
-)
+// The error argument of EMQ.FAIL.
+const failError = 10
 
 func fail(c Call) error {
 	// shape and fence
@@ -36,38 +33,59 @@ func fail(c Call) error {
 
 	// reads
 	s, p := c.Server, c.Plan
-	s.Open(5, false)
-	if err := zsets(s, 1, 5); err != nil {
+	st, err := openQueue(s, p, f.queue, 5, true)
+	if err != nil {
 		return err
 	}
-	row, err := leasedJob(s, p, f.attempt)
+	row, err := leasedJob(s, p, 0, f.attempt)
 	if err != nil {
 		return err
 	}
 
 	// plan
-	id := p.Bytes(f.id)
-	p.zrem(failActive, id)
-	var state Ref
-	switch now := s.NowMs(); {
-	case exhausted(s, p, 0, row, f.maxAttempts):
-		state = refDead
-		p.zadd(failDead, id, float64(now))
-		p.Count(JobsDead, 1)
-	case f.backoff == 0:
-		state = refPending
-		p.zadd(failPending, id, 0)
-		p.Count(JobsRetried, 1)
-	default:
-		state = refDelayed
-		p.zadd(failDelayed, id, float64(now+f.backoff))
-		p.Count(JobsDelayed, 1)
-	}
-	p.hset(0, refState, state, refError, Arg(failError))
+	to := failSets{pending: 1, active: 2, delayed: 3, dead: 4}
+	state, _ := planFail(s, p, st.events, 0, to, p.Bytes(f.id), row, f.attempt, f.backoff, f.maxAttempts, s.NowMs(), Arg(failError))
 	p.reply(ReplyBulk, state, 0)
 
 	// apply
 	return s.Apply(p)
+}
+
+// failSets are the keys of a queue's sets a failure moves a job between.
+type failSets struct{ pending, active, delayed, dead int }
+
+// planFail plans the failure of the job at key job (row, read), active
+// under attempt: it leaves active with error errText, and goes to dead when
+// its budget of max attempts is spent, else to pending with backoff 0 (at
+// its priority, which it returns), else to delayed until now + backoff. It
+// returns the new state.
+func planFail(s Server, p *Plan, ev eventLog, job int, to failSets, id Ref, row jobRow,
+	attempt, backoff, max, now int64, errText Ref) (state Ref, priority float64) {
+	p.zrem(to.active, id)
+	var at Ref
+	switch {
+	case exhausted(s, p, job, row, max):
+		state = refDead
+		p.zadd(to.dead, id, float64(now))
+		p.Count(JobsDead, 1)
+	case backoff == 0:
+		state = refPending
+		priority = priorityOf(s, p, job)
+		p.zadd(to.pending, id, priority)
+		p.Count(JobsRetried, 1)
+	default:
+		state = refDelayed
+		at = p.Decimal(now + backoff)
+		p.zadd(to.delayed, id, float64(now+backoff))
+		p.Count(JobsDelayed, 1)
+	}
+	p.hset(job, refState, state, refError, errText)
+	if state == refDelayed {
+		ev.job(p, refFailed, id, attempt, refState, state, refError, errText, refAt, at)
+	} else {
+		ev.job(p, refFailed, id, attempt, refState, state, refError, errText)
+	}
+	return state, priority
 }
 
 // checkFail decides what FAIL's arguments decide alone.
@@ -84,6 +102,6 @@ func checkFail(a [][]byte) (f failArgs, err error) {
 	if f.maxAttempts, err = maxAttemptsBound.parse(a[9]); err != nil {
 		return f, err
 	}
-	_, f.id, err = queueKeys(a, true, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
+	f.queue, f.id, err = queueKeys(a, true, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
 	return f, err
 }

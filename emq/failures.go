@@ -28,7 +28,7 @@ func failuresIncr(c Call) error {
 	}
 
 	// reads
-	s.Open(1, true)
+	s.Open(1, true, c.Plan, NoRef)
 	var count int64
 	switch s.Type(0) {
 	case Empty:

@@ -33,6 +33,12 @@ const (
 	// SetPXAt stores the integer Count with the absolute expiry AtMs: the
 	// effect of INCR followed by PEXPIREAT.
 	SetPXAt
+	// HDel deletes the fields Refs[From : From+N] of a hash.
+	HDel
+	// XAddAuto appends an entry with the fields Refs[From : From+N] under
+	// the stream's next ID (XADD's *), then trims the stream to about
+	// Count entries (MAXLEN ~).
+	XAddAuto
 
 	// NumOps is one more than the largest Op, for arrays indexed by Op.
 	NumOps = iota + 1
@@ -55,15 +61,22 @@ const (
 	RefIndex Ref = 1<<30 - 1 // the index bits of a Ref
 )
 
+// NoRef names nothing: where a ref is optional.
+const NoRef Ref = ^Ref(0)
+
 // Arg refers to argument i of the call.
 func Arg(i int) Ref { return refArg | Ref(i) }
 
 // Constants are the strings a plan may name besides the call's arguments,
-// in the order of the ref constants below. The host interns them at load.
-var Constants = []string{"id", "state", "pending", "attempts", "0", "payload",
-	"error", "active", "delayed", "dead", "done", "lease expired", "attempts exhausted",
-	"version", "caps", "origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason",
-	"revived"}
+// in the order of the ref constants below: field names, states, event
+// names. The host interns them at load.
+var Constants = []string{"id", "state", "pending", "attempts", "0", "payload", "error", "active",
+	"delayed", "dead", "done", "lease expired", "attempts exhausted", "version", "caps",
+	"origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason", "revived",
+	"priority", "result", "repeat", "paused", "1", "rate_max", "rate_ms", "events", "repeat_seq",
+	"event", "job", "attempt", "lease", "at", "result_size", "window", "max", "added", "scheduled",
+	"promoted", "claimed", "extended", "completed", "failed", "stalled", "removed", "resumed",
+	"limited", "spec", "tz", "start", "end", "limit", "number", "made", "next", "last"}
 
 // References to Constants, in their order.
 const (
@@ -90,6 +103,43 @@ const (
 	refFailures
 	refReason
 	refRevived
+	refPriority
+	refResult
+	refRepeat
+	refPaused
+	refOne
+	refRateMax
+	refRateMs
+	refEvents
+	refRepeatSeq
+	refEvent
+	refJob
+	refAttempt
+	refLease
+	refAt
+	refResultSize
+	refWindow
+	refMax
+	refAdded
+	refScheduled
+	refPromoted
+	refClaimed
+	refExtended
+	refCompleted
+	refFailed
+	refStalled
+	refRemoved
+	refResumed
+	refLimited
+	refSpec
+	refTZ
+	refStart
+	refEnd
+	refLimit
+	refNumber
+	refMade
+	refNext
+	refLast
 	numConstants = iota
 )
 
@@ -129,6 +179,9 @@ const (
 	ReplyNullArray
 	// ReplyStreamID is the ID of the plan's XAdd write number Int (from 0).
 	ReplyStreamID
+	// ReplyError is an error element whose text, "<CODE> <message>", is
+	// Ref: one settlement refused inside EMQ.SETTLE's reply.
+	ReplyError
 
 	// NumReplyKinds is one more than the largest ReplyKind.
 	NumReplyKinds = iota + 1
@@ -154,9 +207,12 @@ type Plan struct {
 	// Wait, when its Queue is set, asks the host to keep the caller waiting
 	// instead of replying (the plan has no reply then).
 	Wait Wait
+	// Wake is 1 + a key the host signals ready once the writes are made,
+	// so that the clients waiting on it look again; 0 for none.
+	Wake int
 	// what the lifecycle verbs gather before they plan, reused across calls
-	stalls []stall
-	moved  []candidate
+	turn        turn // a claim turn's state, its slices kept
+	settlements []settlement
 }
 
 // maxKept bounds the room a reused plan keeps between calls, so that one
@@ -171,25 +227,32 @@ func (p *Plan) Reset() {
 		p.Counts[bits.TrailingZeros32(m)] = 0
 	}
 	p.counted = 0
-	p.Wait = Wait{}
+	p.Wait, p.Wake = Wait{}, 0
+	p.turn.s, p.turn.p = nil, nil // no server of a call that ended is kept
 }
 
 // Wait is a blocking verb's request to wait: for a job of Queue, until key
-// On is signalled ready or TimeoutMs passes (0: forever). The sets of keys
-// Due hold the times the queue next needs a sweep (their lowest scores),
-// at which the host wakes the waiters itself.
+// On is signalled ready or TimeoutMs passes (0: forever). The sorted sets
+// of keys Due (-1: none) hold the times the queue next needs a sweep (their
+// lowest scores), and DueAt (0: none) is one more such time: at the first
+// of them the host wakes the waiters itself. Again asks the host to run
+// the verb again at once, still waiting: the turn stopped on its budget
+// with more of the queue left to look at.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int
 	TimeoutMs int64
-	Due       [2]int
+	Due       [3]int
+	DueAt     int64
+	Again     bool
 }
 
 // Oversized reports whether p grew past what is worth keeping between
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.stalls) > maxKept || cap(p.moved) > maxKept
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || cap(p.turn.done) > maxKept ||
+		cap(p.settlements) > maxKept
 }
 
 // Bytes copies b into the plan's scratch and returns a ref to it.
@@ -254,6 +317,9 @@ func (p *Plan) zrem(k int, member Ref) { p.write(Write{Op: ZRem, Key: int32(k)},
 func (p *Plan) reply(kind ReplyKind, ref Ref, v int64) {
 	p.Replies = append(p.Replies, Reply{Kind: kind, Ref: ref, Int: v})
 }
+
+// wake asks the host to signal key k ready once the writes are made.
+func (p *Plan) wake(k int) { p.Wake = k + 1 }
 
 // replyInt makes the whole reply the integer v.
 func (p *Plan) replyInt(v int64) { p.reply(ReplyInt, 0, v) }

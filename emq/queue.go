@@ -10,7 +10,7 @@ import (
 )
 
 // The pieces the job lifecycle verbs share: the queue's keys, the job row
-// and its lease, and the sweep that requeues stalled jobs.
+// and its lease, and moving a job into pending.
 
 // The bounds of the lifecycle verbs' integer arguments (docs/commands.md).
 var (
@@ -22,6 +22,7 @@ var (
 	keepBound        = newBound("keep_ms", 0, 1<<40)
 	timeoutBound     = newBound("timeout_ms", 0, 1<<40)
 	limitBound       = newBound("limit", 1, 100_000)
+	priorityBound    = newBound("priority", 0, math.MaxInt32)
 )
 
 // The refusals of the lifecycle verbs whose text never changes.
@@ -36,13 +37,17 @@ var (
 		keys.ActiveSet:  static(errors.Layout, "active key must be emq:{<queue>}:active"),
 		keys.DelayedSet: static(errors.Layout, "delayed key must be emq:{<queue>}:delayed"),
 		keys.DeadSet:    static(errors.Layout, "dead key must be emq:{<queue>}:dead"),
+		keys.Config:     static(errors.Layout, "config key must be emq:{<queue>}:config"),
+		keys.Events:     static(errors.Layout, "events key must be emq:{<queue>}:events"),
+		keys.Repeats:    static(errors.Layout, "repeats key must be emq:{<queue>}:repeats"),
 	}
 )
 
 // queueKeys checks a call's keys — the job key first when job is true,
-// then one set key per name in sets — in the order docs/commands.md gives:
-// every layout, then the job id's namespace, then that all name one queue.
-// It returns the queue and the job id (nil without a job key).
+// then one key per name in sets (a set, or another one-segment key) — in
+// the order docs/commands.md gives: every layout, then the job id's
+// namespace, then that all name one queue. It returns the queue and the
+// job id (nil without a job key).
 func queueKeys(a [][]byte, job bool, sets ...string) (queue, id []byte, err error) {
 	k := 2
 	if job {
@@ -74,40 +79,56 @@ func queueKeys(a [][]byte, job bool, sets ...string) (queue, id []byte, err erro
 	return queue, id, nil
 }
 
-// checkLeased decides what EXTEND's and ACK's arguments decide alone:
-// numkeys 2, the attempt, the verb's own number (second), then the job key
-// and the active key.
-func checkLeased(a [][]byte, second bound) (attempt, n int64, id []byte, err error) {
-	if err := numkeys(a, 2); err != nil {
-		return 0, 0, nil, err
-	}
-	if attempt, err = attemptBound.parse(a[4]); err != nil {
-		return 0, 0, nil, err
-	}
-	if n, err = second.parse(a[5]); err != nil {
-		return 0, 0, nil, err
-	}
-	_, id, err = queueKeys(a, true, keys.ActiveSet)
-	return attempt, n, id, err
+// queueKey writes the key of queue's one-segment key name (keys.Config …)
+// into p's scratch and returns a ref to it.
+func queueKey(p *Plan, queue []byte, name string) Ref {
+	off := len(p.Scratch)
+	p.Scratch = keys.AppendSet(p.Scratch, queue, name)
+	return p.span(off)
 }
 
-// leased runs what EXTEND and ACK share — the argument check, then the
-// reads: the active key's type, the job active under the attempt — and
-// returns the verb's own number and a ref to the job's id.
-func leased(c Call, second bound) (n int64, id Ref, err error) {
-	attempt, n, jobID, err := checkLeased(c.Args, second)
+// openQueue opens the call's first n keys — a job row first when job is
+// true, then sorted sets — refusing WRONGTYPE unless the row is a hash or
+// absent and the sets sorted sets or absent, then reads the queue's
+// settings (which may refuse too: WRONGTYPE, NOPERM), all before any
+// stored state is judged.
+func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, error) {
+	cfg := queueKey(p, queue, keys.Config)
+	exists := s.Open(n, false, p, cfg)
+	from := 0
+	if job {
+		if t := s.Type(0); t != Empty && t != Hash {
+			return settings{}, errors.ErrWrongType
+		}
+		from = 1
+	}
+	if err := zsets(s, from, n); err != nil {
+		return settings{}, err
+	}
+	return readSettings(s, p, queue, cfg, exists)
+}
+
+// leasedKeys checks EXTEND's and ACK's keys, the job key and the active
+// key, and returns the job's id.
+func leasedKeys(a [][]byte) ([]byte, error) {
+	_, id, err := queueKeys(a, true, keys.ActiveSet)
+	return id, err
+}
+
+// leased runs what EXTEND and ACK share after their argument check — the
+// reads: the active key's type, the queue's settings, the job active under
+// the attempt — and returns the settings and a ref to the job's id.
+func leased(c Call, attempt int64, jobID []byte) (settings, Ref, error) {
+	s, p := c.Server, c.Plan
+	queue, _, _ := keys.SplitJob(c.Args[2])
+	st, err := openQueue(s, p, queue, 2, true)
 	if err != nil {
-		return 0, 0, err
+		return st, 0, err
 	}
-	s := c.Server
-	s.Open(2, false)
-	if err := zsets(s, 1, 2); err != nil {
-		return 0, 0, err
+	if _, err := leasedJob(s, p, 0, attempt); err != nil {
+		return st, 0, err
 	}
-	if _, err := leasedJob(s, c.Plan, attempt); err != nil {
-		return 0, 0, err
-	}
-	return n, c.Plan.Bytes(jobID), nil
+	return st, p.Bytes(jobID), nil
 }
 
 // zsets refuses WRONGTYPE unless keys from … to-1 are sorted sets or absent.
@@ -128,13 +149,13 @@ type jobRow struct {
 	state    []byte
 	attempts int64 // 0 when absent or not an integer
 	payload  Value
-	hasError bool
+	err      Value
 }
 
 // readJob reads the job row at key k, a hash.
 func readJob(s Server, p *Plan, k int) jobRow {
 	v := s.HashGet(p, k, jobFields)
-	r := jobRow{state: v[0].Bytes, payload: v[2], hasError: v[3].Found}
+	r := jobRow{state: v[0].Bytes, payload: v[2], err: v[3]}
 	if n, ok := ParseInt(v[1].Bytes); ok && n > 0 {
 		r.attempts = n
 	}
@@ -160,24 +181,37 @@ func exhausted(s Server, p *Plan, k int, row jobRow, max int64) bool {
 	return row.attempts-revived >= max
 }
 
+// priorityFields is the field a verb reads to score a job in pending.
+var priorityFields = []Ref{refPriority}
+
+// priorityOf is the pending score of the job at key k: its row's priority,
+// 0 when absent or not a priority.
+func priorityOf(s Server, p *Plan, k int) float64 {
+	v, ok := ParseInt(s.HashGet(p, k, priorityFields)[0].Bytes)
+	if !ok || v < 0 || v > math.MaxInt32 {
+		return 0
+	}
+	return float64(v)
+}
+
 // activeUnder reports whether the row is active under attempt: the lease
 // token is the attempt a claim handed out.
 func (r jobRow) activeUnder(attempt int64) bool {
 	return string(r.state) == "active" && r.attempts == attempt
 }
 
-// leasedJob reads the call's job key (key 0) and refuses unless it is a job
-// active under attempt: the checks EXTEND, ACK and FAIL share once the
-// other keys' types are known.
-func leasedJob(s Server, p *Plan, attempt int64) (jobRow, error) {
-	switch s.Type(0) {
+// leasedJob reads the job row at key k and refuses unless it is a job
+// active under attempt: the checks EXTEND, ACK, FAIL and SETTLE share once
+// the other keys' types are known.
+func leasedJob(s Server, p *Plan, k int, attempt int64) (jobRow, error) {
+	switch s.Type(k) {
 	case Empty:
 		return jobRow{}, errNoJob
 	case Hash:
 	default:
 		return jobRow{}, errors.ErrWrongType
 	}
-	row := readJob(s, p, 0)
+	row := readJob(s, p, k)
 	if !row.activeUnder(attempt) {
 		return row, errLease
 	}
@@ -194,38 +228,4 @@ func openJob(s Server, p *Plan, queue, id []byte) (int, error) {
 		return 0, errNoPerm
 	}
 	return k, nil
-}
-
-// stall is an active job whose lease has passed, found by a sweep.
-type stall struct {
-	member Member
-	job    int // its row's key
-}
-
-// findStalls reads at most limit active jobs (set key active) whose lease
-// deadline is before now, oldest first, and opens their rows.
-func findStalls(s Server, p *Plan, queue []byte, active int, now int64, limit int, out []stall) ([]stall, error) {
-	for _, m := range s.ZRange(active, float64(now), true, limit) {
-		k, err := openJob(s, p, queue, m.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, stall{m, k})
-	}
-	return out, nil
-}
-
-// requeue plans a stalled job's return to pending (set key pending), or
-// its dropping from active when its row is gone; it reports whether the
-// job was requeued.
-func requeue(s Server, p *Plan, st stall, pending, active int) bool {
-	p.zrem(active, st.member.Ref)
-	if s.Type(st.job) != Hash {
-		p.Count(DanglingDropped, 1)
-		return false
-	}
-	p.hset(st.job, refState, refPending, refError, refLeaseExpired)
-	p.zadd(pending, st.member.Ref, 0)
-	p.Count(StallsRequeued, 1)
-	return true
 }

@@ -1,7 +1,6 @@
 package emq
 
 import (
-	"github.com/echomq/emq/errors"
 	"github.com/echomq/emq/keys"
 )
 
@@ -9,34 +8,30 @@ import (
 //
 //	EMQ.REVIVE 3 emq:{q}:job:<id> emq:{q}:pending emq:{q}:dead
 //
-// The job must be dead; it goes back to pending with a fresh budget of
-// attempts, its error kept for the record. Attempts never go back — they
-// are the lease tokens, and a stale worker's must never be valid again —
-// so the row records revived, the attempts it has now, and the budget
-// counts attempts − revived. Replies 1.
+// The job must be dead; it goes back to pending, at its priority, with a
+// fresh budget of attempts, its error kept for the record. Attempts never
+// go back — they are the lease tokens, and a stale worker's must never be
+// valid again — so the row records revived, the attempts it has now, and
+// the budget counts attempts − revived. Replies 1.
 var Revive = &Verb{Name: "EMQ.REVIVE", Arity: 5, Keys: 3, Cap: "revive",
-	Check: func(a [][]byte, _ int64) error { _, err := checkRevive(a); return err },
+	Check: func(a [][]byte, _ int64) error { _, _, err := checkRevive(a); return err },
 	Run:   revive}
 
 func revive(c Call) error {
 	// shape and fence
-	id, err := checkRevive(c.Args)
+	queue, id, err := checkRevive(c.Args)
 	if err != nil {
 		return err
 	}
 
 	// reads
 	s, p := c.Server, c.Plan
-	s.Open(3, false)
-	if err := zsets(s, 1, 3); err != nil {
+	st, err := openQueue(s, p, queue, 3, true)
+	if err != nil {
 		return err
 	}
-	switch s.Type(0) {
-	case Empty:
+	if s.Type(0) == Empty {
 		return errNoJob
-	case Hash:
-	default:
-		return errors.ErrWrongType
 	}
 	row := readJob(s, p, 0)
 	if string(row.state) != "dead" {
@@ -47,8 +42,9 @@ func revive(c Call) error {
 	ref := p.Bytes(id)
 	p.zrem(2, ref)
 	p.hset(0, refState, refPending, refRevived, p.Decimal(row.attempts))
-	p.zadd(1, ref, 0)
+	p.zadd(1, ref, priorityOf(s, p, 0))
 	p.replyInt(1)
+	st.events.job(p, refRevived, ref, row.attempts)
 	p.Count(JobsRevived, 1)
 
 	// apply
@@ -56,10 +52,9 @@ func revive(c Call) error {
 }
 
 // checkRevive decides what REVIVE's arguments decide alone.
-func checkRevive(a [][]byte) ([]byte, error) {
+func checkRevive(a [][]byte) (queue, id []byte, err error) {
 	if err := numkeys(a, 3); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, id, err := queueKeys(a, true, keys.PendingSet, keys.DeadSet)
-	return id, err
+	return queueKeys(a, true, keys.PendingSet, keys.DeadSet)
 }

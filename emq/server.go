@@ -40,8 +40,12 @@ type Member struct {
 // rows a claim pops) are numbered after them as they are opened.
 type Server interface {
 	// Open opens the call's first n keys for writing and learns their types;
-	// with values, it also reads the bytes of those that hold strings.
-	Open(n int, values bool)
+	// with values, it also reads the bytes of those that hold strings. It
+	// reports whether the key that scratch ref probe of p names exists,
+	// without opening it (no ACL check: nothing of it is read); NoRef for
+	// none. A verb learns so, in the same step, whether its queue has any
+	// settings to read.
+	Open(n int, values bool, p *Plan, probe Ref) (probed bool)
 	// OpenDerived opens the key named by scratch ref name of p, after
 	// checking the caller's ACL key permissions on it (reads and writes),
 	// and returns its number; ok is false, with nothing opened, when the
@@ -49,9 +53,11 @@ type Server interface {
 	OpenDerived(p *Plan, name Ref) (k int, ok bool)
 	// Type returns the type of key k, as found when it was opened.
 	Type(k int) KeyType
-	// Value returns the bytes of string key k, read by Open with values;
-	// valid until the call ends.
+	// Value returns the bytes of string key k (nil for another type), read
+	// by Open with values or now; valid until the call ends.
 	Value(k int) []byte
+	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none.
+	ExpireAt(k int) int64
 	// HashGet reads the fields of hash key k (refs of p); the values are
 	// valid until the call ends, the slice until the next HashGet.
 	HashGet(p *Plan, k int, fields []Ref) []Value

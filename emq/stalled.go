@@ -1,14 +1,16 @@
 package emq
 
-import "github.com/echomq/emq/keys"
+import (
+	"github.com/echomq/emq/keys"
+)
 
 // StalledCheck requeues jobs whose lease has passed, as a claim's sweep
 // does, for operators and for queues whose workers do not claim:
 //
 //	EMQ.STALLED.CHECK 2 emq:{q}:pending emq:{q}:active <limit>
 //
-// It moves at most limit jobs, oldest deadline first, and replies how many
-// it requeued.
+// It moves at most limit jobs, oldest deadline first, each to pending at
+// its priority, and replies how many it requeued.
 var StalledCheck = &Verb{Name: "EMQ.STALLED.CHECK", Arity: 5, Keys: 2, Cap: "stalled.check",
 	Check: func(a [][]byte, _ int64) error { _, _, err := checkStalled(a); return err },
 	Run:   stalledCheck}
@@ -22,24 +24,23 @@ func stalledCheck(c Call) error {
 
 	// reads
 	s, p := c.Server, c.Plan
-	s.Open(2, false)
-	if err := zsets(s, 0, 2); err != nil {
-		return err
-	}
-	stalls, err := findStalls(s, p, queue, 1, s.NowMs(), int(limit), p.stalls[:0])
+	st, err := openQueue(s, p, queue, 2, false)
 	if err != nil {
 		return err
 	}
-	p.stalls = stalls
+	t := p.newTurn(s, queue, int(limit), st)
+	// the keys are pending and active: a sweep of active alone, into 0
+	if err := t.move(1, float64(t.now), true, stalledFields, refStalled, StallsRequeued); err != nil {
+		return err
+	}
 
 	// plan
-	var n int64
-	for _, st := range stalls {
-		if requeue(s, p, st, 0, 1) {
-			n++
-		}
+	for _, m := range t.cands {
+		p.zrem(1, m.member.Ref)
+		p.hset(m.job, stalledFields...)
+		p.zadd(0, m.member.Ref, m.member.Score)
 	}
-	p.replyInt(n)
+	p.replyInt(int64(len(t.cands)))
 
 	// apply
 	return s.Apply(p)

@@ -4,7 +4,7 @@ import "github.com/echomq/emq/errors"
 
 // Version is the module's semantic version, as EMQ.CAPS and MODULE LIST
 // report it. It is the one place the version is written.
-const Version = "0.2.0"
+const Version = "0.3.0"
 
 // Verb is everything about a verb that does not depend on the server: its
 // name and arity as the server registers them, how many keys its contract

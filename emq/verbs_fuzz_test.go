@@ -41,14 +41,23 @@ type fakeServer struct {
 	plan    Plan // a copy of the plan Apply was given
 }
 
-func (s *fakeServer) Open(n int, values bool) {
+// Open opens the declared keys and reports whether the probed key exists:
+// a queue's config, which the fake holds among its rows.
+func (s *fakeServer) Open(n int, values bool, p *Plan, probe Ref) bool {
 	s.opens++
 	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
 		s.t.Fatalf("Open(%d), call %d: a verb opens its declared keys once", n, s.opens)
 	}
 	s.opened = n
+	if probe == NoRef || s.queue == nil {
+		return false
+	}
+	return s.queue.rows[string(p.ScratchBytes(probe))].typ != Empty
 }
+
+// ExpireAt: the fake's keys never expire.
+func (s *fakeServer) ExpireAt(int) int64 { return -1 }
 
 func (s *fakeServer) Type(k int) KeyType {
 	if k >= s.opened {

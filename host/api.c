@@ -76,6 +76,9 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(OpenKey);
     FETCH(CloseKey);
     FETCH(KeyType);
+    FETCH(KeyExists);
+    FETCH(GetAbsExpire);
+    FETCH(StreamTrimByLength);
     FETCH(ValueLength);
     FETCH(DeleteKey);
     FETCH(StringDMA);
@@ -165,7 +168,7 @@ const char *emq_string_ptr(ValkeyModuleString *s, size_t *len) { return api.Stri
 // ---- constants ------------------------------------------------------------
 
 // The strings plans name besides the call's arguments (emq.Constants).
-#define MAX_CONSTANTS 32
+#define MAX_CONSTANTS 96
 static ValkeyModuleString *constants[MAX_CONSTANTS];
 static int nconstants;
 
@@ -187,7 +190,7 @@ static void release_constants(void) {
 
 // The most verbs the module registers; each gets a trampoline that knows
 // its row, so one C→Go entry serves a whole command.
-#define MAX_VERBS 24
+#define MAX_VERBS 32
 
 int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb);
 
@@ -217,9 +220,18 @@ TRAMPOLINE(20)
 TRAMPOLINE(21)
 TRAMPOLINE(22)
 TRAMPOLINE(23)
-static const cmd_func trampolines[MAX_VERBS] = {serve0,  serve1,  serve2,  serve3,  serve4,  serve5,  serve6,  serve7,
-                                                serve8,  serve9,  serve10, serve11, serve12, serve13, serve14, serve15,
-                                                serve16, serve17, serve18, serve19, serve20, serve21, serve22, serve23};
+TRAMPOLINE(24)
+TRAMPOLINE(25)
+TRAMPOLINE(26)
+TRAMPOLINE(27)
+TRAMPOLINE(28)
+TRAMPOLINE(29)
+TRAMPOLINE(30)
+TRAMPOLINE(31)
+static const cmd_func trampolines[MAX_VERBS] = {
+    serve0,  serve1,  serve2,  serve3,  serve4,  serve5,  serve6,  serve7,  serve8,  serve9,  serve10,
+    serve11, serve12, serve13, serve14, serve15, serve16, serve17, serve18, serve19, serve20, serve21,
+    serve22, serve23, serve24, serve25, serve26, serve27, serve28, serve29, serve30, serve31};
 
 // emq_create_command creates verb number verb. Its keys are the keys
 // arguments after numkeys: first 2, last 1+keys, step 1 — fixed positions

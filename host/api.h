@@ -19,6 +19,9 @@ typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 #define NOTIFY_HASH (1 << 6)
 #define NOTIFY_ZSET (1 << 7)
 #define NOTIFY_STREAM (1 << 10)
+#define HASH_DELETE ((ValkeyModuleString *)(long)1)
+#define STREAM_ADD_AUTOID (1 << 0)
+#define STREAM_TRIM_APPROX (1 << 0)
 #define REPLY_STRING 0
 #define REPLY_ERROR 1
 #define REPLY_ARRAY 3
@@ -41,6 +44,9 @@ typedef struct {
     ValkeyModuleKey *(*OpenKey)(ValkeyModuleCtx *, ValkeyModuleString *, int);
     void (*CloseKey)(ValkeyModuleKey *);
     int (*KeyType)(ValkeyModuleKey *);
+    int (*KeyExists)(ValkeyModuleCtx *, ValkeyModuleString *);
+    long long (*GetAbsExpire)(ValkeyModuleKey *);
+    long long (*StreamTrimByLength)(ValkeyModuleKey *, int, long long);
     size_t (*ValueLength)(ValkeyModuleKey *);
     int (*DeleteKey)(ValkeyModuleKey *);
     char *(*StringDMA)(ValkeyModuleKey *, size_t *, int);

@@ -180,6 +180,48 @@ static int setpxat(applier *a, const emq_op *op) {
     return 1;
 }
 
+static int hdel(applier *a, const emq_op *op) {
+    ValkeyModuleString **f = strs(a, op, 0, 0);
+    int deleted = 0;
+    for (int i = 0; i < op->n; i++) deleted += api.HashSet(key(a, op), 0, f[i], HASH_DELETE, NULL);
+    if (deleted > 0) {
+        api.Replicate(a->c->ctx, "HDEL", "sv", name(a, op), f, (size_t)op->n);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_HASH, "hdel", name(a, op));
+        deleted_if_empty(a, op);
+    }
+    free_strs(a, f);
+    return deleted > 0;
+}
+
+// xadd_auto appends under the stream's next ID, then trims it to about
+// op->count entries, as XADD <key> MAXLEN ~ <count> * does. It replicates
+// what XADD replicates: the ID it chose and, when it trimmed, the exact
+// length left (MAXLEN <len>), so a replica or a replay trims the same.
+static int xadd_auto(applier *a, const emq_op *op, id_text *text) {
+    ValkeyModuleString **f = strs(a, op, 0, 0);
+    uint64_t id[2] = {0, 0};
+    int rc = 1;
+    errno = 0;
+    if (api.StreamAdd(key(a, op), STREAM_ADD_AUTOID, id, f, (int64_t)op->n / 2) != API_OK) {
+        rc = -(errno ? errno : EINVAL);
+    } else {
+        text->len = (uint8_t)emq_stream_id(text->s, id[0], id[1]);
+        long long trimmed = op->count > 0 && api.StreamTrimByLength
+                                ? api.StreamTrimByLength(key(a, op), STREAM_TRIM_APPROX, op->count)
+                                : 0;
+        if (trimmed > 0) {
+            api.Replicate(a->c->ctx, "XADD", "sclcv", name(a, op), "MAXLEN", (long long)api.ValueLength(key(a, op)),
+                          text->s, f, (size_t)op->n);
+        } else {
+            api.Replicate(a->c->ctx, "XADD", "scv", name(a, op), text->s, f, (size_t)op->n);
+        }
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STREAM, "xadd", name(a, op));
+        if (trimmed > 0) api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STREAM, "xtrim", name(a, op));
+    }
+    free_strs(a, f);
+    return rc;
+}
+
 // Stream ID texts on the stack up to this many appends a plan.
 #define INLINE_IDS 16
 
@@ -199,6 +241,10 @@ static void reply(applier *a, const id_text *ids) {
         case EMQ_REPLY_ARRAY: api.ReplyWithArray(c->ctx, (long)r->value); break;
         case EMQ_REPLY_NULL_ARRAY: api.ReplyWithNullArray(c->ctx); break;
         case EMQ_REPLY_STREAM_ID: api.ReplyWithStringBuffer(c->ctx, ids[r->value].s, ids[r->value].len); break;
+        case EMQ_REPLY_ERROR:
+            // the text is a string's own bytes, which end in a NUL
+            api.ReplyWithError(c->ctx, api.StringPtrLen(emq_resolve(c, r->ref, a->p->scratch, a->p->spans), NULL));
+            break;
         }
     }
     // a plan without a reply keeps its caller waiting (emq.Plan.Wait)
@@ -208,14 +254,15 @@ static void reply(applier *a, const id_text *ids) {
 // Keys marked written on the stack up to this many.
 #define INLINE_WRITTEN 64
 
-// emq_apply makes the writes of a plan in order, then replies. It returns
+// emq_apply makes the writes of a plan in order, signals the key wake
+// ready (-1: none), then replies. It returns
 // the number of writes made: all of them, having replied; -1 with nothing
 // written or replied if the first write is an append the stream refuses as
 // not above its top; or fewer, without a reply, if a later write failed —
 // which the verb ruled out before it planned, so it is a bug, logged here
 // and reported by the caller.
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
-              const char *scratch, const emq_span *spans) {
+              const char *scratch, const emq_span *spans, int wake) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
     const emq_plan *p = &plan;
     applier a = {c, p, {0}};
@@ -241,6 +288,8 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
             case EMQ_OP_XADD: rc = xadd(&a, op, &ids[nids]); break;
             case EMQ_OP_XACK: rc = xack(&a, op); break;
             case EMQ_OP_SETPXAT: rc = setpxat(&a, op); break;
+            case EMQ_OP_HDEL: rc = hdel(&a, op); break;
+            case EMQ_OP_XADD_AUTO: rc = xadd_auto(&a, op, &ids[nids]); break;
             }
         }
         if (rc < 0) {
@@ -259,7 +308,11 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     for (int k = 0; k < c->nkeys; k++) {
         if (written[k]) api.SignalModifiedKey(c->ctx, c->names[k]);
     }
-    if (done == p->nops) reply(&a, ids);
+    if (done == p->nops) {
+        // waiters on the key the plan names look again (emq.Plan.Wake)
+        if (wake >= 0 && wake < c->nkeys) api.SignalKeyAsReady(c->ctx, c->names[wake]);
+        reply(&a, ids);
+    }
     if (ids != inline_ids) api.Free(ids);
     if (written != inline_written) api.Free(written);
     return refused ? -1 : done;

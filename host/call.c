@@ -66,17 +66,39 @@ static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
 
 // emq_open opens the call's first n keys. Reading a string's bytes (values)
 // decodes an int or embstr string into a raw one, so only a verb that needs
-// the bytes asks for them.
-void emq_open(emq_call *c, int n, int values) {
+// the bytes asks for them. It reports whether the key named by probe (when
+// probelen > 0) exists, neither opening nor touching it: one crossing
+// answers what a verb must know of a queue's settings before it opens them.
+int emq_open(emq_call *c, int n, int values, const char *probe, size_t probelen) {
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
         int k = add_key(c);
         open_key(c, k, c->argv[2 + i]);
-        if (values && c->types[k] == EMQ_KEY_STRING) {
-            c->values[k].ptr = api.StringDMA(c->keys[k], &c->values[k].len, OPEN_READ);
-            c->values[k].cap = c->values[k].len;
-        }
+        if (values) emq_read_value(c, k);
     }
+    if (!probelen) return 0;
+    ValkeyModuleString *name = api.CreateString(NULL, probe, probelen);
+    int exists;
+    if (api.KeyExists) {
+        exists = api.KeyExists(c->ctx, name);
+    } else { // Redis 7.0 before KeyExists: open it to look
+        ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
+        exists = key && api.KeyType(key) != EMQ_KEY_EMPTY;
+        if (key) api.CloseKey(key);
+    }
+    api.FreeString(NULL, name);
+    return exists;
 }
+
+// emq_read_value reads the bytes of key k, when it holds a string and they
+// were not read yet.
+void emq_read_value(emq_call *c, int k) {
+    if (c->types[k] != EMQ_KEY_STRING || c->values[k].ptr) return;
+    c->values[k].ptr = api.StringDMA(c->keys[k], &c->values[k].len, OPEN_READ);
+    c->values[k].cap = c->values[k].len;
+}
+
+// emq_expire_at returns key k's absolute expiry (Unix ms), -1 for none.
+long long emq_expire_at(emq_call *c, int k) { return api.GetAbsExpire ? api.GetAbsExpire(c->keys[k]) : -1; }
 
 // caller_user returns the ACL user the call runs as, or NULL for none — a
 // client with no user is unrestricted, as the server treats it. A client
@@ -351,6 +373,27 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
 // it keeps waiting (ERR).
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter) {
     return serve(ctx, argv, argc, -1, waiter) ? API_OK : -1;
+}
+
+// emq_sweep_queue runs the sweep of the queue whose pending key is pending
+// (emq.Sweep): the queue's four sets, named from pending's emq:{<queue>}:
+// prefix, as the keys of EMQ.SWEEP 4 <pending> <active> <delayed> <dead>.
+void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
+    static const char *const sets[] = {"pending", "active", "delayed", "dead"};
+    size_t prefix = len - strlen("pending");
+    char *name = api.Alloc(prefix + 8);
+    memcpy(name, pending, prefix);
+    ValkeyModuleString *argv[6];
+    argv[0] = api.CreateString(NULL, "EMQ.SWEEP", 9);
+    argv[1] = api.CreateString(NULL, "4", 1);
+    for (int i = 0; i < 4; i++) {
+        size_t n = strlen(sets[i]);
+        memcpy(name + prefix, sets[i], n);
+        argv[2 + i] = api.CreateString(NULL, name, prefix + n);
+    }
+    api.Free(name);
+    serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0);
+    for (int i = 0; i < 6; i++) api.FreeString(NULL, argv[i]);
 }
 
 // emq_reply_null_array replies nil, as an array command that found nothing.

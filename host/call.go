@@ -46,6 +46,10 @@ func emqServe(c *C.emq_call, verb C.int) {
 		}
 		verb = C.int(w.verb)
 	}
+	handler := sweeper
+	if verb != C.EMQ_SWEEP_VERB {
+		handler = handlers[verb]
+	}
 	if depth == len(frames) {
 		frames = append(frames, new(frame))
 	}
@@ -65,18 +69,23 @@ func emqServe(c *C.emq_call, verb C.int) {
 	// C laid the arguments out as []byte headers (see layout.go).
 	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
 	f.plan.Reset()
-	handlers[verb](call, args, &f.plan)
+	handler(call, args, &f.plan)
 	call.settle(int(verb), args, &f.plan)
 }
 
 // Open opens the call's first n keys for writing and learns their types,
-// and with values the bytes of the strings among them.
-func (c *Call) Open(n int, values bool) {
+// and with values the bytes of the strings among them; it reports whether
+// the key p's scratch ref probe names exists (NoRef: none).
+func (c *Call) Open(n int, values bool, p *emq.Plan, probe emq.Ref) bool {
 	v := C.int(0)
 	if values {
 		v = 1
 	}
-	C.emq_open((*C.emq_call)(c), C.int(n), v)
+	var name []byte
+	if probe != emq.NoRef {
+		name = p.ScratchBytes(probe)
+	}
+	return C.emq_open((*C.emq_call)(c), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(name))), C.size_t(len(name))) != 0
 }
 
 // OpenDerived opens the key p's scratch ref name names, if the caller may
@@ -104,10 +113,18 @@ func (c *Call) Type(k int) emq.KeyType {
 	return emq.Other
 }
 
-// Value returns the bytes of string key k, in place.
+// Value returns the bytes of string key k, in place, reading them if Open
+// did not.
 func (c *Call) Value(k int) []byte {
-	return *(*[]byte)(unsafe.Pointer(&unsafe.Slice(c.values, int(c.nkeys))[k]))
+	v := &unsafe.Slice(c.values, int(c.nkeys))[k]
+	if v.ptr == nil {
+		C.emq_read_value((*C.emq_call)(c), C.int(k))
+	}
+	return *(*[]byte)(unsafe.Pointer(v))
 }
+
+// ExpireAt returns key k's absolute expiry in Unix ms, or -1 for none.
+func (c *Call) ExpireAt(k int) int64 { return int64(C.emq_expire_at((*C.emq_call)(c), C.int(k))) }
 
 // HashGet reads fields of hash key k, in place.
 func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
@@ -184,7 +201,7 @@ func (c *Call) Apply(p *emq.Plan) error {
 		(*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes))), C.int(len(p.Writes)),
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(p.Refs))),
 		(*C.emq_reply)(unsafe.Pointer(unsafe.SliceData(p.Replies))), C.int(len(p.Replies)),
-		scratch(p), spans(p)))
+		scratch(p), spans(p), C.int(p.Wake-1)))
 	switch {
 	case done == len(p.Writes):
 		return nil

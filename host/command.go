@@ -41,6 +41,7 @@ type ArgSpec struct {
 	Type     ArgType
 	Summary  string
 	Multiple bool      // the argument may repeat
+	Optional bool      // the argument may be left out
 	Sub      []ArgSpec // a block's parts
 }
 
@@ -140,7 +141,10 @@ func (a *cAlloc) args(specs []ArgSpec) *C.emq_cmd_arg {
 		}
 		arr[i].summary = a.str(s.Summary)
 		if s.Multiple {
-			arr[i].flags = 2 // MULTIPLE
+			arr[i].flags |= 2 // MULTIPLE
+		}
+		if s.Optional {
+			arr[i].flags |= 1 // OPTIONAL
 		}
 		arr[i].subargs = a.args(s.Sub)
 	}

@@ -71,6 +71,8 @@ var (
 	_ = [1]struct{}{}[emq.XAdd-C.EMQ_OP_XADD]
 	_ = [1]struct{}{}[emq.XAck-C.EMQ_OP_XACK]
 	_ = [1]struct{}{}[emq.SetPXAt-C.EMQ_OP_SETPXAT]
+	_ = [1]struct{}{}[emq.HDel-C.EMQ_OP_HDEL]
+	_ = [1]struct{}{}[emq.XAddAuto-C.EMQ_OP_XADD_AUTO]
 	_ = [1]struct{}{}[emq.NumOps-C.EMQ_NUM_OPS]
 	_ = [1]struct{}{}[C.EMQ_NUM_OPS-emq.NumOps]
 
@@ -80,6 +82,7 @@ var (
 	_ = [1]struct{}{}[emq.ReplyArray-C.EMQ_REPLY_ARRAY]
 	_ = [1]struct{}{}[emq.ReplyNullArray-C.EMQ_REPLY_NULL_ARRAY]
 	_ = [1]struct{}{}[emq.ReplyStreamID-C.EMQ_REPLY_STREAM_ID]
+	_ = [1]struct{}{}[emq.ReplyError-C.EMQ_REPLY_ERROR]
 	_ = [1]struct{}{}[emq.NumReplyKinds-C.EMQ_NUM_REPLY_KINDS]
 	_ = [1]struct{}{}[C.EMQ_NUM_REPLY_KINDS-emq.NumReplyKinds]
 

@@ -28,8 +28,16 @@ func Serve(load Loader) { loader = load }
 // empty plan to fill.
 type Handler func(c *Call, args [][]byte, plan *emq.Plan)
 
-// handlers are the registered verbs, by the number their C trampoline knows.
-var handlers []Handler
+// handlers are the registered verbs, by the number their C trampoline knows;
+// sweeper is a queue's sweep, which its timer runs (no command).
+var (
+	handlers []Handler
+	sweeper  Handler
+)
+
+// OnSweep makes h the sweep a queue's timer runs on the primary when a job
+// of the queue comes due, with the queue's four sets as its keys.
+func (m *Module) OnSweep(h Handler) { sweeper = h }
 
 // Module is the server's context while the module loads.
 type Module struct {
@@ -102,7 +110,7 @@ func (m *Module) Init(name string, version int) error {
 	}
 	// A second load in one process (after a first that failed) starts from
 	// clean state; a load refused above leaves the serving module alone.
-	handlers, frames, depth, infoFunc, nconfigs = nil, nil, 0, nil, 0
+	handlers, sweeper, frames, depth, infoFunc, nconfigs = nil, nil, nil, 0, nil, 0
 	resetWaits()
 	return nil
 }

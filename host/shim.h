@@ -96,6 +96,8 @@ enum {
     EMQ_OP_XADD,
     EMQ_OP_XACK,
     EMQ_OP_SETPXAT,
+    EMQ_OP_HDEL,
+    EMQ_OP_XADD_AUTO,
     EMQ_NUM_OPS,
 };
 
@@ -107,6 +109,7 @@ enum {
     EMQ_REPLY_ARRAY,
     EMQ_REPLY_NULL_ARRAY,
     EMQ_REPLY_STREAM_ID,
+    EMQ_REPLY_ERROR,
     EMQ_NUM_REPLY_KINDS,
 };
 
@@ -203,7 +206,9 @@ const char *emq_string_ptr(ValkeyModuleString *s, size_t *len);
 void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
 
 // Serving one call (call.c, apply.c).
-void emq_open(emq_call *c, int n, int values);
+int emq_open(emq_call *c, int n, int values, const char *probe, size_t probelen);
+void emq_read_value(emq_call *c, int k);
+long long emq_expire_at(emq_call *c, int k);
 int emq_open_derived(emq_call *c, const char *name, size_t len);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
@@ -212,7 +217,7 @@ int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);
 int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
                       const emq_span *spans);
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
-              const char *scratch, const emq_span *spans);
+              const char *scratch, const emq_span *spans, int wake);
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
 extern int emq_fault_write; // test builds: the write of the next plan to fail, from 1
 
@@ -228,6 +233,8 @@ void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
 long long emq_now_ms(void);
 void emq_reply_null_array(emq_call *c);
+void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len);
+#define EMQ_SWEEP_VERB (-2) // the verb number of a queue's sweep (emq.Sweep), which is no command
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
 extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go
 

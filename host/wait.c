@@ -122,8 +122,8 @@ static int ends_with(const char *s, size_t len, const char *suffix) {
 }
 
 // on_zadd sees every ZADD, ours or a built-in's: one to a pending set
-// wakes its waiters; one to a delayed or active set of a queue with
-// waiters may bring its next due time nearer (Go decides).
+// wakes its waiters; one to a delayed, active or repeats set of a queue
+// with waiters may bring its next due time nearer (Go decides).
 static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
     (void)type;
     // with nobody waiting on any queue there is nothing to wake or re-arm:
@@ -133,7 +133,7 @@ static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModu
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
         api.SignalKeyAsReady(ctx, key);
-    } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active")) {
+    } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active") || ends_with(s, len, "}:repeats")) {
         ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);
         double score;
         int found = first_score(k, &score);

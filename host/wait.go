@@ -183,9 +183,18 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
 	for _, k := range w.Due {
+		if k < 0 {
+			continue
+		}
 		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
 			arm(c.ctx, q, score)
 		}
+	}
+	if w.DueAt > 0 {
+		arm(c.ctx, q, float64(w.DueAt))
+	}
+	if w.Again { // the turn stopped on its budget: look again at once
+		C.emq_signal_ready(c.ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
 	}
 }
 
@@ -255,7 +264,12 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 			retry()
 			return
 		}
-		C.emq_signal_ready(ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
+		// the timer sweeps the queue itself — a due job reaches pending
+		// (created, on a server that wakes no waiter of an absent key)
+		// whoever claims — then its waiters look
+		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
+		C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)))
+		C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
 	})
 }
 
@@ -287,14 +301,21 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	})
 }
 
+// dueSets are a queue's sorted sets scored by when the queue next needs a
+// sweep: due jobs, lease deadlines, schedules' next ticks.
+var dueSets = []string{keys.DelayedSet, keys.ActiveSet, keys.Repeats}
+
 //export emqQueueDue
 func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double) {
 	guard(ctx, "queue due", nil, func() {
 		injectPanic("queue due")
 		name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
-		queue, ok := keys.SplitSet(name, keys.DelayedSet)
-		if !ok {
-			queue, ok = keys.SplitSet(name, keys.ActiveSet)
+		var queue []byte
+		ok := false
+		for _, set := range dueSets {
+			if queue, ok = keys.SplitSet(name, set); ok {
+				break
+			}
 		}
 		if !ok {
 			return

@@ -8,6 +8,11 @@
 //	emq:{<queue>}:active                   active set (sorted set, by lease deadline)
 //	emq:{<queue>}:delayed                  delayed set (sorted set, by due time)
 //	emq:{<queue>}:dead                     dead set (sorted set, by time of death)
+//	emq:{<queue>}:config                   settings (hash: paused, rate_max, rate_ms, events, repeat_seq)
+//	emq:{<queue>}:limiter                  jobs delivered in the rate window (string, expires at its end)
+//	emq:{<queue>}:events                   lifecycle events (stream)
+//	emq:{<queue>}:repeat:<name>            one repeat schedule (hash)
+//	emq:{<queue>}:repeats                  the schedules by next tick (sorted set)
 //	emq:{<topic>}:stream:<sname>           stream
 //	emq:{<topic>}:fail:<SUB id>:<MSG id>   failure count (string)
 //
@@ -62,12 +67,16 @@ func SplitJob(key []byte) (queue, id []byte, ok bool) {
 	return queue, id, ok && bytes.IndexByte(id, ':') < 0
 }
 
-// The sets of a queue.
+// The sets of a queue, and its other keys of one segment.
 const (
 	PendingSet = "pending"
 	ActiveSet  = "active"
 	DelayedSet = "delayed"
 	DeadSet    = "dead"
+	Config     = "config"
+	Limiter    = "limiter"
+	Events     = "events"
+	Repeats    = "repeats"
 )
 
 // SplitSet splits emq:{<queue>}:<set>, set being one of the queue's sets.
@@ -75,6 +84,16 @@ func SplitSet(key []byte, set string) (queue []byte, ok bool) {
 	queue, rest, ok := split(key, set)
 	return queue, ok && len(rest) == 0
 }
+
+// SplitRepeat splits emq:{<queue>}:repeat:<name>: the schedule's name is
+// a valid name (no '{', '}' or NUL), of at most MaxRepeatName bytes.
+func SplitRepeat(key []byte) (queue, name []byte, ok bool) {
+	queue, name, ok = split(key, "repeat:")
+	return queue, name, ok && ValidName(name) && len(name) <= MaxRepeatName
+}
+
+// MaxRepeatName bounds a schedule's name.
+const MaxRepeatName = 200
 
 // SplitPending splits emq:{<queue>}:pending.
 func SplitPending(key []byte) (queue []byte, ok bool) { return SplitSet(key, PendingSet) }
@@ -105,6 +124,26 @@ func AppendJob(dst, queue, id []byte) []byte {
 	dst = append(dst, queue...)
 	dst = append(dst, "}:job:"...)
 	return append(dst, id...)
+}
+
+// AppendSet appends the key of the queue's set (or other one-segment key:
+// Config, Limiter, Events, Repeats) to dst.
+func AppendSet(dst, queue []byte, set string) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, queue...)
+	dst = append(dst, "}:"...)
+	return append(dst, set...)
+}
+
+// Repeat returns the key of schedule name of queue.
+func Repeat(queue, name string) string { return prefix + queue + "}:repeat:" + name }
+
+// AppendRepeat appends the key of schedule name of queue to dst.
+func AppendRepeat(dst, queue, name []byte) []byte {
+	dst = append(dst, prefix...)
+	dst = append(dst, queue...)
+	dst = append(dst, "}:repeat:"...)
+	return append(dst, name...)
 }
 
 // Set returns the key of the queue's set (PendingSet, ActiveSet, …).

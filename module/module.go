@@ -55,14 +55,19 @@ func Load(m *host.Module) error {
 			return err
 		}
 	}
+	m.OnSweep(serve(emq.Sweep.Run, nil, lim))
 	if err := m.CanWait(); err != nil {
 		return err
 	}
 	return m.OnInfo(stats.info)
 }
 
-// serve turns a verb into the handler of its command.
+// serve turns a verb into the handler of its command; counts nil for the
+// queues' sweep, which is no command.
 func serve(verb func(emq.Call) error, counts *verbStats, lim limits) host.Handler {
+	if counts == nil {
+		counts = new(verbStats)
+	}
 	return func(c *host.Call, args [][]byte, plan *emq.Plan) {
 		if !c.Woken() { // a wake-up is the same call again
 			counts.calls++

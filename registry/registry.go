@@ -31,6 +31,7 @@ const (
 const (
 	since01 = "0.1.0"
 	since02 = "0.2.0"
+	since03 = "0.3.0"
 )
 
 // The arguments several verbs share.
@@ -73,6 +74,12 @@ func claimArgs(more ...host.ArgSpec) []host.ArgSpec {
 		integer("count", "the most jobs to claim, 1 to 1000"),
 		integer("max_attempts", "a job claimed this many times goes to dead instead"))
 	return append(args, more...)
+}
+
+// controlArgs documents a queue setting verb's keys: the config, then
+// the key named second.
+func controlArgs(second string) []host.ArgSpec {
+	return []host.ArgSpec{numkeysArg, key("config_key", "emq:{<queue>}:config"), key(second+"_key", "emq:{<queue>}:"+second)}
 }
 
 // testRows are verbs a test build adds after the table (build tag emqtest);
@@ -181,12 +188,13 @@ var table = []Row{
 		CommandSpec: host.CommandSpec{
 			Flags: "write fast", ACL: "write fast",
 			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
-			Summary:    "Acknowledges a job active under the given attempt: deletes its row, or keeps it done for keep_ms.",
+			Summary:    "Acknowledges a job active under the given attempt: deletes its row, or keeps it done for keep_ms, with its result.",
 			Complexity: "O(log(N)) where N is the number of active jobs.",
 			Since:      since02,
 			Args: []host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>"), key("active_key", "emq:{<queue>}:active"),
 				integer("attempt", "the attempt the claim handed out: the lease token"),
-				integer("keep_ms", "how long to keep the finished row; 0 deletes it")},
+				integer("keep_ms", "how long to keep the finished row; 0 deletes it"),
+				{Name: "result", Type: host.ArgString, Summary: "what the job returned, kept in the row (since 0.3.0; needs keep_ms > 0)", Optional: true}},
 		},
 	},
 	{
@@ -222,7 +230,7 @@ var table = []Row{
 		CommandSpec: host.CommandSpec{
 			Flags: "write deny-oom fast", ACL: "write fast",
 			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
-			Summary:    "Brings a dead job back to pending with attempts 0.",
+			Summary:    "Brings a dead job back to pending with a fresh budget of attempts (its attempts kept: tokens never repeat).",
 			Complexity: "O(log(N)) where N is the size of the queue's sets.",
 			Since:      since02,
 			Args: append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
@@ -248,6 +256,141 @@ var table = []Row{
 				{Name: "id", Type: host.ArgString, Summary: "the EVT id of the dead-letter entry"},
 				{Name: "reason", Type: host.ArgString, Summary: "why the message is parked"},
 			},
+		},
+	},
+	{
+		Verb: emq.Schedule,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyInsert,
+			Summary:    "Admits a job at a priority, now or at a time: to pending or to delayed; replies 0 if it exists.",
+			Complexity: "O(log(N)) where N is the size of the set the job joins.",
+			Since:      since03,
+			Args: append(append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "delayed")...),
+				host.ArgSpec{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
+				host.ArgSpec{Name: "payload", Type: host.ArgString, Summary: "the job's payload"},
+				integer("priority", "0 to 2147483647; lower is claimed first"),
+				integer("at_ms", "Unix ms to admit it at; 0 or a past time admits it now")),
+		},
+	},
+	{
+		Verb: emq.Pause,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Pauses a queue: its claims sweep but claim nothing; replies 0 if it was paused.",
+			Complexity: "O(1)",
+			Since:      since03,
+			Args:       controlArgs("pending"),
+		},
+	},
+	{
+		Verb: emq.Resume,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Resumes a paused queue and wakes its waiting workers; replies 0 if it was not paused.",
+			Complexity: "O(1)",
+			Since:      since03,
+			Args:       controlArgs("pending"),
+		},
+	},
+	{
+		Verb: emq.Limit,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Limits a queue's claims to max jobs per window_ms; max 0 removes the limit.",
+			Complexity: "O(1)",
+			Since:      since03,
+			Args: append(controlArgs("pending"),
+				integer("max", "jobs per window, 0 to 1000000; 0 removes the limit"),
+				integer("window_ms", "the window, 1 to 2147483647 ms")),
+		},
+	},
+	{
+		Verb: emq.Events,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Turns a queue's lifecycle events stream on, capped at about cap entries, or off with cap 0.",
+			Complexity: "O(1)",
+			Since:      since03,
+			Args:       append(controlArgs("events"), integer("cap", "the stream's cap, MAXLEN ~; 0 turns events off")),
+		},
+	},
+	{
+		Verb: emq.Remove,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Removes a job whatever its state: its row and its entry in every set; replies 0 if there is none.",
+			Complexity: "O(log(N)) where N is the size of the queue's sets.",
+			Since:      since03,
+			Args: append([]host.ArgSpec{numkeysArg, key("job_key", "emq:{<queue>}:job:<JOB id>")},
+				queueSets("pending", "active", "delayed", "dead")...),
+		},
+	},
+	{
+		Verb: emq.Settle,
+		CommandSpec: host.CommandSpec{
+			Flags: "write", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			Summary:    "Settles the jobs a worker finished (ACK, DONE with a result, FAIL) and claims the next ones, in one turn.",
+			Complexity: "O((n + count + B) * log(N)) where n is the settlements, B emq.sweep-batch and N the size of the queue's sets.",
+			Since:      since03,
+			Args: append(claimArgs(), integer("n", "the number of settlements, 0 to 1000"),
+				host.ArgSpec{Name: "settlement", Type: host.ArgBlock, Multiple: true, Optional: true, Sub: []host.ArgSpec{
+					{Name: "kind", Type: host.ArgString, Summary: "ACK <id> <attempt> <keep_ms>, DONE <id> <attempt> <keep_ms> <result> or FAIL <id> <attempt> <backoff_ms> <error>"},
+					{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
+					integer("attempt", "the lease token"),
+					integer("ms", "keep_ms, or backoff_ms"),
+					{Name: "text", Type: host.ArgString, Summary: "DONE's result, FAIL's error", Optional: true},
+				}}),
+		},
+	},
+	{
+		Verb: emq.Repeat,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Sets a named schedule of a queue (cron or @every) whose ticks the server turns into jobs; replies its first tick.",
+			Complexity: "O(log(N)) where N is the queue's schedules.",
+			Since:      since03,
+			Args: []host.ArgSpec{numkeysArg,
+				key("repeat_key", "emq:{<queue>}:repeat:<name>"), key("repeats_key", "emq:{<queue>}:repeats"),
+				key("config_key", "emq:{<queue>}:config"),
+				{Name: "spec", Type: host.ArgString, Summary: "a 5-field cron expression, @hourly-style descriptor or @every <duration>"},
+				{Name: "tz", Type: host.ArgString, Summary: "an IANA time zone; empty for UTC"},
+				{Name: "payload", Type: host.ArgString, Summary: "each job's payload"},
+				integer("priority", "each job's priority"),
+				integer("start_ms", "ticks come after it; 0 for now"),
+				integer("end_ms", "no tick after it; 0 for never"),
+				integer("limit", "the most jobs it makes; 0 for no limit")},
+		},
+	},
+	{
+		Verb: emq.Unrepeat,
+		CommandSpec: host.CommandSpec{
+			Flags: "write fast", ACL: "write fast",
+			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			Summary:    "Removes a named schedule of a queue; replies 0 if there is none.",
+			Complexity: "O(log(N)) where N is the queue's schedules.",
+			Since:      since03,
+			Args: []host.ArgSpec{numkeysArg,
+				key("repeat_key", "emq:{<queue>}:repeat:<name>"), key("repeats_key", "emq:{<queue>}:repeats")},
+		},
+	},
+	{
+		Verb: emq.Repeats,
+		CommandSpec: host.CommandSpec{
+			Flags: "readonly", ACL: "read slow",
+			KeyFlags:   host.KeyRO | host.KeyAccess,
+			Summary:    "Lists a queue's schedules, next tick first: each its name and its row's fields.",
+			Complexity: "O(N) where N is the queue's schedules.",
+			Since:      since03,
+			Args:       []host.ArgSpec{numkeysArg, key("repeats_key", "emq:{<queue>}:repeats")},
 		},
 	},
 }

@@ -11,7 +11,13 @@
 //   enqueue  adds the jobs with Queue.addBulk, --batch at a time, no worker running
 //            → {"step":"enqueue","wall_ms":…}
 //   drain    starts a Worker of --concurrency and waits for the jobs' completed
-//            events, then closes it → {"step":"drain","wall_ms":…,"failed":…}
+//            events, then closes it →
+//            {"step":"drain","wall_ms":…,"cpu_ns":…,"wait_ns":…,"failed":…}:
+//            wall_ms to the last 'completed' event (emitted once the server replied
+//            to the job's move to completed: its acknowledgement); cpu_ns and
+//            wait_ns the server main thread's CPU time and time runnable without a
+//            core over the same span, read from --cpu-file (its
+//            /proc/<pid>/task/<pid>/schedstat; -1 without one)
 //   latency  starts a Worker, lets it settle, adds --latency-jobs jobs one by one
 //            at --latency-rate a second → {"step":"latency","latencies_us":[…]},
 //            each the time from when a job was due to the start of the
@@ -26,12 +32,13 @@
 // nothing, except fail a job's first attempt in mode retry.
 'use strict';
 
+const fs = require('node:fs');
 const readline = require('node:readline');
 const { Queue, Worker } = require('bullmq');
 
 const defaults = {
   host: '127.0.0.1', port: 6379, queue: 'bench', jobs: 5000, concurrency: 8, mode: 'normal',
-  payload: 100, 'delay-ms': 100, batch: 1000, 'latency-jobs': 200, 'latency-rate': 200,
+  payload: 100, 'delay-ms': 100, batch: 1000, 'latency-jobs': 200, 'latency-rate': 200, 'cpu-file': '',
 };
 const modes = ['normal', 'retry', 'delayed'];
 
@@ -58,6 +65,15 @@ if (delayMs > 0) jobOpts.delay = delayMs;
 // now is milliseconds since the epoch, to the microsecond.
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// serverSched is the server main thread's accounting in ns: schedstat's
+// run time (CPU) and wait time (runnable without a core); -1 for both
+// without --cpu-file.
+function serverSched() {
+  if (args['cpu-file'] === '') return { run: -1, wait: -1 };
+  const [run, wait] = fs.readFileSync(args['cpu-file'], 'utf8').split(' ').map(Number);
+  return { run, wait };
+}
 
 // data is a job's data: when it is due, padded so its JSON is --payload bytes.
 function data(due) {
@@ -89,20 +105,25 @@ async function enqueue(queue) {
 }
 
 async function drain() {
+  const from = serverSched();
   const start = now();
   let completed = 0;
   let failed = 0;
   let w;
   const end = await new Promise((resolve, reject) => {
     w = worker(() => {});
-    w.on('completed', () => { if (++completed === args.jobs) resolve(now()); });
+    w.on('completed', () => { if (++completed === args.jobs) resolve({ at: now(), sched: serverSched() }); });
     w.on('failed', () => { failed++; });
     w.on('error', reject);
   });
   await w.close();
   const wantFailed = args.mode === 'retry' ? args.jobs : 0;
   if (failed !== wantFailed) throw new Error(`${failed} failed attempts, want ${wantFailed}`);
-  return { wall_ms: end - start, failed };
+  const known = from.run >= 0;
+  return {
+    wall_ms: end.at - start, failed,
+    cpu_ns: known ? end.sched.run - from.run : -1, wait_ns: known ? end.sched.wait - from.wait : -1,
+  };
 }
 
 async function latency(queue) {

@@ -23,6 +23,8 @@ type bullmqReply struct {
 	Step        string    `json:"step"`
 	Error       string    `json:"error"`
 	WallMs      float64   `json:"wall_ms"`
+	CPUNs       int64     `json:"cpu_ns"`
+	WaitNs      int64     `json:"wait_ns"`
 	Failed      int       `json:"failed"`
 	LatenciesUs []float64 `json:"latencies_us"`
 }
@@ -53,19 +55,19 @@ type bullmq struct {
 }
 
 // bullmqStarter starts the harness in dir for each run.
-func bullmqStarter(dir string) func(addr string, run queueRun) (queueSystem, error) {
-	return func(addr string, run queueRun) (queueSystem, error) { return startBullMQ(dir, addr, run) }
+func bullmqStarter(dir string) func(srv queueServer, run queueRun) (queueSystem, error) {
+	return func(srv queueServer, run queueRun) (queueSystem, error) { return startBullMQ(dir, srv, run) }
 }
 
-func startBullMQ(dir, addr string, run queueRun) (*bullmq, error) {
+func startBullMQ(dir string, srv queueServer, run queueRun) (*bullmq, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "bullmq")); err != nil {
 		return nil, fmt.Errorf("BullMQ is not installed in %s (make bench-queue installs it): %w", dir, err)
 	}
-	host, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(srv.addr)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("node", bullmqArgs(host, port, run)...)
+	cmd := exec.Command("node", bullmqArgs(host, port, srv.cpuFile, run)...)
 	cmd.Dir = dir
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
@@ -89,7 +91,7 @@ func startBullMQ(dir, addr string, run queueRun) (*bullmq, error) {
 }
 
 // bullmqArgs is the harness's command line for one run.
-func bullmqArgs(host, port string, run queueRun) []string {
+func bullmqArgs(host, port, cpuFile string, run queueRun) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	return []string{bullmqScript,
 		"--host", host, "--port", port, "--queue", benchQueue,
@@ -97,6 +99,7 @@ func bullmqArgs(host, port string, run queueRun) []string {
 		"--payload", strconv.Itoa(run.payload), "--batch", strconv.Itoa(run.batch),
 		"--delay-ms", f(float64(run.delay) / float64(time.Millisecond)),
 		"--latency-jobs", strconv.Itoa(run.latencyJobs), "--latency-rate", f(run.latencyRate),
+		"--cpu-file", cpuFile,
 	}
 }
 
@@ -124,9 +127,12 @@ func (b *bullmq) enqueue() (time.Duration, error) {
 	return msDuration(r.WallMs), err
 }
 
-func (b *bullmq) drain() (time.Duration, error) {
+// drain's reply times the Worker to its last 'completed' event, emitted
+// once the server replied to the job's move to completed, and reads the
+// server's accounting then (cpu_ns and wait_ns, -1 without a --cpu-file).
+func (b *bullmq) drain() (drained, error) {
 	r, err := b.step("drain")
-	return msDuration(r.WallMs), err
+	return drained{wall: msDuration(r.WallMs), server: schedstat{run: r.CPUNs, wait: r.WaitNs}, known: r.CPUNs >= 0}, err
 }
 
 func (b *bullmq) latency() ([]time.Duration, error) {

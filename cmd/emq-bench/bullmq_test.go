@@ -13,7 +13,7 @@ func TestParseBullMQReply(t *testing.T) {
 		name, line, step string
 		wantErr          string
 	}{
-		{"a step's reply is read", `{"step":"drain","wall_ms":1168.5,"failed":0}`, "drain", ""},
+		{"a step's reply is read", `{"step":"drain","wall_ms":1168.5,"cpu_ns":987654321,"wait_ns":1234,"failed":0}`, "drain", ""},
 		{"a reply to another step is refused", `{"step":"enqueue","wall_ms":1}`, "drain", `answered step "enqueue", want "drain"`},
 		{"an error reply is the step's error", `{"step":"drain","error":"Error: 3 failed attempts, want 0"}`, "drain", "step drain: Error: 3 failed attempts"},
 		{"a line that is not JSON is refused", `node: warning`, "drain", "is not a step's reply"},
@@ -27,6 +27,8 @@ func TestParseBullMQReply(t *testing.T) {
 			}
 			require.NoError(t, err)
 			assert.Equal(t, 1168500*time.Microsecond, msDuration(r.WallMs))
+			assert.Equal(t, int64(987654321), r.CPUNs)
+			assert.Equal(t, int64(1234), r.WaitNs)
 		})
 	}
 	t.Run("latencies come in microseconds", func(t *testing.T) {
@@ -41,5 +43,6 @@ func TestBullMQArgs(t *testing.T) {
 		delay: 100 * time.Millisecond, latencyJobs: 300, latencyRate: 1000}
 	assert.Equal(t, []string{"run.js", "--host", "127.0.0.1", "--port", "6379", "--queue", "bench",
 		"--jobs", "5000", "--concurrency", "8", "--mode", "delayed", "--payload", "100", "--batch", "1000",
-		"--delay-ms", "100", "--latency-jobs", "300", "--latency-rate", "1000"}, bullmqArgs("127.0.0.1", "6379", run))
+		"--delay-ms", "100", "--latency-jobs", "300", "--latency-rate", "1000", "--cpu-file", "/proc/7/task/7/schedstat"},
+		bullmqArgs("127.0.0.1", "6379", "/proc/7/task/7/schedstat", run))
 }

@@ -37,12 +37,15 @@ type profiler struct {
 
 // startProfiler starts the server under callgrind: valkeytest runs
 // "valkey-server" from PATH, so a wrapper of that name goes first in PATH.
-// Go's asynchronous preemption signals crash callgrind, so GODEBUG turns
-// them off — which reaches the module only with set-proc-title off: the
-// server rewrites its process title over the environment the Go runtime
-// reads when the module loads. hz 1 makes the idle cron, taken out of every
-// count, small.
-func startProfiler() (*profiler, error) {
+// Go's asynchronous preemption signals crash callgrind, and so does the
+// RDTSCP instruction Go's runtime reads the cycle counter with where the
+// CPU has it (valgrind 3.19 does not decode it: SIGILL, now and then, when
+// a lock spins), so GODEBUG turns both off — which reaches the module only
+// with set-proc-title off: the server rewrites its process title over the
+// environment the Go runtime reads when the module loads. hz 1 makes the idle cron, taken out of every
+// count, small. The server loads module, an absolute path, or $EMQ_MODULE
+// when it is "".
+func startProfiler(module string) (*profiler, error) {
 	valkeyServer, err := exec.LookPath("valkey-server")
 	if err != nil {
 		return nil, err
@@ -54,7 +57,7 @@ func startProfiler() (*profiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	wrapper := fmt.Sprintf("#!/bin/sh\nGODEBUG=asyncpreemptoff=1 exec valgrind --tool=callgrind --vgdb=no --dump-instr=no "+
+	wrapper := fmt.Sprintf("#!/bin/sh\nGODEBUG=asyncpreemptoff=1,cpu.rdtscp=off exec valgrind --tool=callgrind --vgdb=no --dump-instr=no "+
 		"--separate-threads=yes --zero-before=lastsaveCommand --dump-before=echoCommand --log-file=%[1]s/valgrind.%%p.log "+
 		"--callgrind-out-file=%[1]s/callgrind.out.%%p %[2]s \"$@\"\n", dir, valkeyServer)
 	if err := os.WriteFile(filepath.Join(dir, "valkey-server"), []byte(wrapper), 0o755); err != nil {
@@ -64,13 +67,23 @@ func startProfiler() (*profiler, error) {
 	if err := os.Setenv("PATH", dir+string(os.PathListSeparator)+path); err != nil {
 		return nil, err
 	}
-	s, err := valkeytest.Launch(valkeytest.Options{Config: []string{"set-proc-title", "no", "hz", "1"}})
+	opts := valkeytest.Options{Config: []string{"set-proc-title", "no", "hz", "1"}}
+	if module != "" {
+		opts.NoModule = true
+		opts.Config = append(opts.Config, "loadmodule", module)
+	}
+	s, err := valkeytest.Launch(opts)
 	_ = os.Setenv("PATH", path)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	p := &profiler{s: s, dir: dir, bin: valkeyServer, names: map[string]string{}}
+	if module != "" {
+		// A baseline's functions line up with the module's, whatever its
+		// file is called.
+		p.names[module] = moduleObject
+	}
 	if p.pid, err = strconv.Atoi(s.InfoField("server", "process_id")); err != nil {
 		p.stop()
 		return nil, err
@@ -109,6 +122,9 @@ func (p *profiler) measure(f func() error) (float64, profile, error) {
 	return float64(prof.total) - p.idle*elapsed.Seconds(), prof, err
 }
 
+// moduleObject is the module's object name in profiles: its file's name.
+const moduleObject = "emq.so"
+
 // objectName names a profiled object by its file name, and the server's
 // binary valkey-server whichever of its links the profile names.
 func (p *profiler) objectName(path string) string {
@@ -141,9 +157,11 @@ type cgResult struct {
 }
 
 // runCallgrind counts the server's instructions per logical operation for
-// every variant, and lists where the native verbs' instructions go.
+// every variant, and lists where the native verbs' instructions go. With
+// -baseline each native verb also runs on a second server loading that
+// build of the module, in the same repetitions.
 func runCallgrind(o options) (section, body string, err error) {
-	p, err := startProfiler()
+	p, err := startProfiler("")
 	if err != nil {
 		return "", "", err
 	}
@@ -158,44 +176,92 @@ func runCallgrind(o options) (section, body string, err error) {
 	if err := p.calibrateIdle(); err != nil {
 		return "", "", err
 	}
-	var table, profiles strings.Builder
+	var base *baseline
+	if o.baseline != "" {
+		if base, err = startBaseline(o.baseline, o.cfg, rs); err != nil {
+			return "", "", err
+		}
+		defer base.stop()
+	}
+	var table, profiles, refusals strings.Builder
 	for ri, r := range rs {
 		batch := o.cfg.conns * o.cfg.depth
 		ops := max(o.cgOps/r.entries/batch, 1) * batch
-		res, err := cgRow(p, b, ri, r, ops)
+		res, onBase, err := cgRow(p, b, ri, r, ops, base)
 		if err != nil {
 			return "", "", fmt.Errorf("%s: %w", r.name, err)
 		}
-		native, cheapest := median(res[0].perOp), 1
+		cheapest := 1
 		for vi := 1; vi < len(r.variants); vi++ {
-			comp := median(res[vi].perOp)
-			fmt.Fprintf(&table, "| %s | %s | %s | **%.3f** | %s | %s | %s |\n", r.name, r.variants[0].name, r.variants[vi].name,
-				native/comp, targetText(native/comp, r.variants[vi].target), spreadCell(res[0].perOp), spreadCell(res[vi].perOp))
-			if comp < median(res[cheapest].perOp) {
+			table.WriteString(cgLine(r, vi, res, onBase))
+			if median(res[vi].perOp) < median(res[cheapest].perOp) {
 				cheapest = vi
 			}
+		}
+		if onBase != nil && onBase.refused != nil {
+			refusals.WriteString(refusalNote(r.name, onBase.refused))
 		}
 		fmt.Fprintf(&profiles, "\n#### %s\n\n%s by object, then by function (self cost), instructions per operation:\n\n```\n%s\n%s```\n",
 			r.name, r.variants[0].name, topCosts(res[0].last.object, ops, 5), topCosts(res[0].last.function, ops, cgTopFunctions))
 		fmt.Fprintf(&profiles, "\nWhat %s runs beyond %s, per operation, by function:\n\n```\n%s```\n",
 			r.variants[0].name, r.variants[cheapest].name, topCosts(res[0].last.minus(res[cheapest].last), ops, cgTopFunctions))
+		if onBase != nil && onBase.refused == nil {
+			fmt.Fprintf(&profiles, "\nWhat %s runs beyond the baseline's, per operation, by function:\n\n```\n%s```\n",
+				r.variants[0].name, topCosts(res[0].last.minus(onBase.last), ops, cgTopFunctions))
+		}
+	}
+	setup := fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted from LASTSAVE (--zero-before) "+
+		"to ECHO (--dump-before); hz 1; %d connections × %d operations in flight; each variant warmed up, then measured %d times, interleaved; "+
+		"an idle main thread's %.0f instructions/s (its cron) taken out", o.cfg.conns, o.cfg.depth, cgReps, p.idle)
+	if base != nil {
+		setup += fmt.Sprintf("; each native verb also run, the same operations in the same repetitions, on a second server under callgrind "+
+			"loading the baseline module %s (its idle main thread's %.0f instructions/s taken out)", displayPath(base.module), base.p.idle)
 	}
 	var out strings.Builder
 	fmt.Fprintln(&out, "## Instructions per logical operation (callgrind)")
 	fmt.Fprintln(&out)
-	fmt.Fprint(&out, runFacts(s, fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted from LASTSAVE (--zero-before) "+
-		"to ECHO (--dump-before); hz 1; %d connections × %d operations in flight; each variant warmed up, then measured %d times, interleaved; "+
-		"an idle main thread's %.0f instructions/s (its cron) taken out", o.cfg.conns, o.cfg.depth, cgReps, p.idle)))
+	fmt.Fprint(&out, runFacts(s, setup))
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "The CPU targets, applied to instructions: a count that repeats where CPU time is noisy.")
+	if base != nil {
+		fmt.Fprintf(&out, "Against the baseline: the native verb's instructions over the baseline module's, held to ±%.0f %% "+
+			"(more than that is a MISS; fewer, a PASS that says so); — where the baseline does not serve the row.\n", 100*(baselineTarget-1))
+	}
 	fmt.Fprintln(&out)
-	fmt.Fprintln(&out, "| operation | native | composition | instruction ratio | target | native instr/op | composition instr/op |")
-	fmt.Fprintln(&out, "|---|---|---|--:|--:|--:|--:|")
+	out.WriteString(cgHeader(base != nil))
 	out.WriteString(table.String())
+	if refusals.Len() > 0 {
+		fmt.Fprintln(&out)
+		out.WriteString(refusals.String())
+	}
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "### Where the native verbs' instructions go")
 	out.WriteString(profiles.String())
 	return sectionCallgrind, out.String(), nil
+}
+
+// cgHeader is the callgrind table's header, with the baseline's columns
+// when there is a baseline.
+func cgHeader(baseline bool) string {
+	if !baseline {
+		return "| operation | native | composition | instruction ratio | target | native instr/op | composition instr/op |\n" +
+			"|---|---|---|--:|--:|--:|--:|\n"
+	}
+	return "| operation | native | composition | instruction ratio | target | native instr/op | composition instr/op | baseline instr/op | instructions / baseline's |\n" +
+		"|---|---|---|--:|--:|--:|--:|--:|--:|\n"
+}
+
+// cgLine is the callgrind table's line of row r's native verb against its
+// composition vi; onBase is the native verb on the baseline module, nil
+// without one.
+func cgLine(r row, vi int, res []cgResult, onBase *baselineResult) string {
+	native, comp := median(res[0].perOp), median(res[vi].perOp)
+	cells := []string{r.name, r.variants[0].name, r.variants[vi].name, fmt.Sprintf("**%.3f**", native/comp),
+		targetText(native/comp, r.variants[vi].target), spreadCell(res[0].perOp), spreadCell(res[vi].perOp)}
+	if onBase != nil {
+		cells = append(cells, onBase.cells(res[0].perOp)...)
+	}
+	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
 // topCosts lists the largest entries of a profile's map, per operation.
@@ -217,37 +283,76 @@ func spreadCell(xs []float64) string {
 	return fmt.Sprintf("%.0f ±%.1f%%", m, 100*dev)
 }
 
+// cgSubject is one variant of a row on one server under callgrind.
+type cgSubject struct {
+	p    *profiler
+	b    *bench
+	v    *variant
+	gens []*opGen
+	name string // for the progress line
+}
+
+// run prepares and runs ops operations of the subject.
+func (sub cgSubject) run(r *row, ops int) error {
+	if err := prepare(sub.b.conns, r, sub.gens, ops); err != nil {
+		return err
+	}
+	_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
+	return err
+}
+
 // cgRow measures every variant of r under callgrind, interleaved, after
-// one warm-up run of each.
-func cgRow(p *profiler, b *bench, ri int, r row, ops int) ([]cgResult, error) {
+// one warm-up run of each; with a baseline, its native verb on the
+// baseline's server too (onBase), unless the baseline refuses it.
+func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res []cgResult, onBase *baselineResult, err error) {
 	gens := b.generators(ri, &r)
-	res := make([]cgResult, len(r.variants))
+	var subjects []cgSubject
 	for vi := range r.variants {
-		if err := prepare(b.conns, &r, gens[vi], ops); err != nil {
-			return nil, err
+		subjects = append(subjects, cgSubject{p: p, b: b, v: &r.variants[vi], gens: gens[vi], name: r.variants[vi].name})
+	}
+	var baseGens [][]*opGen
+	if base != nil {
+		baseGens = base.b.generators(ri, &r)
+		subjects = append(subjects, cgSubject{p: base.p, b: base.b, v: &r.variants[0], gens: baseGens[0], name: r.variants[0].name + " (baseline)"})
+		onBase = &baselineResult{}
+	}
+	for i, sub := range subjects {
+		err := sub.run(&r, ops)
+		if refusal := refusalOf(err); i == len(r.variants) && refusal != nil {
+			onBase.refused = refusal
+			subjects = subjects[:i]
+			break
 		}
-		if _, err := runPhase(b.conns, &r.variants[vi], gens[vi], ops, b.cfg.depth); err != nil {
-			return nil, err
+		if err != nil {
+			return nil, nil, err
 		}
 	}
+	res = make([]cgResult, len(subjects))
 	for rep := 0; rep < cgReps; rep++ {
-		for vi := range r.variants {
-			v := &r.variants[vi]
-			fmt.Fprintf(os.Stderr, "\r%-16s %-28s %d ops, repetition %d/%d", r.name, v.name, ops, rep+1, cgReps)
-			if err := prepare(b.conns, &r, gens[vi], ops); err != nil {
-				return nil, err
+		for i, sub := range subjects {
+			fmt.Fprintf(os.Stderr, "\r%-16s %-28s %d ops, repetition %d/%d", r.name, sub.name, ops, rep+1, cgReps)
+			if err := prepare(sub.b.conns, &r, sub.gens, ops); err != nil {
+				return nil, nil, err
 			}
-			ir, prof, err := p.measure(func() error {
-				_, err := runPhase(b.conns, v, gens[vi], ops, b.cfg.depth)
+			ir, prof, err := sub.p.measure(func() error {
+				_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
 				return err
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			res[vi].perOp = append(res[vi].perOp, ir/float64(ops))
-			res[vi].last = prof
+			res[i].perOp = append(res[i].perOp, ir/float64(ops))
+			res[i].last = prof
 		}
 	}
 	fmt.Fprintln(os.Stderr)
-	return res, b.flush(gens)
+	if base != nil {
+		if err := base.b.flush(baseGens); err != nil {
+			return nil, nil, err
+		}
+		if onBase.refused == nil {
+			onBase.cgResult = res[len(r.variants)]
+		}
+	}
+	return res[:len(r.variants)], onBase, b.flush(gens)
 }

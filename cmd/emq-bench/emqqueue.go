@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -92,13 +94,52 @@ func (e *emqQueue) enqueueDelayed(ctx context.Context, jobs []benchJob) error {
 	return firstError(e.vk.DoMulti(ctx, cmds...))
 }
 
-// Work runs the client's worker until ctx ends.
-func (e *emqQueue) Work(ctx context.Context, concurrency int, handle func(benchJob) error) error {
+// Work runs the client's worker until ctx ends. The worker tells nothing
+// but its log of when a job's ack returned, so its Logger counts the
+// "acked" records: two debug records a job (claimed, acked), about 0.6 µs of
+// the client's CPU, spent alike in every run of emq.
+func (e *emqQueue) Work(ctx context.Context, concurrency int, handle func(benchJob) error, settled func(int)) error {
 	err := e.q.Work(ctx, func(_ context.Context, j *client.Job) error {
 		return handle(benchJob{ID: j.ID, Payload: j.Payload, Attempt: int(j.Attempt)})
-	}, client.WorkOptions{Concurrency: concurrency, Grace: time.Minute})
+	}, client.WorkOptions{Concurrency: concurrency, Grace: time.Minute, Logger: slog.New(ackLog{settled: settled, errs: errorLog})})
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
 	return err
+}
+
+// ackMessage is the message of the worker's debug record for a job whose
+// ack returned (client.WorkOptions.Logger).
+const ackMessage = "acked"
+
+// errorLog prints the worker's errors, which the benchmark shows as they come.
+var errorLog = slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})
+
+// ackLog is the worker's log as the benchmark reads it: each "acked" record
+// tells settled of one job, errors go to errs, the rest is dropped.
+type ackLog struct {
+	settled func(int)
+	errs    slog.Handler
+}
+
+func (a ackLog) Enabled(_ context.Context, l slog.Level) bool {
+	return l == slog.LevelDebug || l >= slog.LevelError
+}
+
+func (a ackLog) Handle(ctx context.Context, r slog.Record) error {
+	switch {
+	case r.Message == ackMessage && r.Level == slog.LevelDebug:
+		a.settled(1)
+	case r.Level >= slog.LevelError:
+		return a.errs.Handle(ctx, r)
+	}
+	return nil
+}
+
+func (a ackLog) WithAttrs(as []slog.Attr) slog.Handler {
+	return ackLog{settled: a.settled, errs: a.errs.WithAttrs(as)}
+}
+
+func (a ackLog) WithGroup(name string) slog.Handler {
+	return ackLog{settled: a.settled, errs: a.errs.WithGroup(name)}
 }

@@ -81,7 +81,7 @@ func (f *floor) Enqueue(ctx context.Context, jobs []benchJob) error {
 	return firstError(f.vk.DoMulti(ctx, cmds...))
 }
 
-func (f *floor) Work(ctx context.Context, concurrency int, handle func(benchJob) error) error {
+func (f *floor) Work(ctx context.Context, concurrency int, handle func(benchJob) error, settled func(int)) error {
 	errs := make([]error, concurrency+1)
 	var wg sync.WaitGroup
 	if f.delays.Load() {
@@ -90,14 +90,14 @@ func (f *floor) Work(ctx context.Context, concurrency int, handle func(benchJob)
 	}
 	for i := range concurrency {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs[i] = f.work(ctx, handle) }()
+		go func() { defer wg.Done(); errs[i] = f.work(ctx, handle, settled) }()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
 // work is one handler's loop: claim, handle, then ack or retry.
-func (f *floor) work(ctx context.Context, handle func(benchJob) error) error {
+func (f *floor) work(ctx context.Context, handle func(benchJob) error, settled func(int)) error {
 	for ctx.Err() == nil {
 		j, ok, err := f.claim(ctx)
 		switch {
@@ -108,8 +108,12 @@ func (f *floor) work(ctx context.Context, handle func(benchJob) error) error {
 		case !ok:
 			continue
 		}
-		if err := f.finish(j, handle(j)); err != nil {
+		done, err := f.finish(j, handle(j))
+		if err != nil {
 			return err
+		}
+		if done {
+			settled(1)
 		}
 	}
 	return nil
@@ -164,18 +168,18 @@ func (f *floor) block(ctx context.Context) ([]valkey.ZScore, error) {
 }
 
 // finish acknowledges a job its handler completed, or puts a failed one back
-// in pending while it has attempts left.
-func (f *floor) finish(j benchJob, handled error) error {
+// in pending while it has attempts left; done says the job is gone.
+func (f *floor) finish(j benchJob, handled error) (done bool, err error) {
 	ctx := context.Background()
 	id := j.ID.String()
 	if handled == nil || j.Attempt >= f.spec.MaxAttempts {
 		// A job out of attempts is dropped as an acknowledged one is: the
 		// benchmark's jobs never run out.
-		return firstError(f.vk.DoMulti(ctx,
+		return true, firstError(f.vk.DoMulti(ctx,
 			f.vk.B().Zrem().Key(f.active).Member(id).Build(),
 			f.vk.B().Del().Key(f.jobPrefix+id).Build()))
 	}
-	return firstError(f.vk.DoMulti(ctx,
+	return false, firstError(f.vk.DoMulti(ctx,
 		f.vk.B().Zrem().Key(f.active).Member(id).Build(),
 		f.vk.B().Hset().Key(f.jobPrefix+id).FieldValue().FieldValue("state", "pending").Build(),
 		f.vk.B().Zadd().Key(f.pending).ScoreMember().ScoreMember(float64(j.Attempt), id).Build()))

@@ -33,7 +33,7 @@ func TestFloorCarriesEveryJobThrough(t *testing.T) {
 			require.NoError(t, s.Do("FLUSHALL").Error())
 			run := queueRun{jobs: 300, payload: 100, batch: 100, concurrency: 4, mode: tt.mode,
 				delay: 20 * time.Millisecond, latencyJobs: 50, latencyRate: 2000}
-			sys, err := goSystemOf(openFloor)(s.Addr, run)
+			sys, err := goSystemOf(openFloor)(queueServer{addr: s.Addr}, run)
 			require.NoError(t, err)
 			defer sys.close()
 
@@ -48,9 +48,9 @@ func TestFloorCarriesEveryJobThrough(t *testing.T) {
 			assert.Equal(t, int64(100), count("HSTRLEN", "floor:{bench}:job:"+first[0], "payload"))
 
 			time.Sleep(run.delay)
-			wall, err := sys.drain()
+			d, err := sys.drain()
 			require.NoError(t, err)
-			assert.Positive(t, wall)
+			assert.Positive(t, d.wall)
 			assert.Zero(t, count("DBSIZE"), "every job acknowledged: rows deleted, sets empty")
 
 			lat, err := sys.latency()

@@ -23,9 +23,12 @@ type goQueue interface {
 	// time, until ctx is done. A job whose handle returns nil is
 	// acknowledged (and gone); one whose handle fails is retried at once
 	// while it has attempts left (queueSpec.MaxAttempts), else dead. Work
-	// returns once every handler it started has returned and its job has
-	// been acknowledged or failed; ctx's end is no error.
-	Work(ctx context.Context, concurrency int, handle func(benchJob) error) error
+	// tells settled of every n jobs whose acknowledgement the server has
+	// replied to, as soon as the reply is back: the drain ends at the last
+	// (the benchmark's jobs never die). It returns once every handler it
+	// started has returned and its job has been acknowledged or failed;
+	// ctx's end is no error.
+	Work(ctx context.Context, concurrency int, handle func(benchJob) error, settled func(n int)) error
 	// Close releases the queue's connections.
 	Close()
 }
@@ -55,16 +58,20 @@ var errFailOnce = errors.New("fails once")
 
 // goSystem runs a goQueue's steps.
 type goSystem struct {
-	q      goQueue
-	run    queueRun
-	minter *ids.Minter
-	pad    []byte // every payload
+	q       goQueue
+	run     queueRun
+	cpuFile string // queueServer.cpuFile
+	minter  *ids.Minter
+	pad     []byte // every payload
+	// settleWait is how long the acknowledgements may lag behind the last
+	// handler's return (settleTimeout).
+	settleWait time.Duration
 }
 
 // goSystemOf makes a system's start function of a goQueue's constructor.
-func goSystemOf(open func(queueSpec) (goQueue, error)) func(addr string, run queueRun) (queueSystem, error) {
-	return func(addr string, run queueRun) (queueSystem, error) {
-		spec := queueSpec{Addr: addr, Queue: benchQueue, MaxAttempts: 1}
+func goSystemOf(open func(queueSpec) (goQueue, error)) func(srv queueServer, run queueRun) (queueSystem, error) {
+	return func(srv queueServer, run queueRun) (queueSystem, error) {
+		spec := queueSpec{Addr: srv.addr, Queue: benchQueue, MaxAttempts: 1}
 		if run.mode == modeRetry {
 			spec.MaxAttempts = 2
 		}
@@ -77,7 +84,8 @@ func goSystemOf(open func(queueSpec) (goQueue, error)) func(addr string, run que
 			q.Close()
 			return nil, err
 		}
-		return &goSystem{q: q, run: run, minter: minter, pad: bytes.Repeat([]byte("x"), run.payload)}, nil
+		return &goSystem{q: q, run: run, cpuFile: srv.cpuFile, minter: minter, pad: bytes.Repeat([]byte("x"), run.payload),
+			settleWait: settleTimeout}, nil
 	}
 }
 
@@ -120,32 +128,72 @@ func (g *goSystem) handler(done func(benchJob)) func(benchJob) error {
 	}
 }
 
-// work runs the queue's Work until want jobs are completed or parent ends,
-// and returns when the last was completed, measured from start.
-func (g *goSystem) work(parent context.Context, want int, start time.Time, onRun func(benchJob)) (time.Duration, error) {
+// settleTimeout is how long the acknowledgements may lag behind the last
+// handler's return before work gives up on them: a worker that no longer
+// reports them, not a slow server (under callgrind they lag tens of ms).
+const settleTimeout = time.Minute
+
+// work runs the queue's Work until want jobs are settled or parent ends. It
+// returns the wall time from start to the reply of the last settlement and
+// the server main thread's accounting then, if it could be read (known).
+func (g *goSystem) work(parent context.Context, want int, start time.Time, onRun func(benchJob)) (
+	wall time.Duration, server schedstat, known bool, err error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	var completed atomic.Int64
-	finished := make(chan time.Duration, 1)
+	type end struct {
+		wall   time.Duration
+		server schedstat
+		known  bool
+	}
+	var handled, settled atomic.Int64
+	finished, allHandled := make(chan end, 1), make(chan struct{})
 	handle := g.handler(func(j benchJob) {
 		onRun(j)
-		if completed.Add(1) == int64(want) {
-			finished <- time.Since(start)
+		if handled.Add(1) == int64(want) {
+			close(allHandled)
 		}
 	})
+	onSettled := func(n int) {
+		if total := settled.Add(int64(n)); total >= int64(want) && total-int64(n) < int64(want) {
+			wall := time.Since(start)
+			server, known := serverSched(g.cpuFile)
+			finished <- end{wall: wall, server: server, known: known}
+		}
+	}
 	worked := make(chan error, 1)
-	go func() { worked <- g.q.Work(ctx, g.run.concurrency, handle) }()
-	select {
-	case wall := <-finished:
-		cancel()
-		return wall, <-worked
-	case err := <-worked:
-		return 0, fmt.Errorf("work ended after %d of %d jobs: %v", completed.Load(), want, err)
+	go func() { worked <- g.q.Work(ctx, g.run.concurrency, handle, onSettled) }()
+	var stalled <-chan time.Time
+	for {
+		select {
+		case e := <-finished:
+			cancel()
+			return e.wall, e.server, e.known, <-worked
+		case err := <-worked:
+			return 0, schedstat{}, false, fmt.Errorf("work ended after %d of %d jobs settled: %v", settled.Load(), want, err)
+		case <-allHandled:
+			allHandled, stalled = nil, time.After(g.settleWait)
+		case <-stalled:
+			cancel()
+			return 0, schedstat{}, false, errors.Join(fmt.Errorf("every handler returned, but only %d of %d jobs were reported settled %s later",
+				settled.Load(), want, g.settleWait), <-worked)
+		}
 	}
 }
 
-func (g *goSystem) drain() (time.Duration, error) {
-	return g.work(context.Background(), g.run.jobs, time.Now(), func(benchJob) {})
+// serverSched reads the server main thread's accounting from file; known
+// is false without one.
+func serverSched(file string) (st schedstat, known bool) {
+	if file == "" {
+		return schedstat{}, false
+	}
+	st, err := readSchedstat(file)
+	return st, err == nil
+}
+
+func (g *goSystem) drain() (drained, error) {
+	from, knownFrom := serverSched(g.cpuFile)
+	wall, to, knownTo, err := g.work(context.Background(), g.run.jobs, time.Now(), func(benchJob) {})
+	return drained{wall: wall, server: to.minus(from), known: knownFrom && knownTo}, err
 }
 
 // latencySettle is how long handlers wait for work before the latency
@@ -177,7 +225,7 @@ func (g *goSystem) latency() ([]time.Duration, error) {
 		}
 		produced <- err
 	}()
-	_, err := g.work(ctx, g.run.latencyJobs, time.Now(), onRun)
+	_, _, _, err := g.work(ctx, g.run.latencyJobs, time.Now(), onRun)
 	if perr := <-produced; perr != nil {
 		return nil, perr
 	}

@@ -44,6 +44,15 @@ func closeAll(cs []*conn) {
 	}
 }
 
+// replyError is a phase the server refused: the first error reply of a
+// batch, whose every reply was read, so the connection stays usable.
+type replyError struct {
+	command string // what was sent
+	reply   string // the server's error reply
+}
+
+func (e *replyError) Error() string { return fmt.Sprintf("%s replied %q", e.command, e.reply) }
+
 // run does ops operations of v, depth of them in flight. Any error reply
 // fails the run: every operation must do its work.
 func (c *conn) run(v *variant, g *opGen, ops, depth int) error {
@@ -62,8 +71,8 @@ func (c *conn) run(v *variant, g *opGen, ops, depth int) error {
 				return err
 			}
 		}
-		if c.rr.failure != "" {
-			return fmt.Errorf("%s replied %q", v.name, c.rr.failure)
+		if failure := c.rr.takeFailure(); failure != "" {
+			return &replyError{command: v.name, reply: failure}
 		}
 		done += n
 	}
@@ -112,8 +121,8 @@ func prepare(conns []*conn, r *row, gens []*opGen, ops int) error {
 				return err
 			}
 		}
-		if c.rr.failure != "" {
-			return fmt.Errorf("%s: preparing replied %q", r.name, c.rr.failure)
+		if failure := c.rr.takeFailure(); failure != "" {
+			return &replyError{command: r.name + ": preparing", reply: failure}
 		}
 	}
 	return nil

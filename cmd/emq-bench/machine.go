@@ -26,17 +26,24 @@ func runFacts(s *server, setup string) string {
 // the working directory made relative so that it works in any checkout.
 func commandLine() string {
 	args := []string{"go", "run", "./cmd/emq-bench"}
-	wd, _ := os.Getwd()
 	for _, a := range os.Args[1:] {
-		if rel, err := filepath.Rel(wd, a); err == nil && filepath.IsAbs(a) && !strings.HasPrefix(rel, "..") {
-			a = rel
-		}
+		a = displayPath(a)
 		if strings.ContainsAny(a, " \t'\"$") {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 		args = append(args, a)
 	}
 	return strings.Join(args, " ")
+}
+
+// displayPath is path relative to the working directory when it is an
+// absolute path inside it, else path as it is.
+func displayPath(path string) string {
+	wd, _ := os.Getwd()
+	if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsAbs(path) && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
 }
 
 func cpuModel() string {

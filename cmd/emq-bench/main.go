@@ -7,6 +7,7 @@
 //	emq-bench -module build/emq.so [-out docs/PERFORMANCE.md]   full run, a few minutes
 //	emq-bench -module build/emq.so -quick                       under a minute
 //	emq-bench -module build/emq.so -callgrind                   instructions per operation
+//	emq-bench -module build/emq.so -callgrind -baseline old.so  … and each native verb's against another build's
 //	emq-bench -module build/emq.so -soak [-calls 10000000]      memory must stay flat
 //	emq-bench -module build/emq.so -blocking [-quick]           what waiting in EMQ.BCLAIM costs
 //	emq-bench -module build/emq.so -queue [-quick]              whole queues against BullMQ
@@ -22,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -34,10 +36,11 @@ type options struct {
 	callgrind bool
 	blocking  bool
 	cfg       benchConfig
-	calls     int64 // soak: verb calls in all
-	every     int64 // soak: calls between samples
-	refusals  bool  // soak: whether the mix has refused calls
-	cgOps     int   // callgrind: operations per variant, for one-command operations
+	calls     int64  // soak: verb calls in all
+	every     int64  // soak: calls between samples
+	refusals  bool   // soak: whether the mix has refused calls
+	cgOps     int    // callgrind: operations per variant, for one-command operations
+	baseline  string // callgrind: another build of the module, each native verb counted on it too
 	only      *regexp.Regexp
 	verbose   bool
 	queue     bool // the whole queue against BullMQ (queue.go)
@@ -60,6 +63,7 @@ func parseOptions() options {
 	flag.Int64Var(&o.every, "sample", 0, "soak: calls between samples (default calls/100)")
 	flag.BoolVar(&o.refusals, "refusals", true, "soak: include refused calls (they allocate, so the Go heap saws between GCs)")
 	flag.IntVar(&o.cgOps, "cg-ops", 2000, "callgrind: operations per variant (divided by the entries of an APPEND)")
+	flag.StringVar(&o.baseline, "baseline", "", "callgrind: another emq.so (the previous release's), each native verb counted on it too, the same operations in the same run")
 	only := flag.String("rows", "", "run only the rows whose name matches this regular expression")
 	flag.BoolVar(&o.verbose, "v", false, "print every phase's measurement to stderr")
 	q := &o.queueCfg
@@ -68,6 +72,7 @@ func parseOptions() options {
 	flag.IntVar(&q.run.payload, "payload", 100, "queue: bytes of each job's payload")
 	flag.IntVar(&q.run.batch, "batch", 1000, "queue: jobs per enqueue call (BullMQ's addBulk)")
 	concurrency := flag.String("concurrency", "1,8,64", "queue: the worker concurrencies, comma-separated")
+	claims := flag.String("claims", "64,256", "queue: the client floor's claim counts (1 … 1000), comma-separated")
 	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
 	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
 	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick)")
@@ -83,8 +88,14 @@ func parseOptions() options {
 	if q.systems, err = regexp.Compile(*systems); err != nil {
 		fail(err)
 	}
-	if q.concurrency, err = parseConcurrency(*concurrency); err != nil {
+	if q.concurrency, err = parseCounts("concurrency", *concurrency); err != nil {
 		fail(err)
+	}
+	if q.claims, err = parseCounts("claims", *claims); err != nil {
+		fail(err)
+	}
+	if slices.Max(q.claims) > maxClaim {
+		fail(fmt.Errorf("-claims: a claim takes at most %d jobs", maxClaim))
 	}
 	if q.modes, err = parseModes(*modes); err != nil {
 		fail(err)
@@ -104,6 +115,14 @@ func parseOptions() options {
 	q.reps = o.cfg.reps
 	if o.cfg.phase == 0 {
 		o.cfg.phase = map[bool]time.Duration{false: 400 * time.Millisecond, true: 150 * time.Millisecond}[o.quick]
+	}
+	if o.baseline != "" {
+		if !o.callgrind || o.queue {
+			fail(fmt.Errorf("-baseline goes with -callgrind, without -queue"))
+		}
+		if o.baseline, err = filepath.Abs(o.baseline); err != nil {
+			fail(err)
+		}
 	}
 	if o.every == 0 {
 		o.every = max(1, o.calls/100)

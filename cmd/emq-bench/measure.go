@@ -67,6 +67,11 @@ type measurement struct {
 	goAllocs  int64 // native: Go heap allocations, INFO's own taken out
 }
 
+// busy is the server main thread's utilisation over the phase: its CPU
+// time over the wall time. Near 1 the server bound the phase; below, the
+// load generator did.
+func (m measurement) busy() float64 { return m.cpuNs * m.opsPerSec / 1e9 }
+
 // measure turns the counters around a phase of ops operations in wall time into a measurement. topLevel
 // are the commands the variant sends outside MULTI (plus MULTI and EXEC):
 // nested commands are in their caller's time already. infoAllocs are the

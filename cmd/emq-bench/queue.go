@@ -44,10 +44,10 @@ type queueRun struct {
 type queueSystem interface {
 	// enqueue adds run.jobs jobs, no worker running; it returns the wall time.
 	enqueue() (time.Duration, error)
-	// drain starts run.concurrency handlers and returns the wall time to the
-	// last job's completion, after stopping them: every job handled, and in
-	// modeRetry failed once first.
-	drain() (time.Duration, error)
+	// drain starts run.concurrency handlers and measures them to the
+	// server's reply to the last job's acknowledgement; it returns after
+	// stopping them: every job handled, and in modeRetry failed once first.
+	drain() (drained, error)
 	// latency starts handlers, lets them wait, then adds run.latencyJobs jobs
 	// one at a time at run.latencyRate; it returns, per job, the time from
 	// when it was due (added, plus its delay) to the start of the handler
@@ -57,10 +57,32 @@ type queueSystem interface {
 	close() error
 }
 
+// drained is a drain step as the system measured it: from just before its
+// handlers started to the server's reply to the last acknowledgement — not
+// to the handlers' stop, which waits out blocked claims.
+type drained struct {
+	wall   time.Duration
+	server schedstat // the server main thread's accounting over the same span
+	known  bool      // whether server could be read
+}
+
+// queueServer is the server a system's runs go to.
+type queueServer struct {
+	addr string // host:port
+	// cpuFile is the server main thread's /proc schedstat, which the
+	// systems read at the start of a drain and at its last
+	// acknowledgement; "" under callgrind, which counts instructions.
+	cpuFile string
+}
+
 // systemDef names a system and how to start a run of it.
 type systemDef struct {
 	name  string
-	start func(addr string, run queueRun) (queueSystem, error)
+	start func(srv queueServer, run queueRun) (queueSystem, error)
+	// claims marks a client floor: one goroutine whose claims take
+	// run.concurrency jobs each. It runs at the claim counts of -claims
+	// instead of the concurrencies, without the latency step.
+	claims bool
 }
 
 // Systems' names, as the report prints them.
@@ -69,6 +91,7 @@ const (
 	systemEmqFallback = "emq fallback"
 	systemBullMQ      = "BullMQ"
 	systemFloor       = "plain-command floor"
+	systemClientFloor = "emq client floor"
 )
 
 // queueSystems are every system, in the order the report lists them.
@@ -76,6 +99,7 @@ func queueSystems(bullmqDir string) []systemDef {
 	return append(emqSystems(),
 		systemDef{name: systemBullMQ, start: bullmqStarter(bullmqDir)},
 		systemDef{name: systemFloor, start: goSystemOf(openFloor)},
+		systemDef{name: systemClientFloor, start: goSystemOf(openClientFloor), claims: true},
 	)
 }
 
@@ -83,6 +107,7 @@ func queueSystems(bullmqDir string) []systemDef {
 type queueConfig struct {
 	run         queueRun // jobs, payload, batch, delay, latency: the same for every run
 	concurrency []int
+	claims      []int // the client floor's claim counts
 	modes       []queueMode
 	reps        int
 	bullmqDir   string
@@ -99,24 +124,42 @@ const warmUpJobs = 500
 type runResult struct {
 	system      string
 	mode        queueMode
-	concurrency int
+	concurrency int // handlers; a client floor's claim count
 	jobs        int
 	enqueueWall time.Duration
-	drainWall   time.Duration
-	enqueueCPU  int64 // main-thread CPU over the enqueue step, ns
-	drainCPU    int64 // main-thread CPU over the drain step, ns
-	memory      int64 // used_memory growth over the enqueue step, bytes
+	drainWall   time.Duration // to the last acknowledgement
+	enqueueCPU  int64         // main-thread CPU over the enqueue step, ns
+	drainCPU    int64         // main-thread CPU over drainWall, ns
+	drainWait   int64         // main thread's time runnable but without a core over drainWall, ns
+	memory      int64         // used_memory growth over the enqueue step, bytes
 	latency     []time.Duration
 }
 
-// jobsPerSec is the run's end-to-end rate: every job enqueued and drained.
-func (r runResult) jobsPerSec() float64 {
-	return float64(r.jobs) / (r.enqueueWall + r.drainWall).Seconds()
-}
+// enqueueRate is the enqueue phase's jobs per second.
+func (r runResult) enqueueRate() float64 { return float64(r.jobs) / r.enqueueWall.Seconds() }
+
+// processRate is the processing phase's jobs per second: claimed, handled
+// and acknowledged.
+func (r runResult) processRate() float64 { return float64(r.jobs) / r.drainWall.Seconds() }
 
 // cpuPerJob is the server's main-thread CPU per job, enqueue to
 // acknowledgement, in ns.
 func (r runResult) cpuPerJob() float64 { return float64(r.enqueueCPU+r.drainCPU) / float64(r.jobs) }
+
+// enqueueCPUPerJob and processCPUPerJob are each phase's main-thread CPU
+// per job, in ns.
+func (r runResult) enqueueCPUPerJob() float64 { return float64(r.enqueueCPU) / float64(r.jobs) }
+func (r runResult) processCPUPerJob() float64 { return float64(r.drainCPU) / float64(r.jobs) }
+
+// busy is the server main thread's utilisation during the processing
+// phase: its CPU time over the wall time. Near 1 the server was the
+// bottleneck; well below, the client was.
+func (r runResult) busy() float64 { return float64(r.drainCPU) / float64(r.drainWall) }
+
+// waited is the share of the processing phase the server's main thread
+// was runnable but had no core, another process holding it: on a loaded
+// machine, the part of the server's demand that busy leaves out.
+func (r runResult) waited() float64 { return float64(r.drainWait) / float64(r.drainWall) }
 
 // queueCounters are the server's counters a run reads between steps.
 type queueCounters struct {
@@ -142,7 +185,7 @@ func measureRun(s *server, def systemDef, run queueRun) (runResult, error) {
 	if err := s.Do("FLUSHALL", "SYNC").Error(); err != nil {
 		return runResult{}, err
 	}
-	sys, err := def.start(s.Addr, run)
+	sys, err := def.start(queueServer{addr: s.Addr, cpuFile: mainSchedstat(s.pid)}, run)
 	if err != nil {
 		return runResult{}, fmt.Errorf("%s: %w", def.name, err)
 	}
@@ -173,19 +216,15 @@ func runSteps(s *server, sys queueSystem, run queueRun) (runResult, error) {
 	if run.mode == modeDelayed {
 		time.Sleep(run.delay) // every job is due before the handlers start
 	}
-	started, err := s.queueCounters()
+	d, err := sys.drain()
 	if err != nil {
-		return r, err
-	}
-	if r.drainWall, err = sys.drain(); err != nil {
 		return r, fmt.Errorf("drain: %w", err)
 	}
-	drained, err := s.queueCounters()
-	if err != nil {
-		return r, err
+	if !d.known {
+		return r, fmt.Errorf("drain: the server's CPU time was not read at the last acknowledgement")
 	}
+	r.drainWall, r.drainCPU, r.drainWait = d.wall, d.server.run, d.server.wait
 	r.enqueueCPU = enqueued.mainNs - before.mainNs
-	r.drainCPU = drained.mainNs - started.mainNs
 	r.memory = enqueued.usedMemory - before.usedMemory
 	if run.latencyJobs > 0 {
 		if r.latency, err = sys.latency(); err != nil {
@@ -203,6 +242,9 @@ func runQueue(o options) (section, body string, err error) {
 		return "", "", err
 	}
 	defer s.Stop()
+	if _, err := readSchedstat(mainSchedstat(s.pid)); err != nil {
+		return "", "", fmt.Errorf("-queue reads the server main thread's CPU time at each drain's last acknowledgement from /proc: %w", err)
+	}
 	cfg := o.queueCfg
 	ready := pickSystems(queueSystems(cfg.bullmqDir), cfg.systems)
 	if len(ready) == 0 {
@@ -213,6 +255,9 @@ func runQueue(o options) (section, body string, err error) {
 			fmt.Fprintf(os.Stderr, "warm-up: %s, %s\n", def.name, m)
 			run := cfg.run
 			run.jobs, run.concurrency, run.mode, run.latencyJobs = min(warmUpJobs, run.jobs), 8, m, 0
+			if def.claims {
+				run.concurrency = cfg.claims[0]
+			}
 			if _, err := measureRun(s, def, run); err != nil {
 				return "", "", err
 			}
@@ -221,29 +266,43 @@ func runQueue(o options) (section, body string, err error) {
 	loadBefore := loadAverage()
 	var results []runResult
 	order := slices.Clone(ready)
+	measure := func(rep int, def systemDef, run queueRun) error {
+		r, err := measureRun(s, def, run)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "repetition %d/%d, concurrency %d, %s, %s: processing %.0f jobs/s, server busy %.2f, waited %.2f; %.1f µs/job server CPU\n",
+			rep+1, cfg.reps, run.concurrency, run.mode, def.name, r.processRate(), r.busy(), r.waited(), r.cpuPerJob()/1e3)
+		results = append(results, r)
+		return nil
+	}
 	for rep := range cfg.reps {
-		for _, c := range cfg.concurrency {
-			for _, m := range cfg.modes {
-				run := cfg.run
-				run.concurrency, run.mode = c, m
-				for _, def := range order {
-					r, err := measureRun(s, def, run)
-					if err != nil {
+		for _, run := range queueRuns(cfg, false) {
+			for _, def := range order {
+				if !def.claims {
+					if err := measure(rep, def, run); err != nil {
 						return "", "", err
 					}
-					fmt.Fprintf(os.Stderr, "repetition %d/%d, concurrency %d, %s, %s: %.0f jobs/s, %.1f µs/job server CPU\n",
-						rep+1, cfg.reps, c, m, def.name, r.jobsPerSec(), r.cpuPerJob()/1e3)
-					results = append(results, r)
+				}
+			}
+		}
+		for _, run := range queueRuns(cfg, true) {
+			for _, def := range order {
+				if def.claims {
+					if err := measure(rep, def, run); err != nil {
+						return "", "", err
+					}
 				}
 			}
 		}
 		slices.Reverse(order)
 	}
 	rep := queueReport{
-		header: runFacts(s, queueSetup(cfg, s.pinning, s.cpuSource())+
+		header: runFacts(s, queueSetup(cfg, s.pinning)+
 			fmt.Sprintf("; the machine's load average %s when the measured runs began, %s when they ended", loadBefore, loadAverage())),
 		about:   aboutSystems(cfg),
 		results: results, systems: names(ready),
+		reps: cfg.reps, jobs: cfg.run.jobs,
 	}
 	if o.out != "" {
 		if rep.chart, err = writeQueueChart(o.out, rep); err != nil {
@@ -251,6 +310,27 @@ func runQueue(o options) (section, body string, err error) {
 		}
 	}
 	return sectionQueue, rep.String(), nil
+}
+
+// queueRuns are one repetition's runs in the order they are made: each
+// concurrency in each mode, or for the client floors each claim count.
+func queueRuns(cfg queueConfig, claims bool) []queueRun {
+	counts := cfg.concurrency
+	if claims {
+		counts = cfg.claims
+	}
+	var out []queueRun
+	for _, c := range counts {
+		for _, m := range cfg.modes {
+			run := cfg.run
+			run.concurrency, run.mode = c, m
+			if claims {
+				run.latencyJobs = 0
+			}
+			out = append(out, run)
+		}
+	}
+	return out
 }
 
 // pickSystems is the systems whose name matches only, in defs' order.
@@ -273,15 +353,18 @@ func names(defs []systemDef) []string {
 }
 
 // queueSetup says how the runs were made, for the report.
-func queueSetup(cfg queueConfig, pinning, cpuSource string) string {
+func queueSetup(cfg queueConfig, pinning string) string {
 	r := cfg.run
 	return fmt.Sprintf("%d jobs of %d bytes per run, enqueued %d per call with no worker running, then drained by handlers that do nothing; "+
-		"concurrency %v; modes %v (retry: every job fails its first attempt, backoff 0; delayed: every job delayed %s, the handlers started once all are due); "+
+		"concurrency %v (the client floor: claims of %v); modes %v (retry: every job fails its first attempt, backoff 0; "+
+		"delayed: every job delayed %s, the handlers started once all are due); "+
+		"the processing phase timed from the handlers' start to the server's reply to the last acknowledgement; "+
 		"latency: %d jobs added one at a time at %.0f/s to waiting handlers; "+
 		"%d repetitions, the systems interleaved, order reversed every repetition, one unmeasured run of %d jobs per system and mode first; "+
-		"FLUSHALL before every run; %s; main-thread CPU from %s",
-		r.jobs, r.payload, r.batch, cfg.concurrency, cfg.modes, r.delay, r.latencyJobs, r.latencyRate,
-		cfg.reps, warmUpJobs, pinning, cpuSource)
+		"FLUSHALL before every run; %s; main-thread CPU from /proc/<pid>/task/<pid>/schedstat (ns), "+
+		"read by each system at the start of its processing and at its last acknowledgement",
+		r.jobs, r.payload, r.batch, cfg.concurrency, cfg.claims, cfg.modes, r.delay, r.latencyJobs, r.latencyRate,
+		cfg.reps, warmUpJobs, pinning)
 }
 
 // aboutSystems says what each measured system is and runs with.
@@ -298,16 +381,22 @@ func aboutSystems(cfg queueConfig) []string {
 			"acknowledge; ZREM + HSET + ZADD to retry; ZRANGE BYSCORE, ZREM + ZADD to promote delayed jobs — pipelined "+
 			"through valkey-go, checking nothing: the least a queue on this server costs (floor.go)")
 	}
+	if cfg.systems.MatchString(systemClientFloor) {
+		out = append(out, systemClientFloor+": emq's verbs with the least client work — one goroutine: EMQ.CLAIM of n jobs "+
+			"(its concurrency), the handler on each, then their n EMQ.ACKs (EMQ.FAILs for a failed attempt) in one pipeline, "+
+			"and the next claim; what a worker on these verbs could drain at best (clientfloor.go)")
+	}
 	return out
 }
 
-// parseConcurrency reads a comma-separated list of positive concurrencies.
-func parseConcurrency(s string) ([]int, error) {
+// parseCounts reads the value of flag name: a comma-separated list of
+// positive integers.
+func parseCounts(name, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		c, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || c < 1 {
-			return nil, fmt.Errorf("-concurrency: %q is not a positive integer", f)
+			return nil, fmt.Errorf("-%s: %q is not a positive integer", name, f)
 		}
 		out = append(out, c)
 	}

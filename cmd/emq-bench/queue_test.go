@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseConcurrency(t *testing.T) {
+func TestParseCounts(t *testing.T) {
 	tests := []struct {
 		name, in string
 		want     []int
@@ -23,7 +23,7 @@ func TestParseConcurrency(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseConcurrency(tt.in)
+			got, err := parseCounts("concurrency", tt.in)
 			if tt.wantErr {
 				assert.ErrorContains(t, err, "-concurrency")
 				return
@@ -80,22 +80,53 @@ func TestPercentile(t *testing.T) {
 
 func TestRunResultRates(t *testing.T) {
 	r := runResult{jobs: 1000, enqueueWall: 100 * time.Millisecond, drainWall: 400 * time.Millisecond,
-		enqueueCPU: 15_000_000, drainCPU: 40_000_000}
-	t.Run("jobs/s is end to end, enqueue and drain together", func(t *testing.T) {
-		assert.InDelta(t, 2000, r.jobsPerSec(), 1e-9)
+		enqueueCPU: 15_000_000, drainCPU: 360_000_000}
+	t.Run("each phase has its own jobs/s", func(t *testing.T) {
+		assert.InDelta(t, 10_000, r.enqueueRate(), 1e-9)
+		assert.InDelta(t, 2500, r.processRate(), 1e-9)
+	})
+	t.Run("each phase has its own CPU per job", func(t *testing.T) {
+		assert.InDelta(t, 15_000, r.enqueueCPUPerJob(), 1e-9)
+		assert.InDelta(t, 360_000, r.processCPUPerJob(), 1e-9)
 	})
 	t.Run("CPU per job adds enqueue and processing", func(t *testing.T) {
-		assert.InDelta(t, 55_000, r.cpuPerJob(), 1e-9)
+		assert.InDelta(t, 375_000, r.cpuPerJob(), 1e-9)
+	})
+	t.Run("the server is busy for its processing CPU over the processing wall time", func(t *testing.T) {
+		assert.InDelta(t, 0.9, r.busy(), 1e-9)
+	})
+	t.Run("the server waited for its time runnable without a core over the processing wall time", func(t *testing.T) {
+		r.drainWait = 20_000_000
+		assert.InDelta(t, 0.05, r.waited(), 1e-9)
 	})
 }
 
+func TestBoundBy(t *testing.T) {
+	tests := []struct {
+		name         string
+		busy, waited float64
+		want         string
+	}{
+		{"a server busy 95 % of the processing bound it", 0.95, 0, "server"},
+		{"a server busy 90 % of the processing bound it", 0.9, 0, "server"},
+		{"a server busy 60 % and waiting for its core 35 % bound it", 0.6, 0.35, "server"},
+		{"a server busy 60 % of the processing waited for its client", 0.6, 0.05, "client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, boundBy(tt.busy, tt.waited))
+		})
+	}
+}
+
 // runsOf makes one system's results in one mode and concurrency, a run per
-// CPU figure given (µs per job), in repetition order.
+// CPU figure given (µs per job, all in processing), in repetition order:
+// 1000 jobs, each phase a second long.
 func runsOf(system string, mode queueMode, c int, cpuUs ...float64) []runResult {
 	var out []runResult
 	for _, us := range cpuUs {
 		out = append(out, runResult{system: system, mode: mode, concurrency: c, jobs: 1000,
-			enqueueWall: time.Second, drainCPU: int64(us * 1000 * 1000)})
+			enqueueWall: time.Second, drainWall: time.Second, drainCPU: int64(us * 1000 * 1000)})
 	}
 	return out
 }
@@ -121,50 +152,78 @@ func TestRatiosPairRepetitions(t *testing.T) {
 	assert.Equal(t, []float64{0.2, 0.1}, ratios(floor, bull, runResult.cpuPerJob))
 }
 
-func TestQueueTarget(t *testing.T) {
+func TestTargetsOf(t *testing.T) {
 	tests := []struct {
-		name    string
-		system  string
-		mode    queueMode
-		c       int
-		wantCPU float64
-		wantOK  bool
+		name   string
+		system string
+		mode   queueMode
+		c      int
+		want   queueTargets
 	}{
-		{"emq native at concurrency 8 is held to 0.3 × BullMQ", systemEmqNative, modeNormal, 8, 0.3, true},
-		{"emq native at concurrency 64 is held to 0.3 × BullMQ", systemEmqNative, modeNormal, 64, 0.3, true},
-		{"emq native at concurrency 1 has no target", systemEmqNative, modeNormal, 1, 0, false},
-		{"emq native retrying has no target", systemEmqNative, modeRetry, 8, 0, false},
-		{"the fallback has no target", systemEmqFallback, modeNormal, 8, 0, false},
+		{"Work at concurrency 1: CPU ≤ 0.5 ×, jobs/s ≥ 2 ×, p50 ≤ 1 ms", systemEmqNative, modeNormal, 1, queueTargets{0.5, 2, time.Millisecond}},
+		{"Work at concurrency 8: CPU ≤ 0.3 ×, jobs/s ≥ 2 ×", systemEmqNative, modeNormal, 8, queueTargets{0.3, 2, time.Millisecond}},
+		{"Work at concurrency 64: CPU ≤ 0.25 ×, jobs/s ≥ 4 ×", systemEmqNative, modeNormal, 64, queueTargets{0.25, 4, time.Millisecond}},
+		{"Work retrying is held to its latency only", systemEmqNative, modeRetry, 8, queueTargets{p50: time.Millisecond}},
+		{"the fallback at concurrency 8: jobs/s ≥ 1.5 ×", systemEmqFallback, modeNormal, 8, queueTargets{rate: 1.5}},
+		{"the fallback at concurrency 64: jobs/s ≥ 1.5 ×", systemEmqFallback, modeNormal, 64, queueTargets{rate: 1.5}},
+		{"the fallback at concurrency 1 has none", systemEmqFallback, modeNormal, 1, queueTargets{}},
+		{"the floors have none", systemClientFloor, modeNormal, 64, queueTargets{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cpu, rate, ok := queueTarget(tt.system, tt.mode, tt.c)
-			assert.Equal(t, tt.wantOK, ok)
-			assert.Equal(t, tt.wantCPU, cpu)
-			if ok {
-				assert.Equal(t, 2.0, rate)
-			}
+			assert.Equal(t, tt.want, targetsOf(tt.system, tt.mode, tt.c))
 		})
 	}
+}
+
+// reportOf is the report of results for emq native, BullMQ and the floor:
+// two repetitions of 1000 jobs.
+func reportOf(results []runResult) queueReport {
+	return queueReport{header: "- Command: x\n", results: results,
+		systems: []string{systemEmqNative, systemBullMQ, systemFloor, systemClientFloor}, reps: 2, jobs: 1000}
 }
 
 func TestQueueReport(t *testing.T) {
 	var results []runResult
 	for rep, us := range []float64{50, 60} {
 		results = append(results, runsOf(systemBullMQ, modeNormal, 8, us)...)
-		results = append(results, runsOf(systemEmqNative, modeNormal, 8, us/5)...)
+		native := runsOf(systemEmqNative, modeNormal, 8, us/5)
+		native[0].drainWall = 400 * time.Millisecond
+		native[0].latency = []time.Duration{500 * time.Microsecond, 2 * time.Millisecond, 800 * time.Microsecond}
+		results = append(results, native...)
 		results = append(results, runsOf(systemFloor, modeNormal, 8, float64(5+rep))...)
+		results = append(results, runsOf(systemClientFloor, modeNormal, 64, 950)...)
 	}
-	rep := queueReport{header: "- Command: x\n", results: results,
-		systems: []string{systemEmqNative, systemBullMQ, systemFloor}}
+	rep := reportOf(results)
 	out := rep.String()
-	t.Run("the table shows medians and ranges", func(t *testing.T) {
-		assert.Contains(t, out, "| normal | 8 | BullMQ | 1000 [1000–1000] | 55.0 [50.0–60.0] | 0.0 | 55.0 | 0 | 0.00 | 0.00 |")
+	t.Run("the table shows each phase apart, medians and ranges", func(t *testing.T) {
+		assert.Contains(t, out, "| normal | 8 | BullMQ | 1000 | 0.0 | 1000 [1000–1000] | 55.0 | 55.0 [50.0–60.0] | 0.06 [0.05–0.06] | 0.00 | client | 0 | — | — |")
 	})
-	t.Run("ratios are paired within each repetition and checked against the target", func(t *testing.T) {
-		assert.Contains(t, out, "| normal | 8 | emq native | 0.20 [0.20–0.20] | 1.00 [1.00–1.00] | 2.00 [2.00–2.00] | CPU ≤ 0.30 PASS; jobs/s ≥ 2 MISS |")
+	t.Run("processing jobs/s come from the wall time to the last acknowledgement", func(t *testing.T) {
+		assert.Contains(t, out, "| normal | 8 | emq native | 1000 | 0.0 | 2500 [2500–2500] | 11.0 |")
 	})
-	t.Run("the chart has a bar for every system but BullMQ", func(t *testing.T) {
+	t.Run("a server busy from 0.9 of the processing bound the run", func(t *testing.T) {
+		assert.Contains(t, out, "| normal | 64 | emq client floor | 1000 | 0.0 | 1000 [1000–1000] | 950.0 | 950.0 [950.0–950.0] | 0.95 [0.95–0.95] | 0.00 | server |")
+	})
+	t.Run("the header says the machine's speed by BullMQ's CPU per job", func(t *testing.T) {
+		assert.Contains(t, out, "- Machine speed: BullMQ costs this server 55.0 [50.0–60.0] µs of main-thread CPU per job (normal mode, concurrency 8")
+	})
+	t.Run("ratios are paired within each repetition and checked against the targets", func(t *testing.T) {
+		assert.Contains(t, out, "| normal | 8 | emq native | 0.20 [0.20–0.20] | 2.50 [2.50–2.50] | 2.00 [2.00–2.00] | 2.50 [2.50–2.50] | CPU ≤ 0.30 PASS; jobs/s ≥ 2 PASS; p50 ≤ 1 ms PASS |")
+	})
+	t.Run("the targets are listed, marked indicative for a run too small to judge them", func(t *testing.T) {
+		assert.Contains(t, out, "This run made 2 repetitions of 1000 jobs: too few to judge them")
+		assert.Contains(t, out, "PASS  emq native, normal, concurrency 8: CPU ≤ 0.30 (got 0.20 × BullMQ's)")
+		assert.Contains(t, out, "PASS  emq native, normal, concurrency 8: p50 ≤ 1 ms (got 0.80 ms)")
+	})
+	t.Run("a cell with neither BullMQ nor the floor beside it has no ratios", func(t *testing.T) {
+		assert.NotContains(t, out, "| normal | 64 | emq client floor |  |")
+	})
+	t.Run("a run of 3 × 20000 jobs judges them", func(t *testing.T) {
+		rep.reps, rep.jobs = 3, 20_000
+		assert.NotContains(t, rep.String(), "too few to judge")
+	})
+	t.Run("the chart has a bar for every system beside BullMQ but BullMQ", func(t *testing.T) {
 		bars := queueBars(results, rep.systems)
 		require.Len(t, bars, 2)
 		assert.Equal(t, "emq native, normal, concurrency 8", bars[0].label)
@@ -174,12 +233,31 @@ func TestQueueReport(t *testing.T) {
 	})
 }
 
+func TestQueueReportMissesAndMachineSpeedFallback(t *testing.T) {
+	var results []runResult
+	results = append(results, runsOf(systemBullMQ, modeNormal, 64, 40)...)
+	slow := runsOf(systemEmqNative, modeNormal, 64, 20)
+	slow[0].latency = []time.Duration{3 * time.Millisecond}
+	results = append(results, slow...)
+	out := reportOf(results).String()
+	t.Run("targets missed say MISS", func(t *testing.T) {
+		assert.Contains(t, out, "CPU ≤ 0.25 MISS; jobs/s ≥ 4 MISS; p50 ≤ 1 ms MISS |")
+		assert.Contains(t, out, "MISS  emq native, normal, concurrency 64: jobs/s ≥ 4 (got 1.00 × BullMQ's)")
+	})
+	t.Run("without concurrency 8, the machine's speed is BullMQ's at the first concurrency run", func(t *testing.T) {
+		assert.Contains(t, out, "BullMQ costs this server 40.0 [40.0–40.0] µs of main-thread CPU per job (normal mode, concurrency 64")
+	})
+	t.Run("without BullMQ, the machine's speed is not measured", func(t *testing.T) {
+		assert.Contains(t, reportOf(slow).String(), "- Machine speed: not measured")
+	})
+}
+
 func TestPickSystems(t *testing.T) {
 	defs := queueSystems("bench/bullmq")
-	assert.Equal(t, []string{systemEmqNative, systemEmqFallback, systemBullMQ, systemFloor},
+	assert.Equal(t, []string{systemEmqNative, systemEmqFallback, systemBullMQ, systemFloor, systemClientFloor},
 		names(pickSystems(defs, regexp.MustCompile(""))))
 
 	t.Run("the filter picks by name", func(t *testing.T) {
-		assert.Equal(t, []string{systemFloor}, names(pickSystems(defs, regexp.MustCompile("floor"))))
+		assert.Equal(t, []string{systemFloor}, names(pickSystems(defs, regexp.MustCompile("plain"))))
 	})
 }

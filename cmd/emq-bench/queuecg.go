@@ -23,7 +23,7 @@ func cgMeasureRun(p *profiler, def systemDef, run queueRun) (cgQueueRun, error) 
 	if err := p.s.Do("FLUSHALL", "SYNC").Error(); err != nil {
 		return cgQueueRun{}, err
 	}
-	sys, err := def.start(p.s.Addr, run)
+	sys, err := def.start(queueServer{addr: p.s.Addr}, run)
 	if err != nil {
 		return cgQueueRun{}, fmt.Errorf("%s: %w", def.name, err)
 	}
@@ -66,7 +66,7 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 	if len(ready) == 0 {
 		return "", "", fmt.Errorf("no system to run matches %q", cfg.systems)
 	}
-	p, err := startProfiler()
+	p, err := startProfiler("")
 	if err != nil {
 		return "", "", err
 	}
@@ -75,11 +75,19 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 		return "", "", err
 	}
 	var cs []cell[cgQueueRun]
-	for _, c := range cfg.concurrency {
-		for _, m := range cfg.modes {
-			run := cfg.run
-			run.jobs, run.concurrency, run.mode, run.latencyJobs = cfg.cgJobs, c, m, 0
-			row, err := cgRunAll(p, ready, run)
+	for _, claims := range []bool{false, true} {
+		var defs []systemDef
+		for _, def := range ready {
+			if def.claims == claims {
+				defs = append(defs, def)
+			}
+		}
+		if len(defs) == 0 {
+			continue
+		}
+		for _, run := range queueRuns(cfg, claims) {
+			run.jobs, run.latencyJobs = cfg.cgJobs, 0
+			row, err := cgRunAll(p, defs, run)
 			if err != nil {
 				return "", "", err
 			}
@@ -91,9 +99,10 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 	fmt.Fprintln(&out, "## The whole queue: instructions per job (callgrind)")
 	fmt.Fprintln(&out)
 	fmt.Fprint(&out, runFacts(s, fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted over each step (LASTSAVE to ECHO); hz 1; "+
-		"%d jobs of %d bytes per run, enqueued %d per call, then drained; modes %v; one unmeasured run of %d jobs per system and mode, "+
-		"then %d repetitions, the systems interleaved; an idle main thread's %.0f instructions/s taken out",
-		cfg.cgJobs, cfg.run.payload, cfg.run.batch, cfg.modes, warmUpJobs, cgReps, p.idle)))
+		"%d jobs of %d bytes per run, enqueued %d per call, then drained; concurrency %v, the client floor's claims of %v; modes %v; "+
+		"one unmeasured run of %d jobs per system and mode, then %d repetitions, the systems interleaved; "+
+		"an idle main thread's %.0f instructions/s taken out",
+		cfg.cgJobs, cfg.run.payload, cfg.run.batch, cfg.concurrency, cfg.claims, cfg.modes, warmUpJobs, cgReps, p.idle)))
 	fmt.Fprintf(&out, "- BullMQ: %s, options as in the CPU section.\n", bullmqFacts(cfg.bullmqDir))
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "Medians over the repetitions, [the range]; ratios pair the systems' runs of one repetition.")

@@ -26,7 +26,8 @@ func (r cpuReport) write(w io.Writer) {
 	fmt.Fprintln(w, "Ratios are native / composition for the same logical operation, the median of the")
 	fmt.Fprintln(w, "per-repetition ratios of phases run side by side; below 1 the verb costs the server less.")
 	fmt.Fprintln(w, "CPU is the server's main thread; all-threads adds the Go runtime's own threads;")
-	fmt.Fprintln(w, "commandstats is INFO commandstats time of the top-level commands sent.")
+	fmt.Fprintln(w, "commandstats is INFO commandstats time of the top-level commands sent; busy is the main thread's")
+	fmt.Fprintln(w, "CPU time over the phase's wall time: near 1 the server bound the phase, below it the load generator did.")
 	fmt.Fprintln(w)
 	comparisonTable(w, r.compare)
 	fmt.Fprintln(w)
@@ -44,12 +45,12 @@ func (r cpuReport) write(w io.Writer) {
 }
 
 func comparisonTable(w io.Writer, cs []comparison) {
-	fmt.Fprintln(w, "| operation | native | composition | CPU ratio | target | repetitions' range | all-threads ratio | commandstats ratio | native µs/op | composition µs/op | native kops/s | composition kops/s |")
-	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| operation | native | composition | CPU ratio | target | repetitions' range | all-threads ratio | commandstats ratio | native µs/op | composition µs/op | native kops/s | composition kops/s | native busy | composition busy |")
+	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, c := range cs {
-		fmt.Fprintf(w, "| %s | %s | %s | **%.3f** | %s | %.2f–%.2f | %.3f | %.3f | %.2f | %.2f | %.0f | %.0f |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | **%.3f** | %s | %.2f–%.2f | %.3f | %.3f | %.2f | %.2f | %.0f | %.0f | %.2f | %.2f |\n",
 			c.op, c.native, c.composition, c.cpuRatio, targetCell(c), c.cpuLow, c.cpuHigh, c.allRatio, c.cmdRatio,
-			c.nativeCPU/1e3, c.compCPU/1e3, c.nativeRate/1e3, c.compRate/1e3)
+			c.nativeCPU/1e3, c.compCPU/1e3, c.nativeRate/1e3, c.compRate/1e3, c.nativeBusy, c.compBusy)
 	}
 }
 

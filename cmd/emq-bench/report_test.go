@@ -34,9 +34,9 @@ func TestComparisonTableRowPutsRatiosFirst(t *testing.T) {
 	comparisonTable(&b, []comparison{{
 		op: "ENQUEUE", native: "EMQ.ENQUEUE", composition: "EVALSHA admit script",
 		cpuRatio: 0.61234, cpuLow: 0.5, cpuHigh: 0.666, allRatio: 0.7, cmdRatio: 0.5, nativeCPU: 3000, compCPU: 4900,
-		nativeRate: 150000, compRate: 100000, target: 0.65,
+		nativeRate: 150000, compRate: 100000, nativeBusy: 0.45, compBusy: 0.49, target: 0.65,
 	}})
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	assert.Len(t, lines, 3)
-	assert.Equal(t, "| ENQUEUE | EMQ.ENQUEUE | EVALSHA admit script | **0.612** | ≤ 0.65 PASS | 0.50–0.67 | 0.700 | 0.500 | 3.00 | 4.90 | 150 | 100 |", lines[2])
+	assert.Equal(t, "| ENQUEUE | EMQ.ENQUEUE | EVALSHA admit script | **0.612** | ≤ 0.65 PASS | 0.50–0.67 | 0.700 | 0.500 | 3.00 | 4.90 | 150 | 100 | 0.45 | 0.49 |", lines[2])
 }

@@ -85,6 +85,14 @@ type replyReader struct {
 	errors  int    // error replies read
 }
 
+// takeFailure returns the first error reply read since the last call, if
+// any, and forgets it.
+func (rr *replyReader) takeFailure() string {
+	f := rr.failure
+	rr.failure = ""
+	return f
+}
+
 // skip reads one whole reply, nested arrays included.
 func (rr *replyReader) skip() error {
 	line, err := rr.r.ReadSlice('\n')

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"runtime"
@@ -71,24 +73,58 @@ func threadCPU(pid int) (main, all int64, err error) {
 		return 0, 0, err
 	}
 	for _, t := range tasks {
-		b, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
-		if err != nil {
+		st, err := readSchedstat(schedstatPath(pid, t.Name()))
+		var unread *fs.PathError
+		if errors.As(err, &unread) {
 			continue // a thread that just exited
 		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+			return 0, 0, err
 		}
-		all += ns
+		all += st.run
 		if t.Name() == strconv.Itoa(pid) {
-			main = ns
+			main = st.run
 		}
 	}
 	return main, all, nil
+}
+
+// schedstatPath is the kernel's accounting of one thread (tid) of process pid.
+func schedstatPath(pid int, tid string) string {
+	return fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, tid)
+}
+
+// mainSchedstat is the kernel's accounting of pid's main thread.
+func mainSchedstat(pid int) string { return schedstatPath(pid, strconv.Itoa(pid)) }
+
+// schedstat is the kernel's accounting of one thread, in nanoseconds: the
+// CPU time it ran, and the time it spent runnable but waiting for a core
+// that another process held.
+type schedstat struct{ run, wait int64 }
+
+// readSchedstat reads a thread's schedstat file: run time, wait time, and
+// the count of time slices, which is not kept.
+func readSchedstat(path string) (schedstat, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return schedstat{}, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return schedstat{}, fmt.Errorf("%s: %q has no run and wait times", path, b)
+	}
+	var st schedstat
+	for i, dst := range []*int64{&st.run, &st.wait} {
+		if *dst, err = strconv.ParseInt(f[i], 10, 64); err != nil {
+			return schedstat{}, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return st, nil
+}
+
+// minus is the accounting between an earlier reading and s.
+func (s schedstat) minus(earlier schedstat) schedstat {
+	return schedstat{run: s.run - earlier.run, wait: s.wait - earlier.wait}
 }
 
 // rssBytes is the server's resident set size from /proc.

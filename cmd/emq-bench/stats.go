@@ -52,6 +52,7 @@ type comparison struct {
 	cmdRatio                float64 // the same for INFO commandstats time
 	nativeCPU, compCPU      float64 // median main-thread ns per operation
 	nativeRate, compRate    float64 // median operations per second
+	nativeBusy, compBusy    float64 // median utilisation of the server's main thread
 	target                  float64 // the most cpuRatio may be, 0 for none
 }
 
@@ -79,6 +80,8 @@ func compare(res rowResult) []comparison {
 			compCPU:    median(column(comp, cpu)),
 			nativeRate: median(column(native, rate)),
 			compRate:   median(column(comp, rate)),
+			nativeBusy: median(column(native, measurement.busy)),
+			compBusy:   median(column(comp, measurement.busy)),
 			target:     res.row.variants[vi].target,
 		})
 	}

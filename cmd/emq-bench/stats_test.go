@@ -65,3 +65,9 @@ func TestVerdicts(t *testing.T) {
 		"MISS  Go heap allocations per verb call, all verbs: 1.500 (target ≤ 1.00)",
 	}, lines)
 }
+
+func TestMeasurementBusy(t *testing.T) {
+	t.Run("5 µs of main-thread CPU per op at 100,000 ops/s keeps the server half busy", func(t *testing.T) {
+		assert.InDelta(t, 0.5, measurement{cpuNs: 5000, opsPerSec: 100_000}.busy(), 1e-9)
+	})
+}

@@ -37,8 +37,8 @@ enqueued 10 jobs and 1 poison job in one pipeline
 handled 10 jobs, 4 of them retried once
 poison job: dead after 3 attempts (cannot parse the poison payload)
 revived the poison job; the handler is fixed
-poison job handled on attempt 1 after its revival
-poison attempts: 1 2 3 1
+poison job handled on attempt 4 after its revival
+poison attempts: 1 2 3 4
 `, out.String())
 			for _, set := range []string{"pending", "active", "delayed", "dead"} {
 				n, err := s.Do("EXISTS", keys.Set("emails", set)).AsInt64()

@@ -302,10 +302,20 @@ func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 	}{ // docs/commands.md's table of verbs
 		{"EMQ.CLAIM", 9, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.EXTEND", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
-		{"EMQ.ACK", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.ACK", -6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.FAIL", 11, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.STALLED.CHECK", 5, []string{"write"}, []string{"write", "slow", "emq"}},
 		{"EMQ.REVIVE", 5, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.SCHEDULE", 9, []string{"write", "denyoom", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.PAUSE", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.RESUME", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.LIMIT", 6, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.EVENTS", 5, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.REMOVE", 7, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.SETTLE", -10, []string{"write"}, []string{"write", "slow", "emq"}},
+		{"EMQ.REPEAT", 12, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
+		{"EMQ.UNREPEAT", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
+		{"EMQ.REPEATS", 3, []string{"readonly"}, []string{"read", "slow", "emq"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			info, err := s.Do("COMMAND", "INFO", v.name).ToArray()

@@ -26,15 +26,25 @@ var contract = []struct {
 	{"EMQ.CLAIM", 9, 4, "claim"},
 	{"EMQ.BCLAIM", 10, 4, "bclaim"},
 	{"EMQ.EXTEND", 6, 2, "extend"},
-	{"EMQ.ACK", 6, 2, "ack"},
+	{"EMQ.ACK", -6, 2, "ack"},
 	{"EMQ.FAIL", 11, 5, "fail"},
 	{"EMQ.STALLED.CHECK", 5, 2, "stalled.check"},
 	{"EMQ.REVIVE", 5, 3, "revive"},
 	{"EMQ.PARK", 10, 3, "park"},
+	{"EMQ.SCHEDULE", 9, 3, "schedule"},
+	{"EMQ.PAUSE", 4, 2, "pause"},
+	{"EMQ.RESUME", 4, 2, "resume"},
+	{"EMQ.LIMIT", 6, 2, "limit"},
+	{"EMQ.EVENTS", 5, 2, "events"},
+	{"EMQ.REMOVE", 7, 5, "remove"},
+	{"EMQ.SETTLE", -10, 4, "settle"},
+	{"EMQ.REPEAT", 12, 3, "repeat"},
+	{"EMQ.UNREPEAT", 4, 2, "unrepeat"},
+	{"EMQ.REPEATS", 3, 1, "repeats"},
 	{"EMQ.CAPS", 1, 0, ""},
 }
 
-const contractVersion = "0.2.0"
+const contractVersion = "0.3.0"
 
 func TestTheCommandTableIsTheContract(t *testing.T) {
 	rows := registry.Rows()

@@ -126,7 +126,13 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 
 	// the server's arity, then (1) shape
 	add("one argument too few is the server's arity error", arityErr(name), v.good[:n-1])
-	add("one argument too many is the server's arity error", arityErr(name), append(slices.Clone(v.good), "x"))
+	if name == "EMQ.ACK" { // one more is a result: refused beside keep_ms 0, and two more are too many
+		add("a result with keep_ms 0 is EMQSHAPE", "EMQSHAPE a result needs keep_ms above 0: a row deleted at once cannot keep it",
+			append(v.with(5, "0"), "r"))
+		add("two arguments more is EMQSHAPE", "EMQSHAPE EMQ.ACK takes at most one result", append(slices.Clone(v.good), "x", "y"))
+	} else {
+		add("one argument too many is the server's arity error", arityErr(name), append(slices.Clone(v.good), "x"))
+	}
 	numkeys := fmt.Sprintf("EMQSHAPE numkeys must be %d", v.numkeys)
 	for _, bad := range []string{"0", fmt.Sprint(v.numkeys - 1), fmt.Sprint(v.numkeys + 1), "-1", "x", "0" + fmt.Sprint(v.numkeys), "+" + fmt.Sprint(v.numkeys)} {
 		if bad != fmt.Sprint(v.numkeys) {

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
+)
+
+// lingeringQueue is a goQueue in memory whose Work handles every job
+// enqueued, reports the settlements when report says so, then lingers
+// after ctx ends before it returns, as a worker waiting out a blocked
+// claim does.
+type lingeringQueue struct {
+	jobs   []benchJob
+	report bool
+	linger time.Duration
+}
+
+func (q *lingeringQueue) Enqueue(_ context.Context, jobs []benchJob) error {
+	q.jobs = append(q.jobs, jobs...)
+	return nil
+}
+
+func (q *lingeringQueue) Work(ctx context.Context, _ int, handle func(benchJob) error, settled func(int)) error {
+	for _, j := range q.jobs {
+		j.Attempt = 1
+		if err := handle(j); err != nil {
+			return err
+		}
+		if q.report {
+			settled(1)
+		}
+	}
+	<-ctx.Done()
+	time.Sleep(q.linger)
+	return nil
+}
+
+func (q *lingeringQueue) Close() {}
+
+// startLingering starts a run of 10 jobs on q, the test process's own CPU
+// time standing in for a server's.
+func startLingering(t *testing.T, q *lingeringQueue) *goSystem {
+	t.Helper()
+	run := queueRun{jobs: 10, payload: 10, batch: 5, concurrency: 1, mode: modeNormal}
+	sys, err := goSystemOf(func(queueSpec) (goQueue, error) { return q, nil })(queueServer{cpuFile: mainSchedstat(os.Getpid())}, run)
+	require.NoError(t, err)
+	_, err = sys.enqueue()
+	require.NoError(t, err)
+	return sys.(*goSystem)
+}
+
+func TestDrainEndsAtTheLastSettlement(t *testing.T) {
+	t.Run("the wall time ends at the last settlement, not when Work returns", func(t *testing.T) {
+		const linger = 500 * time.Millisecond
+		sys := startLingering(t, &lingeringQueue{report: true, linger: linger})
+		start := time.Now()
+		d, err := sys.drain()
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, time.Since(start), linger, "drain returns once Work has")
+		assert.Less(t, d.wall, linger, "ten jobs in memory settle in far less than the linger")
+		assert.True(t, d.known)
+		assert.GreaterOrEqual(t, d.server.run, int64(0))
+	})
+	t.Run("a worker that does not report its settlements fails the drain", func(t *testing.T) {
+		sys := startLingering(t, &lingeringQueue{})
+		sys.settleWait = 50 * time.Millisecond
+		_, err := sys.drain()
+		assert.ErrorContains(t, err, "every handler returned, but only 0 of 10 jobs were reported settled")
+	})
+	t.Run("without a CPU file the drain's CPU time is unknown", func(t *testing.T) {
+		sys := startLingering(t, &lingeringQueue{report: true})
+		sys.cpuFile = ""
+		d, err := sys.drain()
+		require.NoError(t, err)
+		assert.False(t, d.known)
+	})
+}
+
+func TestReadSchedstat(t *testing.T) {
+	tests := []struct {
+		name, text string
+		want       schedstat
+		wantErr    string
+	}{
+		{"run and wait times are the first two fields", "123456 789 42\n", schedstat{run: 123456, wait: 789}, ""},
+		{"a file of one field is refused", "123456\n", schedstat{}, "has no run and wait times"},
+		{"a field that is no number is refused", "123456 x 42\n", schedstat{}, "invalid syntax"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := t.TempDir() + "/schedstat"
+			require.NoError(t, os.WriteFile(path, []byte(tt.text), 0o644))
+			got, err := readSchedstat(path)
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	t.Run("the span between two readings subtracts each field", func(t *testing.T) {
+		assert.Equal(t, schedstat{run: 30, wait: 4}, schedstat{run: 130, wait: 9}.minus(schedstat{run: 100, wait: 5}))
+	})
+}
+
+// Every system driven from Go, against a real server with the module: each
+// drain settles every job, leaves nothing behind, and reads the server's
+// CPU time at the last acknowledgement.
+func TestGoSystemsSettleEveryJob(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	pid, err := strconv.Atoi(s.InfoField("server", "process_id"))
+	require.NoError(t, err)
+	srv := queueServer{addr: s.Addr, cpuFile: mainSchedstat(pid)}
+	for _, def := range queueSystems("") {
+		if def.name == systemBullMQ {
+			continue // run by Node; its reply is tested in bullmq_test.go
+		}
+		for _, mode := range []queueMode{modeNormal, modeRetry, modeDelayed} {
+			t.Run(def.name+", "+string(mode)+": every job is settled and gone", func(t *testing.T) {
+				require.NoError(t, s.Do("FLUSHALL").Error())
+				run := queueRun{jobs: 300, payload: 100, batch: 100, concurrency: 4, mode: mode,
+					delay: 20 * time.Millisecond, latencyJobs: 50, latencyRate: 2000}
+				if def.claims {
+					run.concurrency, run.latencyJobs = 32, 0
+				}
+				sys, err := def.start(srv, run)
+				require.NoError(t, err)
+				defer sys.close()
+
+				_, err = sys.enqueue()
+				require.NoError(t, err)
+				time.Sleep(run.delay)
+				d, err := sys.drain()
+				require.NoError(t, err)
+				assert.Positive(t, d.wall)
+				require.True(t, d.known)
+				assert.Positive(t, d.server.run, "the server worked during the drain")
+				n, err := s.Do("DBSIZE").AsInt64()
+				require.NoError(t, err)
+				assert.Zero(t, n, "every job acknowledged: rows deleted, sets empty")
+				if run.latencyJobs == 0 {
+					return
+				}
+				lat, err := sys.latency()
+				require.NoError(t, err)
+				assert.Len(t, lat, run.latencyJobs)
+			})
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package emq
+
+import "github.com/echomq/emq/keys"
+
+// Remove deletes a job, whatever its state:
+//
+//	EMQ.REMOVE 5 emq:{q}:job:<id> emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead
+//
+// The job leaves every set and its row is deleted; a worker holding it
+// meets EMQNOJOB at its next EXTEND, ACK or FAIL. Replies 1, or 0 when
+// there is no such job (nothing written).
+var Remove = &Verb{Name: "EMQ.REMOVE", Arity: 7, Keys: 5, Cap: "remove",
+	Check: func(a [][]byte, _ int64) error { _, _, err := checkRemove(a); return err },
+	Run:   remove}
+
+func remove(c Call) error {
+	// shape and fence
+	queue, id, err := checkRemove(c.Args)
+	if err != nil {
+		return err
+	}
+
+	// reads
+	s, p := c.Server, c.Plan
+	st, err := openQueue(s, p, queue, 5, true)
+	if err != nil {
+		return err
+	}
+	if s.Type(0) == Empty {
+		p.replyInt(0)
+		return s.Apply(p)
+	}
+	row := readJob(s, p, 0)
+
+	// plan
+	ref := p.Bytes(id)
+	for k := 1; k <= 4; k++ {
+		if s.Type(k) == ZSet {
+			p.zrem(k, ref)
+		}
+	}
+	p.write(Write{Op: Del, Key: 0})
+	state := p.Bytes(row.state)
+	st.events.job(p, refRemoved, ref, row.attempts, refState, state)
+	p.replyInt(1)
+	p.Count(JobsRemoved, 1)
+
+	// apply
+	return s.Apply(p)
+}
+
+// checkRemove decides what REMOVE's arguments decide alone.
+func checkRemove(a [][]byte) (queue, id []byte, err error) {
+	if err := numkeys(a, 5); err != nil {
+		return nil, nil, err
+	}
+	return queueKeys(a, true, keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet)
+}

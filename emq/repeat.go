@@ -1,0 +1,490 @@
+package emq
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"time"
+	_ "time/tzdata" // time zones from Go's own copy: the server's /usr/share/zoneinfo may be missing
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// Repeat sets (creates or replaces) a named schedule of a queue, whose
+// ticks the server itself turns into jobs:
+//
+//	EMQ.REPEAT 3 emq:{q}:repeat:<name> emq:{q}:repeats emq:{q}:config <spec> <tz> <payload> <priority> <start_ms> <end_ms> <limit>
+//
+// spec is a 5-field cron expression, a descriptor (@hourly …) or
+// "@every <duration>"; tz an IANA time zone ("" for UTC). It replies the
+// first tick (Unix ms), or 0 for a schedule that has made its limit.
+var Repeat = &Verb{Name: "EMQ.REPEAT", Arity: 12, Keys: 3, Cap: "repeat",
+	Check: func(a [][]byte, now int64) error { _, err := checkRepeat(a, now); return err },
+	Run:   repeat}
+
+// Unrepeat removes a schedule: its row and its entry in the queue's
+// schedules. Replies 1, or 0 when there was none:
+//
+//	EMQ.UNREPEAT 2 emq:{q}:repeat:<name> emq:{q}:repeats
+var Unrepeat = &Verb{Name: "EMQ.UNREPEAT", Arity: 4, Keys: 2, Cap: "unrepeat",
+	Check: func(a [][]byte, _ int64) error { _, err := checkUnrepeat(a); return err },
+	Run:   unrepeat}
+
+// Repeats lists a queue's schedules, next tick first (finished ones last):
+//
+//	EMQ.REPEATS 1 emq:{q}:repeats
+//
+// each as an array of field/value pairs: name, then the schedule row's.
+var Repeats = &Verb{Name: "EMQ.REPEATS", Arity: 3, Keys: 1, Cap: "repeats",
+	Check: func(a [][]byte, _ int64) error { _, err := checkRepeats(a); return err },
+	Run:   repeats}
+
+// The arguments of EMQ.REPEAT.
+const (
+	repeatSpec, repeatTZ, repeatPayload, repeatPriority = 5, 6, 7, 8
+	repeatStart, repeatEnd, repeatLimit                 = 9, 10, 11
+)
+
+// The bounds and refusals of the schedule verbs.
+var (
+	timeBound       = newBound("start_ms and end_ms", 0, 1<<47)
+	limitJobsBound  = newBound("limit", 0, math.MaxInt32)
+	errRepeatLayout = static(errors.Layout, "repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes")
+	errEndBefore    = static(errors.Shape, "end_ms must be after start_ms")
+	errNoTick       = static(errors.Shape, "the schedule has no tick before end_ms")
+	errNumbers      = static(errors.State, "the queue has numbered all the schedules it can (4194303)")
+	errScheduleRow  = static(errors.State, "the schedule's row is not one EMQ.REPEAT wrote")
+)
+
+// maxScheduleNumber is the most schedules a queue numbers: a tick's job id
+// carries the number in its 22 low bits.
+const maxScheduleNumber = 1<<22 - 1
+
+// rule is a repeat schedule's rule: when it ticks.
+type rule struct {
+	every      int64         // the interval in ms; 0 for a cron schedule
+	cron       cron.Schedule // nil for an interval
+	loc        *time.Location
+	start, end int64 // ticks come after start and at or before end (0: never ends)
+	limit      int64 // the most jobs it makes; 0: no limit
+}
+
+// cronParser reads 5-field expressions and descriptors; "@every" is ours,
+// to the millisecond (the library's rounds to seconds).
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseRule reads a schedule's spec and time zone.
+func parseRule(spec, tz []byte) (rule, error) {
+	var sc rule
+	loc, err := location(tz)
+	if err != nil {
+		return sc, err
+	}
+	sc.loc = loc
+	text := string(spec)
+	if d, ok := strings.CutPrefix(text, "@every "); ok {
+		dur, err := time.ParseDuration(strings.TrimSpace(d))
+		if err != nil || dur < time.Millisecond || dur%time.Millisecond != 0 || dur > (1<<40)*time.Millisecond {
+			return sc, errors.New(errors.Shape, "spec %q: @every takes a duration of whole milliseconds from 1ms to 1099511627776ms", text)
+		}
+		sc.every = dur.Milliseconds()
+		return sc, nil
+	}
+	if strings.HasPrefix(text, "TZ=") || strings.HasPrefix(text, "CRON_TZ=") {
+		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", text)
+	}
+	if sc.cron, err = cronParser.Parse(text); err != nil {
+		return sc, errors.New(errors.Shape, "spec %q: %v", text, err)
+	}
+	return sc, nil
+}
+
+// location is the IANA zone named by tz, UTC when empty.
+func location(tz []byte) (*time.Location, error) {
+	if len(tz) == 0 {
+		return time.UTC, nil
+	}
+	name := string(tz)
+	if name == "Local" || strings.ContainsAny(name, " \t") {
+		return nil, errors.New(errors.Shape, "unknown time zone %q", name)
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, errors.New(errors.Shape, "unknown time zone %q", name)
+	}
+	return loc, nil
+}
+
+// after returns the schedule's first tick after t (Unix ms), or 0 when it
+// has none left: past its end, or beyond what the rule can say. An
+// interval ticks at start + k·every, k ≥ 1; a cron rule at its times after
+// start, in its zone.
+func (sc rule) after(t int64) int64 {
+	var next int64
+	if sc.every > 0 {
+		k := int64(1)
+		if t >= sc.start {
+			k = (t-sc.start)/sc.every + 1
+		}
+		if k > (math.MaxInt64-sc.start)/sc.every {
+			return 0
+		}
+		next = sc.start + k*sc.every
+	} else {
+		at := sc.cron.Next(time.UnixMilli(max(t, sc.start)).In(sc.loc))
+		if at.IsZero() {
+			return 0
+		}
+		next = at.UnixMilli()
+	}
+	if sc.end > 0 && next > sc.end {
+		return 0
+	}
+	return next
+}
+
+// nextAfter is after, or 0 once made jobs reached the limit.
+func (sc rule) nextAfter(t, made int64) int64 {
+	if sc.limit > 0 && made >= sc.limit {
+		return 0
+	}
+	return sc.after(t)
+}
+
+// tickID is the id of the job a schedule numbered number makes for tick
+// (Unix ms): minted from the tick's millisecond and the number, from the
+// top of the 22 low bits down, so two schedules of a queue never make the
+// same id and a tick made twice (a replayed turn, a failover) is one job.
+func tickID(tick, number int64) (ids.ID, bool) {
+	low := uint32(1<<22 - number)
+	return ids.New(ids.Job, uint64(tick-ids.EpochMs), low>>12, low&(1<<12-1))
+}
+
+// repeatArgs are EMQ.REPEAT's checked arguments.
+type repeatArgs struct {
+	queue, name                 []byte
+	sc                          rule
+	priority, start, end, limit int64
+}
+
+// checkRepeat decides what EMQ.REPEAT's arguments decide alone, with the
+// clock now: that the schedule has a tick to come before its end.
+func checkRepeat(a [][]byte, now int64) (r repeatArgs, err error) {
+	if err := numkeys(a, 3); err != nil {
+		return r, err
+	}
+	if r.sc, err = parseRule(a[repeatSpec], a[repeatTZ]); err != nil {
+		return r, err
+	}
+	if r.priority, err = priorityBound.parse(a[repeatPriority]); err != nil {
+		return r, err
+	}
+	if r.start, err = timeBound.parse(a[repeatStart]); err != nil {
+		return r, err
+	}
+	if r.end, err = timeBound.parse(a[repeatEnd]); err != nil {
+		return r, err
+	}
+	if r.limit, err = limitJobsBound.parse(a[repeatLimit]); err != nil {
+		return r, err
+	}
+	if r.start == 0 {
+		r.start = now
+	}
+	if r.end != 0 && r.end <= r.start {
+		return r, errEndBefore
+	}
+	r.sc.start, r.sc.end, r.sc.limit = r.start, r.end, r.limit
+	if r.sc.after(now) == 0 {
+		return r, errNoTick
+	}
+	var ok bool
+	if r.queue, r.name, ok = keys.SplitRepeat(a[2]); !ok {
+		return r, errRepeatLayout
+	}
+	set, ok := keys.SplitSet(a[3], keys.Repeats)
+	if !ok {
+		return r, setLayout[keys.Repeats]
+	}
+	config, ok := keys.SplitSet(a[4], keys.Config)
+	if !ok {
+		return r, setLayout[keys.Config]
+	}
+	if !bytes.Equal(set, r.queue) || !bytes.Equal(config, r.queue) {
+		return r, errKeysQueues
+	}
+	return r, nil
+}
+
+// scheduleFields are a schedule row's fields, in the order REPEAT writes
+// them and REPEATS lists them.
+var scheduleFields = []Ref{refSpec, refTZ, refPayload, refPriority, refStart, refEnd, refLimit,
+	refNumber, refMade, refNext, refLast}
+
+// The positions of scheduleFields.
+const (
+	schedSpec = iota
+	schedTZ
+	schedPayload
+	schedPriority
+	schedStart
+	schedEnd
+	schedLimit
+	schedNumber
+	schedMade
+	schedNext
+	schedLast
+)
+
+func repeat(c Call) error {
+	// shape and fence
+	r, err := checkRepeat(c.Args, c.Server.NowMs())
+	if err != nil {
+		return err
+	}
+
+	// reads: the row, the schedules, the config and its numbering
+	s, p := c.Server, c.Plan
+	s.Open(3, false, p, NoRef)
+	row, set, config := s.Type(0), s.Type(1), s.Type(2)
+	if (row != Empty && row != Hash) || (set != Empty && set != ZSet) || (config != Empty && config != Hash) {
+		return errors.ErrWrongType
+	}
+	var st settings
+	if err := st.read(s, p, r.queue, 2); err != nil {
+		return err
+	}
+	number, made, last := int64(0), int64(0), int64(0)
+	if row == Hash {
+		v := s.HashGet(p, 0, scheduleFields)
+		n, ok := ParseInt(v[schedNumber].Bytes)
+		if !ok || n < 1 || n > maxScheduleNumber {
+			return errScheduleRow
+		}
+		number = n
+		made, _ = ParseInt(v[schedMade].Bytes)
+		last, _ = ParseInt(v[schedLast].Bytes)
+	} else if number = st.repeatSeq + 1; number > maxScheduleNumber {
+		return errNumbers
+	}
+
+	// plan
+	now := s.NowMs()
+	first := r.sc.nextAfter(now, made)
+	p.hset(0, refSpec, Arg(repeatSpec), refTZ, Arg(repeatTZ), refPayload, Arg(repeatPayload),
+		refPriority, Arg(repeatPriority), refStart, p.Decimal(r.start), refEnd, Arg(repeatEnd),
+		refLimit, Arg(repeatLimit), refNumber, p.Decimal(number), refMade, p.Decimal(made),
+		refNext, p.Decimal(first), refLast, p.Decimal(last))
+	if row == Empty {
+		p.hset(2, refRepeatSeq, p.Decimal(number))
+	}
+	p.zadd(1, p.Bytes(r.name), tickScore(first))
+	p.replyInt(first)
+
+	// apply
+	return s.Apply(p)
+}
+
+// tickScore is a schedule's score in the queue's schedules: its next
+// tick, or +inf once it has none (it is listed, never due).
+func tickScore(next int64) float64 {
+	if next == 0 {
+		return math.Inf(1)
+	}
+	return float64(next)
+}
+
+// checkUnrepeat decides what EMQ.UNREPEAT's arguments decide alone.
+func checkUnrepeat(a [][]byte) ([]byte, error) {
+	if err := numkeys(a, 2); err != nil {
+		return nil, err
+	}
+	queue, name, ok := keys.SplitRepeat(a[2])
+	if !ok {
+		return nil, errRepeatLayout
+	}
+	other, ok := keys.SplitSet(a[3], keys.Repeats)
+	switch {
+	case !ok:
+		return nil, setLayout[keys.Repeats]
+	case !bytes.Equal(queue, other):
+		return nil, errKeysQueues
+	}
+	return name, nil
+}
+
+func unrepeat(c Call) error {
+	// shape and fence
+	name, err := checkUnrepeat(c.Args)
+	if err != nil {
+		return err
+	}
+
+	// reads
+	s, p := c.Server, c.Plan
+	s.Open(2, false, p, NoRef)
+	row := s.Type(0)
+	if (row != Empty && row != Hash) || (s.Type(1) != Empty && s.Type(1) != ZSet) {
+		return errors.ErrWrongType
+	}
+
+	// plan
+	p.zrem(1, p.Bytes(name))
+	if row == Empty {
+		p.replyInt(0)
+	} else {
+		p.write(Write{Op: Del, Key: 0})
+		p.replyInt(1)
+	}
+
+	// apply
+	return s.Apply(p)
+}
+
+// checkRepeats decides what EMQ.REPEATS's arguments decide alone.
+func checkRepeats(a [][]byte) ([]byte, error) {
+	if err := numkeys(a, 1); err != nil {
+		return nil, err
+	}
+	queue, ok := keys.SplitSet(a[2], keys.Repeats)
+	if !ok {
+		return nil, setLayout[keys.Repeats]
+	}
+	return queue, nil
+}
+
+func repeats(c Call) error {
+	// shape and fence
+	queue, err := checkRepeats(c.Args)
+	if err != nil {
+		return err
+	}
+
+	// reads, and the reply: the rows the schedules name, each a key the
+	// verb derives
+	s, p := c.Server, c.Plan
+	s.Open(1, false, p, NoRef)
+	if err := zsets(s, 0, 1); err != nil {
+		return err
+	}
+	names := s.ZRange(0, math.Inf(1), false, maxScheduleNumber)
+	head := len(p.Replies)
+	p.reply(ReplyArray, 0, 0)
+	n := 0
+	for _, m := range names {
+		off := len(p.Scratch)
+		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
+		k, ok := s.OpenDerived(p, p.span(off))
+		if !ok {
+			return errNoPerm
+		}
+		if s.Type(k) != Hash {
+			continue // a name without its row: not a schedule
+		}
+		v := s.HashGet(p, k, scheduleFields)
+		p.reply(ReplyArray, 0, 2+2*int64(len(scheduleFields)))
+		p.reply(ReplyBulk, p.String("name"), 0)
+		p.reply(ReplyBulk, m.Ref, 0)
+		for i, f := range scheduleFields {
+			p.reply(ReplyBulk, f, 0)
+			if v[i].Found {
+				p.reply(ReplyBulk, v[i].Ref, 0)
+			} else {
+				p.reply(ReplyBulk, p.String(""), 0)
+			}
+		}
+		n++
+	}
+	p.Replies[head].Int = int64(n)
+	return s.Apply(p)
+}
+
+// tick plans the jobs of the schedules' due ticks, at most batch of them:
+// each schedule due makes one job — for its due tick, however many ticks
+// passed since (a server that was down makes one, not a burst) — and moves
+// on to its first tick after now.
+func (t *turn) tick() error {
+	if t.repeats < 0 {
+		return nil
+	}
+	s, p := t.s, t.p
+	for _, m := range s.ZRange(t.repeats, float64(t.now), false, t.batch) {
+		off := len(p.Scratch)
+		p.Scratch = keys.AppendRepeat(p.Scratch, t.queue, m.Bytes)
+		k, ok := s.OpenDerived(p, p.span(off))
+		if !ok {
+			return errNoPerm
+		}
+		if s.Type(k) != Hash {
+			p.zrem(t.repeats, m.Ref) // its row is gone: nothing to tick
+			p.Count(DanglingDropped, 1)
+			continue
+		}
+		if err := t.tickOne(m, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tickOne makes the job of schedule m's due tick, its row at key k.
+func (t *turn) tickOne(m Member, k int) error {
+	s, p := t.s, t.p
+	v := s.HashGet(p, k, scheduleFields)
+	sc, err := parseRule(v[schedSpec].Bytes, v[schedTZ].Bytes)
+	number, okN := ParseInt(v[schedNumber].Bytes)
+	if err != nil || !okN || number < 1 || number > maxScheduleNumber {
+		p.zrem(t.repeats, m.Ref) // not a row REPEAT wrote: never due again
+		p.Count(DanglingDropped, 1)
+		return nil
+	}
+	sc.start, _ = ParseInt(v[schedStart].Bytes)
+	sc.end, _ = ParseInt(v[schedEnd].Bytes)
+	sc.limit, _ = ParseInt(v[schedLimit].Bytes)
+	made, _ := ParseInt(v[schedMade].Bytes)
+	priority, ok := ParseInt(v[schedPriority].Bytes)
+	if !ok || priority < 0 || priority > math.MaxInt32 {
+		priority = 0
+	}
+	payload := v[schedPayload]
+	tick := int64(m.Score)
+
+	// the schedule moves on, whatever becomes of the tick's job
+	made++
+	next := sc.nextAfter(t.now, made)
+	p.hset(k, refMade, p.Decimal(made), refLast, p.Decimal(tick), refNext, p.Decimal(next))
+	p.zadd(t.repeats, m.Ref, tickScore(next))
+
+	id, ok := tickID(tick, number)
+	if !ok {
+		return nil // a tick before the EMQ epoch: no id to make it under
+	}
+	off := len(p.Scratch)
+	p.Scratch = id.Append(p.Scratch)
+	idRef := p.span(off)
+	job, err := openJob(s, p, t.queue, p.ScratchBytes(idRef))
+	if err != nil {
+		return err
+	}
+	if s.Type(job) != Empty {
+		return nil // made already: a tick is one job
+	}
+	if !payload.Found {
+		payload = Value{Ref: p.String(""), Found: true}
+	}
+	if priority == 0 {
+		p.hset(job, refState, refPending, refAttempts, refZero, refPayload, payload.Ref, refRepeat, m.Ref)
+	} else {
+		p.hset(job, refState, refPending, refAttempts, refZero, refPayload, payload.Ref,
+			refPriority, v[schedPriority].Ref, refRepeat, m.Ref)
+	}
+	member := Member{Bytes: p.ScratchBytes(idRef), Ref: idRef, Score: float64(priority)}
+	t.cands = append(t.cands, candidate{member: member, job: job, from: fromNew, payload: payload})
+	t.st.events.job(p, refAdded, idRef, 0, refPriority, p.Decimal(priority), refRepeat, m.Ref)
+	p.Count(RepeatsTicked, 1)
+	return nil
+}

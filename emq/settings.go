@@ -1,0 +1,129 @@
+package emq
+
+import (
+	"math"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/keys"
+)
+
+// A queue's settings live in its config hash, emq:{<queue>}:config:
+// paused, the rate limit (rate_max jobs per rate_ms), the events stream's
+// cap (events) and the last number handed to a schedule (repeat_seq). A
+// queue that sets none has no config key, and a verb learns so in the step
+// that opens its own keys (Server.Open's probe): such a queue pays nothing
+// more. When the key exists it is read as a key the verb derives, so the
+// caller's ACL key permissions are checked on it first.
+
+// settings is what a verb knows of its queue's settings.
+type settings struct {
+	config    int // the config key's number; -1 when the queue has none
+	paused    bool
+	rateMax   int64 // jobs per window; 0: no limit
+	rateMs    int64
+	eventsCap int64 // the events stream's cap; 0: off
+	repeatSeq int64 // the last schedule number handed out; 0: none
+	events    eventLog
+}
+
+// settingFields are the config's fields, in settings' order.
+var settingFields = []Ref{refPaused, refRateMax, refRateMs, refEvents, refRepeatSeq}
+
+// The bounds of the settings, as their verbs check them (docs/commands.md).
+var (
+	rateMaxBound   = newBound("max", 0, 1_000_000)
+	rateMsBound    = newBound("window_ms", 1, math.MaxInt32)
+	eventsCapBound = newBound("cap", 0, math.MaxInt32)
+)
+
+// readSettings reads the queue's config when it exists, as the key named
+// by cfg (a scratch ref), and opens the events stream when they are on.
+func readSettings(s Server, p *Plan, queue []byte, cfg Ref, exists bool) (settings, error) {
+	st := settings{config: -1}
+	if !exists {
+		return st, nil
+	}
+	k, ok := s.OpenDerived(p, cfg)
+	if !ok {
+		return st, errNoPerm
+	}
+	return st, st.read(s, p, queue, k)
+}
+
+// read reads config key k, a hash or absent, into st and opens the events
+// stream when they are on.
+func (st *settings) read(s Server, p *Plan, queue []byte, k int) error {
+	switch s.Type(k) {
+	case Empty:
+		st.config = k
+		return nil
+	case Hash:
+	default:
+		return errors.ErrWrongType
+	}
+	st.config = k
+	v := s.HashGet(p, k, settingFields)
+	st.paused = v[0].Found
+	max, okMax := ParseInt(v[1].Bytes)
+	ms, okMs := ParseInt(v[2].Bytes)
+	if okMax && okMs && max > 0 && ms > 0 {
+		st.rateMax, st.rateMs = max, ms
+	}
+	if n, ok := ParseInt(v[3].Bytes); ok && n > 0 {
+		st.eventsCap = n
+	}
+	if n, ok := ParseInt(v[4].Bytes); ok && n > 0 {
+		st.repeatSeq = n
+	}
+	if st.eventsCap == 0 {
+		return nil
+	}
+	e, ok := s.OpenDerived(p, queueKey(p, queue, keys.Events))
+	if !ok {
+		return errNoPerm
+	}
+	if t := s.Type(e); t != Empty && t != Stream {
+		return errors.ErrWrongType
+	}
+	st.events = eventLog{key: e, cap: st.eventsCap}
+	return nil
+}
+
+// eventLog appends a queue's lifecycle events to its events stream, when
+// the queue turned them on (docs/commands.md, "Lifecycle events").
+type eventLog struct {
+	key int   // the stream's key
+	cap int64 // its cap; 0 when events are off (the zero eventLog)
+}
+
+// on reports whether the queue records its events.
+func (e eventLog) on() bool { return e.cap > 0 }
+
+// queue appends an event of the queue itself: event <name> <more…>.
+func (e eventLog) queue(p *Plan, name Ref, more ...Ref) {
+	if !e.on() {
+		return
+	}
+	from := len(p.Refs)
+	p.Refs = append(p.Refs, refEvent, name)
+	p.Refs = append(p.Refs, more...)
+	e.append(p, from)
+}
+
+// job appends an event of one job: event <name> job <id> attempt <attempt>
+// <more…>, attempt being the row's attempts after the transition.
+func (e eventLog) job(p *Plan, name, id Ref, attempt int64, more ...Ref) {
+	if !e.on() {
+		return
+	}
+	n := p.Decimal(attempt)
+	from := len(p.Refs)
+	p.Refs = append(p.Refs, refEvent, name, refJob, id, refAttempt, n)
+	p.Refs = append(p.Refs, more...)
+	e.append(p, from)
+}
+
+func (e eventLog) append(p *Plan, from int) {
+	p.writeSince(Write{Op: XAddAuto, Key: int32(e.key), Count: e.cap}, from)
+	p.Count(EventsAppended, 1)
+}

@@ -1,0 +1,253 @@
+package emq
+
+import (
+	"bytes"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// Settle settles the jobs a worker finished and claims the next ones of
+// the same queue, in one turn — a worker's one round trip per batch of
+// jobs:
+//
+//	EMQ.SETTLE 4 emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead <lease_ms> <count> <max_attempts> <n> <settlement>…
+//	<settlement> = ACK <JOB id> <attempt> <keep_ms>
+//	             | DONE <JOB id> <attempt> <keep_ms> <result>
+//	             | FAIL <JOB id> <attempt> <backoff_ms> <error>
+//
+// Each settlement is EMQ.ACK (DONE: with a result) or EMQ.FAIL of a job of
+// the queue, with every rule of the verb; one the stored data refuses —
+// its row missing (EMQNOJOB), not active under its attempt (EMQLEASE), of
+// the wrong type, outside the caller's ACL — is not applied and replies
+// its error in its place, and the rest of the call goes on. Then, as
+// EMQ.CLAIM, it claims up to count (0 … 1000) jobs; a job a settlement
+// failed back to pending may be among them. It replies [[<one reply per
+// settlement: 1, or the failed job's new state, or an error>], <the claim's
+// reply>].
+var Settle = &Verb{Name: "EMQ.SETTLE", Arity: -10, Keys: 4, Cap: "settle",
+	Check: func(a [][]byte, _ int64) error { _, err := checkSettle(a, nil); return err },
+	Run:   settle}
+
+// settlement is one job a SETTLE call settles.
+type settlement struct {
+	kind    byte // 'A' ack, 'D' done (an ack with a result), 'F' fail
+	id      int  // the argument holding its JOB id
+	attempt int64
+	ms      int64 // keep_ms, or backoff_ms
+	text    int   // the argument of the result or the error; 0 for none
+}
+
+// The arguments of EMQ.SETTLE, and its bounds and refusals.
+const settleN, settleFirst = 9, 10
+
+var (
+	settleCountBound = newBound("count", 0, 1000)
+	settleNBound     = newBound("n", 0, 1000)
+)
+
+func settle(c Call) error {
+	// shape and fence
+	p := c.Plan
+	a, err := checkSettle(c.Args, p)
+	if err != nil {
+		return err
+	}
+
+	// reads: the turn's keys, then each settlement's job row
+	t, err := openTurn(c, a.queue)
+	if err != nil {
+		return err
+	}
+	s := c.Server
+	p.reply(ReplyArray, 0, 2)
+	p.reply(ReplyArray, 0, int64(len(p.settlements)))
+	for _, st := range p.settlements {
+		if err := t.settleOne(c.Args, st, a.maxAttempts); err != nil {
+			p.reply(ReplyError, refusalText(p, err), 0)
+			p.Count(SettlesRefused, 1)
+			continue
+		}
+		p.Count(Settled, 1)
+	}
+
+	// plan: the claim
+	if err := t.run(a); err != nil {
+		return err
+	}
+
+	// apply
+	return s.Apply(p)
+}
+
+// settleOne plans one settlement and its reply, or returns the refusal of
+// it the stored data decides.
+func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
+	s, p := t.s, t.p
+	id := args[st.id]
+	k, err := openJob(s, p, t.queue, id)
+	if err != nil {
+		return err
+	}
+	if t.isDone(id) {
+		return errLease // settled earlier in the call: not active any more
+	}
+	row, err := leasedJob(s, p, k, st.attempt)
+	if err != nil {
+		return err
+	}
+	ref := Arg(st.id)
+	t.markDone(id)
+	switch st.kind {
+	case 'F':
+		to := failSets{pending: claimPending, active: claimActive, delayed: claimDelayed, dead: claimDead}
+		state, priority := planFail(s, p, t.st.events, k, to, ref, row, st.attempt, st.ms, max, t.now, Arg(st.text))
+		p.reply(ReplyBulk, state, 0)
+		if state == refPending { // the claim may take it back at once
+			m := Member{Bytes: id, Ref: ref, Score: priority}
+			t.cands = append(t.cands, candidate{member: m, job: k, from: claimPending})
+		}
+	default:
+		result, size := NoRef, 0
+		if st.kind == 'D' {
+			result, size = Arg(st.text), len(args[st.text])
+		}
+		planAck(p, t.st.events, k, claimActive, ref, st.attempt, st.ms, t.now, result, size)
+		p.replyInt(1)
+	}
+	return nil
+}
+
+// refusalText writes err's reply text, "<CODE> <message>", into p's
+// scratch and returns a ref to it.
+func refusalText(p *Plan, err error) Ref {
+	off := len(p.Scratch)
+	if r, ok := err.(*errors.Refusal); ok {
+		p.Scratch = append(p.Scratch, r.Code.String()...)
+		p.Scratch = append(p.Scratch, ' ')
+		p.Scratch = append(p.Scratch, r.Msg...)
+	} else {
+		p.Scratch = append(p.Scratch, "ERR "...)
+		p.Scratch = append(p.Scratch, err.Error()...)
+	}
+	return p.span(off)
+}
+
+// checkSettle decides what SETTLE's arguments decide alone, in
+// docs/commands.md's order: the numbers and the settlements' split, then
+// the keys' layouts, the JOB ids, and the keys agreeing. With p, it
+// gathers the settlements into p.settlements.
+func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
+	if err := numkeys(a, 4); err != nil {
+		return c, err
+	}
+	if c.lease, err = leaseBound.parse(a[6]); err != nil {
+		return c, err
+	}
+	if c.count, err = settleCountBound.parse(a[7]); err != nil {
+		return c, err
+	}
+	if c.maxAttempts, err = maxAttemptsBound.parse(a[8]); err != nil {
+		return c, err
+	}
+	n, err := settleNBound.parse(a[settleN])
+	if err != nil {
+		return c, err
+	}
+	var list []settlement
+	if p != nil {
+		list = p.settlements[:0]
+	}
+	at := settleFirst
+	for i := 1; i <= int(n); i++ {
+		st, next, err := parseSettlement(a, at, i)
+		if err != nil {
+			return c, err
+		}
+		if p != nil {
+			list = append(list, st)
+		}
+		at = next
+	}
+	if at != len(a) {
+		return c, errors.New(errors.Shape, "the arguments hold more than n=%d settlements", n)
+	}
+	if p != nil {
+		p.settlements = list
+	}
+	// layouts, then the ids, then agreement
+	var queue []byte
+	same := true
+	for i, set := range []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet} {
+		q, ok := keys.SplitSet(a[2+i], set)
+		if !ok {
+			return c, setLayout[set]
+		}
+		if queue == nil {
+			queue = q
+		}
+		same = same && bytes.Equal(q, queue)
+	}
+	for i, at := 1, settleFirst; at < len(a); i++ {
+		if _, ok := ids.Parse(ids.Job, a[at+1]); !ok {
+			return c, errors.New(errors.Kind, "settlement %d: job id must be JOB-namespaced", i)
+		}
+		at += settlementLen(a[at])
+	}
+	if !same {
+		return c, errKeysQueues
+	}
+	c.queue = queue
+	return c, nil
+}
+
+// settlementLen is how many arguments a settlement of the kind word takes
+// (its split was checked).
+func settlementLen(kind []byte) int {
+	if len(kind) > 0 && (kind[0]|0x20) == 'a' {
+		return 4
+	}
+	return 5
+}
+
+// parseSettlement reads settlement number i (from 1) at argument at, and
+// returns it and the argument after it.
+func parseSettlement(a [][]byte, at, i int) (st settlement, next int, err error) {
+	if at >= len(a) {
+		return st, 0, errors.New(errors.Shape, "the arguments hold fewer than n settlements: settlement %d is missing", i)
+	}
+	kind := a[at]
+	need := 0
+	switch {
+	case bytes.EqualFold(kind, []byte("ACK")):
+		st.kind, need = 'A', 4
+	case bytes.EqualFold(kind, []byte("DONE")):
+		st.kind, need = 'D', 5
+	case bytes.EqualFold(kind, []byte("FAIL")):
+		st.kind, need = 'F', 5
+	default:
+		return st, 0, errors.New(errors.Shape, "settlement %d: the kind must be ACK, DONE or FAIL", i)
+	}
+	if at+need > len(a) {
+		return st, 0, errors.New(errors.Shape, "settlement %d: %s takes %d arguments", i, kind, need-1)
+	}
+	st.id = at + 1
+	if st.attempt, err = attemptBound.parse(a[at+2]); err != nil {
+		return st, 0, errors.New(errors.Shape, "settlement %d: %s", i, err.(*errors.Refusal).Msg)
+	}
+	b := keepBound
+	if st.kind == 'F' {
+		b = backoffBound
+	}
+	if st.ms, err = b.parse(a[at+3]); err != nil {
+		return st, 0, errors.New(errors.Shape, "settlement %d: %s", i, err.(*errors.Refusal).Msg)
+	}
+	if st.kind == 'D' && st.ms == 0 {
+		return st, 0, errors.New(errors.Shape, "settlement %d: %s", i, errResultKeep.Msg)
+	}
+	if need == 5 {
+		st.text = at + 4
+	}
+	return st, at + need, nil
+}

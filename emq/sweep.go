@@ -1,0 +1,98 @@
+package emq
+
+// A claim turn's sweeps, before it claims: the delayed jobs that are due
+// move to pending, the active ones whose lease passed go back there, and
+// the schedules' due ticks make their jobs — at most emq.sweep-batch of
+// each, oldest first, so one turn stays O(log N + batch). Each job so
+// moved becomes a candidate the turn may claim at once; the ones it does
+// not claim are written into pending at their priority. The queue's timer
+// runs the same sweeps (Sweep), so due jobs move on time whether or not a
+// worker claims.
+
+// Sweep is the sweep a queue's timer runs on the primary when a job of the
+// queue comes due: a claim turn that claims nothing. It is not a command;
+// the host runs it with the queue's four sets as the keys of
+//
+//	EMQ.SWEEP 4 emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead
+//
+// and replies nothing.
+var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
+	queue, err := claimKeys(c.Args)
+	if err != nil {
+		return err
+	}
+	t, err := openTurn(c, queue)
+	if err != nil {
+		return err
+	}
+	if err := t.sweep(); err != nil {
+		return err
+	}
+	t.toPending()
+	return c.Server.Apply(c.Plan)
+}}
+
+// The fields a job moved into pending by a sweep gets: pending, and for a
+// stalled one why.
+var (
+	promotedFields = []Ref{refState, refPending}
+	stalledFields  = []Ref{refState, refPending, refError, refLeaseExpired}
+)
+
+// sweep plans the turn's sweeps and adds the jobs they move to its
+// candidates.
+func (t *turn) sweep() error {
+	if err := t.move(claimDelayed, float64(t.now), false, promotedFields, refPromoted, JobsPromoted); err != nil {
+		return err
+	}
+	// a lease passes strictly after its deadline, as EXTEND allows
+	if err := t.move(claimActive, float64(t.now), true, stalledFields, refStalled, StallsRequeued); err != nil {
+		return err
+	}
+	return t.tick()
+}
+
+// move makes candidates of at most batch jobs of set key set scored up to
+// max (below it, with exclusive), oldest first, skipping the ids this call
+// settled; an id whose row is gone only leaves the set.
+func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Ref, counter Counter) error {
+	s, p := t.s, t.p
+	for _, m := range s.ZRange(set, max, exclusive, t.batch) {
+		if t.isDone(m.Bytes) {
+			continue
+		}
+		k, err := openJob(s, p, t.queue, m.Bytes)
+		if err != nil {
+			return err
+		}
+		c, ok := swept(s, p, m, k, set)
+		if !ok {
+			continue
+		}
+		c.fields = fields
+		t.cands = append(t.cands, c)
+		if t.st.events.on() {
+			attempts, _ := ParseInt(s.HashGet(p, k, attemptsFields)[0].Bytes)
+			t.st.events.job(p, event, m.Ref, attempts)
+		}
+		p.Count(counter, 1)
+	}
+	return nil
+}
+
+// attemptsFields is the field a sweep reads for a moved job's event, when
+// the queue records events.
+var attemptsFields = []Ref{refAttempts}
+
+// swept reads the row at key k of member m of set key set, moved by a
+// sweep: a candidate scored by its priority, or, when the row is gone or
+// not a hash, its id's removal from the set and false.
+func swept(s Server, p *Plan, m Member, k, set int) (candidate, bool) {
+	if s.Type(k) != Hash {
+		p.zrem(set, m.Ref)
+		p.Count(DanglingDropped, 1)
+		return candidate{}, false
+	}
+	m.Score = priorityOf(s, p, k)
+	return candidate{member: m, job: k, from: set}, true
+}
