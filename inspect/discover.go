@@ -11,7 +11,7 @@ import (
 
 // queueKeys are the keys whose presence makes a queue: its four sets, its
 // config hash (a paused or limited queue with no job) and its schedules.
-var queueKeys = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet, "config", "repeats"}
+var queueKeys = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet, keys.Config, keys.Repeats}
 
 // scanPattern matches the keys of queueKeys and, of a queue's other keys,
 // none: a job row's segment starts with j, a topic's stream and failure

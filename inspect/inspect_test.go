@@ -56,9 +56,9 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
 	})
 	t.Run("a queue of only a config or only schedules is found", func(t *testing.T) {
-		require.NoError(t, s.Do("HSET", inspect.ConfigKey("quiet"), "paused", "1").Error())
-		require.NoError(t, s.Do("ZADD", keys.Set("cron", "repeats"), "1", "nightly").Error())
-		t.Cleanup(func() { s.Do("DEL", inspect.ConfigKey("quiet"), keys.Set("cron", "repeats")) })
+		require.NoError(t, s.Do("HSET", keys.Set("quiet", keys.Config), "paused", "1").Error())
+		require.NoError(t, s.Do("ZADD", keys.Set("cron", keys.Repeats), "1", "nightly").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Set("quiet", keys.Config), keys.Set("cron", keys.Repeats)) })
 		names, err := inspect.New(s.Client(), inspect.Options{}).Queues(ctx(t))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cron", "emails", "invoices", "payments", "quiet"}, names)

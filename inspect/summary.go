@@ -50,10 +50,6 @@ func (s Summary) Total() int64 {
 	return n
 }
 
-// ConfigKey is the key of queue's config hash (design 0.3: paused,
-// rate_max, rate_ms, …).
-func ConfigKey(queue string) string { return keys.Set(queue, "config") }
-
 // perQueue is how many commands summarize one queue: a ZCARD per state,
 // the config's fields, the head of pending.
 const perQueue = 4 + 2
@@ -74,7 +70,7 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 			for _, st := range States {
 				cmds = append(cmds, in.vk.B().Zcard().Key(keys.Set(q, string(st))).Build())
 			}
-			cmds = append(cmds, in.vk.B().Hmget().Key(ConfigKey(q)).Field("paused", "rate_max", "rate_ms").Build(),
+			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms").Build(),
 				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build())
 		}
 		replies := in.vk.DoMulti(ctx, cmds...)

@@ -83,7 +83,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 		enqueue(t, ctx, c, "payments", j, `{"order":42}`)
 	}
 	// no verb pauses or limits a queue before 0.3: the config's fields
-	do(t, ctx, vk, vk.B().Hset().Key(inspect.ConfigKey("payments")).FieldValue().
+	do(t, ctx, vk, vk.B().Hset().Key(keys.Set("payments", keys.Config)).FieldValue().
 		FieldValue("paused", "1").FieldValue("rate_max", "10").FieldValue("rate_ms", "1000").Build())
 
 	enqueue(t, ctx, c, "invoices", f.InvoicesDead, "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example")
