@@ -56,7 +56,7 @@ func parseProfile(r io.Reader, objectName func(path string) string) (profile, er
 			case "cob":
 				name(objects, value)
 			case "fn":
-				fn = name(functions, value)
+				fn = unrecursed(name(functions, value))
 			case "cfn":
 				callee = name(functions, value)
 			case "calls":
@@ -84,6 +84,20 @@ func parseProfile(r io.Reader, objectName func(path string) string) (profile, er
 		p.object[ob] += cost
 	}
 	return p, sc.Err()
+}
+
+// unrecursed is a function's name without the "'2", "'3" … callgrind
+// appends to name its recursive activations, and sometimes a Go callback's
+// frames after a stack switch: one function, one line in a listing.
+func unrecursed(name string) string {
+	i := strings.LastIndexByte(name, '\'')
+	if i <= 0 || i == len(name)-1 {
+		return name
+	}
+	if _, err := strconv.ParseUint(name[i+1:], 10, 32); err != nil {
+		return name
+	}
+	return name[:i]
 }
 
 // isPosition reports whether s is a cost line's position: a number, a
@@ -118,11 +132,16 @@ func top(m map[string]int64, n int) []cost {
 	return out[:min(n, len(out))]
 }
 
-// minus is, per function, how many more instructions p ran than q.
-func (p profile) minus(q profile) map[string]int64 {
+// minus is, per name, how much more a has than b.
+func minus(a, b map[string]int64) map[string]int64 {
 	d := map[string]int64{}
-	for k, v := range p.function {
-		d[k] = v - q.function[k]
+	for k, v := range a {
+		d[k] = v - b[k]
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			d[k] = -v
+		}
 	}
 	return d
 }

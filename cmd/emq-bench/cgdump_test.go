@@ -15,7 +15,7 @@ const sampleDump = `# callgrind format
 version: 1
 positions: line
 events: Ir
-summary: 205
+summary: 212
 
 ob=(1) /usr/bin/valkey-server
 fl=(1) ???
@@ -33,6 +33,8 @@ fn=(2)
 -1 10
 
 ob=(1)
+fn=(5) call'2
+0 7
 fn=(3) processTimeEvents
 0 3
 cfn=(4) serverCron
@@ -40,23 +42,34 @@ calls=1 0
 0 27
 fn=(4)
 0 27
-totals: 205
+totals: 212
 `
 
 func TestParseProfile(t *testing.T) {
 	p, err := parseProfile(strings.NewReader(sampleDump), filepath.Base)
 	require.NoError(t, err)
-	assert.Equal(t, int64(195), p.total, "a call's inclusive cost is its callee's, not counted again")
-	assert.Equal(t, map[string]int64{"call [valkey-server]": 105, "emqServe [emq.so]": 60,
+	assert.Equal(t, int64(202), p.total, "a call's inclusive cost is its callee's, not counted again")
+	assert.Equal(t, map[string]int64{"call [valkey-server]": 112, "emqServe [emq.so]": 60,
 		"processTimeEvents [valkey-server]": 3, "serverCron [valkey-server]": 27}, p.function)
-	assert.Equal(t, map[string]int64{"valkey-server": 135, "emq.so": 60}, p.object)
+	assert.Equal(t, map[string]int64{"valkey-server": 142, "emq.so": 60}, p.object)
 	assert.Equal(t, int64(27), p.cron, "the cron's calls' inclusive cost")
+	assert.NotContains(t, p.function, "call'2 [valkey-server]", "a recursive activation is its function's")
 }
 
-func TestProfileMinusIsPerFunction(t *testing.T) {
-	p := profile{function: map[string]int64{"a": 10, "b": 5}}
-	q := profile{function: map[string]int64{"a": 4, "c": 7}}
-	assert.Equal(t, map[string]int64{"a": 6, "b": 5}, p.minus(q))
+func TestMinusIsPerNameBothWays(t *testing.T) {
+	p := map[string]int64{"a": 10, "b": 5}
+	q := map[string]int64{"a": 4, "c": 7}
+	assert.Equal(t, map[string]int64{"a": 6, "b": 5, "c": -7}, minus(p, q))
+}
+
+func TestDiffCostsListsObjectsThenMoreThenFewer(t *testing.T) {
+	p := profile{object: map[string]int64{"emq.so": 40, "valkey-server": 100},
+		function: map[string]int64{"f [emq.so]": 40, "g [valkey-server]": 100}}
+	q := profile{object: map[string]int64{"valkey-server": 120},
+		function: map[string]int64{"g [valkey-server]": 110, "h [valkey-server]": 10}}
+	want := "      +20  emq.so\n      -10  valkey-server\n      +10  in all\n\n" +
+		"      +20  f [emq.so]\n       -5  g [valkey-server]\n       -5  h [valkey-server]\n"
+	assert.Equal(t, want, diffCosts(p, q, 2))
 }
 
 func TestTopSortsByCostThenName(t *testing.T) {

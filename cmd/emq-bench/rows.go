@@ -133,23 +133,27 @@ func enqueueCmd(w *cmdBuf, g *opGen, job []byte) {
 const benchPriority = 5
 
 // scheduleRow is SCHEDULE at a priority into pending against ENQUEUE (at
-// priority 0): what admitting at a priority costs (issue 23).
+// priority 0): what admitting at a priority costs (issue 23); and beside
+// SCHEDULE at priority 0, which writes no priority field.
 func scheduleRow() row {
+	schedule := func(priority int64) func(w *cmdBuf, g *opGen) {
+		return withJob(func(w *cmdBuf, g *opGen, job []byte) {
+			w.command("EMQ.SCHEDULE", 9)
+			w.str("3")
+			w.join([]byte(g.prefix), []byte("}:job:"), job)
+			g.sets(w, "pending", "delayed")
+			w.join(job)
+			w.str(payload)
+			w.int(priority)
+			w.str("0")
+		})
+	}
 	return row{
 		name: "SCHEDULE", entries: 1, fixedKey: "}:pending", check: lengthOf("ZCARD", 1),
 		variants: []variant{
-			{name: "EMQ.SCHEDULE at priority 5", verb: "schedule", write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
-				w.command("EMQ.SCHEDULE", 9)
-				w.str("3")
-				w.join([]byte(g.prefix), []byte("}:job:"), job)
-				w.join([]byte(g.prefix), []byte("}:pending"))
-				w.join([]byte(g.prefix), []byte("}:delayed"))
-				w.join(job)
-				w.str(payload)
-				w.int(benchPriority)
-				w.str("0")
-			})},
+			{name: fmt.Sprintf("EMQ.SCHEDULE at priority %d", benchPriority), verb: "schedule", write: schedule(benchPriority)},
 			{name: "EMQ.ENQUEUE", target: 1.1, write: withJob(enqueueCmd)},
+			{name: "EMQ.SCHEDULE at priority 0", write: schedule(0)},
 		},
 	}
 }
