@@ -250,20 +250,19 @@ func runCallgrind(o options) (section, body string, err error) {
 }
 
 // explained are the variants of r whose difference from the native verb
-// the report lists: each one with a target, or the cheapest when none has.
+// the report lists: each one with a target, and the cheapest.
 func explained(r row, res []cgResult) []int {
-	var vis []int
 	cheapest := 1
-	for vi := 1; vi < len(r.variants); vi++ {
-		if r.variants[vi].target != 0 {
-			vis = append(vis, vi)
-		}
+	for vi := 2; vi < len(r.variants); vi++ {
 		if median(res[vi].perOp) < median(res[cheapest].perOp) {
 			cheapest = vi
 		}
 	}
-	if len(vis) == 0 {
-		return []int{cheapest}
+	var vis []int
+	for vi := 1; vi < len(r.variants); vi++ {
+		if r.variants[vi].target != 0 || vi == cheapest {
+			vis = append(vis, vi)
+		}
 	}
 	return vis
 }
