@@ -1,0 +1,259 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eventsOn turns queue's events on with cap: by EMQ.EVENTS natively, by
+// its config field on the scripts (what the verb writes).
+func eventsOn(t *testing.T, n node, queue string, cap int) {
+	t.Helper()
+	c := strconv.Itoa(cap)
+	if n.native {
+		must(t, n.s, "EMQ.EVENTS", "2", keys.Set(queue, keys.Config), keys.Set(queue, keys.Events), c)
+		return
+	}
+	must(t, n.s, "HSET", keys.Set(queue, keys.Config), "events", c)
+}
+
+// eventNodes are the nodes whose verbs append events: the module's.
+// TODO(issue 23): the scripts' too, once they append them.
+func eventNodes(t *testing.T) []node { return startNodes(t)[:1] }
+
+// pull reads exactly n events of seq, failing on an error or when they
+// do not come within 10 s, and stops the sequence.
+func pull(t *testing.T, seq iter.Seq2[Event, error], n int) []Event {
+	t.Helper()
+	var out []Event
+	if n == 0 {
+		return out
+	}
+	for ev, err := range seq {
+		require.NoError(t, err)
+		if out = append(out, ev); len(out) == n {
+			break
+		}
+	}
+	require.Len(t, out, n, "the sequence ended early")
+	return out
+}
+
+// stamp is an expected event whose Lease or At the test knows only to
+// lie between two clocks read around the call (the server's and the
+// test's are one machine's).
+type stamp struct {
+	Event
+	lo, hi time.Time
+}
+
+// after brackets a time the server read while call ran, plus d.
+func after(d time.Duration, call func()) (lo, hi time.Time) {
+	lo = time.Now().Add(d).Truncate(time.Millisecond)
+	call()
+	return lo, time.Now().Add(d)
+}
+
+// requireEvents compares got with want, field by field; a stamped
+// event's Lease or At must lie in its bracket.
+func requireEvents(t *testing.T, want []stamp, got []Event) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		g := got[i]
+		if !w.lo.IsZero() {
+			seen, dst := g.At, &w.At
+			if g.Name == EventClaimed {
+				seen, dst = g.Lease, &w.Lease
+			}
+			assert.False(t, seen.Before(w.lo) || seen.After(w.hi), "event %d (%s): %v not in [%v, %v]", i, g.Name, seen, w.lo, w.hi)
+			*dst = seen
+		}
+		w.ID = g.ID
+		assert.Equal(t, w.Event, g, "event %d", i)
+	}
+}
+
+// TestEventsDecodeEveryKind: every event the module appends comes back
+// typed, each field where the table of docs/commands.md puts it.
+func TestEventsDecodeEveryKind(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(1)
+	require.NoError(t, err)
+	n := node{s: s, c: New(s.Client()), native: true, m: m}
+	const name = "kinds"
+	q := newQueue(t, n, name, Policy{Lease: time.Minute, MaxAttempts: 3})
+	dying := newQueue(t, n, name, Policy{Lease: 20 * time.Millisecond, MaxAttempts: 1})
+	eventsOn(t, n, name, 1000)
+	job := func(id ids.ID) string { return keys.Job(name, id.String()) }
+	var want []stamp
+	add := func(ev Event) { want = append(want, stamp{Event: ev}) }
+	claim := func(q *Queue, id ids.ID, attempt int64) *Job {
+		var j *Job
+		lo, hi := after(q.Policy().Lease, func() { j = claimOne(t, q) })
+		require.Equal(t, id, j.ID)
+		want = append(want, stamp{Event{Name: EventClaimed, Job: id, Attempt: attempt}, lo, hi})
+		return j
+	}
+
+	first, err := q.Enqueue(ctx(t), []byte("a"))
+	require.NoError(t, err)
+	add(Event{Name: EventAdded, Job: first})
+	claim(q, first, 1)
+	must(t, s, "EMQ.ACK", "2", job(first), q.active, "1", "60000", "result!")
+	add(Event{Name: EventCompleted, Job: first, Attempt: 1, ResultSize: 7})
+
+	second, err := q.Enqueue(ctx(t), []byte("b"))
+	require.NoError(t, err)
+	add(Event{Name: EventAdded, Job: second})
+	j := claim(q, second, 1)
+	lease, err := j.Extend(ctx(t))
+	require.NoError(t, err)
+	add(Event{Name: EventExtended, Job: second, Attempt: 1, Lease: lease})
+	_, err = j.FailAfter(ctx(t), errors.New("boom"), 0)
+	require.NoError(t, err)
+	add(Event{Name: EventFailed, Job: second, Attempt: 1, State: StatePending, Error: "boom"})
+	j = claim(q, second, 2)
+	lo, hi := after(30*time.Millisecond, func() { _, err = j.FailAfter(ctx(t), errors.New("slow"), 30*time.Millisecond) })
+	require.NoError(t, err)
+	want = append(want, stamp{Event{Name: EventFailed, Job: second, Attempt: 2, State: StateDelayed, Error: "slow"}, lo, hi})
+	time.Sleep(50 * time.Millisecond)
+	add(Event{Name: EventPromoted, Job: second, Attempt: 2})
+	j = claim(q, second, 3)
+	state, err := j.Fail(ctx(t), errors.New("last"))
+	require.NoError(t, err)
+	require.Equal(t, StateDead, state)
+	add(Event{Name: EventFailed, Job: second, Attempt: 3, State: StateDead, Error: "last"})
+	require.NoError(t, q.Revive(ctx(t), second))
+	add(Event{Name: EventRevived, Job: second, Attempt: 3})
+	claim(dying, second, 4)
+	time.Sleep(40 * time.Millisecond)
+	jobs, err := dying.Claim(ctx(t), 1)
+	require.NoError(t, err)
+	require.Empty(t, jobs, "its one attempt after the revival is spent")
+	add(Event{Name: EventStalled, Job: second, Attempt: 4})
+	add(Event{Name: EventDead, Job: second, Attempt: 4, Error: "lease expired"})
+
+	third := m.Mint(ids.Job)
+	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+	must(t, s, "EMQ.SCHEDULE", "3", job(third), q.pending, q.delayed, third.String(), "c", "7", strconv.FormatInt(at.UnixMilli(), 10))
+	add(Event{Name: EventScheduled, Job: third, Priority: 7, At: at})
+	must(t, s, "EMQ.REMOVE", "5", job(third), q.pending, q.active, q.delayed, q.dead)
+	add(Event{Name: EventRemoved, Job: third, State: StateDelayed})
+
+	config := keys.Set(name, keys.Config)
+	must(t, s, "EMQ.PAUSE", "2", config, q.pending)
+	add(Event{Name: EventPaused})
+	must(t, s, "EMQ.RESUME", "2", config, q.pending)
+	add(Event{Name: EventResumed})
+	must(t, s, "EMQ.LIMIT", "2", config, q.pending, "10", "1500")
+	add(Event{Name: EventLimited, Max: 10, Window: 1500 * time.Millisecond})
+	must(t, s, "EMQ.LIMIT", "2", config, q.pending, "0", "1")
+	add(Event{Name: EventLimited})
+
+	tick := time.Now().Add(200 * time.Millisecond).UnixMilli()
+	start := strconv.FormatInt(tick-3_600_000, 10)
+	must(t, s, "EMQ.REPEAT", "3", keys.Repeat(name, "hourly"), keys.Set(name, keys.Repeats), config,
+		"@every 1h", "", "tick", "5", start, "0", "0")
+	time.Sleep(time.Until(time.UnixMilli(tick + 10)))
+	ticked, ok := emq.TickID(tick, 1)
+	require.True(t, ok)
+	add(Event{Name: EventAdded, Job: ticked, Priority: 5, Repeat: "hourly"})
+	claim(q, ticked, 1)
+
+	requireEvents(t, want, pull(t, q.Events(ctx(t), "0"), len(want)))
+}
+
+// enqueueN enqueues n jobs and returns their ids.
+func enqueueN(t *testing.T, q *Queue, n int) []ids.ID {
+	t.Helper()
+	payloads := make([][]byte, n)
+	out, err := q.EnqueueMany(ctx(t), payloads)
+	require.NoError(t, err)
+	return out
+}
+
+// jobsOf are the events' jobs, in order.
+func jobsOf(events []Event) []ids.ID {
+	out := make([]ids.ID, len(events))
+	for i, ev := range events {
+		out[i] = ev.Job
+	}
+	return out
+}
+
+// TestEventsResume: a listener reads from the ID it was given — every
+// event after it, none before — and ends as told.
+func TestEventsResume(t *testing.T) {
+	for _, n := range eventNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a listener that restarts from its last ID misses nothing and repeats nothing", func(t *testing.T) {
+				q := newQueue(t, n, "resume", Policy{})
+				eventsOn(t, n, "resume", 1000)
+				before := enqueueN(t, q, 5)
+				seen := pull(t, q.Events(ctx(t), "0"), 2)
+				assert.Equal(t, before[:2], jobsOf(seen))
+				later := enqueueN(t, q, 3)
+				rest := pull(t, q.Events(ctx(t), seen[1].ID.String()), 6)
+				assert.Equal(t, append(before[2:], later...), jobsOf(rest))
+			})
+			t.Run("from $ yields only the events appended after the call", func(t *testing.T) {
+				q := newQueue(t, n, "fresh", Policy{})
+				eventsOn(t, n, "fresh", 1000)
+				old := enqueueN(t, q, 3)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				go func() { // until the listener has one: it may start reading late
+					for lctx.Err() == nil {
+						q.Enqueue(lctx, nil)
+						time.Sleep(20 * time.Millisecond)
+					}
+				}()
+				got := pull(t, q.Events(lctx, "$"), 1)
+				assert.NotContains(t, old, got[0].Job)
+				assert.Equal(t, EventAdded, got[0].Name)
+			})
+			t.Run("a from that is no stream ID is refused with EMQSHAPE and ends the sequence", func(t *testing.T) {
+				q := newQueue(t, n, "badfrom", Policy{})
+				var errs []error
+				for _, err := range q.Events(ctx(t), "yesterday") {
+					errs = append(errs, err)
+				}
+				require.Len(t, errs, 1)
+				requireRefusal(t, errs[0], emqerrors.Shape)
+			})
+			t.Run("a stream key of another type is refused with WRONGTYPE and ends the sequence", func(t *testing.T) {
+				q := newQueue(t, n, "wrongtype", Policy{})
+				must(t, n.s, "SET", keys.Set("wrongtype", keys.Events), "x")
+				var errs []error
+				for _, err := range q.Events(ctx(t), "0") {
+					errs = append(errs, err)
+				}
+				require.Len(t, errs, 1)
+				requireRefusal(t, errs[0], emqerrors.WrongType)
+			})
+			t.Run("ctx's end stops a waiting listener at once, not at the end of its block", func(t *testing.T) {
+				q := newQueue(t, n, "idle", Policy{})
+				lctx, cancel := context.WithCancel(ctx(t))
+				time.AfterFunc(100*time.Millisecond, cancel)
+				start := time.Now()
+				for ev, err := range q.Events(lctx, "$") {
+					t.Fatalf("an idle queue yielded %v, %v", ev, err)
+				}
+				assert.Less(t, time.Since(start), 100*time.Millisecond+eventsBlock*3/4)
+			})
+		})
+	}
+}
