@@ -257,3 +257,118 @@ func TestEventsResume(t *testing.T) {
 		})
 	}
 }
+
+// pending is how many events the group's consumers hold unacknowledged.
+func pending(t *testing.T, n node, queue, group string) int64 {
+	t.Helper()
+	reply, err := n.s.Do("XPENDING", keys.Set(queue, keys.Events), group).ToArray()
+	require.NoError(t, err)
+	count, err := reply[0].AsInt64()
+	require.NoError(t, err)
+	return count
+}
+
+// TestEventGroup: the consumers of a group share the stream, each event
+// delivered to one, acknowledged once its loop body is done with it.
+func TestEventGroup(t *testing.T) {
+	for _, n := range eventNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("two consumers share the stream, each event to one of them", func(t *testing.T) {
+				q := newQueue(t, n, "shared", Policy{})
+				eventsOn(t, n, "shared", 10_000)
+				enqueued := enqueueN(t, q, 250)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				got := make(chan Event, len(enqueued))
+				var counts [2]int
+				done := make(chan struct{}, 2)
+				for i, name := range []string{"one", "two"} {
+					// each takes its first batch before the other starts: both get a share
+					next, stop := iter.Pull2(q.EventGroup(lctx, "tail", name, GroupOptions{From: "0"}))
+					ev, err, ok := next()
+					require.True(t, ok)
+					require.NoError(t, err)
+					got <- ev
+					counts[i]++
+					go func() {
+						defer func() { stop(); done <- struct{}{} }()
+						for {
+							ev, err, ok := next()
+							if !ok || err != nil {
+								return
+							}
+							counts[i]++
+							got <- ev
+						}
+					}()
+				}
+				seen := map[ids.ID]int{}
+				for range enqueued {
+					select {
+					case ev := <-got:
+						seen[ev.Job]++
+					case <-lctx.Done():
+						t.Fatal("not every event came")
+					}
+				}
+				cancel()
+				<-done
+				<-done
+				for _, id := range enqueued {
+					assert.Equal(t, 1, seen[id], "job %s's event", id)
+				}
+				assert.Positive(t, counts[0])
+				assert.Positive(t, counts[1])
+				assert.Zero(t, pending(t, n, "shared", "tail"), "every event handled is acknowledged")
+			})
+			t.Run("the event a loop breaks on comes back first to the same consumer, then the rest of its batch", func(t *testing.T) {
+				q := newQueue(t, n, "again", Policy{})
+				eventsOn(t, n, "again", 10_000)
+				enqueued := enqueueN(t, q, 30)
+				first := pull(t, q.EventGroup(ctx(t), "tail", "one", GroupOptions{From: "0"}), 10)
+				assert.Equal(t, enqueued[:10], jobsOf(first))
+				assert.Equal(t, int64(21), pending(t, n, "again", "tail"), "nine acknowledged: the tenth and the rest of the batch are not")
+				more := enqueueN(t, q, 5)
+				rest := pull(t, q.EventGroup(ctx(t), "tail", "one", GroupOptions{}), 26)
+				assert.Equal(t, append(enqueued[9:], more...), jobsOf(rest))
+				assert.Equal(t, int64(1), pending(t, n, "again", "tail"))
+			})
+			t.Run("a consumer takes over the events another left unacknowledged past Reclaim", func(t *testing.T) {
+				q := newQueue(t, n, "reclaim", Policy{})
+				eventsOn(t, n, "reclaim", 10_000)
+				enqueued := enqueueN(t, q, 5)
+				pull(t, q.EventGroup(ctx(t), "tail", "gone", GroupOptions{From: "0"}), 1)
+				require.Equal(t, int64(5), pending(t, n, "reclaim", "tail"))
+				time.Sleep(60 * time.Millisecond)
+				taken := pull(t, q.EventGroup(ctx(t), "tail", "heir", GroupOptions{Reclaim: 50 * time.Millisecond}), 5)
+				assert.Equal(t, enqueued, jobsOf(taken))
+			})
+			t.Run("a group created at $ starts at the events appended after it", func(t *testing.T) {
+				q := newQueue(t, n, "late", Policy{})
+				eventsOn(t, n, "late", 10_000)
+				old := enqueueN(t, q, 3)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				go func() { // until the consumer has one: it may create its group late
+					for lctx.Err() == nil {
+						q.Enqueue(lctx, nil)
+						time.Sleep(20 * time.Millisecond)
+					}
+				}()
+				got := pull(t, q.EventGroup(lctx, "tail", "one", GroupOptions{}), 1)
+				assert.NotContains(t, old, got[0].Job)
+			})
+			t.Run("an empty group or consumer name is refused with EMQSHAPE", func(t *testing.T) {
+				q := newQueue(t, n, "names", Policy{})
+				for _, names := range [][2]string{{"", "one"}, {"tail", ""}} {
+					var errs []error
+					for _, err := range q.EventGroup(ctx(t), names[0], names[1], GroupOptions{}) {
+						errs = append(errs, err)
+					}
+					require.Len(t, errs, 1)
+					requireRefusal(t, errs[0], emqerrors.Shape)
+				}
+			})
+		})
+	}
+}
