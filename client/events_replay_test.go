@@ -19,13 +19,13 @@ import (
 // The fates of the replay's jobs, by their index modulo fates: what the
 // test does with each claim of the job.
 const (
-	fateAck        = iota // ack
-	fateExtend            // extend, then ack
-	fateRetry             // fail with backoff 0, then ack
-	fateDelay             // fail with a backoff, promoted, then ack
-	fateStall             // let the lease pass once, then ack
-	fateFailDead          // fail twice (dead), revive, then ack
-	fateStallDead         // let the lease pass twice (dead at a claim), revive, then ack
+	fateAck       = iota // ack
+	fateExtend           // extend, then ack
+	fateRetry            // fail with backoff 0, then ack
+	fateDelay            // fail with a backoff, promoted, then ack
+	fateStall            // let the lease pass once, then ack
+	fateFailDead         // fail twice (dead), revive, then ack
+	fateStallDead        // let the lease pass twice (dead at a claim), revive, then ack
 	fates
 )
 
