@@ -1,0 +1,23 @@
+#!lua flags=no-writes
+-- EMQ.REPEATS: KEYS repeats. Replies one array per schedule, next tick
+-- first: name, then its row's fields; a name without its row is skipped.
+local refused = sets_refusal(1)
+if refused then
+  return refused
+end
+local fields = {'spec', 'tz', 'payload', 'priority', 'start', 'end', 'limit', 'number', 'made', 'next', 'last'}
+local prefix = queue_prefix(KEYS[1]) .. 'repeat:'
+local out = {}
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'LIMIT', 0, MAX_NUMBER)) do
+  local row = prefix .. name
+  if key_type(row) == 'hash' then
+    local v = redis.call('HMGET', row, unpack(fields))
+    local entry = {'name', name}
+    for i, f in ipairs(fields) do
+      entry[#entry + 1] = f
+      entry[#entry + 1] = v[i] or ''
+    end
+    out[#out + 1] = entry
+  end
+end
+return out
