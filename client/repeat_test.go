@@ -2,6 +2,7 @@ package client
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // hash is a hash key's fields and values.
@@ -155,4 +157,178 @@ func tickJob(t *testing.T, tick time.Time, number int64) ids.ID {
 	id, ok := emq.TickID(tick.UnixMilli(), number)
 	require.True(t, ok)
 	return id
+}
+
+// queueState is what a tick writes to a queue: its job rows, pending, its
+// schedules' rows and scores, and its events' fields (IDs left out).
+func queueState(t *testing.T, s *valkeytest.Server, queue string) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, pattern := range []string{"job:*", "repeat:*"} {
+		found, err := s.Do("KEYS", "emq:{"+queue+"}:"+pattern).AsStrSlice()
+		require.NoError(t, err)
+		for _, k := range found {
+			out[k] = hash(t, s, k)
+		}
+	}
+	for _, set := range []string{keys.PendingSet, keys.Repeats} {
+		members, err := s.Do("ZRANGE", keys.Set(queue, set), "0", "-1", "WITHSCORES").AsStrSlice()
+		require.NoError(t, err)
+		out[set] = members
+	}
+	var events [][]string
+	for _, e := range xrange(t, s, keys.Set(queue, keys.Events)) {
+		var kv []string
+		for _, f := range e.FieldValues {
+			kv = append(kv, f.Field, f.Value)
+		}
+		events = append(events, kv)
+	}
+	out["events"] = events
+	return out
+}
+
+// TestTicks: the fallback makes a schedule's ticks as the module's claim
+// turn does — the same job, under the same id, with the same rows — and
+// a tick made by both is one job.
+func TestTicks(t *testing.T) {
+	t.Run("a tick made by the module and by the fallback is one job, the same either way", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		m, err := ids.NewMinter(1)
+		require.NoError(t, err)
+		const name = "both"
+		native, err := New(s.Client()).Queue(name, m, Policy{})
+		require.NoError(t, err)
+		scripted, err := New(s.Client(), WithoutModule()).Queue(name, m, Policy{})
+		require.NoError(t, err)
+		config, repeats, row := keys.Set(name, keys.Config), keys.Set(name, keys.Repeats), keys.Repeat(name, "hourly")
+		must(t, s, "EMQ.EVENTS", "2", config, keys.Set(name, keys.Events), "100")
+		must(t, s, "EMQ.PAUSE", "2", config, native.pending) // a claim turn only sweeps and ticks
+		tick := time.UnixMilli(time.Now().Add(300 * time.Millisecond).UnixMilli())
+		_, err = native.Repeat(ctx(t), "hourly", "@every 1h", []byte("p"), RepeatOptions{Priority: 3, Start: tick.Add(-time.Hour)})
+		require.NoError(t, err)
+		time.Sleep(time.Until(tick.Add(20 * time.Millisecond)))
+		dump := map[string]string{}
+		for _, k := range []string{row, repeats} {
+			d, err := s.Do("DUMP", k).ToString()
+			require.NoError(t, err)
+			dump[k] = d
+		}
+		// restore puts the schedule back as it was before its tick;
+		// clean also drops what the tick made
+		restore := func(clean bool) {
+			if clean {
+				must(t, s, "DEL", keys.Job(name, tickJob(t, tick, 1).String()), native.pending, keys.Set(name, keys.Events))
+			}
+			for k, d := range dump {
+				must(t, s, "RESTORE", k, "0", d, "REPLACE")
+			}
+		}
+		makers := map[string]func(){
+			"module": func() {
+				jobs, err := native.Claim(ctx(t), 1)
+				require.NoError(t, err)
+				require.Empty(t, jobs, "paused")
+			},
+			"fallback": func() {
+				made, err := scripted.tickFallback(ctx(t))
+				require.NoError(t, err)
+				require.Equal(t, 1, made)
+			},
+		}
+		var states []map[string]any
+		for _, order := range [][2]string{{"module", "fallback"}, {"fallback", "module"}} {
+			restore(true)
+			makers[order[0]]()
+			once := queueState(t, s, name)
+			require.Equal(t, map[string]string{"state": "pending", "attempts": "0", "payload": "p", "priority": "3", "repeat": "hourly"},
+				once[keys.Job(name, tickJob(t, tick, 1).String())], "%s: the tick's job", order[0])
+			restore(false)
+			if order[1] == "fallback" {
+				made, err := scripted.tickFallback(ctx(t))
+				require.NoError(t, err)
+				assert.Zero(t, made, "the job exists: a tick made twice is one job")
+			} else {
+				makers[order[1]]()
+			}
+			assert.Equal(t, once, queueState(t, s, name), "%s after %s: nothing more", order[1], order[0])
+			states = append(states, once)
+		}
+		assert.Equal(t, states[0], states[1], "the module's tick and the fallback's write the same")
+		sched := states[0][row].(map[string]string)
+		assert.Equal(t, "1", sched["made"])
+		assert.Equal(t, strconv.FormatInt(tick.UnixMilli(), 10), sched["last"])
+		assert.Equal(t, strconv.FormatInt(tick.Add(time.Hour).UnixMilli(), 10), sched["next"], "the next tick after now")
+	})
+	t.Run("the fallback run every few ms makes about one job per tick of an @every 100ms", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue("often", m, Policy{})
+		require.NoError(t, err)
+		start := time.UnixMilli(time.Now().UnixMilli())
+		_, err = q.Repeat(ctx(t), "often", "@every 100ms", nil, RepeatOptions{Start: start})
+		require.NoError(t, err)
+		made := 0
+		for time.Since(start) < 2*time.Second {
+			n, err := q.tickFallback(ctx(t))
+			require.NoError(t, err)
+			made += n
+			time.Sleep(5 * time.Millisecond)
+		}
+		ticks := int(time.Since(start) / (100 * time.Millisecond))
+		members, err := s.Do("ZRANGE", q.pending, "0", "-1").AsStrSlice()
+		require.NoError(t, err)
+		assert.Len(t, members, made)
+		t.Logf("%d jobs for %d ticks", made, ticks)
+		assert.GreaterOrEqual(t, made, ticks/2, "a poll late by more than a tick makes one job for the ticks it missed")
+		assert.LessOrEqual(t, made, ticks)
+		seen := map[int64]bool{}
+		for _, text := range members {
+			id, ok := ids.Parse(ids.Job, []byte(text))
+			require.True(t, ok)
+			k := (int64(id.UnixMs()) - start.UnixMilli()) / 100
+			assert.Equal(t, tickJob(t, start.Add(time.Duration(k)*100*time.Millisecond), 1), id, "a job per tick, under the tick's id")
+			assert.False(t, seen[k], "tick %d made twice", k)
+			seen[k] = true
+		}
+	})
+	t.Run("the fallback drops a schedule whose row is gone and stops one at its limit", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue("ends", m, Policy{})
+		require.NoError(t, err)
+		start := time.Now().Add(-time.Minute)
+		_, err = q.Repeat(ctx(t), "twice", "@every 10ms", []byte("p"), RepeatOptions{Start: start, Limit: 2})
+		require.NoError(t, err)
+		repeats := keys.Set("ends", keys.Repeats)
+		must(t, s, "ZADD", repeats, "1", "ghost")
+		for range 2 {
+			time.Sleep(20 * time.Millisecond)
+			made, err := q.tickFallback(ctx(t))
+			require.NoError(t, err)
+			assert.Equal(t, 1, made)
+		}
+		assert.True(t, valkey.IsValkeyNil(s.Do("ZSCORE", repeats, "ghost").Error()), "the ghost is dropped")
+		list, err := q.Schedules(ctx(t))
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		assert.Equal(t, int64(2), list[0].Made)
+		assert.True(t, list[0].Next.IsZero(), "finished")
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, made)
+		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
+	})
+	t.Run("on a node with the module the fallback leaves the ticks to the claim turns", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		m, err := ids.NewMinter(1)
+		require.NoError(t, err)
+		q, err := New(s.Client()).Queue("native", m, Policy{})
+		require.NoError(t, err)
+		_, err = q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, made)
+		assert.Zero(t, integer(t, s, "ZCARD", q.pending))
+	})
 }
