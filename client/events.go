@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"strconv"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -170,8 +169,9 @@ type GroupOptions struct {
 // deleted, EMQSHAPE for an empty group or consumer) ends the sequence.
 func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts GroupOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		g := &groupReader{vk: q.c.vk, key: keys.Set(q.name, keys.Events), group: group, name: consumer,
-			reclaim: opts.Reclaim, own: "0-0", cursor: "0-0"}
+		key := keys.Set(q.name, keys.Events)
+		g := &groupReader{vk: q.c.vk, key: key, group: group, name: consumer, own: "0-0",
+			reclaim: newReclaimer(key, group, consumer, opts.Reclaim, eventsBatch)}
 		if err := g.create(ctx, opts.From); err != nil {
 			if ctx.Err() == nil {
 				yield(Event{}, err)
@@ -187,10 +187,8 @@ func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts Gro
 type groupReader struct {
 	vk               valkey.Client
 	key, group, name string
-	reclaim          time.Duration
 	own              string // the consumer's own pending entries are read after this ID; "" once read
-	cursor           string // XAUTOCLAIM's next start
-	reclaimedAt      time.Time
+	reclaim          reclaimer
 	acks             []string // handled, not yet acknowledged
 	retry
 }
@@ -255,23 +253,8 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 		}
 		g.own = ""
 	}
-	if g.reclaim > 0 && time.Since(g.reclaimedAt) >= g.reclaim/2 {
-		reply, err := vk.Do(ctx, vk.B().Xautoclaim().Key(g.key).Group(g.group).Consumer(g.name).
-			MinIdleTime(strconv.FormatInt(g.reclaim.Milliseconds(), 10)).Start(g.cursor).
-			Count(eventsBatch).Build()).ToArray()
-		if err != nil {
-			return nil, err
-		}
-		if len(reply) < 2 {
-			return nil, fmt.Errorf("client: XAUTOCLAIM reply %v", reply)
-		}
-		if g.cursor, err = reply[0].ToString(); err != nil {
-			return nil, err
-		}
-		if g.cursor == "0-0" { // a full pass made
-			g.reclaimedAt = time.Now()
-		}
-		if entries, err := reply[1].AsXRange(); err != nil || len(entries) > 0 {
+	if g.reclaim.idle > 0 {
+		if entries, err := g.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
 			return entries, err
 		}
 	}

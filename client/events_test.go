@@ -194,6 +194,17 @@ func jobsOf(events []Event) []ids.ID {
 	return out
 }
 
+// trickle enqueues a job every 20 ms until ctx ends: for a listener that
+// starts at $, whose start the test cannot see, to get one.
+func trickle(ctx context.Context, q *Queue) {
+	go func() {
+		for ctx.Err() == nil {
+			q.Enqueue(ctx, nil)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
 // TestEventsResume: a listener reads from the ID it was given — every
 // event after it, none before — and ends as told.
 func TestEventsResume(t *testing.T) {
@@ -215,12 +226,7 @@ func TestEventsResume(t *testing.T) {
 				old := enqueueN(t, q, 3)
 				lctx, cancel := context.WithCancel(ctx(t))
 				defer cancel()
-				go func() { // until the listener has one: it may start reading late
-					for lctx.Err() == nil {
-						q.Enqueue(lctx, nil)
-						time.Sleep(20 * time.Millisecond)
-					}
-				}()
+				trickle(lctx, q)
 				got := pull(t, q.Events(lctx, "$"), 1)
 				assert.NotContains(t, old, got[0].Job)
 				assert.Equal(t, EventAdded, got[0].Name)
@@ -282,18 +288,26 @@ func TestEventGroup(t *testing.T) {
 				got := make(chan Event, len(enqueued))
 				var counts [2]int
 				done := make(chan struct{}, 2)
+				type puller struct {
+					next func() (Event, error, bool)
+					stop func()
+				}
+				var consumers []puller
 				for i, name := range []string{"one", "two"} {
-					// each takes its first batch before the other starts: both get a share
+					// each takes its first batch (of 100) before either goes on: both get a share
 					next, stop := iter.Pull2(q.EventGroup(lctx, "tail", name, GroupOptions{From: "0"}))
+					consumers = append(consumers, puller{next, stop})
 					ev, err, ok := next()
 					require.True(t, ok)
 					require.NoError(t, err)
 					got <- ev
 					counts[i]++
+				}
+				for i, c := range consumers {
 					go func() {
-						defer func() { stop(); done <- struct{}{} }()
+						defer func() { c.stop(); done <- struct{}{} }()
 						for {
-							ev, err, ok := next()
+							ev, err, ok := c.next()
 							if !ok || err != nil {
 								return
 							}
@@ -349,12 +363,7 @@ func TestEventGroup(t *testing.T) {
 				old := enqueueN(t, q, 3)
 				lctx, cancel := context.WithCancel(ctx(t))
 				defer cancel()
-				go func() { // until the consumer has one: it may create its group late
-					for lctx.Err() == nil {
-						q.Enqueue(lctx, nil)
-						time.Sleep(20 * time.Millisecond)
-					}
-				}()
+				trickle(lctx, q)
 				got := pull(t, q.EventGroup(lctx, "tail", "one", GroupOptions{}), 1)
 				assert.NotContains(t, old, got[0].Job)
 			})
