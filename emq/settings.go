@@ -39,7 +39,7 @@ var (
 // readSettings reads the queue's config when it exists, as the key named
 // by cfg (a scratch ref), and opens the events stream when they are on.
 func readSettings(s Server, p *Plan, queue []byte, cfg Ref, exists bool) (settings, error) {
-	st := settings{config: -1, events: eventLog{key: -1}}
+	st := settings{config: -1}
 	if !exists {
 		return st, nil
 	}
@@ -92,12 +92,12 @@ func (st *settings) read(s Server, p *Plan, queue []byte, k int) error {
 // eventLog appends a queue's lifecycle events to its events stream, when
 // the queue turned them on (docs/commands.md, "Lifecycle events").
 type eventLog struct {
-	key int // the stream's key; -1 when events are off
-	cap int64
+	key int   // the stream's key
+	cap int64 // its cap; 0 when events are off (the zero eventLog)
 }
 
 // on reports whether the queue records its events.
-func (e eventLog) on() bool { return e.key >= 0 }
+func (e eventLog) on() bool { return e.cap > 0 }
 
 // queue appends an event of the queue itself: event <name> <more…>.
 func (e eventLog) queue(p *Plan, name Ref, more ...Ref) {

@@ -24,6 +24,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 	m, err := ids.NewMinter(23)
 	require.NoError(t, err)
 	setup, calls := lifecycleCalls(m, "routed")
+	more, queued := queueCalls(m, "routed")
 	slot := c.Slot(t, calls[0].keys[0])
 	owner := c.Owner(t, slot)
 
@@ -32,7 +33,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			if other == owner {
 				continue
 			}
-			for _, v := range calls {
+			for _, v := range append(calls, queued...) {
 				assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), errorText(other.Do(v.argv()...)), v.String())
 			}
 			assert.Equal(t, int64(0), num(t, other, "DBSIZE"))
@@ -41,7 +42,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 
 	t.Run("each lifecycle verb with keys of two slots is CROSSSLOT and writes nothing", func(t *testing.T) {
 		elsewhere := strings.NewReplacer("{routed}", "{elsewhere}")
-		for _, v := range calls {
+		for _, v := range append(calls, queued...) {
 			crossed := v
 			crossed.keys = append([]string{}, v.keys...)
 			last := len(crossed.keys) - 1
@@ -58,6 +59,9 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
 		}
 		assert.Equal(t, "pending", str(t, owner, "HGET", setup[1].keys[0], "state"), "the revived job")
+		for _, v := range append(more, queued...) {
+			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
+		}
 	})
 }
 
