@@ -113,21 +113,31 @@ func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error]
 }
 
 // eventsFrom is the ID Events reads after: the stream's last entry's for
-// "$" or "" (0-0 when it has none), 0-0 for "0", else from itself.
+// "$" or "" (0-0 when it has none), else streamFrom's.
 func (q *Queue) eventsFrom(ctx context.Context, from string) (string, error) {
+	from, err := streamFrom(from)
+	if err != nil || from != "$" {
+		return from, err
+	}
+	vk := q.c.vk
+	top, err := vk.Do(ctx, vk.B().Xrevrange().Key(keys.Set(q.name, keys.Events)).End("+").Start("-").Count(1).Build()).AsXRange()
+	switch {
+	case err != nil:
+		return "", refusal(err)
+	case len(top) == 0:
+		return "0-0", nil
+	}
+	return top[0].ID, nil
+}
+
+// streamFrom reads where a listener starts: "$" for "$" or "", 0-0 for
+// "0", or a stream ID; anything else is refused with EMQSHAPE.
+func streamFrom(from string) (string, error) {
 	switch from {
+	case "", "$":
+		return "$", nil
 	case "0":
 		return "0-0", nil
-	case "", "$":
-		vk := q.c.vk
-		top, err := vk.Do(ctx, vk.B().Xrevrange().Key(keys.Set(q.name, keys.Events)).End("+").Start("-").Count(1).Build()).AsXRange()
-		switch {
-		case err != nil:
-			return "", refusal(err)
-		case len(top) == 0:
-			return "0-0", nil
-		}
-		return top[0].ID, nil
 	}
 	if _, ok := ids.ParseStreamID(from); !ok {
 		return "", emqerrors.New(emqerrors.Shape, "from must be $, 0 or a stream ID <ms>-<seq>, not %q", from)
@@ -198,16 +208,11 @@ func (g *groupReader) create(ctx context.Context, from string) error {
 	if g.group == "" || g.name == "" {
 		return emqerrors.New(emqerrors.Shape, "group and consumer must be non-empty")
 	}
-	switch from {
-	case "", "$":
-		from = "$"
-	case "0":
-	default:
-		if _, ok := ids.ParseStreamID(from); !ok {
-			return emqerrors.New(emqerrors.Shape, "From must be $, 0 or a stream ID <ms>-<seq>, not %q", from)
-		}
+	from, err := streamFrom(from)
+	if err != nil {
+		return err
 	}
-	err := g.vk.Do(ctx, g.vk.B().XgroupCreate().Key(g.key).Group(g.group).Id(from).Mkstream().Build()).Error()
+	err = g.vk.Do(ctx, g.vk.B().XgroupCreate().Key(g.key).Group(g.group).Id(from).Mkstream().Build()).Error()
 	if verr, ok := valkey.IsValkeyErr(err); err != nil && !(ok && verr.IsBusyGroup()) {
 		return refusal(err)
 	}

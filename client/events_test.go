@@ -367,16 +367,20 @@ func TestEventGroup(t *testing.T) {
 				got := pull(t, q.EventGroup(lctx, "tail", "one", GroupOptions{}), 1)
 				assert.NotContains(t, old, got[0].Job)
 			})
-			t.Run("an empty group or consumer name is refused with EMQSHAPE", func(t *testing.T) {
+			t.Run("an empty group or consumer name, or a From that is no stream ID, is refused with EMQSHAPE", func(t *testing.T) {
 				q := newQueue(t, n, "names", Policy{})
-				for _, names := range [][2]string{{"", "one"}, {"tail", ""}} {
+				before := digest(t, n.s)
+				for _, c := range []struct {
+					group, consumer, from string
+				}{{"", "one", ""}, {"tail", "", ""}, {"tail", "one", "yesterday"}} {
 					var errs []error
-					for _, err := range q.EventGroup(ctx(t), names[0], names[1], GroupOptions{}) {
+					for _, err := range q.EventGroup(ctx(t), c.group, c.consumer, GroupOptions{From: c.from}) {
 						errs = append(errs, err)
 					}
 					require.Len(t, errs, 1)
 					requireRefusal(t, errs[0], emqerrors.Shape)
 				}
+				assert.Equal(t, before, digest(t, n.s), "no group, no stream")
 			})
 		})
 	}
