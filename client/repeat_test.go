@@ -332,3 +332,59 @@ func TestTicks(t *testing.T) {
 		assert.Zero(t, integer(t, s, "ZCARD", q.pending))
 	})
 }
+
+// TestRepeatScriptsWriteTheVerbsRows: the same calls on a node with the
+// module and on one without leave the same keys, field for field, and
+// reply the same.
+func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
+	nodes := startNodes(t)
+	// ticks after a start to come do not depend on when each node is called
+	start := time.UnixMilli(time.Now().Add(24 * time.Hour).UnixMilli())
+	type reply struct {
+		first   time.Time
+		removed bool
+		list    []Schedule
+	}
+	var states []map[string]any
+	var replies [][]reply
+	for _, n := range nodes {
+		q := newQueue(t, n, "same", Policy{})
+		var got []reply
+		for _, step := range []func() reply{
+			func() reply {
+				first, err := q.Repeat(ctx(t), "a", "*/5 * * * *", []byte("p"), RepeatOptions{TZ: "Asia/Tokyo", Priority: 2, Start: start, Limit: 3})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				first, err := q.Repeat(ctx(t), "b", "@every 1500ms", nil, RepeatOptions{Start: start, End: start.Add(time.Hour)})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				must(t, n.s, "HSET", keys.Repeat("same", "a"), "made", "3")
+				first, err := q.Repeat(ctx(t), "a", "@hourly", []byte("q"), RepeatOptions{Start: start, Limit: 3})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				list, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				return reply{list: list}
+			},
+			func() reply {
+				removed, err := q.Unrepeat(ctx(t), "b")
+				require.NoError(t, err)
+				return reply{removed: removed}
+			},
+		} {
+			got = append(got, step())
+		}
+		state := queueState(t, n.s, "same")
+		state["config"] = hash(t, n.s, keys.Set("same", keys.Config))
+		states = append(states, state)
+		replies = append(replies, got)
+	}
+	assert.Equal(t, replies[0], replies[1], "the same replies")
+	assert.Equal(t, states[0], states[1], "the same keys")
+}
