@@ -56,6 +56,9 @@ func ExampleQueue_Repeat() {
 	fmt.Println(first, err)
 
 	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		panic(err)
+	}
 	for _, s := range schedules {
 		fmt.Println(s.Name, s.Spec, s.Next, s.Made)
 	}
