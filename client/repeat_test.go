@@ -193,13 +193,11 @@ func queueState(t *testing.T, s *valkeytest.Server, queue string) map[string]any
 // a tick made by both is one job.
 func TestTicks(t *testing.T) {
 	t.Run("a tick made by the module and by the fallback is one job, the same either way", func(t *testing.T) {
-		s := valkeytest.Start(t, valkeytest.Options{})
-		m, err := ids.NewMinter(1)
-		require.NoError(t, err)
+		n := nativeNode(t)
+		s := n.s
 		const name = "both"
-		native, err := New(s.Client()).Queue(name, m, Policy{})
-		require.NoError(t, err)
-		scripted, err := New(s.Client(), WithoutModule()).Queue(name, m, Policy{})
+		native := newQueue(t, n, name, Policy{})
+		scripted, err := New(s.Client(), WithoutModule()).Queue(name, n.m, Policy{})
 		require.NoError(t, err)
 		config, repeats, row := keys.Set(name, keys.Config), keys.Set(name, keys.Repeats), keys.Repeat(name, "hourly")
 		must(t, s, "EMQ.EVENTS", "2", config, keys.Set(name, keys.Events), "100")
@@ -318,18 +316,15 @@ func TestTicks(t *testing.T) {
 		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
 	})
 	t.Run("on a node with the module the fallback leaves the ticks to the claim turns", func(t *testing.T) {
-		s := valkeytest.Start(t, valkeytest.Options{})
-		m, err := ids.NewMinter(1)
-		require.NoError(t, err)
-		q, err := New(s.Client()).Queue("native", m, Policy{})
-		require.NoError(t, err)
-		_, err = q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
+		n := nativeNode(t)
+		q := newQueue(t, n, "native", Policy{})
+		_, err := q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
 		made, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		assert.Zero(t, made)
-		assert.Zero(t, integer(t, s, "ZCARD", q.pending))
+		assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
 	})
 }
 
