@@ -17,8 +17,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// hash is a hash key's fields and values.
-func hash(t *testing.T, s *valkeytest.Server, key string) map[string]string {
+// hgetall is a hash key's fields and values.
+func hgetall(t *testing.T, s *valkeytest.Server, key string) map[string]string {
 	t.Helper()
 	m, err := s.Do("HGETALL", key).AsStrMap()
 	require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestRepeat(t *testing.T) {
 					Priority: 5, Limit: 10, Number: 1, Next: first}, list[1])
 				assert.Equal(t, Schedule{Name: "often", Spec: "@every 250ms", Payload: []byte{}, Start: start, End: end,
 					Number: 2, Next: every}, list[0])
-				row := hash(t, n.s, keys.Repeat(name, "nightly"))
+				row := hgetall(t, n.s, keys.Repeat(name, "nightly"))
 				assert.ElementsMatch(t, []string{"spec", "tz", "payload", "priority", "start", "end", "limit", "number", "made", "next", "last"},
 					mapKeys(row), "the row holds the verb's fields")
 				assert.Equal(t, "2", str(t, n, "HGET", keys.Set(name, keys.Config), "repeat_seq"))
@@ -68,7 +68,7 @@ func TestRepeat(t *testing.T) {
 				replaced, err := q.Repeat(ctx(t), "nightly", "@hourly", []byte("v2"), RepeatOptions{Limit: 10})
 				require.NoError(t, err)
 				assert.Equal(t, time.Now().Truncate(time.Hour).Add(time.Hour), replaced)
-				row = hash(t, n.s, keys.Repeat(name, "nightly"))
+				row = hgetall(t, n.s, keys.Repeat(name, "nightly"))
 				assert.Equal(t, []string{"1", "4", "@hourly", "v2"}, []string{row["number"], row["made"], row["spec"], row["payload"]},
 					"a replaced schedule keeps its number and its count")
 				done, err := q.Repeat(ctx(t), "nightly", "@hourly", nil, RepeatOptions{Limit: 4})
@@ -168,7 +168,7 @@ func queueState(t *testing.T, s *valkeytest.Server, queue string) map[string]any
 		found, err := s.Do("KEYS", "emq:{"+queue+"}:"+pattern).AsStrSlice()
 		require.NoError(t, err)
 		for _, k := range found {
-			out[k] = hash(t, s, k)
+			out[k] = hgetall(t, s, k)
 		}
 	}
 	for _, set := range []string{keys.PendingSet, keys.Repeats} {
@@ -376,7 +376,7 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 			got = append(got, step())
 		}
 		state := queueState(t, n.s, "same")
-		state["config"] = hash(t, n.s, keys.Set("same", keys.Config))
+		state["config"] = hgetall(t, n.s, keys.Set("same", keys.Config))
 		states = append(states, state)
 		replies = append(replies, got)
 	}
