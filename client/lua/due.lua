@@ -6,9 +6,8 @@
 -- made number priority ('' for a field missing). The client computes
 -- what each tick makes with the module's own code, and tick.lua writes
 -- it.
-local refused = sets_refusal(1)
-if refused then
-  return refused
+if wrong_type(key_type(KEYS[1]), 'zset') then
+  return redis.error_reply(WRONGTYPE)
 end
 local now = now_ms()
 local prefix = queue_prefix(KEYS[1]) .. 'repeat:'

@@ -1,9 +1,8 @@
 #!lua flags=no-writes
 -- EMQ.REPEATS: KEYS repeats. Replies one array per schedule, next tick
 -- first: name, then its row's fields; a name without its row is skipped.
-local refused = sets_refusal(1)
-if refused then
-  return refused
+if wrong_type(key_type(KEYS[1]), 'zset') then
+  return redis.error_reply(WRONGTYPE)
 end
 local fields = {'spec', 'tz', 'payload', 'priority', 'start', 'end', 'limit', 'number', 'made', 'next', 'last'}
 local prefix = queue_prefix(KEYS[1]) .. 'repeat:'
