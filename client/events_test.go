@@ -212,6 +212,19 @@ func trickle(ctx context.Context, q *Queue) {
 	}()
 }
 
+// requireOnlyRefusal checks that seq yields one refusal of code, and
+// nothing else, and ends.
+func requireOnlyRefusal(t *testing.T, seq iter.Seq2[Event, error], code emqerrors.Code) {
+	t.Helper()
+	var errs []error
+	for ev, err := range seq {
+		require.Equal(t, Event{}, ev)
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	requireRefusal(t, errs[0], code)
+}
+
 // TestEventsResume: a listener reads from the ID it was given — every
 // event after it, none before — and ends as told.
 func TestEventsResume(t *testing.T) {
@@ -240,22 +253,12 @@ func TestEventsResume(t *testing.T) {
 			})
 			t.Run("a from that is no stream ID is refused with EMQSHAPE and ends the sequence", func(t *testing.T) {
 				q := newQueue(t, n, "badfrom", Policy{})
-				var errs []error
-				for _, err := range q.Events(ctx(t), "yesterday") {
-					errs = append(errs, err)
-				}
-				require.Len(t, errs, 1)
-				requireRefusal(t, errs[0], emqerrors.Shape)
+				requireOnlyRefusal(t, q.Events(ctx(t), "yesterday"), emqerrors.Shape)
 			})
 			t.Run("a stream key of another type is refused with WRONGTYPE and ends the sequence", func(t *testing.T) {
 				q := newQueue(t, n, "wrongtype", Policy{})
 				must(t, n.s, "SET", keys.Set("wrongtype", keys.Events), "x")
-				var errs []error
-				for _, err := range q.Events(ctx(t), "0") {
-					errs = append(errs, err)
-				}
-				require.Len(t, errs, 1)
-				requireRefusal(t, errs[0], emqerrors.WrongType)
+				requireOnlyRefusal(t, q.Events(ctx(t), "0"), emqerrors.WrongType)
 			})
 			t.Run("ctx's end stops a waiting listener at once, not at the end of its block", func(t *testing.T) {
 				q := newQueue(t, n, "idle", Policy{})
@@ -380,12 +383,7 @@ func TestEventGroup(t *testing.T) {
 				for _, c := range []struct {
 					group, consumer, from string
 				}{{"", "one", ""}, {"tail", "", ""}, {"tail", "one", "yesterday"}} {
-					var errs []error
-					for _, err := range q.EventGroup(ctx(t), c.group, c.consumer, GroupOptions{From: c.from}) {
-						errs = append(errs, err)
-					}
-					require.Len(t, errs, 1)
-					requireRefusal(t, errs[0], emqerrors.Shape)
+					requireOnlyRefusal(t, q.EventGroup(ctx(t), c.group, c.consumer, GroupOptions{From: c.from}), emqerrors.Shape)
 				}
 				assert.Equal(t, before, digest(t, n.s), "no group, no stream")
 			})
