@@ -67,6 +67,9 @@ type Queue struct {
 	policy Policy
 
 	pending, active, delayed, dead string
+	// The policy's numbers as the verbs take them.
+	leaseMs, keepMs, maxAttempts string
+	slot                         uint16 // the cluster slot of the queue's keys
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
@@ -84,10 +87,13 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 	if p.Backoff == nil {
 		p.Backoff = Exponential(time.Second, time.Minute)
 	}
+	pending := keys.Pending(name)
 	return &Queue{
 		c: c, name: name, minter: minter, policy: p,
-		pending: keys.Pending(name), active: keys.Set(name, keys.ActiveSet),
+		pending: pending, active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
+		leaseMs: millis(p.Lease), keepMs: millis(p.Keep), maxAttempts: strconv.Itoa(p.MaxAttempts),
+		slot: slotOf(c.vk.B().Arbitrary(emq.Claim.Name).Keys(pending).Build()),
 	}, nil
 }
 
@@ -178,14 +184,11 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 // moment one is claimable; on a node without EMQ.BCLAIM it claims, then
 // polls with a backoff from 10 ms doubling to at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
-	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // the verb's range
-	v := q.claimCall(n)
-	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
-	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	v := q.bclaimCall(n, timeout)
 	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
 	}
-	served, err := q.c.nodes.serves(ctx, slotOf(q.c.vk.B().Arbitrary(emq.BClaim.Name).Keys(q.pending).Build()), CapBClaim)
+	served, err := q.c.nodes.serves(ctx, q.slot, CapBClaim)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +198,23 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 		v.name = emq.BClaim.Name
 		return runVerb(ctx, q.c, v, q.claimReply)
 	}
-	return q.pollClaim(ctx, n, timeout)
+	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, newJob, nil)
+	if err == nil && len(jobs) == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return jobs, err
+}
+
+// bclaimCall is EMQ.BCLAIM of n jobs under the policy, waiting up to
+// timeout (0: forever).
+func (q *Queue) bclaimCall(n int, timeout time.Duration) verbCall {
+	// Rounded up, as every duration sent: a timeout under 1 ms truncated
+	// to 0 would wait forever.
+	timeoutMs := min(ceilMillis(max(timeout, 0)), 1<<40) // the verb's range
+	v := q.claimCall(n)
+	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
+	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	return v
 }
 
 // The fallback BClaim's polling backoff.
@@ -204,29 +223,38 @@ const (
 	pollMax   = 250 * time.Millisecond
 )
 
-// pollClaim claims until a job comes, timeout passes or ctx ends.
-func (q *Queue) pollClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+// pollClaim claims until a job comes, timeout passes or stop closes,
+// which it checks before every claim: none is sent once stop is closed.
+// It appends the jobs, each made by alloc, to claimed.
+func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, timeout time.Duration,
+	alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	read := func(r valkey.ValkeyResult) ([]*Job, error) { return q.readClaimed(r, alloc, claimed) }
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
 	wait := pollFirst
 	for {
-		jobs, err := q.Claim(ctx, n)
-		if err != nil || len(jobs) > 0 {
+		select {
+		case <-stop:
+			return claimed, nil
+		default:
+		}
+		jobs, err := runVerb(ctx, q.c, q.claimCall(n), read)
+		if err != nil || len(jobs) > len(claimed) {
 			return jobs, err
 		}
 		pause := wait
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return nil, nil
+				return claimed, nil
 			}
 			pause = min(pause, left)
 		}
 		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-stop:
+			return claimed, nil
 		case <-time.After(pause):
 		}
 		wait = min(2*wait, pollMax)
@@ -235,22 +263,45 @@ func (q *Queue) pollClaim(ctx context.Context, n int, timeout time.Duration) ([]
 
 // claimCall is EMQ.CLAIM of n jobs under the policy.
 func (q *Queue) claimCall(n int) verbCall {
-	args := []string{millis(q.policy.Lease), strconv.Itoa(n), strconv.Itoa(q.policy.MaxAttempts)}
+	args := []string{q.leaseMs, strconv.Itoa(n), q.maxAttempts}
 	return verbCall{verb: emq.Claim, cp: CapClaim,
 		keys: []string{q.pending, q.active, q.delayed, q.dead}, args: args,
-		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], strconv.Itoa(DefaultSweepBatch))}
+		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], sweepBatch)}
 }
+
+// sweepBatch is DefaultSweepBatch as ClaimScript takes it.
+var sweepBatch = strconv.Itoa(DefaultSweepBatch)
 
 // claimReply reads a claim's reply: [id, attempt, payload] per job, or nil.
 func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
-	if valkey.IsValkeyNil(r.Error()) {
-		return nil, nil
+	return q.readClaimed(r, newJob, nil)
+}
+
+func newJob() *Job { return new(Job) }
+
+// readClaimed appends to jobs the jobs of a claim's reply, each made by
+// alloc.
+func (q *Queue) readClaimed(r valkey.ValkeyResult, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	m, err := r.ToMessage()
+	if valkey.IsValkeyNil(err) {
+		return jobs, nil
 	}
-	rows, err := r.ToArray()
 	if err != nil {
-		return nil, refusal(err)
+		return jobs, refusal(err)
 	}
-	jobs := make([]*Job, 0, len(rows))
+	return q.readClaimedRows(&m, alloc, jobs)
+}
+
+// readClaimedRows reads a claim's reply as readClaimed does, from the
+// message itself (EMQ.SETTLE's second element).
+func (q *Queue) readClaimedRows(m *valkey.ValkeyMessage, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	if m.IsNil() {
+		return jobs, nil
+	}
+	rows, err := m.ToArray()
+	if err != nil {
+		return jobs, refusal(err)
+	}
 	for _, row := range rows {
 		parts, err := row.ToArray()
 		if err != nil || len(parts) != 3 {
@@ -262,8 +313,10 @@ func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
 		if !ok || err != nil {
 			return jobs, fmt.Errorf("client: claim reply row %v", row)
 		}
-		payload, _ := parts[2].AsBytes() // nil: a row without payload
-		jobs = append(jobs, &Job{q: q, ID: id, Attempt: attempt, Payload: payload})
+		j := alloc()
+		j.q, j.ID, j.Attempt, j.text = q, id, attempt, text
+		j.Payload, _ = parts[2].AsBytes() // nil: a row without payload
+		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
@@ -288,7 +341,8 @@ func (q *Queue) Revive(ctx context.Context, id ids.ID) error {
 	return err
 }
 
-// millis is d in whole milliseconds, rounded up.
-func millis(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
-}
+// millis is d in whole milliseconds, rounded up, as text.
+func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10) }
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
