@@ -191,14 +191,14 @@ func tickTime(ms int64) time.Time {
 // schedule verbs and their ticks. They take the verbs' keys, and
 // arguments the client computed: they are not the verbs' own lines.
 var scheduleScripts = struct {
-	now, repeat, unrepeat, repeats, due, tick *valkey.Lua
+	now, repeat, unrepeat, repeats, due, tick *luaScript
 }{
-	now:      valkey.NewLuaScriptReadOnly(scheduleScript("#!lua flags=no-writes\nreturn now_ms()\n")),
-	repeat:   valkey.NewLuaScript(scheduleScript(repeatLua)),
-	unrepeat: valkey.NewLuaScript(scheduleScript(unrepeatLua)),
-	repeats:  valkey.NewLuaScriptReadOnly(scheduleScript(repeatsLua)),
-	due:      valkey.NewLuaScriptReadOnly(scheduleScript(dueLua)),
-	tick:     valkey.NewLuaScript(scheduleScript(tickLua)),
+	now:      newLuaScript(scheduleScript("#!lua flags=no-writes\nreturn now_ms()\n")),
+	repeat:   newLuaScript(scheduleScript(repeatLua)),
+	unrepeat: newLuaScript(scheduleScript(unrepeatLua)),
+	repeats:  newLuaScript(scheduleScript(repeatsLua)),
+	due:      newLuaScript(scheduleScript(dueLua)),
+	tick:     newLuaScript(scheduleScript(tickLua)),
 }
 
 var (
