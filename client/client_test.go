@@ -178,28 +178,18 @@ func TestVerbs(t *testing.T) {
 			}
 			assert.Len(t, xrange(t, n.s, keys.Stream(topic, "s")), 1)
 		}},
-		{"enqueue into a pending key of another type is WRONGTYPE, atomic only natively", func(t *testing.T, n node, q string) {
+		{"enqueue into a pending key of another type is WRONGTYPE and writes nothing", func(t *testing.T, n node, q string) {
 			id := n.m.Mint(ids.Job)
 			must(t, n.s, "SET", keys.Pending(q), "x")
 			_, err := n.c.Enqueue(ctx(t), q, id, []byte("p"))
 			requireRefusal(t, err, emqerrors.WrongType)
-			exists := integer(t, n.s, "EXISTS", keys.Job(q, id.String()))
-			if n.native {
-				assert.Zero(t, exists, "a refused enqueue writes nothing")
-			} else {
-				assert.Equal(t, int64(1), exists, "AdmitScript has written the row when ZADD fails")
-			}
+			assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job(q, id.String())), "a refused enqueue writes nothing")
 		}},
-		{"enqueue onto a job key of another type is WRONGTYPE natively, a duplicate on fallback", func(t *testing.T, n node, q string) {
+		{"enqueue onto a job key of another type is WRONGTYPE and writes nothing", func(t *testing.T, n node, q string) {
 			id := n.m.Mint(ids.Job)
 			must(t, n.s, "SET", keys.Job(q, id.String()), "x")
-			ok, err := n.c.Enqueue(ctx(t), q, id, []byte("p"))
-			if n.native {
-				requireRefusal(t, err, emqerrors.WrongType)
-			} else {
-				require.NoError(t, err)
-				assert.False(t, ok, "AdmitScript asks EXISTS, not the type")
-			}
+			_, err := n.c.Enqueue(ctx(t), q, id, []byte("p"))
+			requireRefusal(t, err, emqerrors.WrongType)
 			assert.Zero(t, integer(t, n.s, "EXISTS", keys.Pending(q)))
 		}},
 		{"append to a key of another type is refused with WRONGTYPE", func(t *testing.T, n node, topic string) {

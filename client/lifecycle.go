@@ -8,10 +8,12 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// lifecycleScripts are the scripts of the job lifecycle's verbs and the park,
-// which a node without the module runs in their place.
+// lifecycleScripts are the scripts of the job lifecycle's verbs, the
+// queue's settings and the park, which a node without the module runs in
+// their place.
 type lifecycleScripts struct {
-	claim, extend, ack, fail, stalledCheck, revive, park *valkey.Lua
+	claim, extend, ack, fail, stalledCheck, revive, park   *valkey.Lua
+	schedule, pause, resume, limit, events, remove, settle *valkey.Lua
 }
 
 func newLifecycleScripts() lifecycleScripts {
@@ -23,10 +25,17 @@ func newLifecycleScripts() lifecycleScripts {
 		stalledCheck: valkey.NewLuaScript(StalledCheckScript),
 		revive:       valkey.NewLuaScript(ReviveScript),
 		park:         valkey.NewLuaScript(ParkScript),
+		schedule:     valkey.NewLuaScript(ScheduleScript),
+		pause:        valkey.NewLuaScript(PauseScript),
+		resume:       valkey.NewLuaScript(ResumeScript),
+		limit:        valkey.NewLuaScript(LimitScript),
+		events:       valkey.NewLuaScript(EventsScript),
+		remove:       valkey.NewLuaScript(RemoveScript),
+		settle:       valkey.NewLuaScript(SettleScript),
 	}
 }
 
-// verbCall is one call of a verb of version 0.2: natively name with keys
+// verbCall is one call of a verb: natively name with keys
 // and args where the node serves cp, else script with the same keys and
 // args, or scriptArgs when set.
 type verbCall struct {

@@ -598,20 +598,19 @@ func TestScriptsKeepTheVerbsFlags(t *testing.T) {
 func TestClaimScriptMeetsACLAtTheDerivedRow(t *testing.T) {
 	s, m := moduleless(t)
 	q := queue{t: t, s: s, name: "acl", m: m}
-	id := q.enqueue("p")
-	must(t, s, "ZREM", q.set("pending"), id)
-	must(t, s, "ZADD", q.set("delayed"), "1", id)
-	must(t, s, "ACL", "SETUSER", "sets", "on", ">pw", "+@all",
+	allowed, denied := q.enqueue("a"), q.enqueue("b")
+	must(t, s, "ACL", "SETUSER", "sets", "on", ">pw", "+@all", "~"+q.set("config"), "~"+q.row(allowed),
 		"~"+q.set("pending"), "~"+q.set("active"), "~"+q.set("delayed"), "~"+q.set("dead"))
 	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "sets", Password: "pw", DisableCache: true})
 	require.NoError(t, err)
 	defer vk.Close()
 	err = valkey.NewLuaScript(ClaimScript).Exec(ctx(t), vk,
-		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "1", "3"}).Error()
+		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "2", "3"}).Error()
 	require.Error(t, err)
 	// Redis 7.0 words the same refusal as "The user executing the script
 	// can't access at least one of the keys mentioned in the command arguments".
 	assert.Regexp(t, `^(ACL failure in script: No permissions to access a key|The user executing the script can't access at least one of the keys)`, err.Error())
-	assert.Empty(t, q.members("delayed"), "the promotion's ZREM landed")
-	assert.Empty(t, q.members("pending"))
+	assert.Equal(t, "active", q.field(allowed, "state"), "the first job's claim landed")
+	assert.Equal(t, []string{allowed}, q.members("active"))
+	assert.Equal(t, []string{allowed, denied}, q.members("pending"), "its removal from pending comes at the turn's end")
 }
