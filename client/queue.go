@@ -67,6 +67,7 @@ type Queue struct {
 	policy Policy
 
 	pending, active, delayed, dead string
+	config, events                 string
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
@@ -88,6 +89,7 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 		c: c, name: name, minter: minter, policy: p,
 		pending: keys.Pending(name), active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
+		config: keys.Set(name, keys.Config), events: keys.Set(name, keys.Events),
 	}, nil
 }
 

@@ -1,0 +1,139 @@
+package client
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestPauseAndResume: a paused queue's claims sweep but take nothing, and
+// Resume lets them take again — natively and on the scripts.
+func TestPauseAndResume(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("paused", n.m, Policy{Lease: time.Minute, MaxAttempts: 5})
+			require.NoError(t, err)
+			first, err := q.Enqueue(ctx(t), []byte("first"))
+			require.NoError(t, err)
+			retried, err := q.Enqueue(ctx(t), []byte("retried"))
+			require.NoError(t, err)
+			jobs, err := q.Claim(ctx(t), 2)
+			require.NoError(t, err)
+			require.Len(t, jobs, 2)
+			_, err = jobs[1].FailAfter(ctx(t), errors.New("again"), time.Millisecond)
+			require.NoError(t, err)
+
+			changed, err := q.Pause(ctx(t))
+			require.NoError(t, err)
+			assert.True(t, changed, "the queue was running")
+			changed, err = q.Pause(ctx(t))
+			require.NoError(t, err)
+			assert.False(t, changed, "paused already")
+			assert.Equal(t, map[string]string{"paused": "1"}, hash(t, n, keys.Set("paused", keys.Config)))
+
+			require.NoError(t, jobs[0].Ack(ctx(t)), "a job claimed before the pause runs on")
+			_, err = q.Enqueue(ctx(t), []byte("third"))
+			require.NoError(t, err)
+			time.Sleep(5 * time.Millisecond)
+			got, err := q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Empty(t, got, "a paused queue's claim takes nothing")
+			info, err := q.Job(ctx(t), retried)
+			require.NoError(t, err)
+			assert.Equal(t, StatePending, info.State, "but sweeps: the due retry was promoted")
+
+			changed, err = q.Resume(ctx(t))
+			require.NoError(t, err)
+			assert.True(t, changed, "the queue was paused")
+			changed, err = q.Resume(ctx(t))
+			require.NoError(t, err)
+			assert.False(t, changed, "running already")
+			assert.Zero(t, integer(t, n.s, "EXISTS", keys.Set("paused", keys.Config)), "its only field gone, the config goes")
+			got, err = q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Len(t, got, 2)
+			_, err = q.Job(ctx(t), first)
+			require.ErrorIs(t, err, emqerrors.NoJob, "acked")
+		})
+	}
+}
+
+// TestResumeWakesAWaitingBClaim: a BClaim waiting on a paused queue with
+// jobs gets one once the queue resumes — natively woken, on the scripts
+// by its polling.
+func TestResumeWakesAWaitingBClaim(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("wake", n.m, Policy{})
+			require.NoError(t, err)
+			_, err = q.Pause(ctx(t))
+			require.NoError(t, err)
+			id, err := q.Enqueue(ctx(t), []byte("p"))
+			require.NoError(t, err)
+			got := make(chan []*Job, 1)
+			go func() {
+				jobs, err := q.BClaim(ctx(t), 1, 10*time.Second)
+				assert.NoError(t, err)
+				got <- jobs
+			}()
+			time.Sleep(100 * time.Millisecond)
+			select {
+			case jobs := <-got:
+				t.Fatalf("a paused queue handed out %v", jobs)
+			default:
+			}
+			_, err = q.Resume(ctx(t))
+			require.NoError(t, err)
+			select {
+			case jobs := <-got:
+				require.Len(t, jobs, 1)
+				assert.Equal(t, id, jobs[0].ID)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiting BClaim was not woken")
+			}
+		})
+	}
+}
+
+// TestQueueSettingsRefusals: a queue setting verb meets a key of another
+// type with WRONGTYPE and writes nothing, natively and on the scripts.
+func TestQueueSettingsRefusals(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("refused", n.m, Policy{})
+			require.NoError(t, err)
+			for _, tc := range []struct {
+				name string
+				key  string
+				call func() error
+			}{
+				{"pause with a config of another type", keys.Set("refused", keys.Config), func() error { _, err := q.Pause(ctx(t)); return err }},
+				{"resume with a pending key of another type", keys.Pending("refused"), func() error { _, err := q.Resume(ctx(t)); return err }},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					must(t, n.s, "FLUSHALL")
+					must(t, n.s, "SET", tc.key, "x")
+					before := digest(t, n.s)
+					requireRefusal(t, tc.call(), emqerrors.WrongType)
+					assert.Equal(t, before, digest(t, n.s), "nothing written")
+				})
+			}
+		})
+	}
+}
+
+// hash is a hash's fields, nil when the key is absent.
+func hash(t *testing.T, n node, key string) map[string]string {
+	t.Helper()
+	m, err := n.s.Do("HGETALL", key).AsStrMap()
+	require.NoError(t, err)
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
