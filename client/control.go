@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -26,5 +28,15 @@ func (q *Queue) Resume(ctx context.Context) (bool, error) {
 // config and second, and reports whether it changed anything (reply 1).
 func (q *Queue) control(ctx context.Context, verb *emq.Verb, cp Cap, script *valkey.Lua, second string, args ...string) (bool, error) {
 	n, err := runVerb(ctx, q.c, verbCall{verb: verb, cp: cp, keys: []string{q.config, second}, args: args, script: script}, intReply)
+	return n == 1, err
+}
+
+// Remove deletes job id whatever its state: it leaves every set and its
+// row is deleted, so a worker holding it meets EMQNOJOB at its next
+// Extend, Ack or Fail. It reports whether there was such a job.
+func (q *Queue) Remove(ctx context.Context, id ids.ID) (bool, error) {
+	n, err := runVerb(ctx, q.c, verbCall{verb: emq.Remove, cp: CapRemove,
+		keys:   []string{keys.Job(q.name, id.String()), q.pending, q.active, q.delayed, q.dead},
+		script: q.c.scripts.remove}, intReply)
 	return n == 1, err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -100,6 +101,49 @@ func TestResumeWakesAWaitingBClaim(t *testing.T) {
 	}
 }
 
+// TestRemove: a job leaves every set and its row goes, whatever its state;
+// its worker's next call meets EMQNOJOB — natively and on the scripts.
+func TestRemove(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("removed", n.m, Policy{Lease: time.Minute})
+			require.NoError(t, err)
+			var queued [4]ids.ID
+			for i := range queued {
+				queued[i], err = q.Enqueue(ctx(t), []byte("p"))
+				require.NoError(t, err)
+			}
+			jobs, err := q.Claim(ctx(t), 3)
+			require.NoError(t, err)
+			require.Len(t, jobs, 3)
+			_, err = jobs[1].FailAfter(ctx(t), errors.New("later"), time.Hour)
+			require.NoError(t, err)
+			_, err = jobs[2].FailAfter(ctx(t), errors.New("fatal"), 0)
+			require.NoError(t, err)
+			dead, err := n.c.Queue("removed", n.m, Policy{MaxAttempts: 1})
+			require.NoError(t, err)
+			jobs2, err := dead.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs2, 1, "the retried job")
+			_, err = jobs2[0].FailAfter(ctx(t), errors.New("fatal"), 0)
+			require.NoError(t, err)
+			// queued[0] active, [1] delayed, [2] dead, [3] pending
+			for i, id := range queued {
+				removed, err := q.Remove(ctx(t), id)
+				require.NoError(t, err)
+				assert.True(t, removed, "job %d", i)
+				_, err = q.Job(ctx(t), id)
+				require.ErrorIs(t, err, emqerrors.NoJob)
+			}
+			assert.Zero(t, integer(t, n.s, "DBSIZE"), "no set holds them, no row is left")
+			require.ErrorIs(t, jobs[0].Ack(ctx(t)), emqerrors.NoJob, "the worker of a removed job")
+			removed, err := q.Remove(ctx(t), queued[0])
+			require.NoError(t, err)
+			assert.False(t, removed, "no such job: 0, nothing refused")
+		})
+	}
+}
+
 // TestQueueSettingsRefusals: a queue setting verb meets a key of another
 // type with WRONGTYPE and writes nothing, natively and on the scripts.
 func TestQueueSettingsRefusals(t *testing.T) {
@@ -107,13 +151,16 @@ func TestQueueSettingsRefusals(t *testing.T) {
 		t.Run(n.String(), func(t *testing.T) {
 			q, err := n.c.Queue("refused", n.m, Policy{})
 			require.NoError(t, err)
+			wrongJob := n.m.Mint(ids.Job)
 			for _, tc := range []struct {
 				name string
-				key  string
+				key  string // holds a string
 				call func() error
 			}{
 				{"pause with a config of another type", keys.Set("refused", keys.Config), func() error { _, err := q.Pause(ctx(t)); return err }},
 				{"resume with a pending key of another type", keys.Pending("refused"), func() error { _, err := q.Resume(ctx(t)); return err }},
+				{"remove with a dead key of another type", keys.Set("refused", keys.DeadSet), func() error { _, err := q.Remove(ctx(t), n.m.Mint(ids.Job)); return err }},
+				{"remove of a job key of another type", keys.Job("refused", wrongJob.String()), func() error { _, err := q.Remove(ctx(t), wrongJob); return err }},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					must(t, n.s, "FLUSHALL")
