@@ -252,6 +252,11 @@ func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
 	if err != nil {
 		return nil, refusal(err)
 	}
+	return q.claimed(rows)
+}
+
+// claimed reads the rows of a claim's reply, [id, attempt, payload] each.
+func (q *Queue) claimed(rows []valkey.ValkeyMessage) ([]*Job, error) {
 	jobs := make([]*Job, 0, len(rows))
 	for _, row := range rows {
 		parts, err := row.ToArray()
