@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -67,12 +65,6 @@ func integer(t *testing.T, s *valkeytest.Server, args ...string) int64 {
 	n, err := s.Do(args...).AsInt64()
 	require.NoError(t, err, "%v", args)
 	return n
-}
-
-// sha1hex is the SHA1 digest a script is cached under.
-func sha1hex(script string) string {
-	sum := sha1.Sum([]byte(script))
-	return hex.EncodeToString(sum[:])
 }
 
 // xrange returns every entry of stream key, fields in stored order.
@@ -377,7 +369,7 @@ func TestVerbsRunNativelyWhereServed(t *testing.T) {
 				}
 				return
 			}
-			scripts, err := n.s.Do("SCRIPT", "EXISTS", sha1hex(AdmitScript), sha1hex(FailuresIncrScript)).AsIntSlice()
+			scripts, err := n.s.Do("SCRIPT", "EXISTS", sha1Of(AdmitScript), sha1Of(FailuresIncrScript)).AsIntSlice()
 			require.NoError(t, err)
 			assert.Equal(t, []int64{1, 1}, scripts, "the fallback ran its scripts")
 		})

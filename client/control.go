@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
@@ -39,4 +41,27 @@ func (q *Queue) Remove(ctx context.Context, id ids.ID) (bool, error) {
 		keys:   []string{keys.Job(q.name, id.String()), q.pending, q.active, q.delayed, q.dead},
 		script: q.c.scripts.remove}, intReply)
 	return n == 1, err
+}
+
+// Limit caps how many jobs the queue's claims deliver: at most max (1 …
+// 1,000,000) per window (1 ms … 2^31−1 ms, whole milliseconds rounded
+// up). A window starts with the first delivery after the last one ended;
+// emq:{<queue>}:limiter counts it. Max 0 removes the limit, whatever
+// window. It wakes the queue's waiting BClaims.
+func (q *Queue) Limit(ctx context.Context, max int, window time.Duration) error {
+	ms := millis(window)
+	if max == 0 && window <= 0 {
+		ms = "1" // the verb checks the window even when it removes the limit
+	}
+	_, err := q.control(ctx, emq.Limit, CapLimit, q.c.scripts.limit, q.pending, strconv.Itoa(max), ms)
+	return err
+}
+
+// SetEvents turns the queue's lifecycle events on — every transition of
+// its jobs, and of the queue itself, appends an entry to
+// emq:{<queue>}:events in the same server turn, the stream trimmed to
+// about capacity entries (XADD MAXLEN ~) — or off with capacity 0 (the
+// stream stays). It reports whether the setting changed.
+func (q *Queue) SetEvents(ctx context.Context, capacity int) (bool, error) {
+	return q.control(ctx, emq.Events, CapEvents, q.c.scripts.events, q.events, strconv.Itoa(capacity))
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -140,6 +141,117 @@ func TestRemove(t *testing.T) {
 			removed, err := q.Remove(ctx(t), queued[0])
 			require.NoError(t, err)
 			assert.False(t, removed, "no such job: 0, nothing refused")
+		})
+	}
+}
+
+// TestLimit: a limited queue's claims deliver at most max per window,
+// counted in the limiter, which expires at the window's end; max 0 lifts
+// the limit — natively and on the scripts.
+func TestLimit(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("limited", n.m, Policy{Lease: time.Minute})
+			require.NoError(t, err)
+			_, err = q.EnqueueMany(ctx(t), make([][]byte, 7))
+			require.NoError(t, err)
+			require.NoError(t, q.Limit(ctx(t), 3, time.Minute))
+			assert.Equal(t, map[string]string{"rate_max": "3", "rate_ms": "60000"}, hash(t, n, keys.Set("limited", keys.Config)))
+			limiter := keys.Set("limited", keys.Limiter)
+
+			jobs, err := q.Claim(ctx(t), 2)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 2)
+			end := integer(t, n.s, "PEXPIRETIME", limiter)
+			near(t, time.Now().Add(time.Minute), time.UnixMilli(end), "the window ends a window after its first delivery")
+			jobs, err = q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 1, "what the window has left")
+			assert.Equal(t, "3", str(t, n, "GET", limiter))
+			assert.Equal(t, end, integer(t, n.s, "PEXPIRETIME", limiter), "the same window")
+			jobs, err = q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Empty(t, jobs, "the window is used up")
+
+			must(t, n.s, "PEXPIRE", limiter, "1") // the window ends
+			time.Sleep(5 * time.Millisecond)
+			jobs, err = q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 3, "a new window")
+
+			require.NoError(t, q.Limit(ctx(t), 0, 0))
+			assert.Nil(t, hash(t, n, keys.Set("limited", keys.Config)), "no limit, no config")
+			jobs, err = q.Claim(ctx(t), 10)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 1, "the rest")
+
+			require.ErrorIs(t, q.Limit(ctx(t), 1, 0), emqerrors.Shape, "a limit needs a window")
+			must(t, n.s, "SET", limiter, "x", "PX", "60000")
+			require.NoError(t, q.Limit(ctx(t), 1, time.Minute))
+			_, err = q.EnqueueMany(ctx(t), make([][]byte, 1))
+			require.NoError(t, err)
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 1, "a limiter that is no integer counts 0")
+			must(t, n.s, "DEL", limiter)
+			must(t, n.s, "LPUSH", limiter, "x")
+			before := digest(t, n.s)
+			_, err = q.Claim(ctx(t), 1)
+			requireRefusal(t, err, emqerrors.WrongType)
+			assert.Equal(t, before, digest(t, n.s))
+		})
+	}
+}
+
+// TestSetEvents: with events on, each transition appends its entry to the
+// queue's events stream in the same turn; off, none — natively and on the
+// scripts.
+func TestSetEvents(t *testing.T) {
+	const lease = "<lease>"
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("evented", n.m, Policy{Lease: time.Minute, Keep: time.Hour})
+			require.NoError(t, err)
+			changed, err := q.SetEvents(ctx(t), 100)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			changed, err = q.SetEvents(ctx(t), 100)
+			require.NoError(t, err)
+			assert.False(t, changed, "the same cap")
+
+			id, err := q.Enqueue(ctx(t), []byte("p"), Priority(5))
+			require.NoError(t, err)
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.NoError(t, jobs[0].AckResult(ctx(t), []byte("four")))
+			_, err = q.Pause(ctx(t))
+			require.NoError(t, err)
+			changed, err = q.SetEvents(ctx(t), 0)
+			require.NoError(t, err)
+			assert.True(t, changed)
+			_, err = q.Resume(ctx(t))
+			require.NoError(t, err)
+
+			var got [][]string
+			for _, e := range xrange(t, n.s, keys.Set("evented", keys.Events)) {
+				var fields []string
+				for _, f := range e.FieldValues {
+					if f.Field == "lease" {
+						_, err := strconv.ParseInt(f.Value, 10, 64)
+						require.NoError(t, err)
+						f.Value = lease
+					}
+					fields = append(fields, f.Field, f.Value)
+				}
+				got = append(got, fields)
+			}
+			j := id.String()
+			assert.Equal(t, [][]string{
+				{"event", "added", "job", j, "attempt", "0", "priority", "5"},
+				{"event", "claimed", "job", j, "attempt", "1", "lease", lease},
+				{"event", "completed", "job", j, "attempt", "1", "result_size", "4"},
+				{"event", "paused"},
+			}, got, "nothing once they are off")
 		})
 	}
 }

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,8 +28,10 @@ type Policy struct {
 	// when nil.
 	Backoff func(attempt int64) time.Duration
 	// Keep is how long an acknowledged job's row stays (state done), so a
-	// late duplicate Enqueue of its id is still answered "exists"; 0
-	// deletes the row on Ack.
+	// late duplicate Enqueue of its id is still answered "exists" and its
+	// result ([Job.AckResult]) can be read ([Queue.Job]); 0 deletes the row
+	// on Ack, and a result with Keep 0 is refused with EMQSHAPE: a row
+	// deleted at once cannot keep it. Whole milliseconds, rounded up.
 	Keep time.Duration
 }
 
@@ -103,40 +103,60 @@ func (q *Queue) Policy() Policy { return q.policy }
 // exists: two producers mint with the same snowflake node.
 var ErrExists = errors.New("client: the job exists")
 
-// Enqueue mints a job id and admits the job with payload.
-func (q *Queue) Enqueue(ctx context.Context, payload []byte) (ids.ID, error) {
+// Enqueue mints a job id and admits the job with payload: claimable at
+// once at priority 0, or as opts say ([At], [After], [Priority]). Without
+// options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	id := q.minter.Mint(ids.Job)
-	admitted, err := q.c.Enqueue(ctx, q.name, id, payload)
+	var admitted bool
+	var err error
+	if len(opts) == 0 {
+		admitted, err = q.c.Enqueue(ctx, q.name, id, payload)
+	} else {
+		a := newAdmission(opts)
+		keys, args := q.scheduleLine(id, payload, a)
+		admitted, err = runVerb(ctx, q.c, verbCall{verb: emq.Schedule, cp: CapSchedule, keys: keys, args: args,
+			script: q.c.scripts.schedule}, admittedReply)
+	}
 	if err == nil && !admitted {
 		err = fmt.Errorf("%w: %s", ErrExists, id)
 	}
 	return id, err
 }
 
-// admitSHA is the SHA1 of AdmitScript, which EVALSHA names it by.
-var admitSHA = func() string { h := sha1.Sum([]byte(AdmitScript)); return hex.EncodeToString(h[:]) }()
-
-// EnqueueMany mints an id per payload and admits the jobs in one pipeline:
-// one round trip for the batch. It returns the ids in payload order and
-// the first error, naming its job; the other jobs are admitted regardless.
-func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID, error) {
+// EnqueueMany mints an id per payload and admits the jobs in one pipeline,
+// all with the same opts: one round trip for the batch. It returns the ids
+// in payload order and the first error, naming its job; the other jobs are
+// admitted regardless.
+func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
 	}
+	verb, cp, script, sha := emq.Enqueue, CapEnqueue, q.c.admit, admitSHA
+	var a admission
+	if len(opts) > 0 {
+		verb, cp, script, sha = emq.Schedule, CapSchedule, q.c.scripts.schedule, scheduleSHA
+		a = newAdmission(opts)
+	}
 	out := make([]ids.ID, len(payloads))
+	lines := make([][2][]string, len(payloads)) // each job's keys and arguments
 	native := make(valkey.Commands, len(payloads))
 	scripted := make(valkey.Commands, len(payloads))
 	for i, payload := range payloads {
 		out[i] = q.minter.Mint(ids.Job)
-		job, text, body := keys.Job(q.name, out[i].String()), out[i].String(), valkey.BinaryString(payload)
-		if err := check(emq.Enqueue, "2", job, q.pending, text, body); err != nil {
+		ks, args := q.scheduleLine(out[i], payload, a)
+		if len(opts) == 0 {
+			ks, args = ks[:2], args[:2]
+		}
+		lines[i] = [2][]string{ks, args}
+		if err := check(verb, append(append([]string{strconv.Itoa(len(ks))}, ks...), args...)...); err != nil {
 			return nil, err
 		}
-		native[i] = q.c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, q.pending).Args(text, body).Build()
-		scripted[i] = q.c.vk.B().Evalsha().Sha1(admitSHA).Numkeys(2).Key(job, q.pending).Arg(text, body).Build()
+		native[i] = q.c.vk.B().Arbitrary(verb.Name, strconv.Itoa(len(ks))).Keys(ks...).Args(args...).Build()
+		scripted[i] = q.c.vk.B().Evalsha().Sha1(sha).Numkeys(int64(len(ks))).Key(ks...).Arg(args...).Build()
 	}
 	slot := slotOf(native[0])
-	served, err := q.c.nodes.serves(ctx, slot, CapEnqueue)
+	served, err := q.c.nodes.serves(ctx, slot, cp)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +173,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID, e
 	var first error
 	for i, r := range replies {
 		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() { // the node has not seen it yet
-			r = q.c.admit.Exec(ctx, q.c.vk, []string{keys.Job(q.name, out[i].String()), q.pending},
-				[]string{out[i].String(), valkey.BinaryString(payloads[i])})
+			r = script.Exec(ctx, q.c.vk, lines[i][0], lines[i][1])
 		}
 		admitted, err := admittedReply(r)
 		if err == nil && !admitted {
