@@ -4,5 +4,5 @@ local st, refused = open_leased(ARGV[1])
 if not st then
   return refused
 end
-ack_job(st, KEYS[1], KEYS[2], job_id(KEYS[1]), ARGV[1], tonumber(ARGV[2]), now_ms(), ARGV[3])
+ack_job(st, KEYS[1], KEYS[2], job_id(KEYS[1]), ARGV[1], tonumber(ARGV[2]), nil, ARGV[3])
 return 1

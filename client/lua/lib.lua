@@ -13,10 +13,11 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- decimal is the decimal text of n, an integer below 2^53: what the verbs
--- write, whatever the server's own conversion of a Lua number.
+-- decimal is the decimal text of n, an integer: what the verbs write,
+-- whatever the server's own conversion of a Lua number ('%d' formats a
+-- 64-bit integer here, and costs a fraction of '%.0f').
 local function decimal(n)
-  return string.format('%.0f', n)
+  return string.format('%d', n)
 end
 
 -- parse_int reads text as the server reads an integer (string2ll): an
@@ -245,7 +246,8 @@ end
 
 -- ack_job acknowledges the job of row, active under attempt (its text) in
 -- active: it leaves active; with keep 0 its row is deleted, else kept done
--- until now + keep, with result unless that is nil.
+-- until now (the server's clock when nil) + keep, with result unless that
+-- is nil.
 local function ack_job(st, row, active, id, attempt, keep, now, result)
   redis.call('ZREM', active, id)
   local size = 0
@@ -258,7 +260,7 @@ local function ack_job(st, row, active, id, attempt, keep, now, result)
     size = #result
   end
   if keep > 0 then
-    redis.call('PEXPIREAT', row, decimal(now + keep))
+    redis.call('PEXPIREAT', row, decimal((now or now_ms()) + keep))
   end
   emit(st, 'completed', 'job', id, 'attempt', attempt, 'result_size', size)
 end
