@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -21,7 +21,11 @@ $(MODULE_SO): $(shell find . -name '*.go' -o -name '*.c' -o -name '*.h' | grep -
 valkey:
 	@bash scripts/install-valkey.sh
 
-deps: valkey
+## chromium: Debian's chromium when missing, for the dashboard's browser test (dashboard/browser_test.go)
+chromium:
+	@bash scripts/install-chromium.sh
+
+deps: valkey chromium
 	$(GO) mod download
 
 ## run: a server on 127.0.0.1:6379 with the module loaded, in the foreground
@@ -65,6 +69,11 @@ bench-queue: deps build bullmq
 ## bench-queue-quick: the same, 5,000 jobs a run, no callgrind (a few minutes)
 bench-queue-quick: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -quick
+
+## bench-work: the Go benchmark of the worker runner (client.Queue.Work) on a real server, natively and
+## without the module: jobs/s, allocations and round trips per job at concurrency 1, 8 and 64 (JOBS per run)
+bench-work: deps build
+	$(GO) test -run '^$$' -bench BenchmarkWork -benchtime $${JOBS:-20000}x ./client/
 
 ## bench-baseline: instructions per call of every v0.1 and lifecycle verb beside version 0.2's module, the same
 ## operations in the same run (callgrind; CG_OPS per variant, ROWS to pick rows); prints the table

@@ -369,7 +369,7 @@ func TestVerbsRunNativelyWhereServed(t *testing.T) {
 				}
 				return
 			}
-			scripts, err := n.s.Do("SCRIPT", "EXISTS", sha1Of(AdmitScript), sha1Of(FailuresIncrScript)).AsIntSlice()
+			scripts, err := n.s.Do("SCRIPT", "EXISTS", newLuaScript(AdmitScript).sha1, newLuaScript(FailuresIncrScript).sha1).AsIntSlice()
 			require.NoError(t, err)
 			assert.Equal(t, []int64{1, 1}, scripts, "the fallback ran its scripts")
 		})

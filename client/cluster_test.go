@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func moveEmptySlot(t *testing.T, cl *valkeytest.Cluster, slot int, node *valkeyt
 // TestClusterWorkersAndConsumers: on a 3-node cluster, workers of a queue
 // on every node and consumers of a topic on every node each handle their
 // own jobs and messages exactly once, every call routed by the name's
-// hash tag.
+// hash tag; a worker's stop unblocks its waiting claim on its own node.
 func TestClusterWorkersAndConsumers(t *testing.T) {
 	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
 	c := New(cl.Client())
@@ -127,7 +128,7 @@ func TestClusterWorkersAndConsumers(t *testing.T) {
 	const perQueue = 200
 	var mu sync.Mutex
 	seen := map[string]int{}
-	var stops []func() error
+	var stops, workers []func() error
 	names := namesByOwner(t, cl)
 	for owner, name := range names {
 		q := newQueue(t, n, name, Policy{})
@@ -138,12 +139,12 @@ func TestClusterWorkersAndConsumers(t *testing.T) {
 		_, err := q.EnqueueMany(ctx(t), payloads)
 		require.NoError(t, err)
 		assert.Equal(t, int64(perQueue), integer(t, owner, "ZCARD", keys.Pending(name)), "%s lives on its owner", name)
-		stops = append(stops, working(t, q, func(_ context.Context, j *Job) error {
+		workers = append(workers, working(t, q, func(_ context.Context, j *Job) error {
 			mu.Lock()
 			defer mu.Unlock()
 			seen["job "+j.ID.String()]++
 			return nil
-		}, WorkOptions{Concurrency: 4, Poll: 50 * time.Millisecond}))
+		}, WorkOptions{Concurrency: 4, Poll: time.Minute}))
 
 		for range 5 {
 			_, err := c.Publish(ctx(t), name, Envelope{ID: m.Mint(ids.Evt), Msg: m.Mint(ids.Msg), Payload: []byte(name)})
@@ -162,6 +163,20 @@ func TestClusterWorkersAndConsumers(t *testing.T) {
 		defer mu.Unlock()
 		return len(seen) >= want
 	})
+	for owner := range names {
+		eventually(t, "the workers wait", func() bool {
+			return valkeytest.InfoInt(owner.Info("emq"), "emq_blocked_workers") == 1
+		})
+	}
+	for _, stop := range workers {
+		start := time.Now()
+		require.NoError(t, stop())
+		assert.Less(t, time.Since(start), 5*time.Second, "a stop against a Poll of a minute")
+	}
+	for owner := range names {
+		stats := owner.Info("commandstats")["cmdstat_client|unblock"]
+		assert.True(t, strings.HasPrefix(stats, "calls=1,"), "one CLIENT UNBLOCK on each node, its own worker's: %q", stats)
+	}
 	for _, stop := range stops {
 		require.NoError(t, stop())
 	}

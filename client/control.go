@@ -8,7 +8,6 @@ import (
 	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
-	"github.com/valkey-io/valkey-go"
 )
 
 // Pause stops the queue's claims: they still promote due jobs and requeue
@@ -28,7 +27,7 @@ func (q *Queue) Resume(ctx context.Context) (bool, error) {
 
 // control runs one of the queue's setting verbs, whose keys are the
 // config and second, and reports whether it changed anything (reply 1).
-func (q *Queue) control(ctx context.Context, verb *emq.Verb, cp Cap, script *valkey.Lua, second string, args ...string) (bool, error) {
+func (q *Queue) control(ctx context.Context, verb *emq.Verb, cp Cap, script *luaScript, second string, args ...string) (bool, error) {
 	n, err := runVerb(ctx, q.c, verbCall{verb: verb, cp: cp, keys: []string{q.config, second}, args: args, script: script}, intReply)
 	return n == 1, err
 }

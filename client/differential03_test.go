@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
@@ -25,13 +24,7 @@ func (tw *twin) both(args ...string) {
 // (ENQUEUE without options, SCHEDULE with), under the id given.
 func (tw *twin) admit(qs [2]*Queue, id ids.ID, payload string, opts ...EnqueueOption) func(int, node) any {
 	return func(i int, _ node) any {
-		q := qs[i]
-		if len(opts) == 0 {
-			return outcome(q.c.Enqueue(ctx(tw.t), q.name, id, []byte(payload)))
-		}
-		keys, args := q.scheduleLine(id, []byte(payload), newAdmission(opts))
-		return outcome(runVerb(ctx(tw.t), q.c, verbCall{verb: emq.Schedule, cp: CapSchedule, keys: keys, args: args,
-			script: q.c.scripts.schedule}, admittedReply))
+		return outcome(runVerb(ctx(tw.t), qs[i].c, qs[i].admitCall(id, []byte(payload), newAdmission(opts)), admittedReply))
 	}
 }
 

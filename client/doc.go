@@ -61,15 +61,23 @@
 // [Job.AckResult], is kept on its row for the policy's Keep; with Keep 0
 // the row is deleted on ack, so a result is refused with EMQSHAPE.
 //
-// [Queue.Work] is the worker runner: blocking claims that ask for as many
-// jobs as there are free handler slots, each job's lease extended every
-// third of the lease while its handler runs (its context ends with
-// [ErrLeaseLost] once the server refuses), ack on success, fail with the
-// policy's backoff on an error or a panic, and on ctx's end a graceful
-// stop: no more claims, running handlers get [WorkOptions].Grace to
-// finish, the rest are failed with backoff 0 (context cause
-// [ErrShutdown]) for another worker to claim at once. It logs through
-// log/slog ([WorkOptions].Logger).
+// [Queue.Work] is the worker runner. One call at a time settles the jobs
+// that finished since the last — ack on success, fail with the policy's
+// backoff on an error or a panic — and claims as many as there are free
+// handler slots and room in a small prefetch buffer
+// ([WorkOptions].Prefetch), so a slot that frees starts its next job
+// without waiting on a round trip; when a claim finds the queue empty, one
+// blocking claim waits on a dedicated connection. One scheduler extends
+// the leases of the jobs the worker holds, those due together in one
+// pipeline; a handler's context ends with [ErrLeaseLost] when the server
+// refuses, or when no extension was confirmed before the last confirmed
+// deadline less a tenth of the lease — a worker cut off from the server
+// stops before another may take its job. On ctx's end a graceful stop: no
+// more claims, the waiting claim ended at once (CLIENT UNBLOCK), the
+// buffered jobs handed back, the running handlers given
+// [WorkOptions].Grace to finish, the rest failed with backoff 0 (context
+// cause [ErrShutdown]) for another worker to claim at once. It logs
+// through log/slog ([WorkOptions].Logger).
 //
 // [Client.Consume] is the bus consumer of a topic's stream: XREADGROUP,
 // one XACK per batch, EMQ.FAILURES.INCR per failure, [Client.Park] once a
@@ -81,26 +89,30 @@
 // A round trip costs the server more than the verb it carries, so the
 // runner spends few:
 //
-//   - Claim: one BCLAIM per batch — at most one per job, 1/k when a claim
-//     takes k jobs. It blocks on a dedicated connection of valkey-go's
-//     pool for blocking commands and costs nothing while it waits.
-//   - Ack or fail: one, over valkey-go's shared connection, which
-//     pipelines it with the other goroutines' calls.
-//   - Extend: one per [WorkOptions].Renew of the lease (a third by
-//     default) that a handler runs; none for a job shorter than that.
+//   - Settle and claim: one EMQ.SETTLE per batch. The acks and fails of
+//     the jobs that finished while the last call was out go with the
+//     claim of the next jobs; the claim asks for the free slots and as
+//     many more as the slots finish in a round trip, up to
+//     [WorkOptions].Prefetch.
+//   - Wait: one EMQ.BCLAIM, only while the queue is empty, on a dedicated
+//     connection of valkey-go's pool, costing nothing while it waits; the
+//     outcomes of jobs that finish meanwhile go in settle calls that
+//     claim nothing.
+//   - Extend: one pipeline for the held jobs whose renewal is due, every
+//     [WorkOptions].Renew of the lease (a third by default); none for a
+//     job shorter than that.
 //   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
-//   - Settle: one for a batch of finished jobs and the next claim
-//     together, where a worker built on it replaces the ack and the claim.
 //
-// A job shorter than a third of its lease thus costs 1 + 1/k round trips
-// from claim to ack, 2 + 1/k with its enqueue. Measured (TestWorkDelivers
-// EachJobOnce: 10,000 quick jobs, 16 workers of 8 slots, counting the
-// commands the client sends): 1.4 commands per job from claim to ack,
-// natively and on the scripts — claims average a batch of 2 to 3 here,
-// as slots free one by one. On a node without the
-// module the counts are the same, each verb one EVALSHA (plus one EVAL the
-// first time the node has not cached the script), except BClaim: it
-// polls, one claim per 10 ms doubling to 250 ms while the queue is empty.
+// Measured (TestWorkDeliversEachJobOnce: 10,000 quick jobs, 16 workers of
+// 8 slots, counting what the client sends): 0.06 commands in 0.06 round
+// trips per job from claim to ack, natively and on the scripts alike,
+// where the runner of version 0.2 sent 1.4 commands in 1.4 round trips.
+// BenchmarkWork (make bench-work) reports the jobs/s, allocations and
+// round trips per job at concurrency 1, 8 and 64. On a node without the
+// module the settle step is one EVALSHA of [SettleScript] (plus one EVAL
+// the first time the node has not cached it), and the wait polls, one
+// claim per 10 ms doubling to 250 ms while the queue is empty.
+//
 // The consumer spends one XREADGROUP and one XACK per batch, one
 // EMQ.FAILURES.INCR per failure and one park per parked message. Every
 // node is asked EMQ.CAPS (a cluster, CLUSTER SLOTS) once per
@@ -129,6 +141,9 @@
 // the same on every node, fallback or not, and nothing is written.
 // Refusals only the server can decide (WRONGTYPE, a stream's top, a stored
 // count) come back from the server, parsed by their first word.
+// [Queue.Work] runs the checks on its policy's numbers once, when it
+// starts, and refuses a policy out of the verbs' range there; the rest of
+// its calls is made of the ids and attempts of jobs it claimed.
 //
 // # Native or fallback, per node
 //
@@ -148,6 +163,8 @@
 //     the verb.
 //   - BClaim: a claim, then polling with a capped backoff (a script
 //     cannot block).
+//   - Settle, and Work's settle step: EVALSHA of [SettleScript], one
+//     command, atomic as the verb.
 //   - EnqueueMany: one pipeline of EVALSHA of the admission's script.
 //   - Job: no verb; the same MULTI/EXEC of reads on every node.
 //

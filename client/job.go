@@ -20,6 +20,9 @@ type Job struct {
 	ID      ids.ID
 	Attempt int64
 	Payload []byte
+
+	text string   // the id's text, as the claim's reply carried it
+	held *heldJob // the worker's record of the job, when Work claimed it
 }
 
 // State is where a failed job went: StatePending, StateDelayed or StateDead.
@@ -35,14 +38,20 @@ const (
 // Queue is the queue the job was claimed from.
 func (j *Job) Queue() *Queue { return j.q }
 
-func (j *Job) key() string { return keys.Job(j.q.name, j.ID.String()) }
+func (j *Job) key() string { return keys.Job(j.q.name, j.idText()) }
+
+// idText is the id's text.
+func (j *Job) idText() string {
+	if j.text != "" {
+		return j.text
+	}
+	return j.ID.String()
+}
 
 // Extend renews the job's lease for the policy's lease from now and
 // returns the new deadline (the server's clock).
 func (j *Job) Extend(ctx context.Context) (time.Time, error) {
-	ms, err := runVerb(ctx, j.q.c, verbCall{verb: emq.Extend, cp: CapExtend,
-		keys: []string{j.key(), j.q.active}, args: []string{strconv.FormatInt(j.Attempt, 10), millis(j.q.policy.Lease)},
-		script: j.q.c.scripts.extend}, intReply)
+	ms, err := runVerb(ctx, j.q.c, j.extendCall(), intReply)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -52,9 +61,7 @@ func (j *Job) Extend(ctx context.Context) (time.Time, error) {
 // Ack finishes the job: its row is deleted, or kept for the policy's Keep
 // with state done.
 func (j *Job) Ack(ctx context.Context) error {
-	_, err := runVerb(ctx, j.q.c, verbCall{verb: emq.Ack, cp: CapAck,
-		keys: []string{j.key(), j.q.active}, args: []string{strconv.FormatInt(j.Attempt, 10), millis(j.q.policy.Keep)},
-		script: j.q.c.scripts.ack}, intReply)
+	_, err := runVerb(ctx, j.q.c, j.ackCall(), intReply)
 	return err
 }
 
@@ -72,10 +79,26 @@ func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration)
 	if cause != nil {
 		text = cause.Error()
 	}
-	q := j.q
-	state, err := runVerb(ctx, q.c, verbCall{verb: emq.Fail, cp: CapFail,
-		keys:   []string{j.key(), q.pending, q.active, q.delayed, q.dead},
-		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), strconv.Itoa(q.policy.MaxAttempts), text},
-		script: q.c.scripts.fail}, stringReply)
+	state, err := runVerb(ctx, j.q.c, j.failCall(backoff, text), stringReply)
 	return State(state), err
+}
+
+// extendCall is EMQ.EXTEND of the job's lease.
+func (j *Job) extendCall() verbCall {
+	return verbCall{verb: emq.Extend, cp: CapExtend, keys: []string{j.key(), j.q.active},
+		args: []string{strconv.FormatInt(j.Attempt, 10), j.q.leaseMs}, script: j.q.c.scripts.extend}
+}
+
+// ackCall is EMQ.ACK of the job.
+func (j *Job) ackCall() verbCall {
+	return verbCall{verb: emq.Ack, cp: CapAck, keys: []string{j.key(), j.q.active},
+		args: []string{strconv.FormatInt(j.Attempt, 10), j.q.keepMs}, script: j.q.c.scripts.ack}
+}
+
+// failCall is EMQ.FAIL of the job with its error text.
+func (j *Job) failCall(backoff time.Duration, text string) verbCall {
+	q := j.q
+	return verbCall{verb: emq.Fail, cp: CapFail, keys: []string{j.key(), q.pending, q.active, q.delayed, q.dead},
+		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), q.maxAttempts, text},
+		script: q.c.scripts.fail}
 }

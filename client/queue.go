@@ -68,6 +68,9 @@ type Queue struct {
 
 	pending, active, delayed, dead string
 	config, events                 string
+	// The policy's numbers as the verbs take them.
+	leaseMs, keepMs, maxAttempts string
+	slot                         uint16 // the cluster slot of the queue's keys
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
@@ -85,11 +88,14 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 	if p.Backoff == nil {
 		p.Backoff = Exponential(time.Second, time.Minute)
 	}
+	pending := keys.Pending(name)
 	return &Queue{
 		c: c, name: name, minter: minter, policy: p,
-		pending: keys.Pending(name), active: keys.Set(name, keys.ActiveSet),
+		pending: pending, active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
 		config: keys.Set(name, keys.Config), events: keys.Set(name, keys.Events),
+		leaseMs: millis(p.Lease), keepMs: millis(p.Keep), maxAttempts: strconv.Itoa(p.MaxAttempts),
+		slot: slotOf(c.vk.B().Arbitrary(emq.Claim.Name).Keys(pending).Build()),
 	}, nil
 }
 
@@ -108,16 +114,7 @@ var ErrExists = errors.New("client: the job exists")
 // options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	id := q.minter.Mint(ids.Job)
-	var admitted bool
-	var err error
-	if len(opts) == 0 {
-		admitted, err = q.c.Enqueue(ctx, q.name, id, payload)
-	} else {
-		a := newAdmission(opts)
-		keys, args := q.scheduleLine(id, payload, a)
-		admitted, err = runVerb(ctx, q.c, verbCall{verb: emq.Schedule, cp: CapSchedule, keys: keys, args: args,
-			script: q.c.scripts.schedule}, admittedReply)
-	}
+	admitted, err := runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
 	if err == nil && !admitted {
 		err = fmt.Errorf("%w: %s", ErrExists, id)
 	}
@@ -132,49 +129,18 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	if len(payloads) == 0 {
 		return nil, nil
 	}
-	verb, cp, script, sha := emq.Enqueue, CapEnqueue, q.c.admit, admitSHA
-	var a admission
-	if len(opts) > 0 {
-		verb, cp, script, sha = emq.Schedule, CapSchedule, q.c.scripts.schedule, scheduleSHA
-		a = newAdmission(opts)
-	}
+	a := newAdmission(opts)
 	out := make([]ids.ID, len(payloads))
-	lines := make([][2][]string, len(payloads)) // each job's keys and arguments
-	native := make(valkey.Commands, len(payloads))
-	scripted := make(valkey.Commands, len(payloads))
+	calls := make([]verbCall, len(payloads))
 	for i, payload := range payloads {
 		out[i] = q.minter.Mint(ids.Job)
-		ks, args := q.scheduleLine(out[i], payload, a)
-		if len(opts) == 0 {
-			ks, args = ks[:2], args[:2]
-		}
-		lines[i] = [2][]string{ks, args}
-		if err := check(verb, append(append([]string{strconv.Itoa(len(ks))}, ks...), args...)...); err != nil {
+		calls[i] = q.admitCall(out[i], payload, a)
+		if err := check(calls[i].verb, calls[i].line()...); err != nil {
 			return nil, err
 		}
-		native[i] = q.c.vk.B().Arbitrary(verb.Name, strconv.Itoa(len(ks))).Keys(ks...).Args(args...).Build()
-		scripted[i] = q.c.vk.B().Evalsha().Sha1(sha).Numkeys(int64(len(ks))).Key(ks...).Arg(args...).Build()
-	}
-	slot := slotOf(native[0])
-	served, err := q.c.nodes.serves(ctx, slot, cp)
-	if err != nil {
-		return nil, err
-	}
-	var replies []valkey.ValkeyResult
-	if served {
-		if replies = q.c.vk.DoMulti(ctx, native...); unknownCommand(replies[0].Error()) {
-			q.c.nodes.forget(slot)
-			served = false
-		}
-	}
-	if !served {
-		replies = q.c.vk.DoMulti(ctx, scripted...)
 	}
 	var first error
-	for i, r := range replies {
-		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() { // the node has not seen it yet
-			r = script.Exec(ctx, q.c.vk, lines[i][0], lines[i][1])
-		}
+	for i, r := range runVerbs(ctx, q.c, calls) {
 		admitted, err := admittedReply(r)
 		if err == nil && !admitted {
 			err = ErrExists
@@ -199,14 +165,11 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 // moment one is claimable; on a node without EMQ.BCLAIM it claims, then
 // polls with a backoff from 10 ms doubling to at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
-	timeoutMs := min(max(timeout.Milliseconds(), 0), 1<<40) // the verb's range
-	v := q.claimCall(n)
-	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
-	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	v := q.bclaimCall(n, timeout)
 	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
 	}
-	served, err := q.c.nodes.serves(ctx, slotOf(q.c.vk.B().Arbitrary(emq.BClaim.Name).Keys(q.pending).Build()), CapBClaim)
+	served, err := q.c.nodes.serves(ctx, q.slot, CapBClaim)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +179,23 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 		v.name = emq.BClaim.Name
 		return runVerb(ctx, q.c, v, q.claimReply)
 	}
-	return q.pollClaim(ctx, n, timeout)
+	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, newJob, nil)
+	if err == nil && len(jobs) == 0 && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return jobs, err
+}
+
+// bclaimCall is EMQ.BCLAIM of n jobs under the policy, waiting up to
+// timeout (0: forever).
+func (q *Queue) bclaimCall(n int, timeout time.Duration) verbCall {
+	// Rounded up, as every duration sent: a timeout under 1 ms truncated
+	// to 0 would wait forever.
+	timeoutMs := min(ceilMillis(max(timeout, 0)), 1<<40) // the verb's range
+	v := q.claimCall(n)
+	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
+	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))
+	return v
 }
 
 // The fallback BClaim's polling backoff.
@@ -225,29 +204,38 @@ const (
 	pollMax   = 250 * time.Millisecond
 )
 
-// pollClaim claims until a job comes, timeout passes or ctx ends.
-func (q *Queue) pollClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+// pollClaim claims until a job comes, timeout passes or stop closes,
+// which it checks before every claim: none is sent once stop is closed.
+// It appends the jobs, each made by alloc, to claimed.
+func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, timeout time.Duration,
+	alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	read := func(r valkey.ValkeyResult) ([]*Job, error) { return q.readClaimed(r, alloc, claimed) }
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
 	wait := pollFirst
 	for {
-		jobs, err := q.Claim(ctx, n)
-		if err != nil || len(jobs) > 0 {
+		select {
+		case <-stop:
+			return claimed, nil
+		default:
+		}
+		jobs, err := runVerb(ctx, q.c, q.claimCall(n), read)
+		if err != nil || len(jobs) > len(claimed) {
 			return jobs, err
 		}
 		pause := wait
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
-				return nil, nil
+				return claimed, nil
 			}
 			pause = min(pause, left)
 		}
 		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		case <-stop:
+			return claimed, nil
 		case <-time.After(pause):
 		}
 		wait = min(2*wait, pollMax)
@@ -256,27 +244,45 @@ func (q *Queue) pollClaim(ctx context.Context, n int, timeout time.Duration) ([]
 
 // claimCall is EMQ.CLAIM of n jobs under the policy.
 func (q *Queue) claimCall(n int) verbCall {
-	args := []string{millis(q.policy.Lease), strconv.Itoa(n), strconv.Itoa(q.policy.MaxAttempts)}
+	args := []string{q.leaseMs, strconv.Itoa(n), q.maxAttempts}
 	return verbCall{verb: emq.Claim, cp: CapClaim,
 		keys: []string{q.pending, q.active, q.delayed, q.dead}, args: args,
-		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], strconv.Itoa(DefaultSweepBatch))}
+		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], sweepBatch)}
 }
+
+// sweepBatch is DefaultSweepBatch as ClaimScript takes it.
+var sweepBatch = strconv.Itoa(DefaultSweepBatch)
 
 // claimReply reads a claim's reply: [id, attempt, payload] per job, or nil.
 func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
-	if valkey.IsValkeyNil(r.Error()) {
-		return nil, nil
-	}
-	rows, err := r.ToArray()
-	if err != nil {
-		return nil, refusal(err)
-	}
-	return q.claimed(rows)
+	return q.readClaimed(r, newJob, nil)
 }
 
-// claimed reads the rows of a claim's reply, [id, attempt, payload] each.
-func (q *Queue) claimed(rows []valkey.ValkeyMessage) ([]*Job, error) {
-	jobs := make([]*Job, 0, len(rows))
+func newJob() *Job { return new(Job) }
+
+// readClaimed appends to jobs the jobs of a claim's reply, each made by
+// alloc.
+func (q *Queue) readClaimed(r valkey.ValkeyResult, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	m, err := r.ToMessage()
+	if valkey.IsValkeyNil(err) {
+		return jobs, nil
+	}
+	if err != nil {
+		return jobs, refusal(err)
+	}
+	return q.readClaimedRows(&m, alloc, jobs)
+}
+
+// readClaimedRows reads a claim's reply as readClaimed does, from the
+// message itself (EMQ.SETTLE's second element).
+func (q *Queue) readClaimedRows(m *valkey.ValkeyMessage, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	if m.IsNil() {
+		return jobs, nil
+	}
+	rows, err := m.ToArray()
+	if err != nil {
+		return jobs, refusal(err)
+	}
 	for _, row := range rows {
 		parts, err := row.ToArray()
 		if err != nil || len(parts) != 3 {
@@ -288,8 +294,10 @@ func (q *Queue) claimed(rows []valkey.ValkeyMessage) ([]*Job, error) {
 		if !ok || err != nil {
 			return jobs, fmt.Errorf("client: claim reply row %v", row)
 		}
-		payload, _ := parts[2].AsBytes() // nil: a row without payload
-		jobs = append(jobs, &Job{q: q, ID: id, Attempt: attempt, Payload: payload})
+		j := alloc()
+		j.q, j.ID, j.Attempt, j.text = q, id, attempt, text
+		j.Payload, _ = parts[2].AsBytes() // nil: a row without payload
+		jobs = append(jobs, j)
 	}
 	return jobs, nil
 }
@@ -314,7 +322,8 @@ func (q *Queue) Revive(ctx context.Context, id ids.ID) error {
 	return err
 }
 
-// millis is d in whole milliseconds, rounded up.
-func millis(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
-}
+// millis is d in whole milliseconds, rounded up, as text.
+func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10) }
+
+// ceilMillis is d in whole milliseconds, rounded up.
+func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -153,6 +154,13 @@ func TestQueueHandles(t *testing.T) {
 				require.NoError(t, err)
 				assert.Empty(t, jobs)
 				assert.GreaterOrEqual(t, time.Since(start), 90*time.Millisecond)
+			})
+			t.Run("bclaim rounds a sub-millisecond timeout up, never to 0 (wait forever)", func(t *testing.T) {
+				c, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				jobs, err := newQueue(t, n, "bclaim-sub-ms", Policy{}).BClaim(c, 1, 500*time.Microsecond)
+				require.NoError(t, err, "the claim waited until its context ended")
+				assert.Empty(t, jobs)
 			})
 			t.Run("a policy out of range is refused before sending", func(t *testing.T) {
 				q := newQueue(t, n, "shape", Policy{})

@@ -1,11 +1,10 @@
 package client
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
 	"strconv"
 	"time"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
@@ -47,30 +46,29 @@ func Priority(p int) EnqueueOption {
 	return func(a *admission) { a.priority = p }
 }
 
-// newAdmission applies opts in order; a later time replaces an earlier.
-func newAdmission(opts []EnqueueOption) admission {
-	var a admission
+// newAdmission applies opts in order (a later time replaces an earlier);
+// nil without options.
+func newAdmission(opts []EnqueueOption) *admission {
+	if len(opts) == 0 {
+		return nil
+	}
+	a := new(admission)
 	for _, o := range opts {
-		o(&a)
+		o(a)
 	}
 	return a
 }
 
-// scheduleLine is EMQ.SCHEDULE's keys and arguments for job id; the first
-// two of each are EMQ.ENQUEUE's.
-func (q *Queue) scheduleLine(id ids.ID, payload []byte, a admission) (keyList, args []string) {
+// admitCall is the admission of job id with payload: EMQ.ENQUEUE when a is
+// nil, else EMQ.SCHEDULE as a says.
+func (q *Queue) admitCall(id ids.ID, payload []byte, a *admission) verbCall {
 	text := id.String()
-	return []string{keys.Job(q.name, text), q.pending, q.delayed},
-		[]string{text, valkey.BinaryString(payload), strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10)}
-}
-
-// The SHA1s EVALSHA names the admission scripts by.
-var (
-	admitSHA    = sha1Of(AdmitScript)
-	scheduleSHA = sha1Of(ScheduleScript)
-)
-
-func sha1Of(script string) string {
-	h := sha1.Sum([]byte(script))
-	return hex.EncodeToString(h[:])
+	job, body := keys.Job(q.name, text), valkey.BinaryString(payload)
+	if a == nil {
+		return verbCall{verb: emq.Enqueue, cp: CapEnqueue, keys: []string{job, q.pending},
+			args: []string{text, body}, script: q.c.admit}
+	}
+	return verbCall{verb: emq.Schedule, cp: CapSchedule, keys: []string{job, q.pending, q.delayed},
+		args:   []string{text, body, strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10)},
+		script: q.c.scripts.schedule}
 }

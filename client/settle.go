@@ -45,67 +45,133 @@ type Settled struct {
 // comes back as the error, nothing applied. On a node without the module
 // it runs [SettleScript].
 func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int) ([]Settled, []*Job, error) {
-	args := make([]string, 4, 4+5*len(settlements)+1)
-	args[0], args[1], args[2], args[3] = millis(q.policy.Lease), strconv.Itoa(count), strconv.Itoa(q.policy.MaxAttempts), strconv.Itoa(len(settlements))
-	keep := millis(q.policy.Keep)
-	for _, s := range settlements {
-		id, attempt := s.Job.ID.String(), strconv.FormatInt(s.Job.Attempt, 10)
-		switch {
-		case s.Err != nil:
-			args = append(args, "FAIL", id, attempt, millis(max(s.Backoff, 0)), s.Err.Error())
-		case s.Result != nil:
-			args = append(args, "DONE", id, attempt, keep, valkey.BinaryString(s.Result))
-		default:
-			args = append(args, "ACK", id, attempt, keep)
+	ss := make([]settlement, len(settlements))
+	for i, s := range settlements {
+		ss[i] = settlement{job: s.Job, fail: s.Err != nil, backoff: max(s.Backoff, 0), result: s.Result}
+		if s.Err != nil {
+			ss[i].cause = s.Err.Error()
 		}
 	}
-	// the script's arguments end with the sweep batch, in the room kept for it
-	res, err := runVerb(ctx, q.c, verbCall{verb: emq.Settle, cp: CapSettle,
-		keys: []string{q.pending, q.active, q.delayed, q.dead}, args: args,
-		script: q.c.scripts.settle, scriptArgs: append(args, strconv.Itoa(DefaultSweepBatch))},
-		func(r valkey.ValkeyResult) (settleResult, error) { return q.settleReply(r, len(settlements)) })
-	return res.settled, res.jobs, err
+	if err := check(emq.Settle, append([]string{"4", q.pending, q.active, q.delayed, q.dead}, q.settleArgs(ss, count)...)...); err != nil {
+		return nil, nil, err
+	}
+	claimed, err := q.settle(ctx, ss, count, newJob, nil)
+	if err != nil {
+		return nil, claimed, err
+	}
+	out := make([]Settled, len(ss))
+	for i, s := range ss {
+		out[i] = Settled{State: s.state, Err: s.err}
+		if s.err == nil && !s.fail {
+			out[i].State = StateDone
+		}
+	}
+	return out, claimed, nil
 }
 
-// settleResult is what SETTLE replied.
-type settleResult struct {
-	settled []Settled
-	jobs    []*Job
+// settlement is one finished job as a worker settles it: an ack (keeping
+// result when it is not nil), or a fail with its backoff and cause. settle
+// fills in its outcome.
+type settlement struct {
+	job     *Job
+	fail    bool
+	backoff time.Duration
+	cause   string
+	result  []byte
+	// handBack marks a job given back unfinished (its log said so).
+	handBack bool
+
+	state State // where a fail sent the job
+	err   error // its refusal, or the error of a round trip that failed
 }
 
-// settleReply reads SETTLE's reply: one reply per settlement, then the
+// maxSettlements is the most settlements one EMQ.SETTLE takes.
+const maxSettlements = 1000
+
+// settle applies ss (at most maxSettlements) in order, then claims up to n
+// jobs of q (0: settles only), in one round trip, and appends the claimed
+// jobs, each made by alloc, to claimed. Each settlement gets its own
+// outcome: one refused (EMQLEASE, EMQNOJOB, WRONGTYPE, NOPERM) stops none
+// of the others. The error is the claim's: a refusal, or the round trip's
+// failure, which is every settlement's too. On a node without EMQ.SETTLE
+// it is one EVALSHA of SettleScript, as atomic.
+//
+// The ids, attempts and policy numbers are not checked here: a worker
+// checks its policy once (Queue.checkPolicy), and the rest comes from jobs
+// it claimed.
+func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	native, err := q.c.nodes.serves(ctx, q.slot, CapSettle)
+	if err != nil {
+		return claimed, settleFailed(ss, err)
+	}
+	if native {
+		r := q.c.vk.Do(ctx, q.settleCommand(ss, n))
+		if !unknownCommand(r.Error()) {
+			return q.settleReply(r, ss, alloc, claimed)
+		}
+		q.c.nodes.forget(q.slot) // the node lost the module: the script instead
+	}
+	args := append(q.settleArgs(ss, n), sweepBatch)
+	r := q.c.scripts.settle.Exec(ctx, q.c.vk, []string{q.pending, q.active, q.delayed, q.dead}, args)
+	return q.settleReply(r, ss, alloc, claimed)
+}
+
+// settleCommand is EMQ.SETTLE of ss and a claim of n.
+func (q *Queue) settleCommand(ss []settlement, n int) valkey.Completed {
+	return q.c.vk.B().Arbitrary(emq.Settle.Name, "4").Keys(q.pending, q.active, q.delayed, q.dead).
+		Args(q.settleArgs(ss, n)...).Build()
+}
+
+// settleArgs are EMQ.SETTLE's arguments after its keys, for ss and a claim
+// of n.
+func (q *Queue) settleArgs(ss []settlement, n int) []string {
+	args := make([]string, 0, 4+5*len(ss)+1) // room for the script's sweep batch
+	args = append(args, q.leaseMs, strconv.Itoa(n), q.maxAttempts, strconv.Itoa(len(ss)))
+	for i := range ss {
+		s := &ss[i]
+		j := s.job
+		attempt := strconv.FormatInt(j.Attempt, 10)
+		switch {
+		case s.fail:
+			args = append(args, "FAIL", j.idText(), attempt, millis(s.backoff), s.cause)
+		case s.result != nil:
+			args = append(args, "DONE", j.idText(), attempt, q.keepMs, valkey.BinaryString(s.result))
+		default:
+			args = append(args, "ACK", j.idText(), attempt, q.keepMs)
+		}
+	}
+	return args
+}
+
+// settleReply reads EMQ.SETTLE's reply: the settlements' replies, then the
 // claim's.
-func (q *Queue) settleReply(r valkey.ValkeyResult, n int) (settleResult, error) {
+func (q *Queue) settleReply(r valkey.ValkeyResult, ss []settlement, alloc func() *Job, claimed []*Job) ([]*Job, error) {
 	parts, err := r.ToArray()
 	if err != nil {
-		return settleResult{}, refusal(err)
+		return claimed, settleFailed(ss, refusal(err))
 	}
-	if len(parts) != 2 {
-		return settleResult{}, fmt.Errorf("client: settle replied %d parts", len(parts))
+	var replies []valkey.ValkeyMessage
+	if len(parts) == 2 {
+		replies, err = parts[0].ToArray()
 	}
-	replies, err := parts[0].ToArray()
-	if err != nil || len(replies) != n {
-		return settleResult{}, fmt.Errorf("client: settle replied %d settlements for %d", len(replies), n)
+	if len(parts) != 2 || err != nil || len(replies) != len(ss) {
+		return claimed, settleFailed(ss, fmt.Errorf("client: EMQ.SETTLE reply %v", parts))
 	}
-	out := make([]Settled, n)
-	for i := range replies {
-		m := &replies[i]
-		if err := m.Error(); err != nil {
-			out[i].Err = refusal(err)
-		} else if m.IsInt64() {
-			out[i].State = StateDone
-		} else {
+	for i := range ss {
+		s, m := &ss[i], &replies[i]
+		if s.err = refusal(m.Error()); s.err == nil && s.fail {
 			state, _ := m.ToString()
-			out[i].State = State(state)
+			s.state = State(state)
 		}
 	}
-	if parts[1].IsNil() {
-		return settleResult{settled: out}, nil
+	return q.readClaimedRows(&parts[1], alloc, claimed)
+}
+
+// settleFailed gives every settlement err, a failure of the whole call,
+// and returns it.
+func settleFailed(ss []settlement, err error) error {
+	for i := range ss {
+		ss[i].err = err
 	}
-	rows, err := parts[1].ToArray()
-	if err != nil {
-		return settleResult{settled: out}, refusal(err)
-	}
-	jobs, err := q.claimed(rows)
-	return settleResult{out, jobs}, err
+	return err
 }

@@ -7,40 +7,53 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/valkey-io/valkey-go"
 )
 
 // Handler processes one claimed job. Returning nil acknowledges the job;
 // an error fails it with the queue policy's backoff; a panic is a failure
-// too. ctx ends when the job's lease is lost (cause [ErrLeaseLost]) or the
-// worker's shutdown deadline passes (cause [ErrShutdown]).
+// too. ctx carries the values of Work's context. It ends when the handler
+// returns, when the job's lease is lost (cause [ErrLeaseLost]) or when the
+// worker's grace period after a stop passes (cause [ErrShutdown]).
 type Handler func(ctx context.Context, job *Job) error
 
 // WorkOptions tune [Queue.Work]. Zero fields take the defaults.
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once; 1 when 0.
 	Concurrency int
-	// Claimers is how many blocking claims wait at once, each natively on
-	// a dedicated connection of valkey-go's pool (on a node without
-	// EMQ.BCLAIM, polling over the shared one); 1 when 0. One claim asks
-	// for as many jobs as there are free handler slots.
+	// Prefetch bounds how many claimed jobs may wait for a free handler
+	// slot besides the running ones; 4 × Concurrency, at least 16, when 0;
+	// none with [NoPrefetch]. Within it the worker keeps as many waiting as
+	// its slots finish during one round trip of its settle calls (both
+	// measured as it goes, none before a handler has finished), so a quick
+	// handler's slot starts its next job without waiting on a round trip,
+	// and slow handlers leave the queue's jobs to other workers. A waiting
+	// job's lease runs and is renewed as a running one's is. When Work
+	// stops, the waiting jobs are handed back (failed with backoff 0,
+	// error "handed back"), which spends an attempt of each: a job on its
+	// last attempt dies.
+	Prefetch int
+	// Deprecated: Claimers is ignored. Work keeps one blocking claim
+	// waiting, and only while its last claim found the queue empty.
 	Claimers int
-	// Poll is how long one blocking claim waits for a job; DefaultPoll
-	// when 0. It bounds how long a cancelled Work takes to stop claiming.
+	// Poll is how long one blocking claim waits before it is sent again;
+	// DefaultPoll when 0. A stop ends the wait at once, whatever Poll is.
 	Poll time.Duration
-	// Renew is the fraction of the lease after which a running job's lease
-	// is extended, again and again while its handler runs; 1/3 when 0.
+	// Renew is the fraction of the lease after which a claimed job's lease
+	// is extended, again and again until its handler returns; 1/3 when 0.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
 	// 0, so another worker claims them at once.
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; warn:
-	// failed, dead, lease lost; error: a call that failed). Nil logs
-	// nothing.
+	// failed, dead, handed back, lease lost; error: a call that failed).
+	// Nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -50,53 +63,68 @@ const (
 	DefaultGrace = 10 * time.Second
 )
 
+// NoPrefetch as [WorkOptions].Prefetch claims jobs only for free handler
+// slots.
+const NoPrefetch = -1
+
 // The causes a handler's context ends with.
 var (
-	// ErrLeaseLost: the server refused to extend the lease (EMQLEASE); the
-	// job may be another worker's now, and its Ack will be refused.
+	// ErrLeaseLost: the server refused to extend the lease (EMQLEASE), or
+	// no extension was confirmed before the last deadline the server
+	// confirmed, less a tenth of the lease; the job may be another
+	// worker's now, and its Ack will be refused.
 	ErrLeaseLost = errors.New("client: the job's lease was lost")
 	// ErrShutdown: the worker stopped and the grace period passed; the job
 	// was failed with backoff 0.
 	ErrShutdown = errors.New("client: the worker shut down")
 )
 
+// errHandedBack is the error of a claimed job a worker hands back without
+// having run it.
+const errHandedBack = "handed back"
+
 // Work claims jobs of q and runs h on each until ctx ends, then stops
-// claiming, lets the running handlers finish for up to opts.Grace, fails
-// the rest with backoff 0 and returns. Each job's lease is extended while
-// its handler runs; a job whose handler returns nil is acknowledged, one
-// whose handler fails or panics is failed with the policy's backoff.
+// claiming, hands back the jobs no handler has started, lets the running
+// handlers finish for up to opts.Grace, fails the rest with backoff 0 and
+// returns. Each held job's lease is extended until its handler returns; a
+// job whose handler returns nil is acknowledged, one whose handler fails
+// or panics is failed with the policy's backoff.
 //
-// Claims block on dedicated connections (valkey-go's pool for blocking
-// commands) and ask for as many jobs as there are free slots; extends,
-// acks and fails go over valkey-go's shared, auto-pipelined connection.
+// One call settles the jobs that finished since the last and claims as
+// many as there are free slots and room in the prefetch buffer
+// (EMQ.SETTLE; on a node without it, one pipeline of the acks, fails and a
+// claim), one at a time, so the outcomes that finish while a call is out
+// go together in the next. When a claim finds the queue empty, one
+// blocking claim waits on a dedicated connection of valkey-go's pool (on a
+// node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
+// UNBLOCK. One scheduler extends the leases due, in one pipeline.
 //
 // Work returns nil after a shutdown, or a refusal the claims met (an
 // invalid policy, a key of the wrong type), which stops it. It does not
 // wait for a handler that ignores its context past the grace period: that
 // job was handed back, and its late ack or fail is refused.
 func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
-	w := newWorker(q, h, opts)
-	var claimers sync.WaitGroup
-	var fatal atomic.Pointer[error]
-	claimCtx, stopClaiming := context.WithCancel(ctx)
-	defer stopClaiming()
-	for range w.opts.Claimers {
-		claimers.Add(1)
-		go func() {
-			defer claimers.Done()
-			if err := w.claimLoop(claimCtx); err != nil {
-				fatal.CompareAndSwap(nil, &err)
-				stopClaiming()
-			}
-		}()
+	if err := q.checkPolicy(); err != nil {
+		return err
 	}
-	claimers.Wait()
-	w.finish()
-	if err := fatal.Load(); err != nil {
-		return *err
-	}
-	return nil
+	return newWorker(ctx, q, h, opts).run()
 }
+
+// checkPolicy runs EMQ.SETTLE's checks, once, on the numbers the policy
+// puts in every call a worker makes; the rest of those calls is the
+// worker's own making (a claimed job's id and attempt), so they need none.
+func (q *Queue) checkPolicy() error {
+	id, _ := ids.New(ids.Job, 0, 0, 0)
+	probe := []settlement{{job: &Job{q: q, ID: id, Attempt: 1}}}
+	cmd := q.settleCommand(probe, maxClaimCount)
+	return check(emq.Settle, cmd.Commands()[1:]...)
+}
+
+// maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
+const maxClaimCount = 1000
+
+// maxBackoff is the longest backoff EMQ.FAIL takes, 2^40 ms.
+const maxBackoff = (1 << 40) * time.Millisecond
 
 // worker is one Work call's state.
 type worker struct {
@@ -105,30 +133,58 @@ type worker struct {
 	opts WorkOptions
 	log  *slog.Logger
 
-	slots chan struct{} // one token per free handler slot
-	// handlers is the context of every handler: it ends at the shutdown
-	// deadline.
-	handlers   context.Context
-	endHandler context.CancelCauseFunc
+	// stop ends with Work's ctx, or when a claim is refused; no claim is
+	// sent once it has ended.
+	stop context.Context
+	halt context.CancelFunc
+	// base is Work's ctx without its end: the context of the worker's
+	// calls and the parent of its handlers' contexts.
+	base context.Context
 
-	mu      sync.Mutex
-	running map[*running]struct{}
-	idle    sync.Cond // signalled when running empties
+	lease, every, margin time.Duration // the lease, its renewal period, the safety margin before its end
+	alloc                func() *Job   // makes a held job
+
+	ready      chan *heldJob // claimed jobs waiting for a slot, in claim order
+	renewWake  chan struct{} // the renewal list was empty and is not
+	waiterExit chan struct{} // closed when the waiter returns
+
+	mu         sync.Mutex
+	settleWake sync.Cond    // the settler's: an outcome or room to claim
+	claimWake  sync.Cond    // the waiter's: the queue is dry and there is room
+	idle       sync.Cond    // the stop's: no handler runs, or the grace passed
+	finished   []settlement // outcomes waiting for the next settle call
+	held       int          // claimed jobs neither finished nor handed back
+	running    int          // held jobs whose handlers run
+	asked      int          // jobs the claims in flight asked for
+	dry        bool         // the last claim found fewer than it asked for: the waiter takes over
+	stopping   bool         // no job is started or claimed any more
+	graceOver  bool         // the stop's grace has passed: failed settlements are not retried
+	waiterDone bool
+	fatal      error
+	// The pace that sizes the prefetch: moving averages of a handler's run
+	// and of a settle call's round trip; 0 until measured.
+	handling, tripping time.Duration
+	renewals           jobList    // held jobs whose lease is renewed, by renewal due
+	slots              []*heldJob // the job each handler slot runs
+	blocking           blockState
 }
 
-// running is a job whose handler runs; settled once it is acked, failed or
-// handed back, by whichever comes first.
-type running struct {
-	job     *Job
-	settled atomic.Bool
+// blockState is what a stop needs of the waiter's blocking claim.
+type blockState struct {
+	inFlight bool
+	id       int64 // its connection's CLIENT ID
+	conn     valkey.DedicatedClient
 }
 
-func newWorker(q *Queue, h Handler, opts WorkOptions) *worker {
+func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *worker {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
-	if opts.Claimers <= 0 {
-		opts.Claimers = 1
+	switch {
+	case opts.Prefetch == 0:
+		opts.Prefetch = max(4*opts.Concurrency, 16)
+	case opts.Prefetch < 0:
+		opts.Prefetch = 0
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
@@ -143,119 +199,113 @@ func newWorker(q *Queue, h Handler, opts WorkOptions) *worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	lease := q.policy.Lease
 	w := &worker{q: q, h: h, opts: opts, log: log.With("queue", q.name),
-		slots: make(chan struct{}, opts.Concurrency), running: map[*running]struct{}{}}
-	w.idle.L = &w.mu
-	w.handlers, w.endHandler = context.WithCancelCause(context.Background())
-	for range opts.Concurrency {
-		w.slots <- struct{}{}
+		base:  context.WithoutCancel(ctx),
+		lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
+		ready:      make(chan *heldJob, opts.Concurrency+opts.Prefetch),
+		renewWake:  make(chan struct{}, 1),
+		waiterExit: make(chan struct{}),
+		slots:      make([]*heldJob, opts.Concurrency),
 	}
+	w.stop, w.halt = context.WithCancel(ctx)
+	w.settleWake.L, w.claimWake.L, w.idle.L = &w.mu, &w.mu, &w.mu
+	w.alloc = w.newHeldJob
 	return w
 }
 
-// claimLoop claims and starts jobs until ctx ends or a claim is refused.
-func (w *worker) claimLoop(ctx context.Context) error {
-	pause := pollFirst
-	for {
-		n := w.acquire(ctx)
-		if n == 0 {
-			return nil
+// run works until the stop, then shuts down.
+func (w *worker) run() error {
+	for i := range w.opts.Concurrency {
+		go w.runSlot(i) // not waited for: a handler may outlive Work
+	}
+	var loops sync.WaitGroup
+	loops.Add(2)
+	go func() { defer loops.Done(); w.settleLoop() }()
+	go func() { defer loops.Done(); w.waitLoop() }()
+	renewDone, renewed := make(chan struct{}), make(chan struct{})
+	go func() { defer close(renewed); w.renewLoop(renewDone) }()
+
+	<-w.stop.Done()
+	w.shutdown()
+	loops.Wait()
+	close(renewDone)
+	<-renewed
+	w.halt()
+	return w.fatal
+}
+
+// shutdown stops claiming, hands back the jobs no handler has started,
+// ends the waiter's blocking claim, and waits up to the grace period for
+// the running handlers before handing their jobs back too.
+func (w *worker) shutdown() {
+	w.mu.Lock()
+	w.stopping = true
+	w.settleWake.Broadcast()
+	w.claimWake.Broadcast()
+	w.mu.Unlock()
+	close(w.ready) // nothing is sent on it once stopping is set
+	for hj := range w.ready {
+		w.begin(hj, -1) // hands it back
+	}
+	w.unblock()
+
+	grace := time.AfterFunc(w.opts.Grace, func() {
+		w.mu.Lock()
+		w.graceOver = true
+		w.idle.Broadcast()
+		w.mu.Unlock()
+	})
+	defer grace.Stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.running > 0 && !w.graceOver {
+		w.idle.Wait()
+	}
+	w.graceOver = true
+	for _, hj := range w.slots {
+		if hj != nil {
+			hj.ctx.end(&ErrShutdown)
+			w.handBack(hj, ErrShutdown.Error())
 		}
-		// Not cancelled with ctx: a job the server hands over while the
-		// worker stops is still started, never left to its lease.
-		jobs, err := w.q.BClaim(context.WithoutCancel(ctx), n, w.opts.Poll)
-		w.release(n - len(jobs))
-		for _, j := range jobs {
-			w.start(j)
-		}
-		if emqerrors.CodeOf(err) != 0 {
-			w.log.Error("claim refused", "err", err)
-			return err
-		}
-		if err != nil {
-			w.log.Error("claim", "err", err)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(pause):
-			}
-			pause = min(2*pause, w.opts.Poll)
+	}
+}
+
+// fail stops the worker with err, the first such.
+func (w *worker) fail(err error) {
+	w.mu.Lock()
+	if w.fatal == nil {
+		w.fatal = err
+	}
+	w.mu.Unlock()
+	w.halt()
+}
+
+// runSlot is one handler slot: it runs the jobs that wait, in claim order.
+func (w *worker) runSlot(i int) {
+	for hj := range w.ready {
+		if !w.begin(hj, i) {
 			continue
 		}
-		pause = pollFirst
+		err := guarded(func() error { return w.h(&hj.ctx, &hj.job) })
+		hj.ctx.end(&context.Canceled)
+		w.finish(hj, err)
 	}
 }
 
-// acquire waits for a free slot and takes every other free one, up to a
-// claim's count; 0 when ctx ends first.
-func (w *worker) acquire(ctx context.Context) int {
-	select {
-	case <-ctx.Done():
-		return 0
-	case <-w.slots:
-	}
-	n := 1
-	for n < maxClaimCount {
-		select {
-		case <-w.slots:
-			n++
-		default:
-			return n
-		}
-	}
-	return n
-}
-
-// maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
-const maxClaimCount = 1000
-
-func (w *worker) release(n int) {
-	for range n {
-		w.slots <- struct{}{}
-	}
-}
-
-// start runs the handler of j in its own goroutine.
-func (w *worker) start(j *Job) {
-	r := &running{job: j}
+// begin starts hj in slot i, or hands it back when the worker stops or its
+// lease was lost while it waited.
+func (w *worker) begin(hj *heldJob, i int) bool {
 	w.mu.Lock()
-	w.running[r] = struct{}{}
-	w.mu.Unlock()
-	w.log.Debug("claimed", "job", j.ID, "attempt", j.Attempt)
-	go w.run(r)
-}
-
-// run is one job's life in the worker: the handler under a renewed lease,
-// then its ack or fail.
-func (w *worker) run(r *running) {
-	defer w.done(r)
-	j := r.job
-	ctx, cancel := context.WithCancelCause(w.handlers)
-	defer cancel(nil)
-	stopRenewing := w.renew(ctx, j, cancel)
-	err := guarded(func() error { return w.h(ctx, j) })
-	stopRenewing()
-	if !r.settled.CompareAndSwap(false, true) {
-		return // handed back at the shutdown deadline
+	defer w.mu.Unlock()
+	if w.stopping || hj.lost || i < 0 {
+		w.handBack(hj, errHandedBack)
+		return false
 	}
-	bg := context.WithoutCancel(w.handlers)
-	if err == nil {
-		if err := j.Ack(bg); err != nil {
-			w.log.Error("ack", "job", j.ID, "attempt", j.Attempt, "err", err)
-			return
-		}
-		w.log.Debug("acked", "job", j.ID, "attempt", j.Attempt)
-		return
-	}
-	state, ferr := j.Fail(bg, err)
-	switch {
-	case ferr != nil:
-		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", err, "err", ferr)
-	case state == StateDead:
-		w.log.Warn("dead", "job", j.ID, "attempt", j.Attempt, "err", err)
-	default:
-		w.log.Warn("failed", "job", j.ID, "attempt", j.Attempt, "state", string(state), "err", err)
-	}
+	hj.state, hj.slot, hj.started = jobRunning, i, time.Now()
+	w.slots[i] = hj
+	w.running++
+	return true
 }
 
 // guarded runs a handler, turning a panic into an error that carries the
@@ -269,82 +319,238 @@ func guarded(h func() error) (err error) {
 	return h()
 }
 
-// renew extends j's lease every Renew·lease until the returned stop is
-// called; a lease the server says is lost ends ctx with ErrLeaseLost.
-func (w *worker) renew(ctx context.Context, j *Job, cancel context.CancelCauseFunc) (stop func()) {
-	every := time.Duration(float64(w.q.policy.Lease) * w.opts.Renew)
-	quit, stopped := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(max(every, time.Millisecond))
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			_, err := j.Extend(context.WithoutCancel(ctx))
-			if errors.Is(err, emqerrors.Lease) {
-				w.log.Warn("lease lost", "job", j.ID, "attempt", j.Attempt)
-				cancel(ErrLeaseLost)
-				return
-			}
-			if err != nil {
-				w.log.Error("extend", "job", j.ID, "attempt", j.Attempt, "err", err)
-			}
-		}
-	}()
-	return func() { close(quit); <-stopped }
-}
-
-// done frees r's slot.
-func (w *worker) done(r *running) {
+// finish queues the outcome of hj's handler for the next settle call.
+func (w *worker) finish(hj *heldJob, err error) {
+	s := settlement{job: &hj.job}
+	if err != nil {
+		s.fail, s.cause = true, err.Error()
+		s.backoff = min(max(w.q.policy.Backoff(hj.job.Attempt), 0), maxBackoff)
+	}
+	took := time.Since(hj.started)
 	w.mu.Lock()
-	delete(w.running, r)
-	if len(w.running) == 0 {
+	defer w.mu.Unlock()
+	if hj.state != jobRunning {
+		return // handed back at the end of the grace period
+	}
+	w.handling = average(w.handling, took)
+	w.slots[hj.slot] = nil
+	w.running--
+	w.release(hj, jobFinished)
+	w.finished = append(w.finished, s)
+	w.settleWake.Signal()
+	if w.running == 0 {
 		w.idle.Broadcast()
 	}
-	w.mu.Unlock()
-	w.release(1)
 }
 
-// finish waits up to the grace period for the running handlers, then ends
-// their contexts and hands their jobs back with backoff 0.
-func (w *worker) finish() {
-	waited := make(chan struct{})
-	go func() {
+// release lets go of hj: it is no longer held nor renewed, which makes
+// room for a claim. w.mu is held.
+func (w *worker) release(hj *heldJob, state jobState) {
+	hj.state = state
+	w.held--
+	w.renewals.remove(hj)
+	if w.dry {
+		w.claimWake.Signal()
+	}
+}
+
+// handBack queues hj's failure with backoff 0, so another worker may claim
+// it at once. w.mu is held.
+func (w *worker) handBack(hj *heldJob, cause string) {
+	if hj.state == jobRunning {
+		w.slots[hj.slot] = nil
+		w.running--
+	}
+	w.release(hj, jobHandedBack)
+	w.finished = append(w.finished, settlement{job: &hj.job, fail: true, cause: cause, handBack: true})
+	w.settleWake.Signal()
+	w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", cause)
+}
+
+// want is how many more jobs the worker may claim: room for one per slot
+// and the prefetch. w.mu is held.
+func (w *worker) want() int {
+	return min(w.opts.Concurrency+w.prefetch()-w.held-w.asked, maxClaimCount)
+}
+
+// prefetch is how many jobs may wait for a slot now: as many as the slots
+// finish during one settle call's round trip, at most opts.Prefetch; none
+// until both are measured. w.mu is held.
+func (w *worker) prefetch() int {
+	if w.handling == 0 || w.tripping == 0 {
+		return 0
+	}
+	finishing := float64(w.opts.Concurrency) * float64(w.tripping) / float64(w.handling)
+	return int(min(finishing+0.5, float64(w.opts.Prefetch)))
+}
+
+// average moves a moving average an eighth of the way to d; the first d
+// is taken whole. Never 0 once moved, 0 meaning unmeasured.
+func average(avg, d time.Duration) time.Duration {
+	d = max(d, 1)
+	if avg == 0 {
+		return d
+	}
+	return max(avg+(d-avg)/8, 1)
+}
+
+// claimable is how many jobs the settler's next call claims: none once the
+// worker stops, nor while the waiter's blocking claim takes over. w.mu is
+// held.
+func (w *worker) claimable() int {
+	if w.stopping || w.dry || w.stop.Err() != nil {
+		return 0
+	}
+	return w.want()
+}
+
+// settledAll reports whether the stop is done: nothing held, asked for
+// or waiting to be settled, and the waiter gone. w.mu is held.
+func (w *worker) settledAll() bool {
+	return w.stopping && w.waiterDone && w.held == 0 && w.asked == 0 && len(w.finished) == 0
+}
+
+// settleLoop sends the settle calls, one at a time: each settles what
+// finished since the last and claims what there is room for.
+func (w *worker) settleLoop() {
+	var batch []settlement
+	var claimed []*Job
+	pause := pollFirst
+	for {
 		w.mu.Lock()
-		for len(w.running) > 0 {
-			w.idle.Wait()
+		for len(w.finished) == 0 && w.claimable() <= 0 && !w.settledAll() {
+			w.settleWake.Wait()
 		}
+		if w.settledAll() {
+			w.mu.Unlock()
+			return
+		}
+		k := min(len(w.finished), maxSettlements)
+		batch = append(batch[:0], w.finished[:k]...)
+		left := copy(w.finished, w.finished[k:])
+		clear(w.finished[left:])
+		w.finished = w.finished[:left]
+		n := max(w.claimable(), 0)
+		w.asked += n
 		w.mu.Unlock()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-		w.endHandler(nil)
-		return
-	case <-time.After(w.opts.Grace):
+
+		sent := time.Now()
+		var err error
+		claimed, err = w.q.settle(w.base, batch, n, w.alloc, claimed[:0])
+		if w.settled(batch, n, claimed, sent, err) {
+			time.Sleep(pause) // not cut short by a stop, whose last settlements are retried too
+			pause = min(2*pause, w.opts.Poll)
+		} else {
+			pause = pollFirst
+		}
+		clear(batch)
+		clear(claimed)
 	}
+}
+
+// settled takes a settle call's outcome: it logs each settlement, queues
+// again those whose round trip failed while their lease runs, and takes
+// the claimed jobs. It reports whether the call failed, to pause before
+// the next.
+func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Time, err error) (failed bool) {
+	now := time.Now()
+	for i := range batch {
+		w.logSettled(&batch[i])
+	}
+	switch {
+	case emqerrors.CodeOf(err) != 0:
+		w.log.Error("claim refused", "err", err)
+	case err != nil:
+		w.log.Error("claim", "err", err)
+	}
+	w.logClaimed(claimed)
 	w.mu.Lock()
-	left := make([]*running, 0, len(w.running))
-	for r := range w.running {
-		left = append(left, r)
+	defer w.mu.Unlock()
+	w.asked -= n
+	w.tripping = average(w.tripping, now.Sub(sent))
+	for i := range batch {
+		s := &batch[i]
+		if s.err == nil || emqerrors.CodeOf(s.err) != 0 {
+			continue
+		}
+		failed = true
+		if !w.graceOver && now.Before(s.job.held.deadline) {
+			s.err = nil
+			w.finished = append(w.finished, *s)
+		}
 	}
-	w.mu.Unlock()
-	w.endHandler(ErrShutdown)
-	for _, r := range left {
-		if !r.settled.CompareAndSwap(false, true) {
+	w.take(claimed, sent)
+	switch {
+	case emqerrors.CodeOf(err) != 0:
+		if w.fatal == nil {
+			w.fatal = err
+		}
+		w.halt()
+	case err != nil:
+		failed = true
+	case n > 0 && len(claimed) < n:
+		w.dry = true
+		w.claimWake.Signal()
+	}
+	return failed
+}
+
+// take holds the jobs a claim sent at sent delivered, and queues them for
+// the slots; once the worker stops it hands them back. w.mu is held.
+func (w *worker) take(claimed []*Job, sent time.Time) {
+	for _, j := range claimed {
+		hj := j.held
+		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
+		w.held++
+		if w.stopping {
+			w.handBack(hj, errHandedBack)
 			continue
 		}
-		j := r.job
-		if _, err := j.FailAfter(context.Background(), ErrShutdown, 0); err != nil {
-			w.log.Error("hand back", "job", j.ID, "attempt", j.Attempt, "err", err)
-			continue
+		w.renewals.insert(hj)
+		if w.renewals.head == hj { // the scheduler's next wake-up is later, or none
+			select {
+			case w.renewWake <- struct{}{}:
+			default:
+			}
 		}
-		w.log.Warn("handed back", "job", j.ID, "attempt", j.Attempt)
+		w.ready <- hj // never blocks: held ≤ Concurrency + Prefetch, its capacity
+	}
+}
+
+// logSettled logs one settlement's outcome.
+func (w *worker) logSettled(s *settlement) {
+	j := s.job
+	switch {
+	case s.err != nil && s.fail:
+		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", s.cause, "err", s.err)
+	case s.err != nil:
+		w.log.Error("ack", "job", j.ID, "attempt", j.Attempt, "err", s.err)
+	case s.handBack:
+	case s.state == StateDead:
+		w.log.Warn("dead", "job", j.ID, "attempt", j.Attempt, "err", s.cause)
+	case s.fail:
+		w.log.Warn("failed", "job", j.ID, "attempt", j.Attempt, "state", string(s.state), "err", s.cause)
+	case w.log.Enabled(w.base, slog.LevelDebug):
+		w.log.Debug("acked", "job", j.ID, "attempt", j.Attempt)
+	}
+}
+
+// logClaimed logs the claimed jobs at debug level.
+func (w *worker) logClaimed(claimed []*Job) {
+	if len(claimed) == 0 || !w.log.Enabled(w.base, slog.LevelDebug) {
+		return
+	}
+	for _, j := range claimed {
+		w.log.Debug("claimed", "job", j.ID, "attempt", j.Attempt)
+	}
+}
+
+// sleep pauses for d, or until the worker stops.
+func (w *worker) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-w.stop.Done():
+	case <-t.C:
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +16,7 @@ import (
 
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -257,8 +261,199 @@ func TestWork(t *testing.T) {
 				err := q.Work(ctx(t), func(context.Context, *Job) error { return nil }, WorkOptions{})
 				requireRefusal(t, err, emqerrors.WrongType)
 			})
+			t.Run("a policy out of the verbs' range is refused before any call", func(t *testing.T) {
+				q := newQueue(t, n, "out-of-range", Policy{Keep: time.Duration(1<<41) * time.Millisecond})
+				err := q.Work(ctx(t), func(context.Context, *Job) error { return nil }, WorkOptions{})
+				requireRefusal(t, err, emqerrors.Shape)
+			})
+			t.Run("jobs start in the order they were enqueued", func(t *testing.T) {
+				q := newQueue(t, n, "fifo", Policy{})
+				payloads := make([][]byte, 30)
+				for i := range payloads {
+					payloads[i] = []byte(fmt.Sprint(i))
+				}
+				_, err := q.EnqueueMany(ctx(t), payloads)
+				require.NoError(t, err)
+				var mu sync.Mutex
+				var order []string
+				stop := working(t, q, func(_ context.Context, j *Job) error {
+					mu.Lock()
+					defer mu.Unlock()
+					order = append(order, string(j.Payload))
+					return nil
+				}, WorkOptions{Prefetch: 5})
+				eventually(t, "every job handled", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(order) == len(payloads)
+				})
+				require.NoError(t, stop())
+				for i, p := range order {
+					assert.Equal(t, fmt.Sprint(i), p)
+				}
+			})
+			t.Run("a handler's context carries Work's values and ends when the handler returns", func(t *testing.T) {
+				type key struct{}
+				q := newQueue(t, n, "values", Policy{})
+				_, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				got := make(chan context.Context, 1)
+				stop := background(t, func(c context.Context) error {
+					return q.Work(context.WithValue(c, key{}, "v"), func(ctx context.Context, _ *Job) error {
+						assert.Equal(t, "v", ctx.Value(key{}))
+						assert.NoError(t, ctx.Err())
+						got <- ctx
+						return nil
+					}, WorkOptions{})
+				})
+				hctx := <-got
+				eventually(t, "the context ends", func() bool { return hctx.Err() != nil })
+				assert.ErrorIs(t, context.Cause(hctx), context.Canceled)
+				require.NoError(t, stop())
+			})
+			t.Run("waiting jobs keep their leases, and a stop hands them back at once", func(t *testing.T) {
+				q := newQueue(t, n, "prefetched", Policy{Lease: 300 * time.Millisecond})
+				// Quick jobs first, so the worker measures that its handler
+				// outpaces a round trip and fills the prefetch buffer.
+				payloads := make([][]byte, 30, 34)
+				for i := range payloads {
+					payloads[i] = []byte("quick")
+				}
+				all, err := q.EnqueueMany(ctx(t), append(payloads, []byte("runs"), []byte("waits"), []byte("waits"), []byte("waits")))
+				require.NoError(t, err)
+				got := all[30:]
+				started, release := make(chan struct{}), make(chan struct{})
+				wctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					done <- q.Work(wctx, func(_ context.Context, j *Job) error {
+						if string(j.Payload) == "quick" {
+							return nil
+						}
+						close(started)
+						<-release
+						return nil
+					}, WorkOptions{Concurrency: 1, Prefetch: 3})
+				}()
+				<-started
+				time.Sleep(600 * time.Millisecond) // two leases
+				moved, err := q.StalledCheck(ctx(t), 100)
+				require.NoError(t, err)
+				assert.Zero(t, moved, "no lease ran out")
+				assert.ElementsMatch(t, idTexts(got), jobsIn(t, n, q, "active"), "one running, three waiting, all held")
+
+				cancel()
+				eventually(t, "the waiting jobs are back while the running one runs", func() bool {
+					return len(jobsIn(t, n, q, "pending")) == 3
+				})
+				close(release)
+				require.NoError(t, <-done)
+				assert.ElementsMatch(t, idTexts(got[1:]), jobsIn(t, n, q, "pending"))
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job(q.name, got[0].String())), "the running one finished and was acked")
+				for _, id := range got[1:] {
+					assert.Equal(t, "handed back", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
+				}
+			})
+			t.Run("a worker whose handlers are slow leaves the jobs it cannot start to other workers", func(t *testing.T) {
+				q := newQueue(t, n, "shared", Policy{})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil, nil})
+				require.NoError(t, err)
+				var started sync.WaitGroup
+				started.Add(4)
+				all := make(chan struct{})
+				go func() { started.Wait(); close(all) }()
+				h := func(context.Context, *Job) error {
+					started.Done()
+					<-all // every job runs at once, or none finishes
+					return nil
+				}
+				stopA := working(t, q, h, WorkOptions{Concurrency: 2})
+				stopB := working(t, q, h, WorkOptions{Concurrency: 2})
+				select {
+				case <-all:
+				case <-time.After(5 * time.Second):
+					t.Fatal("a job waited in one worker while the other had a free slot")
+				}
+				require.NoError(t, stopA())
+				require.NoError(t, stopB())
+			})
+			t.Run("an idle worker starts a job enqueued to it at once", func(t *testing.T) {
+				q := newQueue(t, n, "latency", Policy{})
+				started := make(chan time.Time, 1)
+				stop := working(t, q, func(context.Context, *Job) error {
+					started <- time.Now()
+					return nil
+				}, WorkOptions{Concurrency: 4})
+				var took []time.Duration
+				for range 20 {
+					time.Sleep(20 * time.Millisecond) // the worker waits again
+					at := time.Now()
+					_, err := q.Enqueue(ctx(t), nil)
+					require.NoError(t, err)
+					select {
+					case s := <-started:
+						took = append(took, s.Sub(at))
+					case <-time.After(5 * time.Second):
+						t.Fatal("the job did not start")
+					}
+				}
+				require.NoError(t, stop())
+				slices.Sort(took)
+				t.Logf("%s: from enqueue to handler, median %v, slowest %v", n, took[len(took)/2], took[len(took)-1])
+				median := 300 * time.Millisecond // polling: 10 ms doubling to 250 ms
+				if n.native {
+					median = 20 * time.Millisecond // woken by the enqueue itself
+				}
+				assert.Less(t, took[len(took)/2], median, "the median")
+				assert.Less(t, took[len(took)-1], 2*time.Second, "the slowest")
+			})
+			t.Run("NoPrefetch claims only for free slots", func(t *testing.T) {
+				q := newQueue(t, n, "unbuffered", Policy{})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil})
+				require.NoError(t, err)
+				started, release := make(chan struct{}, 3), make(chan struct{})
+				stop := working(t, q, func(context.Context, *Job) error {
+					started <- struct{}{}
+					<-release
+					return nil
+				}, WorkOptions{Concurrency: 1, Prefetch: NoPrefetch})
+				<-started
+				time.Sleep(50 * time.Millisecond)
+				assert.Len(t, jobsIn(t, n, q, "active"), 1)
+				close(release)
+				eventually(t, "every job handled", func() bool { return len(started) == 2 })
+				require.NoError(t, stop())
+			})
+			t.Run("the leases due are extended together, one pipeline", func(t *testing.T) {
+				vk := &counting{Client: n.s.Client()}
+				q := newQueue(t, node{c: New(vk), m: n.m}, "renewed-together", Policy{Lease: 300 * time.Millisecond})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil, nil, nil})
+				require.NoError(t, err)
+				var handled atomic.Int64
+				stop := working(t, q, func(context.Context, *Job) error {
+					time.Sleep(700 * time.Millisecond)
+					handled.Add(1)
+					return nil
+				}, WorkOptions{Concurrency: 4})
+				eventually(t, "every job handled", func() bool { return handled.Load() == 4 })
+				require.NoError(t, stop())
+				extends, trips := vk.extends.Load(), vk.extendTrips.Load()
+				t.Logf("%d extends in %d round trips", extends, trips)
+				assert.GreaterOrEqual(t, extends, int64(8), "4 jobs of over two leases")
+				assert.Less(t, trips, extends, "several extends to a round trip")
+			})
 		})
 	}
+}
+
+// idTexts is ids as text.
+func idTexts(ids []ids.ID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = id.String()
+	}
+	return out
 }
 
 // clientOf is a valkey-go client of n's server of the test's own.
@@ -309,9 +504,11 @@ func TestWorkDeliversEachJobOnce(t *testing.T) {
 			for _, stop := range stops {
 				require.NoError(t, stop())
 			}
-			perJob := float64(vk.sent.Load()) / jobs
-			t.Logf("%s: %d jobs through %d workers in %v, %.2f commands per job", n, jobs, workers, time.Since(start), perJob)
+			perJob, tripsPerJob := float64(vk.sent.Load())/jobs, float64(vk.trips.Load())/jobs
+			t.Logf("%s: %d jobs through %d workers in %v, %.2f commands and %.3f round trips per job",
+				n, jobs, workers, time.Since(start), perJob, tripsPerJob)
 			assert.Less(t, perJob, 2.0, "an ack per job, a claim per batch")
+			assert.Less(t, tripsPerJob, 0.5, "the acks of a batch and the next claim in one round trip")
 			require.Len(t, seen, jobs)
 			for _, id := range want {
 				require.Equal(t, 1, seen[id], "job %s", id)
@@ -332,18 +529,286 @@ func scan(t *testing.T, n node, pattern string) []string {
 	return got
 }
 
-// counting is a valkey-go client that counts the commands sent through it.
+// counting is a valkey-go client that counts the commands and the round
+// trips (Do and DoMulti calls) sent through it and its dedicated
+// connections, and, once watched, the claims.
 type counting struct {
 	valkey.Client
-	sent atomic.Int64
+	sent, trips          atomic.Int64
+	extends, extendTrips atomic.Int64 // lease extensions, and the round trips carrying them
+	watch                atomic.Bool
+	lateClaims           atomic.Int64 // claims sent while watched
 }
 
 func (c *counting) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
-	c.sent.Add(1)
+	c.count(cmd)
 	return c.Client.Do(ctx, cmd)
 }
 
 func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
-	c.sent.Add(int64(len(cmds)))
+	c.count(cmds...)
 	return c.Client.DoMulti(ctx, cmds...)
+}
+
+func (c *counting) Dedicate() (valkey.DedicatedClient, func()) {
+	dc, release := c.Client.Dedicate()
+	return &countingDedicated{DedicatedClient: dc, c: c}, release
+}
+
+func (c *counting) Dedicated(fn func(valkey.DedicatedClient) error) error {
+	return c.Client.Dedicated(func(dc valkey.DedicatedClient) error { return fn(&countingDedicated{DedicatedClient: dc, c: c}) })
+}
+
+// count counts one round trip of cmds.
+func (c *counting) count(cmds ...valkey.Completed) {
+	c.trips.Add(1)
+	c.sent.Add(int64(len(cmds)))
+	extends := 0
+	for _, cmd := range cmds {
+		line := cmd.Commands()
+		if isVerb(line, "EMQ.EXTEND", extendSHA) {
+			extends++
+		}
+		if c.watch.Load() && (isVerb(line, "EMQ.CLAIM", claimSHA) || isVerb(line, "EMQ.BCLAIM", "")) {
+			c.lateClaims.Add(1)
+		}
+	}
+	if extends > 0 {
+		c.extends.Add(int64(extends))
+		c.extendTrips.Add(1)
+	}
+}
+
+// The SHA1s EVALSHA names the scripts the counting client tells apart by.
+var extendSHA, claimSHA = newLuaScript(ExtendScript).sha1, newLuaScript(ClaimScript).sha1
+
+// isVerb reports whether a command line is verb, or EVALSHA of the script
+// whose SHA1 is sha ("" for none).
+func isVerb(line []string, verb, sha string) bool {
+	switch strings.ToUpper(line[0]) {
+	case verb:
+		return true
+	case "EVALSHA":
+		return sha != "" && line[1] == sha
+	}
+	return false
+}
+
+// countingDedicated counts for a dedicated connection of a counting client.
+type countingDedicated struct {
+	valkey.DedicatedClient
+	c *counting
+}
+
+func (d *countingDedicated) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
+	d.c.count(cmd)
+	return d.DedicatedClient.Do(ctx, cmd)
+}
+
+func (d *countingDedicated) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	d.c.count(cmds...)
+	return d.DedicatedClient.DoMulti(ctx, cmds...)
+}
+
+// TestWorkStops: a cancelled Work stops at once and claims nothing more,
+// natively and on the scripts.
+func TestWorkStops(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a cancelled Work returns at once on an idle queue, whatever Poll is", func(t *testing.T) {
+				q := newQueue(t, n, "idle", Policy{})
+				var took []time.Duration
+				for range 5 {
+					wctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() {
+						done <- q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 10 * time.Second})
+					}()
+					waitBlocked(t, n, 1)
+					start := time.Now()
+					cancel()
+					select {
+					case err := <-done:
+						require.NoError(t, err)
+					case <-time.After(20 * time.Second):
+						t.Fatal("Work did not return")
+					}
+					took = append(took, time.Since(start))
+				}
+				slices.Sort(took)
+				t.Logf("%s: Work returned in %v", n, took)
+				assert.Less(t, took[len(took)/2], 200*time.Millisecond, "the median")
+				assert.Less(t, took[len(took)-1], 2*time.Second, "the slowest, against a Poll of 10 s")
+			})
+			t.Run("a cancelled Work claims nothing more", func(t *testing.T) {
+				// A job enqueued as the worker stops wakes a claim it sent
+				// before; the worker, its context ended, must not send another.
+				// A claim it decided on before the end may still leave just
+				// after it (a poll): the count starts a moment later.
+				for trial := range 8 {
+					vk := &counting{Client: n.s.Client()}
+					q := newQueue(t, node{c: New(vk), m: n.m}, "stopped", Policy{})
+					wctx, cancel := context.WithCancel(context.Background())
+					done := make(chan error, 1)
+					go func() {
+						done <- q.Work(wctx, func(context.Context, *Job) error { return nil },
+							WorkOptions{Concurrency: 4, Poll: 300 * time.Millisecond})
+					}()
+					waitBlocked(t, n, 1)
+					cancel()
+					time.Sleep(100 * time.Millisecond)
+					vk.watch.Store(true)
+					_, err := q.Enqueue(ctx(t), []byte("late"))
+					require.NoError(t, err)
+					require.NoError(t, <-done)
+					require.Zero(t, vk.lateClaims.Load(), "trial %d: claims sent after the context ended", trial)
+					_, err = n.s.Do("DEL", keys.Pending(q.name)).AsInt64()
+					require.NoError(t, err)
+				}
+			})
+		})
+	}
+}
+
+// waitBlocked waits until n's server has at least k workers waiting in
+// EMQ.BCLAIM; without the module, whose workers poll, a moment.
+func waitBlocked(t *testing.T, n node, k int64) {
+	t.Helper()
+	if !n.native {
+		time.Sleep(50 * time.Millisecond)
+		return
+	}
+	eventually(t, "a worker waits", func() bool {
+		return valkeytest.InfoInt(n.s.Info("emq"), "emq_blocked_workers") >= k
+	})
+}
+
+// TestWorkLeaseLostToAPartition: a worker cut off from the server ends
+// its handler's context before the lease it last had confirmed passes, so
+// it has stopped before the job's next worker starts.
+func TestWorkLeaseLostToAPartition(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			const lease = time.Second // its tenth, the margin, outlasts a loaded machine's timer delays
+			q := newQueue(t, n, "partitioned", Policy{Lease: lease})
+			_, err := q.Enqueue(ctx(t), []byte("p"))
+			require.NoError(t, err)
+			p := startProxy(t, n.s.Addr)
+			vkA, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true})
+			require.NoError(t, err)
+			t.Cleanup(vkA.Close)
+			qA, err := New(vkA).Queue(q.name, n.m, q.policy)
+			require.NoError(t, err)
+
+			type end struct {
+				at    time.Time
+				cause error
+			}
+			started, ended := make(chan struct{}), make(chan end, 1)
+			stopA := working(t, qA, func(ctx context.Context, _ *Job) error {
+				close(started)
+				<-ctx.Done()
+				ended <- end{time.Now(), context.Cause(ctx)}
+				return ctx.Err()
+			}, WorkOptions{Grace: 50 * time.Millisecond})
+			<-started
+			p.cut()
+			cutAt := time.Now()
+
+			claimedB := make(chan time.Time, 1)
+			stopB := working(t, q, func(context.Context, *Job) error {
+				claimedB <- time.Now()
+				return nil
+			}, WorkOptions{Poll: 50 * time.Millisecond})
+			var a end
+			select {
+			case a = <-ended:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the cut-off worker's handler kept running")
+			}
+			assert.ErrorIs(t, a.cause, ErrLeaseLost)
+			assert.Less(t, a.at.Sub(cutAt), lease, "ended within the lease it had")
+			select {
+			case b := <-claimedB:
+				assert.True(t, a.at.Before(b), "worker A stopped %v after worker B started", a.at.Sub(b))
+			case <-time.After(5 * time.Second):
+				t.Fatal("the job was not claimed again")
+			}
+			require.NoError(t, stopB())
+			p.close()
+			require.NoError(t, stopA())
+		})
+	}
+}
+
+// proxy forwards TCP connections to a server until cut, after which it
+// drops every byte both ways, as a network partition does.
+type proxy struct {
+	l       net.Listener
+	to      string
+	dropped atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
+}
+
+func startProxy(t *testing.T, to string) *proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &proxy{l: l, to: to}
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) addr() string { return p.l.Addr().String() }
+
+// cut drops everything from now on.
+func (p *proxy) cut() { p.dropped.Store(true) }
+
+// close closes the listener and every connection: the clients see them end.
+func (p *proxy) close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+func (p *proxy) accept() {
+	for {
+		in, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.to)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, in, out)
+		p.mu.Unlock()
+		go p.pipe(out, in)
+		go p.pipe(in, out)
+	}
+}
+
+// pipe copies src to dst, dropping what it reads once the proxy is cut.
+func (p *proxy) pipe(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if p.dropped.Load() {
+			continue
+		}
+		if _, err := dst.Write(buf[:k]); err != nil {
+			return
+		}
+	}
 }

@@ -136,6 +136,9 @@ func (sc rule) after(t int64) int64 {
 		next = sc.start + k*sc.every
 	} else {
 		at := sc.cron.Next(time.UnixMilli(max(t, sc.start)).In(sc.loc))
+		if repeatedWallClock(at) { // once is enough: the hour clocks went back
+			at = sc.cron.Next(at)
+		}
 		if at.IsZero() {
 			return 0
 		}
@@ -145,6 +148,23 @@ func (sc rule) after(t int64) int64 {
 		return 0
 	}
 	return next
+}
+
+// repeatedWallClock reports whether at's local time happened already,
+// earlier that day: when clocks go back, the hour before the change comes
+// again, and a cron time in it has a tick in its first pass only, as
+// cron daemons run it.
+func repeatedWallClock(at time.Time) bool {
+	if at.IsZero() {
+		return false
+	}
+	_, before := at.Add(-3 * time.Hour).Zone()
+	_, now := at.Zone()
+	if before <= now {
+		return false
+	}
+	earlier := at.Add(-time.Duration(before-now) * time.Second)
+	return earlier.Format(time.DateTime) == at.Format(time.DateTime)
 }
 
 // nextAfter is after, or 0 once made jobs reached the limit.

@@ -38,9 +38,6 @@ func Load(m *host.Module) error {
 	} else {
 		m.Log(host.Warning, "emq: this server has no module ACL categories, so the verbs are in none (not @emq, @write or @fast, and -@write does not refuse them): grant each by name, +emq.enqueue style, or all with +@all")
 	}
-	if !m.Has("RedisModule_BlockClientOnKeysWithFlags") {
-		m.Log(host.Warning, "emq: this server wakes no EMQ.BCLAIM waiting on an empty queue when a job comes due there: a delayed or stalled job reaches a waiting worker with the next job enqueued, or its next claim")
-	}
 	if err := m.Intern(emq.Constants); err != nil {
 		return err
 	}

@@ -45,14 +45,6 @@ func (p Product) ModuleACLCategories() bool {
 	return !p.Before("redis", 7, 2)
 }
 
-// WakesAbsentKeyWaiters reports whether a module's client waiting on a key
-// is woken by a signal of that key while it does not exist: where the
-// server has BlockClientOnKeysWithFlags (every Valkey, Redis from 7.2).
-// On Redis 7.0 such a waiter is woken only once the key exists.
-func (p Product) WakesAbsentKeyWaiters() bool {
-	return !p.Before("redis", 7, 2)
-}
-
 // VerbGrant returns the ACL rules that grant every emq verb and nothing
 // else on s: +@emq, or where the server has no module ACL categories each
 // verb by name, as COMMAND LIST lists the module's commands.

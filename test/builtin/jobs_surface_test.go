@@ -24,6 +24,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 	m, err := ids.NewMinter(23)
 	require.NoError(t, err)
 	setup, calls := lifecycleCalls(m, "routed")
+	more, queued := queueCalls(m, "routed")
 	slot := c.Slot(t, calls[0].keys[0])
 	owner := c.Owner(t, slot)
 
@@ -32,7 +33,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			if other == owner {
 				continue
 			}
-			for _, v := range calls {
+			for _, v := range append(calls, queued...) {
 				assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, owner.Addr), errorText(other.Do(v.argv()...)), v.String())
 			}
 			assert.Equal(t, int64(0), num(t, other, "DBSIZE"))
@@ -41,7 +42,7 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 
 	t.Run("each lifecycle verb with keys of two slots is CROSSSLOT and writes nothing", func(t *testing.T) {
 		elsewhere := strings.NewReplacer("{routed}", "{elsewhere}")
-		for _, v := range calls {
+		for _, v := range append(calls, queued...) {
 			crossed := v
 			crossed.keys = append([]string{}, v.keys...)
 			last := len(crossed.keys) - 1
@@ -58,6 +59,9 @@ func TestClusterRoutesTheLifecycleVerbs(t *testing.T) {
 			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
 		}
 		assert.Equal(t, "pending", str(t, owner, "HGET", setup[1].keys[0], "state"), "the revived job")
+		for _, v := range append(more, queued...) {
+			assert.NoError(t, owner.Do(v.argv()...).Error(), v.String())
+		}
 	})
 }
 
@@ -200,6 +204,50 @@ func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
 		{"a refused REVIVE fires nothing",
 			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}},
 			revive(q, a), nil},
+		{"SCHEDULE now: hset on the row, zadd on pending",
+			nil,
+			schedule(q, ids.ID{NS: ids.Job, Value: 1}, "p", 3, 0),
+			[][]string{{"HSET", ja, "state", "pending", "attempts", "0", "payload", "p", "priority", "3"}, {"ZADD", pending, "3", a}}},
+		{"SCHEDULE later: hset on the row, zadd on delayed",
+			nil,
+			schedule(q, ids.ID{NS: ids.Job, Value: 1}, "p", 0, 4102444800000),
+			[][]string{{"HSET", ja, "state", "delayed", "attempts", "0", "payload", "p"}, {"ZADD", delayed, "4102444800000", a}}},
+		{"ACK with a result: zrem on active, hset and expire on the row",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}, row(jb, "active", "1"), {"ZADD", active, "1", b}},
+			verb("EMQ.ACK", []string{ja, active}, "1", "60000", "r"),
+			[][]string{{"ZREM", active, a}, {"HSET", ja, "state", "done", "result", "r"}, {"PEXPIREAT", ja, "99999999999999"}}},
+		{"PAUSE: hset on the config",
+			nil,
+			control("EMQ.PAUSE", q),
+			[][]string{{"HSET", keys.Set(q, keys.Config), "paused", "1"}}},
+		{"RESUME: hdel and del of the emptied config",
+			[][]string{{"HSET", keys.Set(q, keys.Config), "paused", "1"}},
+			control("EMQ.RESUME", q),
+			[][]string{{"HDEL", keys.Set(q, keys.Config), "paused"}}},
+		{"LIMIT: hset on the config",
+			nil,
+			control("EMQ.LIMIT", q, "5", "1000"),
+			[][]string{{"HSET", keys.Set(q, keys.Config), "rate_max", "5", "rate_ms", "1000"}}},
+		{"CLAIM of a limited queue: incrby and expire on the limiter, as INCRBY and PEXPIREAT",
+			[][]string{{"HSET", keys.Set(q, keys.Config), "rate_max", "5", "rate_ms", "1000"}, row(ja, "pending", "0"), {"ZADD", pending, "0", a}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"ZREM", pending, a}, {"HSET", ja, "attempts", "1", "state", "active"}, {"ZADD", active, "1", a},
+				{"INCRBY", keys.Set(q, keys.Limiter), "1"}, {"PEXPIREAT", keys.Set(q, keys.Limiter), "99999999999999"}}},
+		{"ENQUEUE with events on: xadd on the events stream",
+			[][]string{{"HSET", keys.Set(q, keys.Config), "events", "10"}},
+			enqueue(q, ids.ID{NS: ids.Job, Value: 1}, "p"),
+			[][]string{{"HSET", ja, "state", "pending", "attempts", "0", "payload", "p"}, {"ZADD", pending, "0", a},
+				{"XADD", keys.Set(q, keys.Events), "*", "event", "added", "job", a, "attempt", "0", "priority", "0"}}},
+		{"REMOVE: zrem on its set, del of the row",
+			[][]string{row(ja, "dead", "3"), {"ZADD", dead, "1", a}},
+			remove(q, a),
+			[][]string{{"ZREM", dead, a}, {"DEL", ja}}},
+		{"SETTLE: the ack's, the failure's and the claim's events in order",
+			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}, row(jb, "active", "1"), {"ZADD", active, "1", b}},
+			settle(q, 60_000, 1, 5, 2, "ACK", a, "1", "0", "FAIL", b, "1", "0", "e"),
+			[][]string{{"ZREM", active, a}, {"DEL", ja}, {"ZREM", active, b}, {"ZADD", pending, "0", b},
+				{"HSET", jb, "state", "pending", "error", "e"},
+				{"ZREM", pending, b}, {"HSET", jb, "attempts", "2", "state", "active"}, {"ZADD", active, "1", b}}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

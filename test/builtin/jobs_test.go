@@ -49,6 +49,35 @@ func revive(queue, id string) command {
 	return verb("EMQ.REVIVE", []string{keys.Job(queue, id), sets[0], sets[3]})
 }
 
+func schedule(queue string, id ids.ID, payload string, priority, atMs int64) command {
+	sets := queueSets(queue)
+	return verb("EMQ.SCHEDULE", []string{keys.Job(queue, id.String()), sets[0], sets[2]}, id.String(), payload, i64(priority), i64(atMs))
+}
+
+func remove(queue, id string) command {
+	return verb("EMQ.REMOVE", append([]string{keys.Job(queue, id)}, queueSets(queue)...))
+}
+
+// control is a queue setting verb: PAUSE, RESUME, LIMIT (with max and
+// window_ms) or EVENTS (with cap).
+func control(name, queue string, args ...string) command {
+	second := keys.Pending(queue)
+	if name == "EMQ.EVENTS" {
+		second = keys.Set(queue, keys.Events)
+	}
+	return verb(name, []string{keys.Set(queue, keys.Config), second}, args...)
+}
+
+// settle is EMQ.SETTLE of queue with settlements given as their words.
+func settle(queue string, leaseMs, count, maxAttempts int64, n int, settlements ...string) command {
+	return verb("EMQ.SETTLE", queueSets(queue), append([]string{i64(leaseMs), i64(count), i64(maxAttempts), strconv.Itoa(n)}, settlements...)...)
+}
+
+func repeat(queue, name, spec string, priority int64) command {
+	return verb("EMQ.REPEAT", []string{keys.Repeat(queue, name), keys.Set(queue, keys.Repeats), keys.Set(queue, keys.Config)},
+		spec, "", "tick of "+name, i64(priority), "0", "0", "0")
+}
+
 // lifecycleCalls returns one accepted call of each lifecycle verb on queue
 // tag, in an order that makes each acceptable, and the setup (ENQUEUEs)
 // they need: a claim of two jobs, EXTEND, ACK and FAIL of those under
@@ -64,6 +93,45 @@ func lifecycleCalls(m *ids.Minter, tag string) (setup, calls []command) {
 		fail(tag, b.String(), 1, 0, 1, "failed"),
 		stalledCheck(tag, 10),
 		revive(tag, b.String()),
+	}
+	return setup, calls
+}
+
+// extract is the claim part of a SETTLE reply, its settlements' replies
+// required to be no errors.
+func extract(t *testing.T, r reply) reply {
+	t.Helper()
+	parts, err := r.ToArray()
+	require.NoError(t, err)
+	require.Len(t, parts, 2)
+	settled, err := parts[0].ToArray()
+	require.NoError(t, err)
+	for _, e := range settled {
+		require.NoError(t, e.Error())
+	}
+	return &parts[1]
+}
+
+// queueCalls returns one accepted call of each write verb 0.3 added, on
+// queue tag, in an order that makes each acceptable, and the setup it
+// needs: a job admitted at a priority, SETTLE claiming it and the one
+// ENQUEUEd, SETTLE acking one and keeping the other's result, the queue's
+// settings set and unset, REMOVE of the kept row, a schedule set and
+// removed.
+func queueCalls(m *ids.Minter, tag string) (setup, calls []command) {
+	a, b := m.Mint(ids.Job), m.Mint(ids.Job)
+	setup = []command{enqueue(tag, a, "payload a")}
+	calls = []command{
+		schedule(tag, b, "payload b", 3, 0),
+		settle(tag, 60_000, 2, 3, 0),
+		settle(tag, 60_000, 0, 3, 2, "ACK", a.String(), "1", "0", "DONE", b.String(), "1", "60000", "result"),
+		control("EMQ.PAUSE", tag),
+		control("EMQ.RESUME", tag),
+		control("EMQ.LIMIT", tag, "5", "1000"),
+		control("EMQ.EVENTS", tag, "100"),
+		remove(tag, b.String()),
+		repeat(tag, "hourly", "@every 1h", 0),
+		verb("EMQ.UNREPEAT", []string{keys.Repeat(tag, "hourly"), keys.Set(tag, keys.Repeats)}),
 	}
 	return setup, calls
 }
@@ -118,8 +186,32 @@ func (w *jobWorkload) round(t *testing.T) {
 	}
 	for i := 0; i < 10; i++ {
 		id := w.mint.Mint(ids.Job)
-		do(enqueue(w.queue, id, "payload "+id.String()))
+		switch i % 3 {
+		case 0:
+			do(enqueue(w.queue, id, "payload "+id.String()))
+		case 1: // at a priority, now
+			do(schedule(w.queue, id, "payload "+id.String(), int64(i), 0))
+		case 2: // soon: promoted by a later claim
+			do(schedule(w.queue, id, "payload "+id.String(), 1, time.Now().Add(15*time.Millisecond).UnixMilli()))
+		}
 	}
+	// settle what the last claim of the round before left, and claim more
+	var words []string
+	n := 0
+	for _, j := range claimed(t, do(claim(w.queue, 60_000, 2, 3))) {
+		kind := map[bool][]string{true: {"DONE", j.id, i64(j.attempt), "60000", "result of " + j.id}, false: {"FAIL", j.id, i64(j.attempt), "0", "settled as failed"}}[n%2 == 0]
+		words = append(words, kind...)
+		n++
+	}
+	if n > 0 {
+		for _, j := range claimed(t, extract(t, do(settle(w.queue, 60_000, 2, 3, n, words...)))) {
+			do(verb("EMQ.ACK", []string{keys.Job(w.queue, j.id), queueSets(w.queue)[1]}, i64(j.attempt), "60000", "ack result"))
+		}
+	}
+	do(control("EMQ.PAUSE", w.queue))
+	do(claim(w.queue, 60_000, 5, 3)) // sweeps, claims nothing
+	do(control("EMQ.RESUME", w.queue))
+	do(control("EMQ.LIMIT", w.queue, "5", "50"))
 	for i, j := range claimed(t, do(claim(w.queue, 60_000, 6, 3))) {
 		switch i % 5 {
 		case 0:
@@ -134,11 +226,17 @@ func (w *jobWorkload) round(t *testing.T) {
 			do(extend(w.queue, j.id, j.attempt, 90_000))
 		}
 	}
+	do(control("EMQ.LIMIT", w.queue, "0", "1"))
 	claimed(t, do(claim(w.queue, 20, 3, 3))) // left to stall
 	dead, err := w.s.Do("ZRANGE", queueSets(w.queue)[3], "0", "0").AsStrSlice()
 	require.NoError(t, err)
 	for _, id := range dead {
 		do(revive(w.queue, id))
+	}
+	pending, err := w.s.Do("ZRANGE", queueSets(w.queue)[0], "-1", "-1").AsStrSlice()
+	require.NoError(t, err)
+	for _, id := range pending {
+		do(remove(w.queue, id))
 	}
 	time.Sleep(40 * time.Millisecond) // the short leases and backoffs pass
 	do(stalledCheck(w.queue, 1))
@@ -181,6 +279,8 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 	m, err := ids.NewMinter(21)
 	require.NoError(t, err)
 	w := &jobWorkload{s: p, queue: "life", mint: m}
+	ok(t, p, control("EMQ.EVENTS", "life", "40").argv()...) // small: the stream is trimmed
+	ok(t, p, repeat("life", "every", "@every 20ms", 2).argv()...)
 	before := valkeytest.InfoInts(p.Info("emq"))
 	for i := 0; i < 6; i++ {
 		w.round(t)
@@ -190,10 +290,16 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 		w.round(t)
 	}
 	after := valkeytest.InfoInts(p.Info("emq"))
-	for _, e := range []string{"jobs_claimed", "jobs_acked", "jobs_retried", "jobs_delayed", "jobs_dead", "jobs_promoted", "stalls_requeued", "jobs_revived", "jobs_extended"} {
+	for _, e := range []string{"jobs_claimed", "jobs_acked", "jobs_retried", "jobs_delayed", "jobs_dead", "jobs_promoted", "stalls_requeued", "jobs_revived", "jobs_extended",
+		"jobs_scheduled", "jobs_removed", "repeats_ticked", "events_appended", "settled", "claims_paused", "claims_limited"} {
 		require.Greater(t, after["emq_"+e], before["emq_"+e], "the workload had no %s", e)
 	}
 	requireConsistent(t, p, "life")
+	// the rate window ends: its limiter expires, and reading it deletes it
+	// (and replicates the DEL) — else the digest could hold an expired key
+	// that a replay, loading it after its expiry, would not
+	time.Sleep(60 * time.Millisecond)
+	require.Equal(t, int64(0), num(t, p, "EXISTS", keys.Set("life", keys.Limiter)))
 	valkeytest.WaitReplicated(t, p, r)
 	want := digest(t, p)
 
@@ -260,6 +366,8 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 
 	t.Run("every lifecycle verb runs inside MULTI/EXEC", func(t *testing.T) {
 		setup, calls := lifecycleCalls(m, "multi2")
+		more, queued := queueCalls(m, "multi2q")
+		setup, calls = append(setup, more...), append(calls, queued...)
 		for _, c := range setup {
 			ok(t, p, c.argv()...)
 		}
@@ -331,6 +439,8 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 		ok(t, p, "FUNCTION", "LOAD", "REPLACE", callLibrary)
 		for _, cmd := range []struct{ name, script string }{{"EVAL", callScript}, {"FCALL", "emq_call"}} {
 			setup, calls := lifecycleCalls(m, strings.ToLower(cmd.name))
+			more, queued := queueCalls(m, strings.ToLower(cmd.name)+"q")
+			setup, calls = append(setup, more...), append(calls, queued...)
 			for _, c := range setup {
 				ok(t, p, c.argv()...)
 			}
@@ -344,6 +454,8 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 
 	t.Run("read-only scripts refuse every lifecycle verb", func(t *testing.T) {
 		setup, calls := lifecycleCalls(m, "ro")
+		more, queued := queueCalls(m, "roq")
+		setup, calls = append(setup, more...), append(calls, queued...)
 		for _, c := range setup {
 			ok(t, p, c.argv()...)
 		}

@@ -361,10 +361,9 @@ func dueDelivery(t *testing.T, s *valkeytest.Server, setup func() (id string, du
 
 func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	if !s.Product().WakesAbsentKeyWaiters() {
-		timersWaitForTheNextEnqueue(t, s)
-		return
-	}
+	// on every server, Redis 7.0 included, which wakes no waiter of an
+	// absent key: the timer sweeps the queue itself, and a job it moves
+	// into an empty queue creates the pending key, which wakes the waiters
 	for _, c := range []struct {
 		name, set string
 		lease     int
@@ -413,29 +412,6 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 	})
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
-}
-
-// timersWaitForTheNextEnqueue holds a server that wakes no waiter of an
-// absent key (Redis 7.0) to the module's load note: a job that comes due
-// while its queue's pending set is empty is not delivered by the timer,
-// and reaches the waiting worker with the next job enqueued.
-func timersWaitForTheNextEnqueue(t *testing.T, s *valkeytest.Server) {
-	t.Run("the load log says a job due while the queue is empty waits for the next enqueue", func(t *testing.T) {
-		require.Contains(t, strings.Join(s.LoadWarnings(), "\n"), "next job enqueued")
-	})
-	t.Run("a stalled job due while the queue is empty reaches a waiting worker with the next enqueue", func(t *testing.T) {
-		flush(t, s)
-		stalled := enqueueB(t, s, 1)
-		must(t, s, claimB(200)...)
-		w := blockB(t, s, 100_000, 10_000)
-		time.Sleep(500 * time.Millisecond) // past the lease's deadline, and its timer
-		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the worker still waits")
-		enqueueB(t, s, 2)
-		got, err := w.read()
-		require.NoError(t, err)
-		require.Equal(t, stalled, claimedID(t, got), "the claim's sweep requeued the stalled job first")
-	})
-	waitInfo(t, s, "emq_blocked_workers", 0)
 }
 
 func TestManyWorkersShareABurstyQueueExactlyOnce(t *testing.T) {

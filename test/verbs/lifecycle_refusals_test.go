@@ -54,7 +54,10 @@ type lifecycleVerb struct {
 	good    []string
 	nums    []numArg
 	numkeys int
-	places  []string // by key: "job", or the set's name
+	places  []string // by key: "job", "repeat", or the one-segment key's name
+	// admits is true of a verb to which an absent job is no refusal
+	// (SCHEDULE admits it, REMOVE replies 0)
+	admits bool
 }
 
 func (v lifecycleVerb) name() string { return v.good[0] }
@@ -75,28 +78,70 @@ func lifecycleVerbs(q queue) []lifecycleVerb {
 	at := func(n numArg, i int) numArg { n.at = i; return n }
 	return []lifecycleVerb{
 		{q.claim(1000, 1, 5), []numArg{at(lease, 6), {7, "count", 1, 1000}, at(maxAttempts, 8)}, 4,
-			[]string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}},
-		{q.extend(activeJob, 1, 1000), []numArg{at(attempt, 4), at(lease, 5)}, 2, []string{"job", keys.ActiveSet}},
-		{q.ack(activeJob, 1, 0), []numArg{at(attempt, 4), {5, "keep_ms", 0, 1 << 40}}, 2, []string{"job", keys.ActiveSet}},
+			[]string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}, false},
+		{q.extend(activeJob, 1, 1000), []numArg{at(attempt, 4), at(lease, 5)}, 2, []string{"job", keys.ActiveSet}, false},
+		{q.ack(activeJob, 1, 0), []numArg{at(attempt, 4), {5, "keep_ms", 0, 1 << 40}}, 2, []string{"job", keys.ActiveSet}, false},
 		{q.fail(activeJob, 1, 0, 5, "e"), []numArg{at(attempt, 7), {8, "backoff_ms", 0, 1 << 40}, at(maxAttempts, 9)}, 5,
-			[]string{"job", keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}},
-		{q.stalledCheck(10), []numArg{{4, "limit", 1, 100_000}}, 2, []string{keys.PendingSet, keys.ActiveSet}},
-		{q.revive(deadJob), nil, 3, []string{"job", keys.PendingSet, keys.DeadSet}},
+			[]string{"job", keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}, false},
+		{q.stalledCheck(10), []numArg{{4, "limit", 1, 100_000}}, 2, []string{keys.PendingSet, keys.ActiveSet}, false},
+		{q.revive(deadJob), nil, 3, []string{"job", keys.PendingSet, keys.DeadSet}, false},
 	}
+}
+
+// queueVerbs are the verbs 0.3 added, on queue q, in lifecycleVerb's terms.
+func queueVerbs(q queue) []lifecycleVerb {
+	lease := numArg{name: "lease_ms", min: 1, max: 1<<31 - 1}
+	maxAttempts := numArg{name: "max_attempts", min: 1, max: 1<<31 - 1}
+	at := func(n numArg, i int) numArg { n.at = i; return n }
+	control := func(verb, second string, args ...string) []string {
+		return append([]string{verb, "2", keys.Set(q.name, keys.Config), keys.Set(q.name, second)}, args...)
+	}
+	return []lifecycleVerb{
+		{q.schedule(absentJob, "p", 3, 0), []numArg{{7, "priority", 0, 1<<31 - 1}, {8, "at_ms", 0, 1 << 47}}, 3,
+			[]string{"job", keys.PendingSet, keys.DelayedSet}, true},
+		{q.remove(activeJob), nil, 5, []string{"job", keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}, true},
+		{control("EMQ.PAUSE", keys.PendingSet), nil, 2, []string{keys.Config, keys.PendingSet}, false},
+		{control("EMQ.RESUME", keys.PendingSet), nil, 2, []string{keys.Config, keys.PendingSet}, false},
+		{control("EMQ.LIMIT", keys.PendingSet, "10", "1000"), []numArg{{4, "max", 0, 1_000_000}, {5, "window_ms", 1, 1<<31 - 1}}, 2,
+			[]string{keys.Config, keys.PendingSet}, false},
+		{control("EMQ.EVENTS", keys.Events, "100"), []numArg{{4, "cap", 0, 1<<31 - 1}}, 2, []string{keys.Config, keys.Events}, false},
+		{q.settle(1000, 1, 5, "ACK", activeJob, "1", "0"), []numArg{at(lease, 6), {7, "count", 0, 1000}, at(maxAttempts, 8), {9, "n", 0, 1000}}, 4,
+			[]string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}, false},
+		{q.unrepeat("nightly"), nil, 2, []string{"repeat", keys.Repeats}, false},
+		{[]string{"EMQ.REPEATS", "1", keys.Set(q.name, keys.Repeats)}, nil, 1, []string{keys.Repeats}, false},
+	}
+}
+
+// wrongTypes are the types a key of place must not hold, each a way to
+// write it: a job row and a config are hashes; the rest sorted sets, but
+// the events key, a stream.
+func wrongTypes(key, place string) [][]string {
+	str, hash, zset := []string{"SET", key, "x"}, []string{"HSET", key, "f", "v"}, []string{"ZADD", key, "1", "m"}
+	switch place {
+	case "job", "repeat", keys.Config:
+		return [][]string{str, zset}
+	}
+	return [][]string{str, hash}
 }
 
 // placeKey is the key of place in queue q, the job key naming id.
 func placeKey(q queue, place, id string) string {
-	if place == "job" {
+	switch place {
+	case "job":
 		return q.job(id)
+	case "repeat":
+		return keys.Repeat(q.name, "nightly")
 	}
 	return keys.Set(q.name, place)
 }
 
 // layoutRefusal is the EMQLAYOUT refusal of a key not in place's layout.
 func layoutRefusal(place string) string {
-	if place == "job" {
+	switch place {
+	case "job":
 		return "EMQLAYOUT job key must be emq:{<queue>}:job:<JOB id>"
+	case "repeat":
+		return "EMQLAYOUT repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes"
 	}
 	return "EMQLAYOUT " + place + " key must be emq:{<queue>}:" + place
 }
@@ -125,12 +170,20 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 	id := v.good[2][strings.LastIndexByte(v.good[2], ':')+1:]
 
 	// the server's arity, then (1) shape
-	add("one argument too few is the server's arity error", arityErr(name), v.good[:n-1])
-	if name == "EMQ.ACK" { // one more is a result: refused beside keep_ms 0, and two more are too many
+	if name != "EMQ.SETTLE" {
+		add("one argument too few is the server's arity error", arityErr(name), v.good[:n-1])
+	}
+	switch name {
+	case "EMQ.SETTLE": // its settlements are counted, not its arguments
+		add("a settlement too few is EMQSHAPE", "EMQSHAPE the arguments hold fewer than n settlements: settlement 1 is missing", v.good[:10])
+		add("a settlement short of an argument is EMQSHAPE", "EMQSHAPE settlement 1: ACK takes 3 arguments", v.good[:n-1])
+		add("an argument more than the settlements is EMQSHAPE", "EMQSHAPE the arguments hold more than n=1 settlements", append(slices.Clone(v.good), "x"))
+		add("nine arguments is the server's arity error", arityErr(name), v.good[:9])
+	case "EMQ.ACK": // one more is a result: refused beside keep_ms 0, and two more are too many
 		add("a result with keep_ms 0 is EMQSHAPE", "EMQSHAPE a result needs keep_ms above 0: a row deleted at once cannot keep it",
 			append(v.with(5, "0"), "r"))
 		add("two arguments more is EMQSHAPE", "EMQSHAPE EMQ.ACK takes at most one result", append(slices.Clone(v.good), "x", "y"))
-	} else {
+	default:
 		add("one argument too many is the server's arity error", arityErr(name), append(slices.Clone(v.good), "x"))
 	}
 	numkeys := fmt.Sprintf("EMQSHAPE numkeys must be %d", v.numkeys)
@@ -154,25 +207,36 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 	for i, place := range v.places {
 		k := firstKey + i
 		other := v.places[(i+1)%len(v.places)]
-		add(fmt.Sprintf("the %s key of another place is EMQLAYOUT", place), layoutRefusal(place), v.with(k, placeKey(q, other, id)))
+		alone := len(v.places) == 1 // a single key has no other place, no other key to disagree with
+		if !alone {
+			add(fmt.Sprintf("the %s key of another place is EMQLAYOUT", place), layoutRefusal(place), v.with(k, placeKey(q, other, id)))
+			add(fmt.Sprintf("a %s key of another queue is EMQLAYOUT", place), differentQueues, v.with(k, placeKey(r, place, id)))
+		}
 		add(fmt.Sprintf("a %s key without the hash tag is EMQLAYOUT", place), layoutRefusal(place), v.with(k, strings.Replace(strings.Replace(v.good[k], "{", "", 1), "}", "", 1)))
 		add(fmt.Sprintf("a %s key under another prefix is EMQLAYOUT", place), layoutRefusal(place), v.with(k, "x"+v.good[k]))
-		add(fmt.Sprintf("a %s key of another queue is EMQLAYOUT", place), differentQueues, v.with(k, placeKey(r, place, id)))
 		if place == "job" {
 			add("a job key naming a MSG id is EMQKIND", jobKind, v.with(k, q.job(newID(ids.Msg, 7, 1))))
 			add("a job key naming a malformed JOB id is EMQKIND", jobKind, v.with(k, q.job("JOB00000000000zzzzz")))
 			add("a job key of another queue naming a MSG id is EMQKIND: kinds before agreement", jobKind, v.with(k, r.job(newID(ids.Msg, 7, 1))))
-			add("a job key that is a string is WRONGTYPE", wrongType, v.good, []string{"SET", v.good[k], "x"})
-			add("an absent job is EMQNOJOB", noJob, v.with(k, q.job(absentJob)))
+			add("a job key that is a string is WRONGTYPE", wrongType, v.good, []string{"DEL", v.good[k]}, []string{"SET", v.good[k], "x"})
+			if !v.admits {
+				add("an absent job is EMQNOJOB", noJob, v.with(k, q.job(absentJob)))
+			}
 		} else {
-			del, set := []string{"DEL", v.good[k]}, []string{"SET", v.good[k], "x"}
-			add(fmt.Sprintf("a %s key that is a string is WRONGTYPE", place), wrongType, v.good, del, set)
-			add(fmt.Sprintf("a %s key that is a hash is WRONGTYPE", place), wrongType, v.good, del, []string{"HSET", v.good[k], "f", "v"})
-			add(fmt.Sprintf("a %s key of another queue beats its WRONGTYPE: agreement before types", place), differentQueues,
-				v.with(k, placeKey(r, place, id)), []string{"SET", placeKey(r, place, id), "x"})
-			if jobAt >= 0 {
+			del := []string{"DEL", v.good[k]}
+			for _, set := range wrongTypes(v.good[k], place) {
+				add(fmt.Sprintf("a %s key holding a %s is WRONGTYPE", place, set[0]), wrongType, v.good, del, set)
+			}
+			set := wrongTypes(v.good[k], place)[0]
+			if !alone {
+				add(fmt.Sprintf("a %s key of another queue beats its WRONGTYPE: agreement before types", place), differentQueues,
+					v.with(k, placeKey(r, place, id)), []string{"SET", placeKey(r, place, id), "x"})
+			}
+			if jobAt >= 0 && !v.admits {
 				add(fmt.Sprintf("a %s key that is a string beats an absent job: types before state", place), wrongType,
 					v.with(jobAt, q.job(absentJob)), del, set)
+			}
+			if jobAt >= 0 {
 				add(fmt.Sprintf("a malformed %s key beats a MSG job id: layouts before kinds", place), layoutRefusal(place),
 					slices.Concat(v.with(jobAt, q.job(newID(ids.Msg, 7, 1)))[:k], []string{"emq:{q}:nothing"}, v.good[k+1:]))
 			}
@@ -211,7 +275,7 @@ func TestLifecycleRefusalsInPrecedenceOrderChangeNothing(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q, r := queueOf("q"), queueOf("r")
 	var cases []refusal
-	for _, v := range lifecycleVerbs(q) {
+	for _, v := range slices.Concat(lifecycleVerbs(q), queueVerbs(q)) {
 		cases = append(cases, refusalsOf(q, r, v)...)
 	}
 	runRefusals(t, s, lifecycleBaseline(q), cases)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,6 +56,46 @@ func (q queue) fail(id string, attempt, backoffMs, maxAttempts int64, text strin
 
 func (q queue) stalledCheck(limit int64) []string {
 	return []string{"EMQ.STALLED.CHECK", "2", q.pending, q.active, itoa(limit)}
+}
+
+func (q queue) schedule(id, payload string, priority, atMs int64) []string {
+	return []string{"EMQ.SCHEDULE", "3", q.job(id), q.pending, q.delayed, id, payload, itoa(priority), itoa(atMs)}
+}
+
+func (q queue) remove(id string) []string {
+	return append([]string{"EMQ.REMOVE", "5", q.job(id)}, q.sets()...)
+}
+
+// settle is EMQ.SETTLE of q with the settlements given as their words.
+func (q queue) settle(leaseMs, count, maxAttempts int64, settlements ...string) []string {
+	n := 0
+	for _, w := range settlements {
+		switch strings.ToUpper(w) {
+		case "ACK", "DONE", "FAIL":
+			n++
+		}
+	}
+	return slices.Concat([]string{"EMQ.SETTLE", "4"}, q.sets(), []string{itoa(leaseMs), itoa(count), itoa(maxAttempts), itoa(int64(n))}, settlements)
+}
+
+func (q queue) pause() []string  { return []string{"EMQ.PAUSE", "2", q.config(), q.pending} }
+func (q queue) resume() []string { return []string{"EMQ.RESUME", "2", q.config(), q.pending} }
+func (q queue) limit(max, windowMs int64) []string {
+	return []string{"EMQ.LIMIT", "2", q.config(), q.pending, itoa(max), itoa(windowMs)}
+}
+func (q queue) events(capacity int64) []string {
+	return []string{"EMQ.EVENTS", "2", q.config(), keys.Set(q.name, keys.Events), itoa(capacity)}
+}
+func (q queue) config() string { return keys.Set(q.name, keys.Config) }
+
+// repeat is EMQ.REPEAT of schedule name of q.
+func (q queue) repeat(name, spec, tz, payload string, priority, startMs, endMs, limit int64) []string {
+	return []string{"EMQ.REPEAT", "3", keys.Repeat(q.name, name), keys.Set(q.name, keys.Repeats), q.config(),
+		spec, tz, payload, itoa(priority), itoa(startMs), itoa(endMs), itoa(limit)}
+}
+
+func (q queue) unrepeat(name string) []string {
+	return []string{"EMQ.UNREPEAT", "2", keys.Repeat(q.name, name), keys.Set(q.name, keys.Repeats)}
 }
 
 func (q queue) revive(id string) []string {

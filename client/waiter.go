@@ -1,0 +1,165 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/valkey-io/valkey-go"
+)
+
+// waitLoop is the worker's waiter: while the last claim found the queue
+// empty and there is room, one blocking claim waits for jobs, natively on
+// a dedicated connection, else by polling.
+func (w *worker) waitLoop() {
+	var b blocker
+	defer func() {
+		b.close(false)
+		w.mu.Lock()
+		w.waiterDone = true
+		w.settleWake.Signal()
+		w.mu.Unlock()
+		close(w.waiterExit)
+	}()
+	var claimed []*Job
+	pause := pollFirst
+	for {
+		w.mu.Lock()
+		for !w.stopping && w.stop.Err() == nil && !(w.dry && w.want() > 0) {
+			w.claimWake.Wait()
+		}
+		if w.stopping || w.stop.Err() != nil {
+			w.mu.Unlock()
+			return
+		}
+		n := w.want()
+		w.asked += n
+		w.mu.Unlock()
+
+		sent := time.Now()
+		var err error
+		claimed, err = w.blockingClaim(&b, n, claimed[:0])
+		w.logClaimed(claimed)
+		w.mu.Lock()
+		w.asked -= n
+		if len(claimed) == n { // the queue may hold more: the settler claims again
+			w.dry = false
+			w.settleWake.Signal()
+		}
+		w.take(claimed, sent)
+		w.mu.Unlock()
+		clear(claimed)
+		switch {
+		case emqerrors.CodeOf(err) != 0:
+			w.log.Error("claim refused", "err", err)
+			w.fail(err)
+			return
+		case err != nil:
+			w.log.Error("claim", "err", err)
+			b.close(true) // a broken connection is not used again
+			w.sleep(pause)
+			pause = min(2*pause, w.opts.Poll)
+		default:
+			pause = pollFirst
+		}
+	}
+}
+
+// blockingClaim claims up to n jobs, waiting up to Poll for the first:
+// natively EMQ.BCLAIM on b's connection, else by polling. It sends nothing
+// once the worker stops.
+func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error) {
+	q := w.q
+	native, err := q.c.nodes.serves(w.base, q.slot, CapBClaim)
+	if err != nil {
+		return claimed, err
+	}
+	if !native {
+		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, w.alloc, claimed)
+	}
+	if err := b.open(w.base, q); err != nil {
+		return claimed, err
+	}
+	w.mu.Lock()
+	if w.stop.Err() != nil {
+		w.mu.Unlock()
+		return claimed, nil
+	}
+	w.blocking = blockState{inFlight: true, id: b.id, conn: b.dc}
+	w.mu.Unlock()
+	r := b.dc.Do(w.base, q.bclaimCall(n, w.opts.Poll).command(b.dc.B()))
+	w.mu.Lock()
+	w.blocking = blockState{}
+	w.mu.Unlock()
+	if unknownCommand(r.Error()) { // the node lost the module: poll next time
+		q.c.nodes.forget(q.slot)
+		return claimed, nil
+	}
+	return q.readClaimed(r, w.alloc, claimed)
+}
+
+// unblock ends the waiter's blocking claim, if one is out, and waits for
+// the waiter to return: CLIENT UNBLOCK of its connection, sent to the node
+// serving the queue, where the claim replies nil. The claim may reach the
+// server after an unblock, so the unblock is sent again until the waiter
+// is back; one that cannot reach the server closes the connection instead.
+func (w *worker) unblock() {
+	vk := w.q.c.vk
+	for {
+		w.mu.Lock()
+		blocking := w.blocking
+		w.mu.Unlock()
+		if blocking.inFlight {
+			ctx, cancel := context.WithTimeout(w.base, time.Second)
+			err := vk.Do(ctx, vk.B().ClientUnblock().ClientId(blocking.id).Build().SetSlot(w.q.pending)).Error()
+			cancel()
+			if err != nil {
+				w.log.Error("unblock", "err", err)
+				blocking.conn.Close()
+			}
+		}
+		select {
+		case <-w.waiterExit:
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// blocker is the connection the waiter's blocking claims wait on: a
+// dedicated one of valkey-go's pool, whose CLIENT ID a stop names in
+// CLIENT UNBLOCK. Both the CLIENT ID and the claims go to the node serving
+// the queue's slot, as the unblock does.
+type blocker struct {
+	dc      valkey.DedicatedClient
+	release func()
+	id      int64
+}
+
+// open takes a dedicated connection and learns its id, unless b has one.
+func (b *blocker) open(ctx context.Context, q *Queue) error {
+	if b.dc != nil {
+		return nil
+	}
+	dc, release := q.c.vk.Dedicate()
+	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
+	if err != nil {
+		dc.Close()
+		return err
+	}
+	b.dc, b.release, b.id = dc, release, id
+	return nil
+}
+
+// close gives the connection back to the pool, or closes it when broken.
+func (b *blocker) close(broken bool) {
+	if b.dc == nil {
+		return
+	}
+	if broken {
+		b.dc.Close()
+	} else {
+		b.release()
+	}
+	b.dc = nil
+}

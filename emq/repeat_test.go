@@ -1,0 +1,123 @@
+package emq
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+)
+
+// ticks returns the first n ticks of rule spec in zone tz after from.
+func ticks(t *testing.T, spec, tz string, from time.Time, n int) []time.Time {
+	t.Helper()
+	sc, err := parseRule([]byte(spec), []byte(tz))
+	require.NoError(t, err)
+	sc.start = from.UnixMilli()
+	var out []time.Time
+	at := from.UnixMilli()
+	for range n {
+		at = sc.after(at)
+		require.NotZero(t, at)
+		out = append(out, time.UnixMilli(at).In(sc.loc))
+	}
+	return out
+}
+
+func TestARuleTicksAsItsSpecSays(t *testing.T) {
+	utc := func(s string) time.Time {
+		at, err := time.Parse(time.RFC3339, s)
+		require.NoError(t, err)
+		return at
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	local := func(s string) time.Time {
+		at, err := time.ParseInLocation("2006-01-02 15:04", s, berlin)
+		require.NoError(t, err)
+		return at
+	}
+	t.Run("every minute lands on minute boundaries", func(t *testing.T) {
+		got := ticks(t, "*/1 * * * *", "", utc("2026-12-01T10:00:17.250Z"), 3)
+		assert.Equal(t, []time.Time{utc("2026-12-01T10:01:00Z"), utc("2026-12-01T10:02:00Z"), utc("2026-12-01T10:03:00Z")},
+			[]time.Time{got[0].UTC(), got[1].UTC(), got[2].UTC()})
+	})
+	t.Run("an interval ticks at start plus k intervals", func(t *testing.T) {
+		start := utc("2026-12-01T10:00:00.005Z")
+		got := ticks(t, "@every 100ms", "", start, 3)
+		for i, at := range got {
+			assert.Equal(t, start.Add(time.Duration(i+1)*100*time.Millisecond).UnixMilli(), at.UnixMilli())
+		}
+	})
+	t.Run("the spring-forward hour is skipped: 02:30 never happens, 03:30 once", func(t *testing.T) {
+		// Europe/Berlin, 2026-03-29: 02:00 CET becomes 03:00 CEST
+		got := ticks(t, "30 * * * *", "Europe/Berlin", local("2026-03-29 00:45"), 3)
+		assert.Equal(t, []string{"01:30 CET", "03:30 CEST", "04:30 CEST"},
+			[]string{got[0].Format("15:04 MST"), got[1].Format("15:04 MST"), got[2].Format("15:04 MST")})
+	})
+	t.Run("a daily 02:30 skips the day it does not exist", func(t *testing.T) {
+		got := ticks(t, "30 2 * * *", "Europe/Berlin", local("2026-03-28 12:00"), 2)
+		assert.Equal(t, []string{"2026-03-30 02:30 CEST", "2026-03-31 02:30 CEST"},
+			[]string{got[0].Format("2006-01-02 15:04 MST"), got[1].Format("2006-01-02 15:04 MST")})
+	})
+	t.Run("the fall-back hour that happens twice ticks once", func(t *testing.T) {
+		// Europe/Berlin, 2026-10-25: 03:00 CEST becomes 02:00 CET
+		got := ticks(t, "30 2 * * *", "Europe/Berlin", local("2026-10-24 12:00"), 3)
+		assert.Equal(t, []string{"2026-10-25 02:30 CEST", "2026-10-26 02:30 CET", "2026-10-27 02:30 CET"},
+			[]string{got[0].Format("2006-01-02 15:04 MST"), got[1].Format("2006-01-02 15:04 MST"), got[2].Format("2006-01-02 15:04 MST")})
+	})
+	t.Run("no tick after the end, none once the limit is made", func(t *testing.T) {
+		sc, err := parseRule([]byte("@every 1s"), nil)
+		require.NoError(t, err)
+		sc.start, sc.end, sc.limit = 1000, 3000, 5
+		assert.Equal(t, int64(3000), sc.after(2500))
+		assert.Zero(t, sc.after(3000))
+		assert.Equal(t, int64(2000), sc.nextAfter(1000, 4))
+		assert.Zero(t, sc.nextAfter(1000, 5))
+	})
+}
+
+func TestBadRulesAreShapeRefusals(t *testing.T) {
+	for _, tc := range []struct{ spec, tz, want string }{
+		{"61 * * * *", "", `spec "61 * * * *": end of range (61) above maximum (59): 61`},
+		{"* * * *", "", `spec "* * * *": expected exactly 5 fields, found 4: [* * * *]`},
+		{"@every 0ms", "", `spec "@every 0ms": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
+		{"@every 1500us", "", `spec "@every 1500us": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
+		{"@fortnightly", "", `spec "@fortnightly": unrecognized descriptor: @fortnightly`},
+		{"TZ=UTC * * * * *", "", `spec "TZ=UTC * * * * *": give the time zone as the tz argument`},
+		{"* * * * *", "Mars/Olympus", `unknown time zone "Mars/Olympus"`},
+		{"* * * * *", "Local", `unknown time zone "Local"`},
+		{"", "", `spec "": empty spec string`},
+	} {
+		t.Run(tc.spec+" "+tc.tz, func(t *testing.T) {
+			_, err := parseRule([]byte(tc.spec), []byte(tc.tz))
+			require.Error(t, err)
+			assert.Equal(t, errors.Shape, errors.CodeOf(err))
+			assert.Equal(t, tc.want, err.(*errors.Refusal).Msg)
+		})
+	}
+}
+
+// Two schedules of a queue never make the same id for a tick, and one
+// schedule's ticks each make their own.
+func TestTickIDsAreDistinctPerScheduleAndTick(t *testing.T) {
+	tick := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	seen := map[ids.ID]bool{}
+	for number := int64(1); number <= 1000; number++ {
+		for _, at := range []int64{tick, tick + 1, tick + 60_000} {
+			id, ok := tickID(at, number)
+			require.True(t, ok)
+			require.False(t, seen[id], "schedule %d, tick %d", number, at)
+			seen[id] = true
+			assert.Equal(t, uint64(at), id.UnixMs())
+		}
+	}
+	first, _ := tickID(tick, 1)
+	assert.Equal(t, uint32(1023), first.Node(), "numbered from the top: node 1023")
+	assert.Equal(t, uint32(4095), first.Seq())
+	_, ok := tickID(ids.EpochMs-1, 1)
+	assert.False(t, ok, "no id before the EMQ epoch")
+}

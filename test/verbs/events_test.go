@@ -1,0 +1,110 @@
+package verbs
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+// newEvents returns the events appended to q's stream since the last call,
+// each as its fields joined by spaces, a time (13 digits) written <time>.
+func newEvents(t *testing.T, s *valkeytest.Server, q queue, seen *int) []string {
+	t.Helper()
+	entries := xrange(t, s, keys.Set(q.name, keys.Events))
+	var out []string
+	for _, e := range entries[*seen:] {
+		out = append(out, timeText.ReplaceAllString(strings.Join(e.Fields, " "), "<time>"))
+	}
+	*seen = len(entries)
+	return out
+}
+
+var timeText = regexp.MustCompile(`\b\d{13}\b`)
+
+// TestEveryTransitionAppendsItsEvent: with a queue's events on, each verb
+// appends one entry per transition it makes, in the same turn, with the
+// fields docs/commands.md's table gives; with them off, none.
+func TestEveryTransitionAppendsItsEvent(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("ev")
+	id := jobIDs(3)
+	a, b, c := id[0], id[1], id[2]
+	must(t, s, q.enqueue(a, "off")...)
+	require.Equal(t, int64(0), integer(t, s, "EXISTS", keys.Set(q.name, keys.Events)), "off: no stream")
+	must(t, s, "DEL", q.job(a), q.pending)
+	require.Equal(t, int64(1), integer(t, s, q.events(1000)...))
+	seen := 0
+	step := func(name string, call []string, want ...string) {
+		t.Helper()
+		if err := s.Do(call...).Error(); !valkey.IsValkeyNil(err) {
+			require.NoError(t, err, name)
+		}
+		assert.Equal(t, want, newEvents(t, s, q, &seen), name)
+	}
+	step("ENQUEUE", q.enqueue(a, "p"), "event added job "+a+" attempt 0 priority 0")
+	step("SCHEDULE now", q.schedule(b, "p", 3, 0), "event added job "+b+" attempt 0 priority 3")
+	step("SCHEDULE later", q.schedule(c, "p", 2, 4102444800000), "event scheduled job "+c+" attempt 0 priority 2 at <time>")
+	step("CLAIM", q.claim(longLease, 1, 2), "event claimed job "+a+" attempt 1 lease <time>")
+	step("EXTEND", q.extend(a, 1, longLease), "event extended job "+a+" attempt 1 lease <time>")
+	step("ACK with a result", []string{"EMQ.ACK", "2", q.job(a), q.active, "1", "60000", "four"},
+		"event completed job "+a+" attempt 1 result_size 4")
+	step("CLAIM", q.claim(longLease, 1, 2), "event claimed job "+b+" attempt 1 lease <time>")
+	step("FAIL to delayed", q.fail(b, 1, 1, 2, "slow"), "event failed job "+b+" attempt 1 state delayed error slow at <time>")
+	time.Sleep(5 * time.Millisecond)
+	step("CLAIM of a promoted job", q.claim(longLease, 1, 2),
+		"event promoted job "+b+" attempt 1", "event claimed job "+b+" attempt 2 lease <time>")
+	step("FAIL to dead", q.fail(b, 2, 0, 2, "broken"), "event failed job "+b+" attempt 2 state dead error broken")
+	step("REVIVE", q.revive(b), "event revived job "+b+" attempt 2")
+	step("CLAIM", q.claim(20, 1, 2), "event claimed job "+b+" attempt 3 lease <time>")
+	time.Sleep(30 * time.Millisecond)
+	step("STALLED.CHECK", q.stalledCheck(10), "event stalled job "+b+" attempt 3")
+	must(t, s, "HSET", q.job(b), "attempts", "4", "revived", "2")
+	step("CLAIM of a job whose budget is spent", q.claim(longLease, 1, 2), "event dead job "+b+" attempt 4 error lease expired")
+	must(t, s, "ZREM", q.delayed, c)
+	must(t, s, "ZADD", q.pending, "2", c)
+	must(t, s, "HSET", q.job(c), "state", "pending")
+	step("SETTLE", q.settle(longLease, 1, 5), "event claimed job "+c+" attempt 1 lease <time>")
+	step("SETTLE's FAIL, claimed again in the call", q.settle(longLease, 1, 5, "FAIL", c, "1", "0", "again"),
+		"event failed job "+c+" attempt 1 state pending error again", "event claimed job "+c+" attempt 2 lease <time>")
+	step("SETTLE's ACK", q.settle(longLease, 0, 5, "ACK", c, "2", "0"), "event completed job "+c+" attempt 2 result_size 0")
+	step("REMOVE", q.remove(b), "event removed job "+b+" attempt 4 state dead")
+	step("PAUSE", q.pause(), "event paused")
+	step("PAUSE again: no transition", q.pause())
+	step("RESUME", q.resume(), "event resumed")
+	step("LIMIT", q.limit(5, 1000), "event limited max 5 window 1000")
+	step("LIMIT off", q.limit(0, 1), "event limited max 0 window 0")
+	must(t, s, q.repeat("r", "@every 20ms", "", "tick", 1, 0, 0, 1)...)
+	time.Sleep(40 * time.Millisecond)
+	events := newEvents(t, s, q, &seen) // a claim's tick
+	require.Empty(t, events)
+	require.NoError(t, s.Do(q.claim(longLease, 1, 5)...).Error())
+	events = newEvents(t, s, q, &seen)
+	require.Len(t, events, 2)
+	assert.Regexp(t, `^event added job JOB[0-9a-f]{16} attempt 0 priority 1 repeat r$`, events[0])
+	assert.Regexp(t, `^event claimed job JOB[0-9a-f]{16} attempt 1 lease <time>$`, events[1])
+	step("EVENTS off", q.events(0))
+	step("no events once off", q.enqueue(jobN(7), "p"))
+}
+
+// TestTheEventsStreamKeepsToItsCap: the stream is trimmed as XADD MAXLEN ~
+// trims it: never more than its cap by more than a node of entries.
+func TestTheEventsStreamKeepsToItsCap(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("cap")
+	const capacity = 250
+	must(t, s, q.events(capacity)...)
+	for i := range 2000 {
+		must(t, s, q.enqueue(jobN(i), "p")...)
+	}
+	n := integer(t, s, "XLEN", keys.Set(q.name, keys.Events))
+	assert.GreaterOrEqual(t, n, int64(capacity))
+	assert.LessOrEqual(t, n, int64(capacity+100), "the server's ~ slack: one node of stream-node-max-entries (100)")
+}

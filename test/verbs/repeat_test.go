@@ -1,0 +1,191 @@
+package verbs
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+// The tests of repeat schedules (docs/commands.md, "Repeat schedules").
+
+// schedules returns EMQ.REPEATS of q as field maps.
+func schedules(t *testing.T, s *valkeytest.Server, q queue) []map[string]string {
+	t.Helper()
+	rows, err := s.Do("EMQ.REPEATS", "1", keys.Set(q.name, keys.Repeats)).ToArray()
+	require.NoError(t, err)
+	var out []map[string]string
+	for _, r := range rows {
+		m, err := r.AsStrMap()
+		require.NoError(t, err)
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestAnIntervalTicksOnTimeForWaitingWorkers: "every 100 ms" for 3 s with
+// 10 workers waiting in BCLAIM makes 30 ± 1 jobs, each delivered once: the
+// queue's timer makes each tick at its time.
+func TestAnIntervalTicksOnTimeForWaitingWorkers(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("every")
+	var mu sync.Mutex
+	seen := map[string]int{}
+	stop := time.Now().Add(3 * time.Second)
+	var wg sync.WaitGroup
+	for range 10 {
+		c := dial(t, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				reply, err := c.do(q.bclaim(60_000, 1, 5, max(1, time.Until(stop).Milliseconds()))...)
+				if err != nil || reply == nil {
+					continue
+				}
+				job := reply.([]any)[0].([]any)
+				mu.Lock()
+				seen[job[0].(string)]++
+				mu.Unlock()
+			}
+		}()
+	}
+	waitInfo(t, s, "emq_blocked_workers", 10)
+	must(t, s, q.repeat("tick", "@every 100ms", "", "p", 0, 0, 0, 0)...)
+	wg.Wait()
+	must(t, s, q.unrepeat("tick")...)
+	for id, n := range seen {
+		assert.Equal(t, 1, n, "%s delivered once", id)
+		assert.Equal(t, "tick", row(t, s, q, id)["repeat"])
+	}
+	assert.InDelta(t, 30, len(seen), 1, "one job per tick")
+}
+
+// TestMissedTicksMakeOneJob: a schedule nobody ticked for many of its
+// intervals makes one job at the next claim — for its first missed tick —
+// not a burst, and moves to its first tick after now.
+func TestMissedTicksMakeOneJob(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("missed")
+	first := integer(t, s, q.repeat("tick", "@every 50ms", "", "p", 4, 0, 0, 0)...)
+	time.Sleep(500 * time.Millisecond) // nobody claims, nobody waits: ten ticks pass
+	jobs := claimJobs(t, s, q.claim(longLease, 100, 5)...)
+	require.Len(t, jobs, 1)
+	id, ok := ids.Parse(ids.Job, []byte(jobs[0].ID))
+	require.True(t, ok)
+	assert.Equal(t, uint64(first), id.UnixMs(), "the job of the first missed tick")
+	sc := schedules(t, s, q)[0]
+	next, _ := strconv.ParseInt(sc["next"], 10, 64)
+	assert.Greater(t, next, serverMs(t, s)-5, "the next tick is to come")
+	assert.Equal(t, "1", sc["made"])
+	assert.Equal(t, strconv.FormatInt(first, 10), sc["last"])
+	assert.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p", "priority": "4", "repeat": "tick"}, row(t, s, q, jobs[0].ID))
+}
+
+// TestATickMadeTwiceIsOneJob: a tick's job id is minted from the tick and
+// the schedule's number, so a tick whose job exists already — made by a
+// replayed turn, or by the client's fallback racing the module — makes no
+// second job; the schedule moves on all the same.
+func TestATickMadeTwiceIsOneJob(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("twice")
+	tick := integer(t, s, q.repeat("tick", "@every 200ms", "", "p", 0, 0, 0, 0)...)
+	id, ok := ids.New(ids.Job, uint64(tick-ids.EpochMs), 1023, 4095) // schedule number 1
+	require.True(t, ok)
+	must(t, s, "HSET", q.job(id.String()), "state", "done", "attempts", "1", "payload", "made already")
+	time.Sleep(time.Duration(tick-serverMs(t, s)+20) * time.Millisecond)
+	assert.Nil(t, claimJobs(t, s, q.claim(longLease, 10, 5)...), "no second job of the tick")
+	assert.Equal(t, "made already", row(t, s, q, id.String())["payload"])
+	assert.Equal(t, "1", schedules(t, s, q)[0]["made"])
+}
+
+// TestALimitedScheduleFinishesAndStaysListed: a schedule with a limit makes
+// that many jobs, then stays listed with next 0 until it is removed; one
+// with an end makes none after it.
+func TestALimitedScheduleFinishesAndStaysListed(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("limited")
+	must(t, s, q.repeat("twice", "@every 30ms", "", "p", 0, 0, 0, 2)...)
+	made := 0
+	deadline := time.Now().Add(3 * time.Second)
+	for made < 3 && time.Now().Before(deadline) {
+		made += len(claimJobs(t, s, q.claim(longLease, 10, 5)...))
+		time.Sleep(35 * time.Millisecond)
+	}
+	assert.Equal(t, 2, made)
+	sc := schedules(t, s, q)
+	require.Len(t, sc, 1)
+	assert.Equal(t, "0", sc[0]["next"])
+	assert.Equal(t, "2", sc[0]["made"])
+	score, err := s.Do("ZSCORE", keys.Set(q.name, keys.Repeats), "twice").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "inf", score, "never due")
+	require.Equal(t, int64(1), integer(t, s, q.unrepeat("twice")...))
+	assert.Empty(t, schedules(t, s, q))
+}
+
+// TestBadSchedulesAreRefusedAndWriteNothing: a cron field out of range, an
+// unknown zone, an interval of 0, and more, are EMQSHAPE, nothing written.
+func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("bad")
+	must(t, s, q.repeat("good", "@hourly", "", "p", 0, 0, 0, 0)...)
+	far := int64(4102444800000)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"a minute out of range", q.repeat("r", "60 * * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "60 * * * *": end of range (60) above maximum (59): 60`},
+		{"four fields", q.repeat("r", "* * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "* * * *": expected exactly 5 fields, found 4: [* * * *]`},
+		{"an unknown zone", q.repeat("r", "@daily", "Europe/Nowhere", "p", 0, 0, 0, 0), `EMQSHAPE unknown time zone "Europe/Nowhere"`},
+		{"an interval of 0", q.repeat("r", "@every 0s", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "@every 0s": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
+		{"an interval of less than a millisecond", q.repeat("r", "@every 10us", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "@every 10us": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
+		{"a time zone inside the spec", q.repeat("r", "CRON_TZ=UTC @daily", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "CRON_TZ=UTC @daily": give the time zone as the tz argument`},
+		{"an end before the start", q.repeat("r", "@daily", "", "p", 0, far, far-1, 0), "EMQSHAPE end_ms must be after start_ms"},
+		{"no tick before the end", q.repeat("r", "@yearly", "", "p", 0, far, far+1000, 0), "EMQSHAPE the schedule has no tick before end_ms"},
+		{"a priority out of range", q.repeat("r", "@daily", "", "p", 1<<31, 0, 0, 0), "EMQSHAPE priority must be an integer from 0 to 2147483647"},
+		{"a limit out of range", q.repeat("r", "@daily", "", "p", 0, 0, 0, 1<<31), "EMQSHAPE limit must be an integer from 0 to 2147483647"},
+		{"a name too long", q.repeat(string(make([]byte, 201)), "@daily", "", "p", 0, 0, 0, 0), "EMQLAYOUT repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes"},
+	} {
+		t.Run(c.name, func(t *testing.T) { refuse(t, s, c.want, c.args...) })
+	}
+}
+
+// TestAFailoverMakesNoTickTwice: a schedule ticks on a primary with a
+// replica; the primary is killed and the replica promoted: the schedule
+// goes on from the last tick the replica saw — the jobs it made are not
+// made again, no tick makes two jobs — and the new primary ticks on.
+func TestAFailoverMakesNoTickTwice(t *testing.T) {
+	primary := valkeytest.Start(t, valkeytest.Options{})
+	replica := valkeytest.StartReplica(t, primary, valkeytest.Options{})
+	q := queueOf("failover")
+	must(t, primary, q.repeat("tick", "@every 50ms", "", "p", 0, 0, 0, 0)...)
+	seen := map[string]bool{}
+	claimAll := func(s *valkeytest.Server, d time.Duration) {
+		for stop := time.Now().Add(d); time.Now().Before(stop); time.Sleep(20 * time.Millisecond) {
+			for _, j := range claimJobs(t, s, q.claim(longLease, 10, 5)...) {
+				require.False(t, seen[j.ID], "%s made twice", j.ID)
+				seen[j.ID] = true
+			}
+		}
+	}
+	claimAll(primary, 400*time.Millisecond)
+	before := len(seen)
+	require.Positive(t, before)
+	require.Equal(t, int64(1), integer(t, primary, "WAIT", "1", "5000"), "the replica saw every tick so far")
+	primary.Kill()
+	must(t, replica, "REPLICAOF", "NO", "ONE")
+	claimAll(replica, 400*time.Millisecond)
+	assert.Greater(t, len(seen), before, "the new primary ticks on")
+	made, err := strconv.Atoi(schedules(t, replica, q)[0]["made"])
+	require.NoError(t, err)
+	assert.Equal(t, len(seen), made, "one job per tick made, none twice")
+}

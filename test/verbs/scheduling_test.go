@@ -1,0 +1,383 @@
+package verbs
+
+import (
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+)
+
+// The tests of version 0.3's scheduling (docs/commands.md): SCHEDULE,
+// priorities, PAUSE/RESUME, LIMIT, SETTLE, REMOVE and the queue's settings.
+
+func TestScheduleAdmitsAtAPriorityNowOrLater(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("sched")
+	ids := jobIDs(4)
+	far := int64(4102444800000)
+	require.Equal(t, int64(1), integer(t, s, q.schedule(ids[0], "later", 5, far)...))
+	require.Equal(t, int64(1), integer(t, s, q.schedule(ids[1], "urgent", 1, 0)...))
+	require.Equal(t, int64(1), integer(t, s, q.schedule(ids[2], "past", 0, 1)...), "a time not after now is now")
+	require.Equal(t, int64(0), integer(t, s, q.schedule(ids[1], "again", 9, 0)...), "a duplicate writes nothing")
+
+	assert.Equal(t, map[string]string{"state": "delayed", "attempts": "0", "payload": "later", "priority": "5"}, row(t, s, q, ids[0]))
+	assert.Equal(t, map[string]string{"state": "pending", "attempts": "0", "payload": "urgent", "priority": "1"}, row(t, s, q, ids[1]))
+	assert.Equal(t, map[string]string{"state": "pending", "attempts": "0", "payload": "past"}, row(t, s, q, ids[2]),
+		"priority 0 is no field: the row ENQUEUE writes")
+	assert.Equal(t, float64(far), zscore(t, s, q.delayed, ids[0]))
+	assert.Equal(t, float64(1), zscore(t, s, q.pending, ids[1]))
+	assert.Equal(t, []claimed{{ids[2], 1, "past"}, {ids[1], 1, "urgent"}}, claimJobs(t, s, q.claim(longLease, 5, 5)...),
+		"priority 0 first")
+}
+
+func zscore(t *testing.T, s *valkeytest.Server, set, member string) float64 {
+	t.Helper()
+	f, err := s.Do("ZSCORE", set, member).AsFloat64()
+	require.NoError(t, err)
+	return f
+}
+
+// TestEveryMoveIntoPendingKeepsThePriority: a failed job retried with
+// backoff 0, a promoted one, a requeued one, a revived one and one a
+// settlement failed back each return to pending at its row's priority.
+func TestEveryMoveIntoPendingKeepsThePriority(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("prio")
+	id := jobIDs(1)[0]
+	low := jobN(1) // priority 0: claimed before id whenever both are pending
+	claimOnly := func(t *testing.T) {
+		t.Helper()
+		require.Equal(t, id, claimJobs(t, s, q.claim(longLease, 1, 50)...)[0].ID)
+	}
+	moves := []struct {
+		name string
+		move func(t *testing.T, attempt int64)
+	}{
+		{"FAIL with backoff 0", func(t *testing.T, attempt int64) {
+			require.Equal(t, "pending", text(t, s, q.fail(id, attempt, 0, 50, "x")...))
+		}},
+		{"promotion of a due delayed job", func(t *testing.T, attempt int64) {
+			require.Equal(t, "delayed", text(t, s, q.fail(id, attempt, 1, 50, "x")...))
+			time.Sleep(5 * time.Millisecond)
+			require.Equal(t, int64(0), integer(t, s, q.stalledCheck(1)...)) // touches nothing delayed
+		}},
+		{"requeue of an expired lease", func(t *testing.T, attempt int64) {
+			must(t, s, q.extend(id, attempt, 1)...)
+			time.Sleep(5 * time.Millisecond)
+			require.Equal(t, int64(1), integer(t, s, q.stalledCheck(10)...))
+		}},
+		{"REVIVE", func(t *testing.T, attempt int64) {
+			require.Equal(t, "dead", text(t, s, q.fail(id, attempt, 0, 1, "x")...))
+			require.Equal(t, int64(1), integer(t, s, q.revive(id)...))
+		}},
+		{"SETTLE's FAIL with backoff 0", func(t *testing.T, attempt int64) {
+			reply, err := s.Do(q.settle(longLease, 0, 50, "FAIL", id, itoa(attempt), "0", "x")...).ToAny()
+			require.NoError(t, err)
+			require.Equal(t, []any{[]any{"pending"}, nil}, reply)
+		}},
+	}
+	must(t, s, q.schedule(id, "p", 7, 0)...)
+	attempt := int64(0)
+	for _, m := range moves {
+		t.Run(m.name, func(t *testing.T) {
+			claimOnly(t)
+			attempt++
+			must(t, s, "DEL", q.job(low))
+			must(t, s, q.enqueue(low, "low")...)
+			m.move(t, attempt)
+			if m.name == "promotion of a due delayed job" { // a claim's sweep promotes it
+				require.Equal(t, low, claimJobs(t, s, q.claim(longLease, 1, 50)...)[0].ID)
+			} else {
+				require.Equal(t, float64(7), zscore(t, s, q.pending, id))
+				require.Equal(t, low, claimJobs(t, s, q.claim(longLease, 1, 50)...)[0].ID)
+			}
+			require.Equal(t, float64(7), zscore(t, s, q.pending, id), "back at its priority")
+		})
+	}
+}
+
+// TestADelayedAdmissionReachesAWaitingWorkerOnTime: a job SCHEDULEd for
+// later reaches a worker waiting in BCLAIM within 100 ms of its time, on
+// the median (the timer is armed by the admission itself).
+func TestADelayedAdmissionReachesAWaitingWorkerOnTime(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	var lates []time.Duration
+	for i := range 15 {
+		id := jobN(i)
+		worker := blockB(t, s, 60_000, 10_000)
+		due := time.Now().Add(150 * time.Millisecond)
+		must(t, s, bq.schedule(id, "p", 0, due.UnixMilli())...)
+		reply, err := worker.read()
+		got := time.Now()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, reply))
+		require.False(t, got.Before(due.Add(-5*time.Millisecond)), "never before its time")
+		lates = append(lates, got.Sub(due))
+	}
+	slices.Sort(lates)
+	t.Logf("late after the due time: median %v, slowest %v", lates[len(lates)/2], lates[len(lates)-1])
+	assert.Less(t, lates[len(lates)/2], 100*time.Millisecond, "median")
+	assert.Less(t, lates[len(lates)-1], time.Second, "the slowest, on a loaded machine")
+}
+
+// TestAPausedQueueClaimsNothingAndResumeWakesEveryWorker: 50 workers wait
+// in BCLAIM on a paused queue while jobs are admitted for 2 s: nothing is
+// claimed; RESUME wakes them at once (10 ms on the median).
+func TestAPausedQueueClaimsNothingAndResumeWakesEveryWorker(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	require.Equal(t, int64(1), integer(t, s, bq.pause()...))
+	const workers = 50
+	conns := make([]*conn, workers)
+	for i := range conns {
+		conns[i] = blockB(t, s, 60_000, 30_000)
+	}
+	claimedBefore := valkeytest.InfoInt(s.Info("emq"), "emq_jobs_claimed")
+	for i := range workers {
+		must(t, s, bq.enqueue(jobN(i), "p")...)
+		time.Sleep(2 * time.Second / workers)
+	}
+	assert.Equal(t, claimedBefore, valkeytest.InfoInt(s.Info("emq"), "emq_jobs_claimed"), "nothing claimed while paused")
+	waitInfo(t, s, "emq_blocked_workers", workers)
+
+	var mu sync.Mutex
+	var woken []time.Time
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reply, err := c.read()
+			at := time.Now()
+			if err == nil && reply != nil {
+				mu.Lock()
+				woken = append(woken, at)
+				mu.Unlock()
+			}
+		}()
+	}
+	resumed := time.Now()
+	require.Equal(t, int64(1), integer(t, s, bq.resume()...))
+	wg.Wait()
+	require.Len(t, woken, workers, "every worker got a job")
+	sort.Slice(woken, func(i, j int) bool { return woken[i].Before(woken[j]) })
+	median := woken[len(woken)/2].Sub(resumed)
+	t.Logf("woken after RESUME: median %v, last %v", median, woken[len(woken)-1].Sub(resumed))
+	assert.Less(t, median, 10*time.Millisecond, "median")
+	assert.Less(t, woken[len(woken)-1].Sub(resumed), time.Second, "the last, on a loaded machine")
+}
+
+// TestALimitCapsEveryWindow: a limit of 50 jobs per 200 ms, with 8 workers
+// in BCLAIM for 5 s: no window delivers more than 50, and the total is
+// within one window of 5 s × 250 jobs/s. The windows are read from the
+// queue's events: each claim's entry carries the server's time.
+func TestALimitCapsEveryWindow(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("limited")
+	const max, window, run = 50, 200 * time.Millisecond, 5 * time.Second
+	must(t, s, q.events(100_000)...)
+	must(t, s, q.limit(max, window.Milliseconds())...)
+	for i := range 2000 {
+		must(t, s, q.enqueue(jobN(i), "p")...)
+	}
+	stop := time.Now().Add(run)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := dial(t, s)
+			for time.Now().Before(stop) {
+				reply, err := c.do(q.bclaim(60_000, 16, 5, int64(time.Until(stop).Milliseconds()+1))...)
+				if err != nil || reply == nil {
+					return
+				}
+				for _, j := range reply.([]any) {
+					job := j.([]any)
+					if _, err := c.do(q.ack(job[0].(string), job[1].(int64), 0)...); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries := xrange(t, s, keys.Set(q.name, keys.Events))
+	var claims []int64 // the server's ms of each claim
+	for _, e := range entries {
+		if e.Fields[1] == "claimed" {
+			ms, err := strconv.ParseInt(e.ID[:13], 10, 64)
+			require.NoError(t, err)
+			claims = append(claims, ms)
+		}
+	}
+	require.NotEmpty(t, claims)
+	windows := 0
+	for i := 0; i < len(claims); {
+		end, n := claims[i]+window.Milliseconds(), 0
+		for ; i < len(claims) && claims[i] < end; i++ {
+			n++
+		}
+		windows++
+		require.LessOrEqual(t, n, max, "window %d delivered %d", windows, n)
+	}
+	want := int(run / window * max)
+	t.Logf("%d jobs in %d windows (the rate allows %d in %v)", len(claims), windows, want, run)
+	assert.InDelta(t, want, len(claims), max, "within one window of the rate")
+}
+
+// TestSettleSettlesThenClaims: SETTLE's settlements are ACK and FAIL with
+// their rules — a stale one, a missing one, one settled twice are refused
+// in their place and change nothing — then its claim takes pending's head,
+// a job a settlement failed back among it.
+func TestSettleSettlesThenClaims(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("settle")
+	ids := jobIDs(4)
+	for i, id := range ids {
+		must(t, s, q.schedule(id, "p"+itoa(int64(i)), int64(i), 0)...)
+	}
+	require.Len(t, claimJobs(t, s, q.claim(longLease, 3, 5)...), 3)
+	reply, err := s.Do(q.settle(longLease, 2, 5,
+		"ACK", ids[0], "1", "0",
+		"fail", ids[1], "1", "0", "boom", // kinds in any case; back to pending at priority 1
+		"DONE", ids[2], "2", "60000", "r", // a stale attempt
+		"ACK", ids[0], "1", "0", // settled already in this call
+		"ACK", jobN(9), "1", "0", // no such job
+		"DONE", ids[2], "1", "60000", "result",
+	)...).ToAny()
+	require.NoError(t, err)
+	require.Equal(t, []any{
+		[]any{int64(1), "pending", lease, lease, noJob, int64(1)},
+		[]any{[]any{ids[1], int64(2), "p1"}, []any{ids[3], int64(1), "p3"}},
+	}, errTexts(reply))
+	assert.Empty(t, row(t, s, q, ids[0]), "acked with keep 0: deleted")
+	assert.Equal(t, "result", row(t, s, q, ids[2])["result"])
+	assert.Equal(t, "boom", row(t, s, q, ids[1])["error"])
+	assert.Equal(t, map[string]int64{"settled": 3, "settles_refused": 3}, infoFields(t, s, "settled", "settles_refused"))
+}
+
+// errTexts replaces the error elements of a reply with their text.
+func errTexts(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = errTexts(e)
+		}
+		return out
+	case error:
+		return x.Error()
+	}
+	return v
+}
+
+// lease is the error element of a settlement whose job is not active under
+// its attempt.
+var lease = notActive
+
+func infoFields(t *testing.T, s *valkeytest.Server, names ...string) map[string]int64 {
+	t.Helper()
+	info := valkeytest.InfoInts(s.Info("emq"))
+	out := map[string]int64{}
+	for _, n := range names {
+		out[n] = info["emq_"+n]
+	}
+	return out
+}
+
+func TestRemoveDeletesAJobWhateverItsState(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("rm")
+	for _, tc := range []struct{ name, state string }{
+		{"pending", "pending"}, {"active", "active"}, {"delayed", "delayed"}, {"dead", "dead"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			flush(t, s)
+			id := jobIDs(1)[0]
+			must(t, s, q.enqueue(id, "p")...)
+			switch tc.state {
+			case "active":
+				claimJobs(t, s, q.claim(longLease, 1, 5)...)
+			case "delayed":
+				claimJobs(t, s, q.claim(longLease, 1, 5)...)
+				must(t, s, q.fail(id, 1, 60_000, 5, "x")...)
+			case "dead":
+				claimJobs(t, s, q.claim(longLease, 1, 1)...)
+				must(t, s, q.fail(id, 1, 0, 1, "x")...)
+			}
+			require.Equal(t, int64(1), integer(t, s, q.remove(id)...))
+			assert.Empty(t, row(t, s, q, id))
+			assert.Empty(t, setsHolding(t, s, q, id))
+			require.Equal(t, int64(0), integer(t, s, q.remove(id)...), "no such job: 0")
+			if tc.state == "active" {
+				refuse(t, s, noJob, q.ack(id, 1, 0)...)
+			}
+		})
+	}
+}
+
+// TestTheSettingsKeysAreReadAsDerivedKeys: a queue's config, limiter,
+// events stream and schedules are keys the verbs derive: one of the wrong
+// type is WRONGTYPE, one outside the caller's ACL key patterns is NOPERM —
+// before the stored state, writing nothing — and a queue without a config
+// reads none of them.
+func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("set")
+	id := jobIDs(1)[0]
+	cases := []struct {
+		name  string
+		setup [][]string
+		call  []string
+		want  string
+	}{
+		{"a config that is not a hash", [][]string{{"SET", q.config(), "x"}}, q.claim(longLease, 1, 5), wrongType},
+		{"a config that is not a hash, to ENQUEUE", [][]string{{"SET", q.config(), "x"}}, q.enqueue(id, "p"), wrongType},
+		{"a limited queue's limiter that is not a string", [][]string{q.limit(5, 1000), {"HSET", keys.Set(q.name, keys.Limiter), "f", "v"}},
+			q.claim(longLease, 1, 5), wrongType},
+		{"an events key that is not a stream, with events on", [][]string{q.events(10), {"SET", keys.Set(q.name, keys.Events), "x"}},
+			q.enqueue(id, "p"), wrongType},
+		{"a schedules key that is not a sorted set", [][]string{q.repeat("r", "@every 1h", "", "p", 0, 0, 0, 0), {"DEL", keys.Set(q.name, keys.Repeats)},
+			{"SET", keys.Set(q.name, keys.Repeats), "x"}}, q.claim(longLease, 1, 5), wrongType},
+		{"a config type beats an absent job's EMQNOJOB", [][]string{{"SET", q.config(), "x"}}, q.ack(id, 1, 0), wrongType},
+	}
+	for _, c := range cases {
+		t.Run(c.name+" is "+c.want[:9], func(t *testing.T) {
+			flush(t, s)
+			for _, cmd := range c.setup {
+				must(t, s, cmd...)
+			}
+			refuse(t, s, c.want, c.call...)
+		})
+	}
+	t.Run("a limiter of the wrong type is not read without a limit", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, "HSET", keys.Set(q.name, keys.Limiter), "f", "v")
+		must(t, s, q.enqueue(id, "p")...)
+		require.Len(t, claimJobs(t, s, q.claim(longLease, 1, 5)...), 1)
+	})
+	t.Run("a config outside the caller's key patterns is NOPERM", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, q.pause()...)
+		must(t, s, "ACL", "SETUSER", "worker", "on", "nopass", "+@all", "~emq:{set}:pending", "~emq:{set}:active",
+			"~emq:{set}:delayed", "~emq:{set}:dead", "~emq:{set}:job:*")
+		t.Cleanup(func() { s.Do("ACL", "DELUSER", "worker") })
+		c := dial(t, s)
+		_, err := c.do("AUTH", "worker", "x")
+		require.NoError(t, err)
+		_, err = c.do(q.claim(longLease, 1, 5)...)
+		require.EqualError(t, err, "NOPERM No permissions to access a key")
+		must(t, s, q.resume()...) // the config now holds nothing: gone
+		reply, err := c.do(q.claim(longLease, 1, 5)...)
+		require.NoError(t, err, "no config: nothing to be denied")
+		assert.Nil(t, reply)
+	})
+}
