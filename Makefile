@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -21,7 +21,11 @@ $(MODULE_SO): $(shell find . -name '*.go' -o -name '*.c' -o -name '*.h' | grep -
 valkey:
 	@bash scripts/install-valkey.sh
 
-deps: valkey
+## chromium: Debian's chromium when missing, for the dashboard's browser test (dashboard/browser_test.go)
+chromium:
+	@bash scripts/install-chromium.sh
+
+deps: valkey chromium
 	$(GO) mod download
 
 ## run: a server on 127.0.0.1:6379 with the module loaded, in the foreground

@@ -1,10 +1,12 @@
 // Command pool is an EchoMQ worker pool over package client.
 //
-// It enqueues a batch of jobs and one poison job, runs a pool of workers
-// (Queue.Work) until every job is done: every third job fails its first
-// attempt and is retried after a backoff, the poison job fails every
-// attempt and ends dead. It then revives the poison job, "fixes" the
-// handler, and runs the pool again until the revived job is done. Run it
+// It enqueues a batch of jobs, one poison job and one job no fix will
+// save, runs a pool of workers (Queue.Work) until every job is done or
+// dead: every third job fails its first attempt and is retried after a
+// backoff, the poison job and the unsaveable one fail every attempt and
+// end dead. It then revives the poison job, "fixes" the handler, and runs
+// the pool again until the revived job is done. The unsaveable job stays
+// dead, for the operator's tools to show (go run ./cmd/emq dash). Run it
 // against a server with the module (make run) or without it, where the
 // client runs the verbs' scripts:
 //
@@ -59,8 +61,12 @@ func main() {
 	}
 }
 
-// poison is the payload whose handler fails until it is fixed.
-const poison = "poison"
+// poison is the payload whose handler fails until it is fixed;
+// unsaveable is one whose handler always fails.
+const (
+	poison     = "poison"
+	unsaveable = "welcome email to a deleted account"
+)
 
 // pool is the handler's state: what it did, and whether the poison's bug
 // is fixed.
@@ -70,6 +76,7 @@ type pool struct {
 	done    int           // jobs handled successfully
 	retried int           // jobs that failed their first attempt
 	poisons []int64       // the poison's attempts
+	lost    int64         // the unsaveable job's attempts
 	wake    chan struct{} // signalled after each handled call
 }
 
@@ -85,6 +92,10 @@ func (p *pool) handle(_ context.Context, j *client.Job) error {
 		}
 	}()
 	payload := string(j.Payload)
+	if payload == unsaveable {
+		p.lost = j.Attempt
+		return errors.New("550 no such mailbox")
+	}
 	if payload == poison {
 		p.poisons = append(p.poisons, j.Attempt)
 		if !p.fixed {
@@ -158,13 +169,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	for i := range cfg.jobs {
 		payloads = append(payloads, fmt.Appendf(nil, "job-%d", i))
 	}
-	payloads = append(payloads, []byte(poison))
+	payloads = append(payloads, []byte(poison), []byte(unsaveable))
 	enqueued, err := q.EnqueueMany(ctx, payloads)
 	if err != nil {
 		return err
 	}
-	poisonID := enqueued[len(enqueued)-1]
-	fmt.Fprintf(out, "enqueued %d jobs and 1 poison job in one pipeline\n", cfg.jobs)
+	poisonID, lostID := enqueued[cfg.jobs], enqueued[cfg.jobs+1]
+	fmt.Fprintf(out, "enqueued %d jobs, 1 poison job and 1 unsaveable job in one pipeline\n", cfg.jobs)
 
 	opts := client.WorkOptions{Concurrency: cfg.workers, Poll: 100 * time.Millisecond}
 	if cfg.verbose {
@@ -173,7 +184,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	p := &pool{wake: make(chan struct{}, 1)}
 	maxAttempts := int64(q.Policy().MaxAttempts)
 	if err := p.until(ctx, q, opts, func() bool {
-		return p.done == cfg.jobs && len(p.poisons) == int(maxAttempts)
+		return p.done == cfg.jobs && len(p.poisons) == int(maxAttempts) && p.lost == maxAttempts
 	}); err != nil {
 		return err
 	}
@@ -198,5 +209,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "poison job handled on attempt %d after its revival\n", p.poisons[len(p.poisons)-1])
 	fmt.Fprintf(out, "poison attempts: %s\n", strings.Trim(fmt.Sprint(p.poisons), "[]"))
+	fmt.Fprintf(out, "left job %s dead (no fix saves it): see it with go run ./cmd/emq jobs %s --state dead, or go run ./cmd/emq dash\n",
+		lostID, cfg.queue)
 	return nil
 }

@@ -28,23 +28,31 @@ func TestPoolRetriesKillsAndRevives(t *testing.T) {
 			cfg := config{addr: s.Addr, queue: "emails", jobs: 10, workers: 4, node: 1}
 			require.NoError(t, run(ctx, cfg, &out), out.String())
 
+			dead, err := s.Do("ZRANGE", keys.Set("emails", "dead"), "0", "-1").AsStrSlice()
+			require.NoError(t, err)
+			require.Len(t, dead, 1, "the unsaveable job is left dead")
+			lost := dead[0]
 			native := "true"
 			if tc.noModule {
 				native = "false"
 			}
 			assert.Equal(t, "native verbs: "+native+`
-enqueued 10 jobs and 1 poison job in one pipeline
+enqueued 10 jobs, 1 poison job and 1 unsaveable job in one pipeline
 handled 10 jobs, 4 of them retried once
 poison job: dead after 3 attempts (cannot parse the poison payload)
 revived the poison job; the handler is fixed
 poison job handled on attempt 4 after its revival
 poison attempts: 1 2 3 4
+left job `+lost+` dead (no fix saves it): see it with go run ./cmd/emq jobs emails --state dead, or go run ./cmd/emq dash
 `, out.String())
-			for _, set := range []string{"pending", "active", "delayed", "dead"} {
+			for _, set := range []string{"pending", "active", "delayed"} {
 				n, err := s.Do("EXISTS", keys.Set("emails", set)).AsInt64()
 				require.NoError(t, err)
 				assert.Zero(t, n, set)
 			}
+			row, err := s.Do("HMGET", keys.Job("emails", lost), "payload", "error").AsStrSlice()
+			require.NoError(t, err)
+			assert.Equal(t, []string{unsaveable, "550 no such mailbox"}, row)
 		})
 	}
 }

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+)
+
+var reviveCmd = &command{
+	name: "revive", args: "<queue> <id>… | <queue> --all", summary: "bring dead jobs back to pending (EMQ.REVIVE)",
+	detail: `Each job goes through EMQ.REVIVE: back to pending with its attempt budget
+renewed, its last error kept. --all revives every job dead when it starts,
+longest dead first, 100 at a time; a progress bar shows on a terminal when
+there are more than 1,000.`,
+	examples: []string{"emq revive emails JOB0018f2a4c1e00001 JOB0018f2a4c1e00002", "emq revive emails --all"},
+	minArgs:  1, maxArgs: -1,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.BoolVar(&o.all, "all", false, "revive every dead job of the queue")
+	},
+	run: runRevive,
+}
+
+func runRevive(ctx context.Context, s *session, args []string) error {
+	queue, idArgs := args[0], args[1:]
+	if s.o.all == (len(idArgs) > 0) {
+		return usageError("give job ids or --all, not both or neither")
+	}
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	if s.o.all {
+		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
+	}
+	return s.each(ctx, "revived", idArgs, q.Revive)
+}
+
+var enqueueCmd = &command{
+	name: "enqueue", args: "<queue> <payload>", summary: "add a job, for trying things (EMQ.ENQUEUE); prints its id",
+	detail: `The payload is the argument as given, or standard input when it is "-".
+The id is minted with the snowflake node --node: keep it apart from your
+producers' nodes.`,
+	examples: []string{`emq enqueue emails '{"to":"ann@example.com"}'`, "emq enqueue emails - < job.json"},
+	minArgs:  2, maxArgs: 2,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.UintVar(&o.node, "node", ids.MaxNode, "snowflake node of the minted id (0 … 1023)")
+	},
+	run: runEnqueue,
+}
+
+func runEnqueue(ctx context.Context, s *session, args []string) error {
+	payload := []byte(args[1])
+	if args[1] == "-" {
+		var err error
+		if payload, err = io.ReadAll(os.Stdin); err != nil {
+			return err
+		}
+	}
+	q, err := s.queue(args[0])
+	if err != nil {
+		return err
+	}
+	id, err := q.Enqueue(ctx, payload)
+	if err != nil {
+		return err
+	}
+	if s.o.json {
+		return writeJSON(s.e.stdout, map[string]string{"queue": args[0], "id": id.String()})
+	}
+	_, err = fmt.Fprintln(s.e.stdout, id)
+	return err
+}
+
+// failedJSON is one job an action failed on.
+type failedJSON struct {
+	ID    string `json:"id"`
+	Error string `json:"error"`
+}
+
+// eachJSON is what an action on named jobs did.
+type eachJSON struct {
+	Done   []string     `json:"done"`
+	Failed []failedJSON `json:"failed"`
+}
+
+// each acts on each job id named, one call per job, and reports every
+// one. The error's code is 3 when every failure was a missing job, else 4.
+func (s *session) each(ctx context.Context, done string, idArgs []string, act func(context.Context, ids.ID) error) error {
+	jobs := make([]ids.ID, len(idArgs))
+	for i, a := range idArgs {
+		id, err := parseJobID(a)
+		if err != nil {
+			return err
+		}
+		jobs[i] = id
+	}
+	out := eachJSON{Done: []string{}, Failed: []failedJSON{}}
+	code := exitNotFound
+	for _, id := range jobs {
+		if err := act(ctx, id); err != nil {
+			if exitCode(err) != exitNotFound {
+				code = exitRefused
+			}
+			out.Failed = append(out.Failed, failedJSON{ID: id.String(), Error: err.Error()})
+			continue
+		}
+		out.Done = append(out.Done, id.String())
+	}
+	if s.o.json {
+		if err := writeJSON(s.e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		for _, id := range out.Done {
+			fmt.Fprintf(s.e.stdout, "%s %s\n", done, id)
+		}
+	}
+	if len(out.Failed) == 0 {
+		return nil
+	}
+	lines := make([]string, len(out.Failed))
+	for i, f := range out.Failed {
+		lines[i] = f.ID + ": " + f.Error
+	}
+	return &exitError{code: code, err: errors.New(strings.Join(lines, "\n  "))}
+}
+
+// bulkJSON is what a bulk action did.
+type bulkJSON struct {
+	Queue  string `json:"queue"`
+	State  string `json:"state"`
+	Total  int    `json:"total"`
+	Done   int    `json:"done"`
+	Failed int    `json:"failed"`
+	Error  string `json:"error,omitempty"`
+}
+
+// progressOver is the size of a bulk action that gets a progress bar.
+const progressOver = 1000
+
+// bulk acts on every job of sel through inspect's ForEach, drawing a
+// progress bar for more than progressOver jobs, and reports the count.
+func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, act func(context.Context, ids.ID) error) error {
+	in, err := s.inspector()
+	if err != nil {
+		return err
+	}
+	var bar *progressBar
+	p, err := in.ForEach(ctx, sel, act, func(p inspect.Progress) {
+		if bar == nil && p.Total > progressOver && s.e.progress != nil {
+			bar = &progressBar{w: s.e.progress, label: done}
+		}
+		bar.draw(p)
+	})
+	bar.end()
+	if err != nil {
+		return err
+	}
+	if s.o.json {
+		out := bulkJSON{Queue: sel.Queue, State: string(sel.State), Total: p.Total, Done: p.Done, Failed: p.Failed}
+		if p.Err != nil {
+			out.Error = p.Err.Error()
+		}
+		if err := writeJSON(s.e.stdout, out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, sel.Queue)
+	}
+	if p.Failed > 0 {
+		return &exitError{code: exitRefused, err: fmt.Errorf("%d failed; the first: %w", p.Failed, p.Err)}
+	}
+	return nil
+}
+
+// progressBar draws a bulk action's progress on one terminal line.
+type progressBar struct {
+	w     io.Writer
+	label string
+}
+
+// barWidth is the bar's length in cells.
+const barWidth = 30
+
+func (b *progressBar) draw(p inspect.Progress) {
+	if b == nil {
+		return
+	}
+	n := p.Done + p.Failed
+	filled := barWidth * n / max(p.Total, 1)
+	fmt.Fprintf(b.w, "\r%s [%s%s] %d/%d", b.label, strings.Repeat("#", filled), strings.Repeat(".", barWidth-filled), n, p.Total)
+	if p.Failed > 0 {
+		fmt.Fprintf(b.w, " (%d failed)", p.Failed)
+	}
+}
+
+func (b *progressBar) end() {
+	if b != nil {
+		fmt.Fprintln(b.w)
+	}
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/valkey-io/valkey-go"
+)
+
+// command is one subcommand: its usage, its flags and what it runs.
+type command struct {
+	name, args, summary string
+	// detail says more than the summary, for emq help <command>.
+	detail   string
+	examples []string
+	// minArgs and maxArgs bound the positional arguments; maxArgs -1 is
+	// no bound.
+	minArgs, maxArgs int
+	// flags adds the command's own flags to the common ones.
+	flags func(fs *flag.FlagSet, o *options)
+	run   func(ctx context.Context, s *session, args []string) error
+	// serves is a command that runs until interrupted: no --timeout.
+	serves bool
+}
+
+// commands is every subcommand, in the order help lists them.
+var commands []*command
+
+func init() {
+	commands = []*command{
+		queuesCmd, jobsCmd, jobCmd,
+		reviveCmd, enqueueCmd,
+		statsCmd, dashCmd, metricsCmd,
+	}
+}
+
+// lookup returns the command called name, or nil.
+func lookup(name string) *command {
+	for _, c := range commands {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// options are every flag's value; each command registers those it takes.
+type options struct {
+	addr, user string
+	json       bool
+	timeout    time.Duration
+	node       uint
+
+	state         string
+	limit, offset int
+	all           bool
+	olderThan     time.Duration
+
+	listen, auth string
+	write        bool
+	sample       time.Duration
+}
+
+// flagSet is the command's flags: the common ones, then its own.
+func (c *command) flagSet(o *options, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports parse errors and help itself
+	addr := e.getenv("EMQ_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	fs.StringVar(&o.addr, "addr", addr, "server `host:port`; for a cluster any node, or several comma-separated ($EMQ_ADDR)")
+	fs.StringVar(&o.user, "user", e.getenv("EMQ_USER"), "ACL user ($EMQ_USER); the password is read from $EMQ_PASSWORD")
+	fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of a table")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
+	if c.flags != nil {
+		c.flags(fs, o)
+	}
+	return fs
+}
+
+// argsText says how many arguments the command takes, for a usage error.
+func (c *command) argsText() string {
+	if c.args == "" {
+		return "no arguments"
+	}
+	return c.args
+}
+
+// help is the command's page: usage, what it does, flags, examples.
+func (c *command) help() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: emq %s [flags]\n\n%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
+	if c.detail != "" {
+		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.detail))
+	}
+	b.WriteString("\nFlags:\n")
+	fs := c.flagSet(&options{}, env{getenv: func(string) string { return "" }})
+	fs.SetOutput(&b)
+	fs.PrintDefaults()
+	if len(c.examples) > 0 {
+		b.WriteString("\nExamples:\n")
+		for _, ex := range c.examples {
+			fmt.Fprintf(&b, "  %s\n", ex)
+		}
+	}
+	return b.String()
+}
+
+// session is one run's connection, opened on first use.
+type session struct {
+	e  env
+	o  *options
+	vk valkey.Client
+	in *inspect.Inspector
+	c  *client.Client
+}
+
+// connect opens the valkey-go client: a cluster client when the server is
+// one of a cluster.
+func (s *session) connect() error {
+	if s.vk != nil {
+		return nil
+	}
+	vk, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress:  strings.Split(s.o.addr, ","),
+		Username:     s.o.user,
+		Password:     s.e.getenv("EMQ_PASSWORD"),
+		DisableCache: true,
+	})
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", s.o.addr, err)
+	}
+	s.vk = vk
+	s.in = inspect.New(vk, inspect.Options{Now: s.e.now})
+	s.c = client.New(vk)
+	return nil
+}
+
+// inspector is the session's Inspector, connected.
+func (s *session) inspector() (*inspect.Inspector, error) {
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	return s.in, nil
+}
+
+// queue is a handle on the queue name whose enqueues mint ids with the
+// --node snowflake node.
+func (s *session) queue(name string) (*client.Queue, error) {
+	if err := s.connect(); err != nil {
+		return nil, err
+	}
+	m, err := ids.NewMinter(uint32(s.o.node))
+	if err != nil {
+		return nil, usageError("--node: %v", err)
+	}
+	q, err := s.c.Queue(name, m, client.Policy{})
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	return q, nil
+}
+
+func (s *session) close() {
+	if s.vk != nil {
+		s.vk.Close()
+	}
+}
+
+// stateFlag adds --state; all says what no state means.
+func stateFlag(fs *flag.FlagSet, o *options, all string) {
+	fs.StringVar(&o.state, "state", "", "pending, active, delayed or dead ("+all+")")
+}
+
+// parseState reads --state; "" is no state chosen.
+func parseState(s string) (inspect.State, error) {
+	if s == "" {
+		return "", nil
+	}
+	st, ok := inspect.ParseState(s)
+	if !ok {
+		return "", usageError("--state %q: want pending, active, delayed or dead", s)
+	}
+	return st, nil
+}
+
+// parseJobID reads a job id argument.
+func parseJobID(text string) (ids.ID, error) {
+	id, ok := ids.Parse(ids.Job, []byte(text))
+	if !ok {
+		return ids.ID{}, usageError("%q is not a job id (JOB and 16 lowercase hex digits)", text)
+	}
+	return id, nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/echomq/emq/internal/readable"
+)
+
+// table writes aligned columns for people.
+type table struct{ tw *tabwriter.Writer }
+
+// newTable starts a table with a header line (none if no header).
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// writeJSON writes v indented, for scripts.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// preview shows a payload or a result for people: text quoted and clipped,
+// binary as its size.
+func preview(b []byte, n int) string {
+	text, clipped, ok := readable.Preview(b, n)
+	if !ok {
+		return fmt.Sprintf("%d bytes, binary", len(b))
+	}
+	if clipped {
+		return fmt.Sprintf("%d bytes: %q…", len(b), text)
+	}
+	return fmt.Sprintf("%d bytes: %q", len(b), text)
+}
+
+// dash is "-" for an empty cell.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// yesNo is a flag for people.
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

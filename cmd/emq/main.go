@@ -1,0 +1,187 @@
+// Command emq shows and steers EchoMQ queues: what every queue holds, the
+// jobs of a state, one job, reviving and removing jobs, pausing a queue,
+// the module's counters, a web dashboard and Prometheus metrics. It talks
+// to a standalone server or to a cluster (every primary) through
+// valkey-go; `emq help` lists the subcommands with examples.
+//
+//	go install ./cmd/emq
+//	emq queues
+//	emq jobs emails --state dead
+//	emq revive emails --all
+//	emq dash --listen 127.0.0.1:8080 --write
+//
+// Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad
+// usage; 3 a job named does not exist; 4 the server refused an action, or
+// some jobs of a bulk action.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/inspect"
+)
+
+// The exit codes a script can test.
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitNotFound = 3
+	exitRefused  = 4
+)
+
+// env is what one run talks to: its streams, the environment, the clock.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	now            func() time.Time
+	// progress is where bulk actions draw their progress bar: stderr when
+	// it is a terminal, else nil (no bar).
+	progress io.Writer
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	e := env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		e.progress = os.Stderr
+	}
+	os.Exit(run(ctx, os.Args[1:], e))
+}
+
+// exitError is an error with the exit code it ends the run with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageError is a bad invocation: exit code 2.
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode is the code err ends a run with.
+func exitCode(err error) int {
+	var ee *exitError
+	var refusal *emqerrors.Refusal
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, inspect.ErrNoJob), errors.Is(err, emqerrors.NoJob):
+		return exitNotFound
+	case errors.As(err, &refusal):
+		return exitRefused
+	}
+	return exitFailed
+}
+
+// run runs the command line args (without the program's name) and returns
+// the exit code.
+func run(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+		if len(args) > 1 {
+			if cmd := lookup(args[1]); cmd != nil {
+				fmt.Fprint(e.stdout, cmd.help())
+				return exitOK
+			}
+		}
+		w := e.stdout
+		if len(args) == 0 {
+			w = e.stderr
+		}
+		fmt.Fprint(w, overview())
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		fmt.Fprintf(e.stderr, "emq: no command %q\n\n%s", args[0], overview())
+		return exitUsage
+	}
+	o := &options{}
+	fs := cmd.flagSet(o, e)
+	pos, err := parseInterleaved(fs, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(e.stdout, cmd.help())
+		return exitOK
+	}
+	if err == nil && (len(pos) < cmd.minArgs || (cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs)) {
+		err = usageError("%s takes %s", cmd.name, cmd.argsText())
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "emq %s: %v\nusage: emq %s %s (emq help %s)\n", cmd.name, err, cmd.name, cmd.args, cmd.name)
+		return exitUsage
+	}
+	if !cmd.serves {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	s := &session{e: e, o: o}
+	defer s.close()
+	if err := cmd.run(ctx, s, pos); err != nil {
+		fmt.Fprintf(e.stderr, "emq %s: %v\n", cmd.name, err)
+		if code := exitCode(err); code != exitOK {
+			return code
+		}
+		return exitFailed
+	}
+	return exitOK
+}
+
+// parseInterleaved parses flags anywhere among the positional arguments
+// (emq jobs emails --state dead); everything after "--" is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+// overview is the top-level help: every command in one line each.
+func overview() string {
+	var b strings.Builder
+	b.WriteString("emq shows and steers EchoMQ queues on a server or a cluster.\n\nUsage: emq <command> [arguments] [flags]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString(`
+Every command takes --addr host:port (a cluster: any node, or several
+comma-separated; default $EMQ_ADDR or 127.0.0.1:6379), --user ($EMQ_USER;
+the password comes from $EMQ_PASSWORD), --json (for scripts) and --timeout.
+
+Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job,
+4 refused by the server (or some jobs of a bulk action).
+
+"emq help <command>" shows a command's flags and examples.
+`)
+	return b.String()
+}

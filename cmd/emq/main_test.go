@@ -1,0 +1,382 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/internal/queuetest"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// result is what one run of the command printed and returned.
+type result struct {
+	stdout, stderr, progress string
+	code                     int
+}
+
+// emq runs the command against addr with the fixture's clock.
+func emq(t *testing.T, addr string, args ...string) result {
+	t.Helper()
+	var stdout, stderr, progress bytes.Buffer
+	e := env{stdout: &stdout, stderr: &stderr, progress: &progress, now: func() time.Time { return queuetest.Now },
+		getenv: func(k string) string {
+			if k == "EMQ_ADDR" {
+				return addr
+			}
+			return ""
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := run(ctx, args, e)
+	return result{stdout: stdout.String(), stderr: stderr.String(), progress: progress.String(), code: code}
+}
+
+// golden compares got with testdata/name.golden, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./cmd/emq -update to write it")
+	assert.Equal(t, string(want), got, "%s (go test ./cmd/emq -run %s -update rewrites it)", path, t.Name())
+}
+
+// readCases are the tables people read; the same golden file holds for a
+// server and for a cluster.
+func readCases(f queuetest.Fixture) []struct {
+	golden string
+	args   []string
+} {
+	return []struct {
+		golden string
+		args   []string
+	}{
+		{"queues", []string{"queues"}},
+		{"jobs_emails", []string{"jobs", "emails"}},
+		{"jobs_emails_dead", []string{"jobs", "emails", "--state", "dead"}},
+		{"jobs_emails_pending_page", []string{"jobs", "--limit", "2", "emails", "--state=pending", "--offset", "1"}},
+		{"job_invoices_dead", []string{"job", "invoices", f.InvoicesDead.String()}},
+		{"job_emails_active", []string{"job", "emails", f.EmailsActive.String()}},
+	}
+}
+
+// TestCLIReads: the tables of queues, jobs and job on a server and on a
+// 3-primary cluster match the golden files, and --json parses.
+func TestCLIReads(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	for _, target := range []struct{ name, addr string }{{"server", s.Addr}, {"cluster", cl.Primaries[1].Addr}} {
+		t.Run(target.name, func(t *testing.T) {
+			for _, c := range readCases(f) {
+				t.Run(c.golden, func(t *testing.T) {
+					r := emq(t, target.addr, c.args...)
+					require.Equal(t, exitOK, r.code, r.stderr)
+					golden(t, c.golden, r.stdout)
+				})
+			}
+			t.Run("a page that leaves jobs out says so on stderr", func(t *testing.T) {
+				r := emq(t, target.addr, "jobs", "emails", "--state", "pending", "--limit", "1")
+				assert.Equal(t, "pending: 1 of 3 shown; --offset 1 for more\n", r.stderr)
+			})
+			t.Run("queues --json parses", func(t *testing.T) {
+				r := emq(t, target.addr, "queues", "--json")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				var qs []queueJSON
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &qs))
+				require.Len(t, qs, 3)
+				assert.Equal(t, queueJSON{Queue: "emails", Pending: 3, Active: 1, Delayed: 1, Dead: 2,
+					OldestPending: f.EmailsPending[0].String(), OldestAgeMs: (time.Hour - 5*time.Second).Milliseconds()}, qs[0])
+				assert.Equal(t, queueJSON{Queue: "payments", Pending: 2, Paused: true, LimitMax: 10, LimitWindowMs: 1000,
+					OldestPending: f.PaymentsPending[0].String(), OldestAgeMs: (time.Hour - 8*time.Second).Milliseconds()}, qs[2])
+			})
+			t.Run("jobs --json parses", func(t *testing.T) {
+				r := emq(t, target.addr, "jobs", "emails", "--state", "dead", "--json")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				var rows []jobRowJSON
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+				require.Len(t, rows, 2)
+				assert.Equal(t, jobRowJSON{ID: f.EmailsDead[0].String(), State: "dead", Score: queuetest.T0.Add(20 * time.Minute).UnixMilli(),
+					AtMs: queuetest.T0.Add(20 * time.Minute).UnixMilli(), Attempts: 1, Error: f.DeadError,
+					PayloadBytes: int64(len("to: bob@example.com")), AgeMs: (time.Hour - 2*time.Second).Milliseconds()}, rows[0])
+			})
+			t.Run("job --json parses", func(t *testing.T) {
+				r := emq(t, target.addr, "job", "invoices", f.InvoicesDead.String(), "--json")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				var j jobJSON
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+				assert.Equal(t, "dead", j.State)
+				assert.Equal(t, f.InvoicesDeadError, j.Error)
+				require.NotNil(t, j.Payload)
+				assert.Contains(t, *j.Payload, "invoice 2025-12")
+				assert.Nil(t, j.Result)
+			})
+			t.Run("stats --json sums INFO emq over the primaries", func(t *testing.T) {
+				r := emq(t, target.addr, "stats", "--json")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				var st statsJSON
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &st))
+				assert.Equal(t, int64(3), st.Total["emq_jobs_dead"])
+				assert.Equal(t, int64(1), st.Total["emq_jobs_delayed"])
+				if target.name == "cluster" {
+					assert.Len(t, st.Nodes, 3)
+				}
+			})
+			t.Run("stats reads as groups", func(t *testing.T) {
+				r := emq(t, target.addr, "stats")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				for _, heading := range []string{"counters", "verbs", "levels now"} {
+					assert.Contains(t, r.stdout, "\n"+heading+"\n")
+				}
+				for _, row := range []string{"  jobs dead  ", "  claim  ", "  blocked workers  "} {
+					assert.Contains(t, r.stdout, row)
+				}
+			})
+		})
+	}
+}
+
+// TestCLIActions: revive by id and --all through EMQ.REVIVE, enqueue, and
+// the exit codes a script tests.
+func TestCLIActions(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	dead := func(queue string) int64 {
+		n, err := s.Do("ZCARD", "emq:{"+queue+"}:dead").AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+
+	t.Run("revive by id puts the job back in pending", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, "revived "+f.EmailsDead[0].String()+"\n", r.stdout)
+		j := emq(t, s.Addr, "job", "emails", f.EmailsDead[0].String(), "--json")
+		assert.Contains(t, j.stdout, `"state": "pending"`)
+	})
+	t.Run("reviving a job that is not dead is refused: exit 4", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())
+		assert.Equal(t, exitRefused, r.code)
+		assert.Contains(t, r.stderr, "EMQSTATE")
+		assert.Empty(t, r.stdout)
+	})
+	t.Run("reviving a job that does not exist: exit 3", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "emails", "JOB00000000000000ff", "--json")
+		assert.Equal(t, exitNotFound, r.code)
+		var out eachJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		assert.Empty(t, out.Done)
+		require.Len(t, out.Failed, 1)
+		assert.Contains(t, out.Failed[0].Error, "EMQNOJOB")
+	})
+	t.Run("revive --all revives every dead job", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "emails", "--all")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, "revived 1 of 1 dead jobs of emails\n", r.stdout)
+		assert.Empty(t, r.progress, "no bar for 1,000 jobs or fewer")
+		assert.Zero(t, dead("emails"))
+	})
+	t.Run("revive --all over 1,000 jobs draws a progress bar", func(t *testing.T) {
+		queuetest.Dead(t, s.Client(), "bulk", 1500)
+		r := emq(t, s.Addr, "revive", "bulk", "--all", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var out bulkJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 1500, Done: 1500}, out)
+		assert.Contains(t, r.progress, "\rrevived [##############################] 1500/1500\n")
+		assert.Equal(t, 15, strings.Count(r.progress, "\r"), "one redraw per batch of 100")
+		assert.Zero(t, dead("bulk"))
+	})
+	t.Run("enqueue prints the id of a pending job", func(t *testing.T) {
+		r := emq(t, s.Addr, "enqueue", "fresh", "--", "-hello-")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		id := strings.TrimSpace(r.stdout)
+		j := emq(t, s.Addr, "job", "fresh", id, "--json")
+		require.Equal(t, exitOK, j.code, j.stderr)
+		assert.Contains(t, j.stdout, `"payload": "-hello-"`)
+		assert.Contains(t, j.stdout, `"state": "pending"`)
+	})
+	t.Run("bad usage exits 2 and writes nothing", func(t *testing.T) {
+		before := emq(t, s.Addr, "queues", "--json").stdout
+		for _, args := range [][]string{
+			{"nosuch"},
+			{"jobs"},
+			{"jobs", "emails", "--state", "finished"},
+			{"jobs", "emails", "--limit", "0"},
+			{"job", "emails", "not-an-id"},
+			{"revive", "emails"},
+			{"revive", "emails", f.EmailsDead[1].String(), "--all"},
+			{"revive", "emails", "JOB1"},
+			{"enqueue", "emails"},
+			{"enqueue", "bad{name}", "x"},
+			{"queues", "--bogus"},
+			{},
+		} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+			assert.NotEmpty(t, r.stderr, "%q says why", args)
+		}
+		assert.Equal(t, before, emq(t, s.Addr, "queues", "--json").stdout)
+	})
+	t.Run("a job that does not exist exits 3", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "emails", f.InvoicesDead.String())
+		assert.Equal(t, exitNotFound, r.code)
+		assert.Contains(t, r.stderr, "no such job")
+		r = emq(t, s.Addr, "job", "JOB00000000000000ff")
+		assert.Equal(t, exitNotFound, r.code)
+		assert.Contains(t, r.stderr, "no queue holds")
+	})
+	t.Run("a job without its queue is found in whichever holds it", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", f.InvoicesDead.String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "queue     invoices\n")
+	})
+	t.Run("no server exits 1", func(t *testing.T) {
+		port, err := valkeytest.FreePort()
+		require.NoError(t, err)
+		r := emq(t, "127.0.0.1:"+strconv.Itoa(port), "queues")
+		assert.Equal(t, exitFailed, r.code)
+		assert.Contains(t, r.stderr, "connect to")
+	})
+	t.Run("help lists every command and each has examples", func(t *testing.T) {
+		r := emq(t, s.Addr, "help")
+		require.Equal(t, exitOK, r.code)
+		for _, c := range commands {
+			assert.Contains(t, r.stdout, "\n  "+c.name+" ")
+			h := emq(t, s.Addr, c.name, "--help")
+			require.Equal(t, exitOK, h.code)
+			assert.Contains(t, h.stdout, "Examples:\n  emq "+c.name)
+		}
+	})
+}
+
+// lockedBuffer is a buffer a serving run writes to while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var servingAt = regexp.MustCompile(`serving (http://[0-9.:]+/)`)
+
+// serving starts a serving command against addr and returns the URL it
+// serves, stopping it when the test ends.
+func serving(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	var out, errs lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	e := env{stdout: &out, stderr: &errs, now: time.Now, getenv: func(k string) string {
+		if k == "EMQ_ADDR" {
+			return addr
+		}
+		return ""
+	}}
+	go func() { done <- run(ctx, args, e) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.Equal(t, exitOK, <-done, "an interrupted server exits 0")
+	})
+	var url string
+	require.Eventually(t, func() bool {
+		m := servingAt.FindStringSubmatch(errs.String())
+		if m != nil {
+			url = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", errs.String())
+	return url
+}
+
+// fetch GETs url and returns the status and body.
+func fetch(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// TestCLIServes: emq dash and emq metrics serve on the address given,
+// until interrupted; actions off loopback need --auth.
+func TestCLIServes(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+
+	t.Run("dash serves the dashboard, read-only by default, and /metrics", func(t *testing.T) {
+		url := serving(t, s.Addr, "dash", "--listen", "127.0.0.1:0")
+		code, body := fetch(t, url)
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `data-queue="emails"`)
+		assert.Contains(t, body, "read-only")
+		code, body = fetch(t, url+"metrics")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `emq_queue_jobs{queue="emails",state="dead"} 2`)
+	})
+	t.Run("metrics serves /metrics alone", func(t *testing.T) {
+		url := serving(t, s.Addr, "metrics", "--listen", "127.0.0.1:0")
+		code, body := fetch(t, url+"metrics")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `emq_queue_paused{queue="payments"} 1`)
+		code, _ = fetch(t, url)
+		assert.Equal(t, http.StatusNotFound, code)
+	})
+	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
+		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, "needs --auth")
+	})
+	t.Run("a malformed --auth or --listen is bad usage", func(t *testing.T) {
+		for _, args := range [][]string{{"dash", "--auth", "nopassword", "--listen", "127.0.0.1:0"}, {"dash", "--listen", "nowhere"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+		}
+	})
+}
+
+// TestCLIWithoutModule: on a server without the module, where the client
+// ran the verbs' scripts, the queues read the same; stats has no counters.
+func TestCLIWithoutModule(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	queuetest.Fill(t, s.Client())
+	r := emq(t, s.Addr, "queues")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	golden(t, "queues", r.stdout)
+	r = emq(t, s.Addr, "stats")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "no counters: the module is not loaded")
+}

@@ -1,0 +1,247 @@
+// Package dashboard is the web dashboard `emq dash` serves: an overview
+// of every queue with its counts and the last hour's throughput, a page
+// per queue with a tab per state, a page per job, search by job id, and
+// the actions an operator takes — revive a job, revive every dead job of
+// a queue — through the verbs of package client. It also serves
+// Prometheus metrics ([NewCollector]) on /metrics.
+//
+// It is read-only unless [Config].Write is set. Every action is a POST
+// carrying a CSRF token (an HMAC of a cookie's nonce under a key the
+// process draws at start), behind net/http's cross-origin protection;
+// [Config].Auth adds HTTP basic authentication to every page. Pages are
+// html/template, their CSS embedded: no script, no build step, nothing
+// fetched from elsewhere.
+package dashboard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// Config is what a Dashboard reads and acts through.
+type Config struct {
+	// Inspector reads the queues.
+	Inspector *inspect.Inspector
+	// Client runs the actions' verbs; it must talk to the same server.
+	Client *client.Client
+	// Write enables the actions; without it every POST is refused.
+	Write bool
+	// Auth is "user:password" for HTTP basic authentication on every
+	// page, or "" for none.
+	Auth string
+	// Sample is how often the throughput chart samples INFO emq and the
+	// queues' sizes; DefaultSample when 0.
+	Sample time.Duration
+	// Logger logs failed samples and actions; slog.Default() when nil.
+	Logger *slog.Logger
+}
+
+// DefaultSample is how often a dashboard samples throughput by default.
+const DefaultSample = 10 * time.Second
+
+// Dashboard is the dashboard's HTTP handler and its throughput sampler.
+type Dashboard struct {
+	cfg     Config
+	pages   map[string]*template.Template
+	csrfKey []byte
+	user    string
+	pass    string
+	minter  *ids.Minter // queue handles need one; the actions mint nothing
+	rate    *throughput
+	handler http.Handler
+}
+
+// New returns a dashboard over cfg.
+func New(cfg Config) (*Dashboard, error) {
+	if cfg.Inspector == nil || cfg.Client == nil {
+		return nil, errors.New("dashboard: an Inspector and a Client are required")
+	}
+	if cfg.Sample <= 0 {
+		cfg.Sample = DefaultSample
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &Dashboard{cfg: cfg, csrfKey: make([]byte, 32), rate: newThroughput()}
+	if cfg.Auth != "" {
+		user, pass, ok := strings.Cut(cfg.Auth, ":")
+		if !ok || user == "" || pass == "" {
+			return nil, errors.New("dashboard: auth is user:password, both non-empty")
+		}
+		d.user, d.pass = user, pass
+	}
+	if _, err := rand.Read(d.csrfKey); err != nil {
+		return nil, err
+	}
+	m, err := ids.NewMinter(ids.MaxNode)
+	if err != nil {
+		return nil, err
+	}
+	d.minter = m
+	if d.pages, err = parsePages(); err != nil {
+		return nil, err
+	}
+	d.handler = d.routes()
+	return d, nil
+}
+
+// ServeHTTP serves the dashboard.
+func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { d.handler.ServeHTTP(w, r) }
+
+// Run samples throughput every Config.Sample until ctx ends.
+func (d *Dashboard) Run(ctx context.Context) {
+	tick := time.NewTicker(d.cfg.Sample)
+	defer tick.Stop()
+	for {
+		if err := d.rate.sample(ctx, d.cfg.Inspector); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("dashboard: sampling throughput", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// routes is the dashboard's mux, behind basic auth and cross-origin
+// protection.
+func (d *Dashboard) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /metrics", MetricsHandler(d.cfg.Inspector))
+	mux.HandleFunc("GET /{$}", d.overview)
+	mux.HandleFunc("GET /queues/{queue}", d.queuePage)
+	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", d.jobPage)
+	mux.HandleFunc("GET /search", d.search)
+	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/revive", d.action(d.revive))
+	mux.HandleFunc("POST /queues/{queue}/revive-dead", d.action(d.reviveDead))
+	return d.authenticate(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// authenticate asks for Config.Auth's credentials when set.
+func (d *Dashboard) authenticate(next http.Handler) http.Handler {
+	if d.user == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, ok := r.BasicAuth()
+		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(d.user))
+		passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(d.pass))
+		if !ok || userOK&passOK != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="emq", charset="UTF-8"`)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// MetricsHandler serves the Prometheus metrics of in's queues and INFO
+// emq (see [NewCollector]), as `emq metrics` does alone.
+func MetricsHandler(in *inspect.Inspector) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(in))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+}
+
+// csrfCookie holds the nonce a page's CSRF token signs.
+const csrfCookie = "emq_csrf"
+
+// csrfToken is the token of the request's nonce, setting a fresh nonce
+// cookie when the request has none.
+func (d *Dashboard) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if c, err := r.Cookie(csrfCookie); err == nil && c.Value != "" {
+		return d.sign(c.Value)
+	}
+	nonce := rand.Text()
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: nonce, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	return d.sign(nonce)
+}
+
+// sign is the CSRF token of nonce: an HMAC under the process's key.
+func (d *Dashboard) sign(nonce string) string {
+	mac := hmac.New(sha256.New, d.csrfKey)
+	mac.Write([]byte(nonce))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// checkCSRF reports whether the form's token signs the cookie's nonce.
+func (d *Dashboard) checkCSRF(r *http.Request) bool {
+	c, err := r.Cookie(csrfCookie)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	return hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(d.sign(c.Value)))
+}
+
+// action wraps a POST handler: refused on a read-only dashboard, refused
+// without a valid CSRF token, and followed by a redirect (303) to the
+// page it returns, with its message.
+func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !d.cfg.Write {
+			http.Error(w, "read-only dashboard: start emq dash with --write to act", http.StatusForbidden)
+			return
+		}
+		if !d.checkCSRF(r) {
+			http.Error(w, "bad or missing CSRF token: reload the page and try again", http.StatusForbidden)
+			return
+		}
+		back, msg, err := do(r)
+		q := url.Values{}
+		if err != nil {
+			d.cfg.Logger.Warn("dashboard: action", "path", r.URL.Path, "err", err)
+			q.Set("err", err.Error())
+		} else {
+			q.Set("msg", msg)
+		}
+		http.Redirect(w, r, back+"?"+q.Encode(), http.StatusSeeOther)
+	}
+}
+
+// queue is a handle on queue name for an action.
+func (d *Dashboard) queue(name string) (*client.Queue, error) {
+	return d.cfg.Client.Queue(name, d.minter, client.Policy{})
+}
+
+// parsePages parses each page with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	base, err := template.New("layout.html").Funcs(funcs).ParseFS(assets, "templates/layout.html")
+	if err != nil {
+		return nil, err
+	}
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"overview", "queue", "job", "search"} {
+		t, err := template.Must(base.Clone()).ParseFS(assets, "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: page %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}

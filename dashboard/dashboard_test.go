@@ -1,0 +1,344 @@
+package dashboard
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/queuetest"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+)
+
+// site is a dashboard served on loopback, and a browser-like client of it
+// (cookies kept, redirects not followed).
+type site struct {
+	url string
+	hc  *http.Client
+	d   *Dashboard
+}
+
+// serveDashboard serves a dashboard over vk with the fixture's clock.
+func serveDashboard(t *testing.T, vk valkey.Client, cfg Config) *site {
+	t.Helper()
+	cfg.Inspector = inspect.New(vk, inspect.Options{Now: func() time.Time { return queuetest.Now }})
+	cfg.Client = client.New(vk)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	d, err := New(cfg)
+	require.NoError(t, err)
+	srv := httptest.NewServer(d)
+	t.Cleanup(srv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &site{url: srv.URL, hc: hc, d: d}
+}
+
+// get fetches path and returns the status and the body.
+func (s *site) get(t *testing.T, path string) (int, string) {
+	t.Helper()
+	resp, err := s.hc.Get(s.url + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// token is the CSRF token a page of the site carries.
+func (s *site) token(t *testing.T, path string) string {
+	t.Helper()
+	_, body := s.get(t, path)
+	m := csrfField.FindStringSubmatch(body)
+	require.NotNil(t, m, "a form with a CSRF token on %s", path)
+	return m[1]
+}
+
+// post sends a form and returns the status and where it redirects.
+func (s *site) post(t *testing.T, path string, form url.Values, header ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(form.Encode()))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Location")
+}
+
+func zcard(t *testing.T, s *valkeytest.Server, queue, set string) int64 {
+	t.Helper()
+	n, err := s.Do("ZCARD", keys.Set(queue, set)).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// TestPages: what each page shows of the fixture.
+func TestPages(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	queuetest.Dead(t, s.Client(), "bulk", PageSize+10)
+	w := serveDashboard(t, s.Client(), Config{})
+
+	t.Run("the overview lists every queue with its counts", func(t *testing.T) {
+		code, body := w.get(t, "/")
+		require.Equal(t, http.StatusOK, code)
+		for _, q := range []string{"bulk", "emails", "invoices", "payments"} {
+			assert.Contains(t, body, `data-queue="`+q+`"`)
+		}
+		assert.Contains(t, body, `<a href="/queues/emails?state=dead">2</a>`)
+		assert.Contains(t, body, `<span class="badge paused">paused</span>`)
+		assert.Contains(t, body, "10/1s")
+		assert.Contains(t, body, "read-only")
+		assert.NotContains(t, body, "<form method=\"post\"", "a read-only overview has no action")
+		assert.Contains(t, body, s.Addr, "the header names the server")
+	})
+	t.Run("a queue page lists a state's jobs, newest death first", func(t *testing.T) {
+		code, body := w.get(t, "/queues/emails?state=dead")
+		require.Equal(t, http.StatusOK, code)
+		first, second := strings.Index(body, f.EmailsDead[0].String()), strings.Index(body, f.EmailsDead[1].String())
+		assert.True(t, first > 0 && second > first, "both dead jobs, the later death first")
+		assert.Contains(t, body, f.DeadError)
+		assert.Contains(t, body, "40m00s ago")
+		assert.Contains(t, body, `id="tab-pending" href="?state=pending">pending <span class="n">3</span>`)
+	})
+	t.Run("a queue page pages", func(t *testing.T) {
+		_, body := w.get(t, "/queues/bulk?state=dead")
+		assert.Equal(t, PageSize, strings.Count(body, `class="job"`))
+		assert.Contains(t, body, "jobs 1–50 of 60")
+		assert.Contains(t, body, `id="next" href="?state=dead&amp;page=2"`)
+		_, body = w.get(t, "/queues/bulk?state=dead&page=2")
+		assert.Equal(t, 10, strings.Count(body, `class="job"`))
+		assert.Contains(t, body, `id="prev"`)
+		assert.NotContains(t, body, `id="next"`)
+	})
+	t.Run("a bad state or page is a 400", func(t *testing.T) {
+		for _, q := range []string{"?state=finished", "?page=0", "?page=x"} {
+			code, _ := w.get(t, "/queues/emails"+q)
+			assert.Equal(t, http.StatusBadRequest, code, q)
+		}
+	})
+	t.Run("a job page shows its row", func(t *testing.T) {
+		code, body := w.get(t, "/queues/invoices/jobs/"+f.InvoicesDead.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<td id="state">dead</td>`)
+		assert.Contains(t, body, `<pre id="error">`+f.InvoicesDeadError+`</pre>`)
+		assert.Contains(t, body, "invoice 2025-12 for ACME Corp")
+		assert.Contains(t, body, "2026-01-01 12:30:00Z (30m00s ago)")
+		assert.NotContains(t, body, `id="revive"`, "read-only: no revive button")
+	})
+	t.Run("a job that is not there is a 404", func(t *testing.T) {
+		code, body := w.get(t, "/queues/emails/jobs/"+f.InvoicesDead.String())
+		assert.Equal(t, http.StatusNotFound, code)
+		assert.Contains(t, body, "holds no job")
+	})
+	t.Run("search by id goes to the job's page", func(t *testing.T) {
+		code, _ := w.get(t, "/search?id="+f.PaymentsPending[0].String())
+		assert.Equal(t, http.StatusSeeOther, code)
+		resp, err := w.hc.Get(w.url + "/search?id=" + f.PaymentsPending[0].String())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, "/queues/payments/jobs/"+f.PaymentsPending[0].String(), resp.Header.Get("Location"))
+	})
+	t.Run("search for an unknown or malformed id says so", func(t *testing.T) {
+		_, body := w.get(t, "/search?id=JOB00000000000000ff")
+		assert.Contains(t, body, "No queue holds job JOB00000000000000ff")
+		_, body = w.get(t, "/search?id=nope")
+		assert.Contains(t, body, "is not a job id")
+	})
+	t.Run("static CSS is embedded", func(t *testing.T) {
+		code, body := w.get(t, "/static/style.css")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "--dead")
+	})
+}
+
+// TestActions: a read-only dashboard refuses every POST; a write one
+// refuses a POST without a valid token or from another origin, and does
+// the action through its verb with one.
+func TestActions(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	dead := f.EmailsDead[0].String()
+	revive := "/queues/emails/jobs/" + dead + "/revive"
+
+	t.Run("a read-only dashboard refuses the POST and writes nothing", func(t *testing.T) {
+		ro := serveDashboard(t, s.Client(), Config{})
+		_, _ = ro.get(t, "/") // the nonce cookie
+		nonce := ""
+		for _, c := range ro.hc.Jar.Cookies(mustURL(t, ro.url)) {
+			if c.Name == csrfCookie {
+				nonce = c.Value
+			}
+		}
+		require.NotEmpty(t, nonce)
+		code, _ := ro.post(t, revive, url.Values{"csrf": {ro.d.sign(nonce)}})
+		assert.Equal(t, http.StatusForbidden, code, "refused though the token is valid")
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+	})
+	rw := serveDashboard(t, s.Client(), Config{Write: true})
+	t.Run("a POST without a token is refused and writes nothing", func(t *testing.T) {
+		for _, form := range []url.Values{{}, {"csrf": {"forged"}}} {
+			code, _ := rw.post(t, revive, form)
+			assert.Equal(t, http.StatusForbidden, code)
+		}
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+	})
+	t.Run("a cross-origin POST is refused even with a token", func(t *testing.T) {
+		code, _ := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails")}}, "Sec-Fetch-Site", "cross-site")
+		assert.Equal(t, http.StatusForbidden, code)
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+	})
+	t.Run("revive with a token revives the job and says so", func(t *testing.T) {
+		code, loc := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails/jobs/"+dead)}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.True(t, strings.HasPrefix(loc, "/queues/emails/jobs/"+dead+"?msg=Revived"), loc)
+		assert.Equal(t, int64(1), zcard(t, s, "emails", "dead"))
+		_, body := rw.get(t, loc)
+		assert.Contains(t, body, `<td id="state">pending</td>`)
+		assert.Contains(t, body, "it is pending again")
+	})
+	t.Run("reviving it again reports the refusal", func(t *testing.T) {
+		code, loc := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Contains(t, loc, "err=EMQSTATE")
+	})
+	t.Run("revive all dead revives every dead job of the queue", func(t *testing.T) {
+		code, loc := rw.post(t, "/queues/emails/revive-dead", url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Contains(t, loc, "Revived+1+of+1")
+		assert.Zero(t, zcard(t, s, "emails", "dead"))
+		assert.Equal(t, int64(1), zcard(t, s, "invoices", "dead"), "other queues untouched")
+	})
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
+}
+
+// TestAuth: with Auth set, every page and /metrics asks for it.
+func TestAuth(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	w := serveDashboard(t, s.Client(), Config{Auth: "ops:s3cret"})
+	for _, path := range []string{"/", "/metrics", "/static/style.css"} {
+		for _, c := range []struct {
+			user, pass string
+			want       int
+		}{{"", "", http.StatusUnauthorized}, {"ops", "wrong", http.StatusUnauthorized}, {"ops", "s3cret", http.StatusOK}} {
+			req, err := http.NewRequest(http.MethodGet, w.url+path, nil)
+			require.NoError(t, err)
+			if c.user != "" {
+				req.SetBasicAuth(c.user, c.pass)
+			}
+			resp, err := w.hc.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, c.want, resp.StatusCode, "%s as %q:%q", path, c.user, c.pass)
+		}
+	}
+	_, err := New(Config{Inspector: inspect.New(s.Client(), inspect.Options{}), Client: client.New(s.Client()), Auth: "nopassword"})
+	assert.Error(t, err, "auth is user:password")
+}
+
+// TestMetrics: /metrics has every queue's sizes by state and INFO emq's
+// fields, counters as counters; a server that cannot be read fails it.
+func TestMetrics(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	w := serveDashboard(t, s.Client(), Config{})
+	code, body := w.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	for _, line := range []string{
+		`emq_queues 3`,
+		`emq_queue_jobs{queue="emails",state="dead"} 2`,
+		`emq_queue_jobs{queue="emails",state="pending"} 3`,
+		`emq_queue_paused{queue="payments"} 1`,
+		`emq_queue_rate_limit{queue="payments"} 10`,
+		`emq_queue_rate_window_seconds{queue="payments"} 1`,
+		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3595`,
+		`# TYPE emq_jobs_dead_total counter`,
+		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
+		`# TYPE emq_blocked_workers gauge`,
+	} {
+		assert.Contains(t, body, line+"\n")
+	}
+
+	s.Stop()
+	code, _ = w.get(t, "/metrics")
+	assert.Equal(t, http.StatusInternalServerError, code)
+}
+
+// TestThroughput: the chart counts the acks and failures between samples
+// in the minute they happened, summed over the nodes, and each queue's
+// sizes draw a sparkline.
+func TestThroughput(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	now := time.Date(2026, 3, 1, 10, 0, 30, 0, time.UTC)
+	in := inspect.New(s.Client(), inspect.Options{Now: func() time.Time { return now }})
+	tp := newThroughput()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := ids.NewMinter(1)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue("work", m, client.Policy{MaxAttempts: 1})
+	require.NoError(t, err)
+	_, err = q.EnqueueMany(ctx, [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d")})
+	require.NoError(t, err)
+
+	require.NoError(t, tp.sample(ctx, in))
+	c := tp.chart(now)
+	assert.False(t, c.Sampled, "one sample is only a baseline")
+	assert.Len(t, c.Bars, window)
+
+	jobs, err := q.Claim(ctx, 4)
+	require.NoError(t, err)
+	for _, j := range jobs[:3] {
+		require.NoError(t, j.Ack(ctx))
+	}
+	_, err = jobs[3].Fail(ctx, assert.AnError)
+	require.NoError(t, err)
+	now = now.Add(time.Minute)
+	require.NoError(t, tp.sample(ctx, in))
+
+	c = tp.chart(now)
+	assert.True(t, c.Sampled)
+	assert.Equal(t, int64(3), c.Completed)
+	assert.Equal(t, int64(1), c.Failed)
+	last := c.Bars[window-1]
+	assert.Equal(t, chartHeight, last.CompletedH, "the busiest minute fills the chart")
+	assert.Equal(t, chartHeight/3, last.FailedH)
+	assert.Equal(t, "10:01: 3 completed, 1 failed", last.Title)
+	assert.Zero(t, c.Bars[window-2].CompletedH, "the baseline minute counted nothing")
+
+	sp := tp.sparkline("work", now)
+	assert.Equal(t, "117,1 120,23", sp.Pending, "4 pending, then none")
+	assert.Equal(t, "117,23 120,18", sp.Dead, "none dead, then 1 (of the same scale)")
+
+	t.Run("a counter that went back restarted: all of it is new", func(t *testing.T) {
+		assert.Equal(t, int64(5), grown(100, 5))
+		assert.Equal(t, int64(7), grown(3, 10))
+	})
+}

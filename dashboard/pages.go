@@ -1,0 +1,216 @@
+package dashboard
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/readable"
+)
+
+// PageSize is how many jobs a queue page lists.
+const PageSize = 50
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"path":     url.PathEscape,
+	"duration": readable.Duration,
+	"relative": readable.Relative,
+	"time":     readable.Time,
+	"clip":     readable.Clip,
+	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
+}
+
+// view is what every page shows: the layout's parts and the page's own.
+type view struct {
+	Title    string
+	Write    bool
+	CSRF     string
+	Msg, Err string
+	Nodes    []string
+	Now      time.Time
+	Body     any
+}
+
+// render writes page name with body and status, or a 500 naming the
+// failure.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title string, body any) {
+	v := view{Title: title, Write: d.cfg.Write, CSRF: d.csrfToken(w, r), Msg: r.URL.Query().Get("msg"),
+		Err: r.URL.Query().Get("err"), Now: d.cfg.Inspector.Now(), Body: body}
+	if nodes, err := d.cfg.Inspector.Primaries(r.Context()); err == nil {
+		for _, n := range nodes {
+			v.Nodes = append(v.Nodes, n.Addr)
+		}
+	}
+	var buf bytes.Buffer
+	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		d.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+}
+
+// fail answers a request the server could not serve.
+func (d *Dashboard) fail(w http.ResponseWriter, err error) {
+	d.cfg.Logger.Warn("dashboard: page", "err", err)
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
+
+// queueRow is a queue's line of the overview.
+type queueRow struct {
+	inspect.Summary
+	Depth sparkline
+}
+
+// overviewBody is the overview's content.
+type overviewBody struct {
+	Queues []queueRow
+	States []inspect.State
+	Chart  chart
+}
+
+func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
+	sums, err := d.cfg.Inspector.Overview(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	now := d.cfg.Inspector.Now()
+	body := overviewBody{States: inspect.States, Chart: d.rate.chart(now)}
+	for _, s := range sums {
+		body.Queues = append(body.Queues, queueRow{Summary: s, Depth: d.rate.sparkline(s.Queue, now)})
+	}
+	d.render(w, r, http.StatusOK, "overview", "Queues", body)
+}
+
+// queueBody is a queue page's content: its summary and a page of one state.
+type queueBody struct {
+	inspect.Summary
+	States      []inspect.State
+	State       inspect.State
+	Jobs        []inspect.JobRow
+	InState     int64 // jobs in State
+	PageSize    int
+	First, Last int // ranks, from 1, of the page's first and last jobs
+	Prev, Next  int // pages; 0: none
+}
+
+func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("queue")
+	st := inspect.Dead
+	if s := r.URL.Query().Get("state"); s != "" {
+		var ok bool
+		if st, ok = inspect.ParseState(s); !ok {
+			http.Error(w, fmt.Sprintf("no state %q: pending, active, delayed or dead", s), http.StatusBadRequest)
+			return
+		}
+	}
+	page := 1
+	if p := r.URL.Query().Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			http.Error(w, fmt.Sprintf("no page %q", p), http.StatusBadRequest)
+			return
+		}
+		page = n
+	}
+	sum, err := d.cfg.Inspector.Summary(r.Context(), name)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
+		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs)}
+	if page > 1 {
+		body.Prev = page - 1
+	}
+	if int64(page*PageSize) < total {
+		body.Next = page + 1
+	}
+	d.render(w, r, http.StatusOK, "queue", "Queue "+name, body)
+}
+
+// jobBody is a job page's content.
+type jobBody struct {
+	*inspect.Job
+	PayloadView, ResultView preview
+	SinceRevival            int64
+}
+
+// preview is a payload or a result as the job page shows it: its text,
+// clipped, unless it is binary.
+type preview struct {
+	Size            int
+	Text            string
+	Clipped, Binary bool
+}
+
+// previewBytes is how much of a payload or result a job page shows.
+const previewBytes = 4096
+
+func previewOf(b []byte) preview {
+	text, clipped, ok := readable.Preview(b, previewBytes)
+	return preview{Size: len(b), Text: text, Clipped: clipped, Binary: !ok}
+}
+
+func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
+	name, id := r.PathValue("queue"), r.PathValue("id")
+	j, err := d.cfg.Inspector.Job(r.Context(), name, id)
+	if errors.Is(err, inspect.ErrNoJob) {
+		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: id, Note: fmt.Sprintf("Queue %s holds no job %s.", name, id)})
+		return
+	}
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	d.render(w, r, http.StatusOK, "job", "Job "+id, jobBody{Job: j, PayloadView: previewOf(j.Payload), ResultView: previewOf(j.Result),
+		SinceRevival: j.Attempts - j.Revived})
+}
+
+// searchBody is the search page's content.
+type searchBody struct {
+	ID     string
+	Note   string
+	Queues []string
+}
+
+// search finds the queues holding a job id: straight to the job's page
+// when one does.
+func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("id")
+	body := searchBody{ID: id}
+	if _, ok := ids.Parse(ids.Job, []byte(id)); !ok {
+		body.Note = fmt.Sprintf("%q is not a job id: JOB and 16 lowercase hex digits.", id)
+		d.render(w, r, http.StatusOK, "search", "Search", body)
+		return
+	}
+	found, err := d.cfg.Inspector.Find(r.Context(), id)
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
+	if len(found) == 1 {
+		http.Redirect(w, r, "/queues/"+url.PathEscape(found[0])+"/jobs/"+id, http.StatusSeeOther)
+		return
+	}
+	body.Queues = found
+	if len(found) == 0 {
+		body.Note = "No queue holds job " + id + " (an acknowledged job's row is gone unless kept)."
+	}
+	d.render(w, r, http.StatusOK, "search", "Search", body)
+}

@@ -1,0 +1,99 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/echomq/emq/keys"
+)
+
+// queueKeys are the keys whose presence makes a queue: its four sets, its
+// config hash (a paused or limited queue with no job) and its schedules.
+var queueKeys = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet, keys.Config, keys.Repeats}
+
+// scanPattern matches the keys of queueKeys and, of a queue's other keys,
+// none: a job row's segment starts with j, a topic's stream and failure
+// counts with s and f. A name holds no '}', so the * stops at the tag's end.
+const scanPattern = "emq:{*}:[pacdr]*"
+
+// scanTimeout bounds a discovery refreshed in the background.
+const scanTimeout = time.Minute
+
+// Queues returns the name of every queue found, sorted. The first call
+// scans; later calls within Options.CacheFor answer from the last scan, and
+// a call after that answers the last list at once while a background scan
+// refreshes it (one scan at a time). [Inspector.Refresh] scans now.
+func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
+	in.mu.Lock()
+	found, at := in.found, in.foundAt
+	stale := found != nil && in.opts.Now().Sub(at) >= in.opts.CacheFor
+	if stale && !in.scanning {
+		in.scanning = true
+		go func() {
+			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), scanTimeout)
+			defer cancel()
+			_, _ = in.Refresh(bg) // a failed refresh keeps the last list; the next call tries again
+			in.mu.Lock()
+			in.scanning = false
+			in.mu.Unlock()
+		}()
+	}
+	in.mu.Unlock()
+	if found != nil {
+		return found, nil
+	}
+	return in.Refresh(ctx)
+}
+
+// Refresh scans every primary for queues now, caches the list and returns
+// it. Each SCAN call visits at most Options.ScanCount slots of the keyspace
+// and replies only the keys of scanPattern — at most six per queue.
+func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
+	in.scan.Lock()
+	defer in.scan.Unlock()
+	primaries, err := in.Primaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, p := range primaries {
+		var cursor uint64
+		for {
+			e, err := p.Client.Do(ctx, p.Client.B().Scan().Cursor(cursor).Match(scanPattern).
+				Count(int64(in.opts.ScanCount)).Build()).AsScanEntry()
+			if err != nil {
+				return nil, fmt.Errorf("SCAN of %s: %w", p.Addr, err)
+			}
+			for _, key := range e.Elements {
+				if name, ok := queueOf(key); ok {
+					seen[name] = true
+				}
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	in.mu.Lock()
+	in.found, in.foundAt = names, in.opts.Now()
+	in.mu.Unlock()
+	return names, nil
+}
+
+// queueOf is the queue whose key of queueKeys key is; ok is false for a key
+// of another layout.
+func queueOf(key string) (name string, ok bool) {
+	for _, k := range queueKeys {
+		if q, ok := keys.SplitSet([]byte(key), k); ok {
+			return string(q), true
+		}
+	}
+	return "", false
+}

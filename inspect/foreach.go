@@ -1,0 +1,98 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+)
+
+// Batch is how many jobs [Inspector.ForEach] reads and acts on at a time.
+const Batch = 100
+
+// Selection names jobs of one state of a queue: every one, or those whose
+// score is a time before Before (died, due or leased until before it).
+type Selection struct {
+	Queue  string
+	State  State
+	Before time.Time
+}
+
+// Progress is how far a bulk action got.
+type Progress struct {
+	// Total is how many jobs the selection held when the action started.
+	Total int
+	// Done counts the jobs acted on, Failed those whose action returned
+	// an error (Err is the first such error).
+	Done, Failed int
+	Err          error
+}
+
+// ForEach calls act on each job of sel, lowest score first (for dead jobs:
+// the longest dead), Batch at a time: it reads a batch with ZRANGE BYSCORE
+// LIMIT, calls act on each of its ids concurrently — valkey-go pipelines
+// the calls — and reads the next. act takes the job out of the set (a
+// revival, a removal, each through its verb), so each batch is read from
+// the set's head again, past the jobs whose act failed. It stops after as
+// many jobs as the selection held at the start, so jobs entering the set
+// meanwhile cannot keep it going. progress, if not nil, is called after
+// each batch. The error is a failed read or ctx's end; failed actions are
+// counted in the Progress; a member that is not a JOB id fails with
+// ErrNoJob, act never called on it.
+func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id ids.ID) error,
+	progress func(Progress)) (Progress, error) {
+	key := keys.Set(sel.Queue, string(sel.State))
+	maxScore := "+inf"
+	if !sel.Before.IsZero() {
+		maxScore = "(" + strconv.FormatInt(sel.Before.UnixMilli(), 10)
+	}
+	var p Progress
+	total, err := in.vk.Do(ctx, in.vk.B().Zcount().Key(key).Min("-inf").Max(maxScore).Build()).AsInt64()
+	if err != nil {
+		return p, fmt.Errorf("queue %s: ZCOUNT %s: %w", sel.Queue, sel.State, err)
+	}
+	p.Total = int(total)
+	for p.Done+p.Failed < p.Total {
+		if err := ctx.Err(); err != nil {
+			return p, err
+		}
+		n := min(Batch, p.Total-p.Done-p.Failed)
+		batch, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("-inf").Max(maxScore).Byscore().
+			Limit(int64(p.Failed), int64(n)).Build()).AsStrSlice()
+		if err != nil {
+			return p, fmt.Errorf("queue %s: ZRANGE %s: %w", sel.Queue, sel.State, err)
+		}
+		if len(batch) == 0 {
+			break // fewer than counted: others took some meanwhile
+		}
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i, text := range batch {
+			id, ok := ids.Parse(ids.Job, []byte(text))
+			if !ok {
+				errs[i] = fmt.Errorf("%w: %q in %s is not a JOB id", ErrNoJob, text, key)
+				continue
+			}
+			wg.Go(func() { errs[i] = act(ctx, id) })
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err == nil {
+				p.Done++
+				continue
+			}
+			p.Failed++
+			if p.Err == nil {
+				p.Err = err
+			}
+		}
+		if progress != nil {
+			progress(p)
+		}
+	}
+	return p, nil
+}

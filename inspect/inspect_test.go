@@ -1,0 +1,298 @@
+package inspect_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/client"
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/queuetest"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+)
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// clock is a settable clock for an Inspector.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fixed is an Inspector over vk whose clock stands at the fixture's Now.
+func fixed(vk valkey.Client) *inspect.Inspector {
+	return inspect.New(vk, inspect.Options{Now: func() time.Time { return queuetest.Now }})
+}
+
+// TestReadingQueues: what an operator reads of the fixture's queues, on
+// one server.
+func TestReadingQueues(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	in := fixed(s.Client())
+
+	t.Run("discovery finds every queue and no topic", func(t *testing.T) {
+		names, err := in.Queues(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
+	})
+	t.Run("a queue of only a config or only schedules is found", func(t *testing.T) {
+		require.NoError(t, s.Do("HSET", keys.Set("quiet", keys.Config), "paused", "1").Error())
+		require.NoError(t, s.Do("ZADD", keys.Set("cron", keys.Repeats), "1", "nightly").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Set("quiet", keys.Config), keys.Set("cron", keys.Repeats)) })
+		names, err := inspect.New(s.Client(), inspect.Options{}).Queues(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"cron", "emails", "invoices", "payments", "quiet"}, names)
+	})
+	t.Run("summaries count each state and read the config", func(t *testing.T) {
+		sums, err := in.Summaries(ctx(t), []string{"emails", "payments", "invoices", "nosuch"})
+		require.NoError(t, err)
+		require.Len(t, sums, 4)
+		emails := sums[0]
+		assert.Equal(t, map[inspect.State]int64{"pending": 3, "active": 1, "delayed": 1, "dead": 2}, emails.Counts)
+		assert.Equal(t, int64(7), emails.Total())
+		assert.False(t, emails.Paused)
+		assert.Equal(t, "-", emails.Limit.String())
+		assert.Equal(t, f.EmailsPending[0].String(), emails.Head)
+		assert.Equal(t, time.Hour-5*time.Second, emails.HeadAge, "the head was minted 5 s after T0")
+		payments := sums[1]
+		assert.True(t, payments.Paused)
+		assert.Equal(t, inspect.Limit{Max: 10, Window: time.Second}, payments.Limit)
+		assert.Equal(t, "10/1s", payments.Limit.String())
+		assert.Equal(t, map[inspect.State]int64{"pending": 0, "active": 0, "delayed": 0, "dead": 0}, sums[3].Counts)
+		assert.Empty(t, sums[3].Head, "an unknown queue is empty, not an error")
+	})
+	t.Run("dead jobs list newest first with their errors", func(t *testing.T) {
+		rows, total, err := in.Jobs(ctx(t), "emails", inspect.Dead, 0, 10)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), total)
+		require.Len(t, rows, 2)
+		for i, r := range rows {
+			assert.Equal(t, f.EmailsDead[i].String(), r.ID)
+			assert.True(t, r.Row)
+			assert.Equal(t, int64(1), r.Attempts)
+			assert.Equal(t, f.DeadError, r.Error)
+			assert.Equal(t, int64(len("to: bob@example.com")), r.PayloadSize)
+		}
+		assert.Equal(t, queuetest.T0.Add(20*time.Minute), rows[0].At().UTC())
+	})
+	t.Run("pending jobs page in claim order", func(t *testing.T) {
+		var got []string
+		for offset := 0; ; offset += 2 {
+			rows, total, err := in.Jobs(ctx(t), "emails", inspect.Pending, offset, 2)
+			require.NoError(t, err)
+			assert.Equal(t, int64(3), total)
+			if len(rows) == 0 {
+				break
+			}
+			for _, r := range rows {
+				got = append(got, r.ID)
+				assert.True(t, r.At().IsZero(), "a pending score is a priority, not a time")
+			}
+		}
+		assert.Equal(t, []string{f.EmailsPending[0].String(), f.EmailsPending[1].String(), f.EmailsPending[2].String()}, got)
+	})
+	t.Run("a page outside 1 … MaxPage is refused", func(t *testing.T) {
+		for _, page := range [][2]int{{-1, 10}, {0, 0}, {0, inspect.MaxPage + 1}} {
+			_, _, err := in.Jobs(ctx(t), "emails", inspect.Dead, page[0], page[1])
+			assert.Error(t, err, "offset %d limit %d", page[0], page[1])
+		}
+	})
+	t.Run("a dangling member lists without a row", func(t *testing.T) {
+		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "JOB00000000000000ff").Error())
+		t.Cleanup(func() { s.Do("ZREM", keys.Set("emails", "delayed"), "JOB00000000000000ff") })
+		rows, _, err := in.Jobs(ctx(t), "emails", inspect.Delayed, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, rows, 2)
+		assert.False(t, rows[0].Row)
+		assert.True(t, rows[1].Row)
+	})
+	t.Run("a job reads its row and where it sits", func(t *testing.T) {
+		j, err := in.Job(ctx(t), "invoices", f.InvoicesDead.String())
+		require.NoError(t, err)
+		assert.True(t, j.Row)
+		assert.Equal(t, "dead", j.State)
+		assert.Equal(t, inspect.Dead, j.Set)
+		assert.Equal(t, queuetest.T0.Add(30*time.Minute), j.At().UTC())
+		assert.Equal(t, int64(1), j.Attempts)
+		assert.Equal(t, f.InvoicesDeadError, j.Error)
+		assert.Contains(t, string(j.Payload), "invoice 2025-12")
+		assert.False(t, j.HasResult)
+		assert.Equal(t, queuetest.T0.Add(11*time.Second), j.Minted.UTC())
+	})
+	t.Run("a job in no set and without a row is ErrNoJob", func(t *testing.T) {
+		_, err := in.Job(ctx(t), "emails", f.InvoicesDead.String())
+		assert.ErrorIs(t, err, inspect.ErrNoJob)
+	})
+	t.Run("search by id finds the queue holding the job", func(t *testing.T) {
+		found, err := in.Find(ctx(t), f.PaymentsPending[1].String())
+		require.NoError(t, err)
+		assert.Equal(t, []string{"payments"}, found)
+		found, err = in.Find(ctx(t), "JOB00000000000000ff")
+		require.NoError(t, err)
+		assert.Empty(t, found)
+	})
+	t.Run("INFO emq reads as ordered integer fields", func(t *testing.T) {
+		nodes, err := in.Stats(ctx(t))
+		require.NoError(t, err)
+		require.Len(t, nodes, 1)
+		assert.Equal(t, s.Addr, nodes[0].Addr)
+		assert.Equal(t, int64(3), nodes[0].Get("emq_jobs_dead"), "the fixture's deaths")
+		assert.Equal(t, int64(1), nodes[0].Get("emq_jobs_delayed"))
+		assert.Equal(t, "emq_calls_enqueue", nodes[0].Fields[0].Name)
+		assert.True(t, inspect.IsLevel("emq_blocked_workers"))
+		assert.False(t, inspect.IsLevel("emq_jobs_acked"))
+	})
+}
+
+// TestDiscoveryCache: a list of queues is served from cache while fresh,
+// then served stale while one background scan refreshes it.
+func TestDiscoveryCache(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	clk := &clock{now: time.Now()}
+	in := inspect.New(s.Client(), inspect.Options{CacheFor: time.Minute, Now: clk.Now, ScanCount: 10})
+	enqueue := func(q string) {
+		require.NoError(t, s.Do("ZADD", keys.Pending(q), "0", "JOB0000000000000001").Error())
+	}
+	enqueue("a")
+	for i := range 500 { // keys that are no queue: many SCAN calls of COUNT 10
+		require.NoError(t, s.Do("SET", fmt.Sprintf("other:%d", i), "x").Error())
+	}
+	names, err := in.Queues(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, names)
+
+	enqueue("b")
+	names, err = in.Queues(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, names, "fresh: from the cache")
+
+	clk.Add(time.Minute)
+	names, err = in.Queues(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a"}, names, "stale: answered at once")
+	assert.Eventually(t, func() bool {
+		names, err := in.Queues(ctx(t))
+		return err == nil && len(names) == 2
+	}, 10*time.Second, 10*time.Millisecond, "the background scan finds b")
+
+	enqueue("c")
+	names, err = in.Refresh(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, names, "Refresh scans now")
+}
+
+// TestForEach: a bulk action visits each selected job once, in batches,
+// through the verb it is given.
+func TestForEach(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	c := client.New(s.Client())
+	m, err := ids.NewMinter(3)
+	require.NoError(t, err)
+	q, err := c.Queue("bulk", m, client.Policy{})
+	require.NoError(t, err)
+	in := inspect.New(s.Client(), inspect.Options{})
+	const n = 250
+	queuetest.Dead(t, s.Client(), "bulk", n)
+	revive := func(ctx context.Context, id ids.ID) error { return q.Revive(ctx, id) }
+
+	t.Run("a selection before a time leaves the later jobs", func(t *testing.T) {
+		p, err := in.ForEach(ctx(t), inspect.Selection{Queue: "bulk", State: inspect.Dead, Before: time.UnixMilli(1)}, revive, nil)
+		require.NoError(t, err)
+		assert.Equal(t, inspect.Progress{}, p)
+		assert.Equal(t, int64(n), zcard(t, s, keys.Set("bulk", "dead")))
+	})
+	t.Run("revive all counts every job once, with failures skipped", func(t *testing.T) {
+		require.NoError(t, s.Do("ZADD", keys.Set("bulk", "dead"), "0", "JOB00000000000000ff").Error()) // no row: EMQNOJOB
+		var reports []inspect.Progress
+		p, err := in.ForEach(ctx(t), inspect.Selection{Queue: "bulk", State: inspect.Dead}, revive,
+			func(p inspect.Progress) { reports = append(reports, p) })
+		require.NoError(t, err)
+		assert.Equal(t, n+1, p.Total)
+		assert.Equal(t, n, p.Done)
+		assert.Equal(t, 1, p.Failed)
+		assert.ErrorIs(t, p.Err, emqerrors.NoJob)
+		assert.Len(t, reports, 3, "batches of 100")
+		assert.Equal(t, int64(n), zcard(t, s, keys.Pending("bulk")))
+		assert.Equal(t, int64(1), zcard(t, s, keys.Set("bulk", "dead")), "the dangling id stays")
+	})
+}
+
+func zcard(t *testing.T, s *valkeytest.Server, key string) int64 {
+	t.Helper()
+	n, err := s.Do("ZCARD", key).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// TestClusterDiscovery: on a cluster every primary is scanned, replicas
+// are not, and counts come from the node serving each queue.
+func TestClusterDiscovery(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 1, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	in := fixed(cl.Client())
+	primaries, err := in.Primaries(ctx(t))
+	require.NoError(t, err)
+	var addrs []string
+	for _, p := range primaries {
+		addrs = append(addrs, p.Addr)
+	}
+	var want []string
+	for _, p := range cl.Primaries {
+		want = append(want, p.Addr)
+	}
+	assert.ElementsMatch(t, want, addrs)
+
+	names, err := in.Queues(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
+	owners := map[string]bool{}
+	for _, q := range names {
+		owners[cl.Owner(t, cl.Slot(t, keys.Pending(q))).Addr] = true
+	}
+	assert.Greater(t, len(owners), 1, "the fixture's queues live on more than one primary")
+	sums, err := in.Summaries(ctx(t), names)
+	require.NoError(t, err)
+	assert.Equal(t, int64(7), sums[0].Total())
+	stats, err := in.Stats(ctx(t))
+	require.NoError(t, err)
+	assert.Len(t, stats, 3)
+	assert.Equal(t, int64(3), inspect.Sum(stats)[indexOf(t, inspect.Sum(stats), "emq_jobs_dead")].Value)
+
+	t.Run("a replica down hides no queue", func(t *testing.T) {
+		cl.Replicas[0].Stop()
+		names, err := fixed(cl.Client()).Refresh(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
+	})
+}
+
+func indexOf(t *testing.T, fields []inspect.Field, name string) int {
+	t.Helper()
+	for i, f := range fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	t.Fatalf("no field %s", name)
+	return -1
+}

@@ -1,0 +1,198 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/valkey-io/valkey-go"
+)
+
+// MaxPage is the most jobs one [Inspector.Jobs] call lists.
+const MaxPage = 1000
+
+// JobRow is one job of a listing: its set entry and the row's short fields.
+type JobRow struct {
+	ID string
+	// State is the set the job was listed from; Score is its score there:
+	// the priority (pending), or the lease deadline, due time or time of
+	// death in Unix ms (active, delayed, dead).
+	State State
+	Score int64
+	// Row is false for a dangling entry: a set member whose row is gone
+	// (a claim drops it); the fields below are then zero.
+	Row      bool
+	Attempts int64
+	Priority int64
+	Error    string
+	// PayloadSize is the payload's length in bytes.
+	PayloadSize int64
+	// Age is how long ago the id was minted (0 for a member that is not a
+	// JOB id).
+	Age time.Duration
+}
+
+// At is the job's time in its set — lease deadline, due time or time of
+// death — or the zero time for a pending job, whose score is a priority.
+func (r JobRow) At() time.Time { return scoreTime(r.State, r.Score) }
+
+// scoreTime reads a set's score as the time it holds.
+func scoreTime(st State, score int64) time.Time {
+	if st == Pending || st == "" {
+		return time.Time{}
+	}
+	return time.UnixMilli(score)
+}
+
+// Jobs lists up to limit (1 … MaxPage) jobs of queue's state from rank
+// offset, and the number of jobs in that state: pending in claim order,
+// active by lease deadline, delayed by due time, dead newest first. Two
+// round trips: the page of the set (ZRANGE by rank, O(log N + limit)),
+// then one HMGET and one HSTRLEN per job, pipelined.
+func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset, limit int) ([]JobRow, int64, error) {
+	if offset < 0 || limit < 1 || limit > MaxPage {
+		return nil, 0, fmt.Errorf("inspect: a page is offset ≥ 0 and limit 1 … %d, not %d and %d", MaxPage, offset, limit)
+	}
+	key := keys.Set(queue, string(state))
+	start, stop := strconv.Itoa(offset), strconv.Itoa(offset+limit-1)
+	page := in.vk.B().Zrange().Key(key).Min(start).Max(stop).Withscores().Build()
+	if state == Dead {
+		page = in.vk.B().Zrange().Key(key).Min(start).Max(stop).Rev().Withscores().Build()
+	}
+	r := in.vk.DoMulti(ctx, page, in.vk.B().Zcard().Key(key).Build())
+	members, err := r[0].AsZScores()
+	if err != nil {
+		return nil, 0, fmt.Errorf("queue %s: ZRANGE %s: %w", queue, state, err)
+	}
+	total, err := r[1].AsInt64()
+	if err != nil {
+		return nil, 0, fmt.Errorf("queue %s: ZCARD %s: %w", queue, state, err)
+	}
+	if len(members) == 0 {
+		return nil, total, nil
+	}
+	cmds := make(valkey.Commands, 0, 2*len(members))
+	for _, m := range members {
+		row := keys.Job(queue, m.Member)
+		cmds = append(cmds, in.vk.B().Hmget().Key(row).Field("attempts", "priority", "error").Build(),
+			in.vk.B().Hstrlen().Key(row).Field("payload").Build())
+	}
+	replies := in.vk.DoMulti(ctx, cmds...)
+	now := in.opts.Now()
+	out := make([]JobRow, len(members))
+	for i, m := range members {
+		j := JobRow{ID: m.Member, State: state, Score: int64(m.Score), Age: ageOf(m.Member, now)}
+		fields, err := replies[2*i].ToArray()
+		if err != nil {
+			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
+		}
+		j.Attempts, _ = fields[0].AsInt64()
+		j.Priority, _ = fields[1].AsInt64()
+		j.Error, _ = fields[2].ToString()
+		j.PayloadSize, _ = replies[2*i+1].AsInt64()
+		// a row always has attempts: its absence is a dangling entry
+		j.Row = !fields[0].IsNil()
+		out[i] = j
+	}
+	return out, total, nil
+}
+
+// Job is one job as an operator reads it: its row and where it sits.
+type Job struct {
+	Queue, ID string
+	// Row is whether the job's row exists; a job acknowledged without a
+	// keep has none.
+	Row bool
+	// State is the row's state field: pending, active, delayed, dead, or
+	// done for a row kept after its ack.
+	State string
+	// Set is the set holding the id ("" for none, as for a done job) and
+	// Score its score there (see [JobRow]).
+	Set   State
+	Score int64
+	// Attempts is how many times it was claimed; Revived the attempts
+	// value at its last revival (the attempt budget counts the difference).
+	Attempts, Revived, Priority int64
+	Error                       string
+	Payload, Result             []byte
+	HasResult                   bool
+	// Repeat names the schedule that made the job, if one did.
+	Repeat string
+	// Minted is when its id was minted (zero for an id that is not a JOB id).
+	Minted time.Time
+	// Fields are every field of the row, for what the names above miss.
+	Fields map[string]string
+}
+
+// At is the job's time in its set (see [JobRow.At]).
+func (j *Job) At() time.Time { return scoreTime(j.Set, j.Score) }
+
+// Job reads job id of queue: HGETALL of its row and ZSCORE in each set,
+// in one pipeline. A queue with neither the row nor a set entry of id
+// answers [ErrNoJob].
+func (in *Inspector) Job(ctx context.Context, queue, id string) (*Job, error) {
+	cmds := valkey.Commands{in.vk.B().Hgetall().Key(keys.Job(queue, id)).Build()}
+	for _, st := range States {
+		cmds = append(cmds, in.vk.B().Zscore().Key(keys.Set(queue, string(st))).Member(id).Build())
+	}
+	r := in.vk.DoMulti(ctx, cmds...)
+	fields, err := r[0].AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: job %s: %w", queue, id, err)
+	}
+	j := &Job{Queue: queue, ID: id, Row: len(fields) > 0, Fields: fields}
+	for i, st := range States {
+		score, err := r[1+i].AsFloat64()
+		if valkey.IsValkeyNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: job %s: ZSCORE %s: %w", queue, id, st, err)
+		}
+		if j.Set == "" {
+			j.Set, j.Score = st, int64(score)
+		}
+	}
+	if !j.Row && j.Set == "" {
+		return nil, fmt.Errorf("%w: %s in queue %s", ErrNoJob, id, queue)
+	}
+	j.State = fields["state"]
+	j.Attempts, _ = strconv.ParseInt(fields["attempts"], 10, 64)
+	j.Revived, _ = strconv.ParseInt(fields["revived"], 10, 64)
+	j.Priority, _ = strconv.ParseInt(fields["priority"], 10, 64)
+	j.Error, j.Repeat = fields["error"], fields["repeat"]
+	j.Payload = []byte(fields["payload"])
+	result, ok := fields["result"]
+	j.Result, j.HasResult = []byte(result), ok
+	if jid, ok := ids.Parse(ids.Job, []byte(id)); ok {
+		j.Minted = time.UnixMilli(int64(jid.UnixMs()))
+	}
+	return j, nil
+}
+
+// Find returns the queues, of those discovered, that hold a row of job
+// id: one EXISTS per queue, pipelined.
+func (in *Inspector) Find(ctx context.Context, id string) ([]string, error) {
+	names, err := in.Queues(ctx)
+	if err != nil || len(names) == 0 {
+		return nil, err
+	}
+	cmds := make(valkey.Commands, len(names))
+	for i, q := range names {
+		cmds[i] = in.vk.B().Exists().Key(keys.Job(q, id)).Build()
+	}
+	var out []string
+	for i, r := range in.vk.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: EXISTS job %s: %w", names[i], id, err)
+		}
+		if n > 0 {
+			out = append(out, names[i])
+		}
+	}
+	return out, nil
+}

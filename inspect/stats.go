@@ -1,0 +1,100 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Field is one integer field of INFO emq, as the server names it
+// (emq_jobs_acked …).
+type Field struct {
+	Name  string
+	Value int64
+}
+
+// NodeStats are one primary's INFO emq fields, in the server's order.
+// A node without the module has none.
+type NodeStats struct {
+	Addr   string
+	Fields []Field
+}
+
+// Get returns the value of field name, or 0 when absent.
+func (s NodeStats) Get(name string) int64 {
+	for _, f := range s.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return 0
+}
+
+// levels are the INFO emq fields that tell a level now, not a count since
+// the module loaded; every other field only grows until the next load.
+var levels = map[string]bool{
+	"emq_blocked_workers":     true,
+	"emq_timers":              true,
+	"emq_go_heap_inuse_bytes": true,
+	"emq_go_heap_live_bytes":  true,
+	"emq_go_heap_objects":     true,
+}
+
+// IsLevel reports whether INFO emq's field name is a level (a gauge) rather
+// than a counter.
+func IsLevel(name string) bool { return levels[name] }
+
+// Stats returns INFO emq of every primary, in address order: one INFO per
+// primary.
+func (in *Inspector) Stats(ctx context.Context) ([]NodeStats, error) {
+	primaries, err := in.Primaries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]NodeStats, len(primaries))
+	for i, p := range primaries {
+		text, err := p.Client.Do(ctx, p.Client.B().Info().Section("emq").Build()).ToString()
+		if err != nil {
+			return nil, fmt.Errorf("INFO emq of %s: %w", p.Addr, err)
+		}
+		out[i] = NodeStats{Addr: p.Addr, Fields: ParseInfo(text)}
+	}
+	return out, nil
+}
+
+// Sum adds the nodes' fields by name, in the first node's order (then any
+// field only a later node has).
+func Sum(nodes []NodeStats) []Field {
+	var out []Field
+	at := map[string]int{}
+	for _, n := range nodes {
+		for _, f := range n.Fields {
+			i, ok := at[f.Name]
+			if !ok {
+				i = len(out)
+				at[f.Name] = i
+				out = append(out, Field{Name: f.Name})
+			}
+			out[i].Value += f.Value
+		}
+	}
+	return out
+}
+
+// ParseInfo reads the integer fields of an INFO reply, in order.
+func ParseInfo(text string) []Field {
+	text = strings.TrimPrefix(text, "txt:") // RESP3's verbatim string keeps its format
+	var out []Field
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		name, value, ok := strings.Cut(line, ":")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+			out = append(out, Field{Name: name, Value: n})
+		}
+	}
+	return out
+}

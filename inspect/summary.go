@@ -1,0 +1,135 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/echomq/emq/keys"
+	"github.com/valkey-io/valkey-go"
+)
+
+// Summary is what an operator sees of a queue at a glance.
+type Summary struct {
+	Queue string
+	// Counts are the sizes of the queue's sets, by state.
+	Counts map[State]int64
+	// Paused is the config's paused flag: claims deliver nothing.
+	Paused bool
+	// Limit is the config's rate limit; its Max is 0 when none is set.
+	Limit Limit
+	// Head is the JOB id at the head of pending — the next to be claimed —
+	// or "" when nothing is pending; HeadAge is how long ago it was minted.
+	// With one priority in use the head is the oldest pending job; with
+	// several it is the oldest of the most urgent priority.
+	Head    string
+	HeadAge time.Duration
+}
+
+// Limit is a queue's rate limit: at most Max jobs delivered per Window.
+type Limit struct {
+	Max    int64
+	Window time.Duration
+}
+
+// String is "max/window", or "-" when there is no limit.
+func (l Limit) String() string {
+	if l.Max == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(l.Max, 10) + "/" + l.Window.String()
+}
+
+// Total is the number of jobs in the queue's sets.
+func (s Summary) Total() int64 {
+	var n int64
+	for _, c := range s.Counts {
+		n += c
+	}
+	return n
+}
+
+// perQueue is how many commands summarize one queue: a ZCARD per state,
+// the config's fields, the head of pending.
+const perQueue = 4 + 2
+
+// summaryBatch bounds the commands of one pipeline.
+const summaryBatch = 256
+
+// Summaries summarizes each queue of names, in order: a fixed number of
+// O(1) or O(log N) commands per queue (ZCARD of each set, HMGET of the
+// config, ZRANGE of the head of pending), pipelined.
+func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, error) {
+	out := make([]Summary, 0, len(names))
+	now := in.opts.Now()
+	for start := 0; start < len(names); start += summaryBatch {
+		batch := names[start:min(start+summaryBatch, len(names))]
+		cmds := make(valkey.Commands, 0, perQueue*len(batch))
+		for _, q := range batch {
+			for _, st := range States {
+				cmds = append(cmds, in.vk.B().Zcard().Key(keys.Set(q, string(st))).Build())
+			}
+			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms").Build(),
+				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build())
+		}
+		replies := in.vk.DoMulti(ctx, cmds...)
+		for i, q := range batch {
+			s, err := summaryOf(q, replies[i*perQueue:(i+1)*perQueue], now)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// Summary summarizes one queue.
+func (in *Inspector) Summary(ctx context.Context, queue string) (Summary, error) {
+	s, err := in.Summaries(ctx, []string{queue})
+	if err != nil {
+		return Summary{}, err
+	}
+	return s[0], nil
+}
+
+// summaryOf reads one queue's replies, in the order Summaries sent them.
+func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error) {
+	s := Summary{Queue: q, Counts: make(map[State]int64, len(States))}
+	for i, st := range States {
+		n, err := r[i].AsInt64()
+		if err != nil {
+			return s, fmt.Errorf("queue %s: ZCARD %s: %w", q, st, err)
+		}
+		s.Counts[st] = n
+	}
+	config, err := r[4].ToArray()
+	if err != nil {
+		return s, fmt.Errorf("queue %s: config: %w", q, err)
+	}
+	paused, _ := config[0].ToString()
+	s.Paused = paused == "1"
+	if n, err := config[1].AsInt64(); err == nil && n > 0 {
+		ms, _ := config[2].AsInt64()
+		s.Limit = Limit{Max: n, Window: time.Duration(ms) * time.Millisecond}
+	}
+	head, err := r[5].AsStrSlice()
+	if err != nil {
+		return s, fmt.Errorf("queue %s: head of pending: %w", q, err)
+	}
+	if len(head) > 0 {
+		s.Head, s.HeadAge = head[0], ageOf(head[0], now)
+	}
+	return s, nil
+}
+
+// Overview summarizes every queue found ([Inspector.Queues]), in name
+// order.
+func (in *Inspector) Overview(ctx context.Context) ([]Summary, error) {
+	names, err := in.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return in.Summaries(ctx, names)
+}
