@@ -68,7 +68,7 @@ func (r *replay) expect(j *replayJob, ev Event, lo, hi time.Time) {
 // holds more than its cap plus the server's MAXLEN ~ slack (one stream
 // node).
 func TestEventsReplayEveryTransition(t *testing.T) {
-	for _, n := range eventNodes(t) {
+	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
 			const jobs, capacity = 10_000, 5_000
 			name := "replay"

@@ -29,10 +29,6 @@ func eventsOn(t *testing.T, n node, queue string, cap int) {
 	must(t, n.s, "HSET", keys.Set(queue, keys.Config), "events", c)
 }
 
-// eventNodes are the nodes whose verbs append events: the module's. The
-// scripts' join once they append them too (issue 23, not on main yet).
-func eventNodes(t *testing.T) []node { return []node{nativeNode(t)} }
-
 // nativeNode starts a server with the module.
 func nativeNode(t *testing.T) node {
 	t.Helper()
@@ -228,7 +224,7 @@ func requireOnlyRefusal(t *testing.T, seq iter.Seq2[Event, error], code emqerror
 // TestEventsResume: a listener reads from the ID it was given — every
 // event after it, none before — and ends as told.
 func TestEventsResume(t *testing.T) {
-	for _, n := range eventNodes(t) {
+	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
 			t.Run("a listener that restarts from its last ID misses nothing and repeats nothing", func(t *testing.T) {
 				q := newQueue(t, n, "resume", Policy{})
@@ -287,7 +283,7 @@ func pending(t *testing.T, n node, queue, group string) int64 {
 // TestEventGroup: the consumers of a group share the stream, each event
 // delivered to one, acknowledged once its loop body is done with it.
 func TestEventGroup(t *testing.T) {
-	for _, n := range eventNodes(t) {
+	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
 			t.Run("two consumers share the stream, each event to one of them", func(t *testing.T) {
 				q := newQueue(t, n, "shared", Policy{})
