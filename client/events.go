@@ -9,7 +9,6 @@ import (
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -49,14 +48,14 @@ type Event struct {
 	// Attempt is the job's attempts after the transition: a claimed
 	// event's is the lease token its claimer holds.
 	Attempt    int64
-	State      State     // failed: where the job went; removed: the state it was in (also active or done)
+	State      State     // failed: where the job went; removed: the state it was in
 	Error      string    // failed, dead: the job's error
 	Lease      time.Time // claimed, extended: the lease deadline
 	At         time.Time // scheduled, failed to delayed: when the job is due
-	Priority   int64     // added, scheduled
-	ResultSize int64     // completed: the bytes of the result kept
+	Priority   int       // added, scheduled
+	ResultSize int       // completed: the bytes of the result kept
 	Repeat     string    // added by a schedule's tick: the schedule's name
-	Max        int64     // limited: jobs per window; 0 when the limit was removed
+	Max        int       // limited: jobs per window; 0 when the limit was removed
 	Window     time.Duration
 }
 
@@ -82,7 +81,7 @@ const (
 // sequence. Any node serves it: the stream is read with built-ins.
 func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		vk, key := q.c.vk, keys.Set(q.name, keys.Events)
+		vk, key := q.c.vk, q.events
 		last, err := q.eventsFrom(ctx, from)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -120,7 +119,7 @@ func (q *Queue) eventsFrom(ctx context.Context, from string) (string, error) {
 		return from, err
 	}
 	vk := q.c.vk
-	top, err := vk.Do(ctx, vk.B().Xrevrange().Key(keys.Set(q.name, keys.Events)).End("+").Start("-").Count(1).Build()).AsXRange()
+	top, err := vk.Do(ctx, vk.B().Xrevrange().Key(q.events).End("+").Start("-").Count(1).Build()).AsXRange()
 	switch {
 	case err != nil:
 		return "", refusal(err)
@@ -179,9 +178,8 @@ type GroupOptions struct {
 // deleted, EMQSHAPE for an empty group or consumer) ends the sequence.
 func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts GroupOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
-		key := keys.Set(q.name, keys.Events)
-		g := &groupReader{vk: q.c.vk, key: key, group: group, name: consumer, own: "0-0",
-			reclaim: newReclaimer(key, group, consumer, opts.Reclaim, eventsBatch)}
+		g := &groupReader{vk: q.c.vk, key: q.events, group: group, name: consumer, own: "0-0",
+			reclaim: newReclaimer(q.events, group, consumer, opts.Reclaim, eventsBatch)}
 		if err := g.create(ctx, opts.From); err != nil {
 			if ctx.Err() == nil {
 				yield(Event{}, err)
@@ -357,8 +355,8 @@ var eventInts = map[string]func(*Event, int64){
 	"attempt":     func(e *Event, n int64) { e.Attempt = n },
 	"lease":       func(e *Event, n int64) { e.Lease = time.UnixMilli(n) },
 	"at":          func(e *Event, n int64) { e.At = time.UnixMilli(n) },
-	"priority":    func(e *Event, n int64) { e.Priority = n },
-	"result_size": func(e *Event, n int64) { e.ResultSize = n },
-	"max":         func(e *Event, n int64) { e.Max = n },
+	"priority":    func(e *Event, n int64) { e.Priority = int(n) },
+	"result_size": func(e *Event, n int64) { e.ResultSize = int(n) },
+	"max":         func(e *Event, n int64) { e.Max = int(n) },
 	"window":      func(e *Event, n int64) { e.Window = time.Duration(n) * time.Millisecond },
 }

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -19,7 +18,7 @@ type RepeatOptions struct {
 	// TZ is the IANA time zone of a cron spec ("Europe/Paris"); "" is UTC.
 	TZ string
 	// Priority is each job's priority, 0 … 2^31−1 (lower is claimed first).
-	Priority int64
+	Priority int
 	// Start is when the schedule starts: an "@every d" schedule ticks at
 	// Start + k·d (k ≥ 1), a cron one at its times after Start. The zero
 	// time is now.
@@ -27,7 +26,7 @@ type RepeatOptions struct {
 	// End is when it ends: no tick after it. The zero time is never.
 	End time.Time
 	// Limit is the most jobs it makes; 0 is no limit.
-	Limit int64
+	Limit int
 }
 
 // Schedule is one of a queue's repeat schedules, as [Queue.Schedules]
@@ -36,10 +35,10 @@ type Schedule struct {
 	Name     string
 	Spec, TZ string
 	Payload  []byte
-	Priority int64
+	Priority int
 	Start    time.Time
 	End      time.Time // zero: never
-	Limit    int64     // 0: no limit
+	Limit    int       // 0: no limit
 	// Number is the schedule's number in its queue, which its ticks' job
 	// ids carry; a replaced schedule keeps it.
 	Number int64
@@ -62,9 +61,9 @@ type Schedule struct {
 // client's (see the package docs). A spec, zone or option the verb refuses
 // is refused before sending (EMQSHAPE), writing nothing.
 func (q *Queue) Repeat(ctx context.Context, name, spec string, payload []byte, opts RepeatOptions) (time.Time, error) {
-	row, repeats, config := keys.Repeat(q.name, name), keys.Set(q.name, keys.Repeats), keys.Set(q.name, keys.Config)
-	args := []string{spec, opts.TZ, valkey.BinaryString(payload), strconv.FormatInt(opts.Priority, 10),
-		unixMillis(opts.Start), unixMillis(opts.End), strconv.FormatInt(opts.Limit, 10)}
+	row, repeats, config := keys.Repeat(q.name, name), keys.Set(q.name, keys.Repeats), q.config
+	args := []string{spec, opts.TZ, valkey.BinaryString(payload), strconv.Itoa(opts.Priority),
+		unixMillis(opts.Start), unixMillis(opts.End), strconv.Itoa(opts.Limit)}
 	line := append([]string{"3", row, repeats, config}, args...)
 	if err := check(emq.Repeat, line...); err != nil {
 		return time.Time{}, err
@@ -101,7 +100,7 @@ func (q *Queue) repeatScripted(ctx context.Context, name string, line []string) 
 	}
 	first := rule.Next(now, 0)
 	return intReply(scheduleScripts.repeat.Exec(ctx, q.c.vk,
-		[]string{row, repeats, config, keys.Set(q.name, keys.Events)},
+		[]string{row, repeats, config, q.events},
 		[]string{spec, tz, payload, priority, strconv.FormatInt(startMs, 10), end, limit,
 			strconv.FormatInt(first, 10), name}))
 }
@@ -149,13 +148,13 @@ func schedulesReply(r valkey.ValkeyResult) ([]Schedule, error) {
 			case "payload":
 				s.Payload = []byte(v)
 			case "priority":
-				s.Priority = n
+				s.Priority = int(n)
 			case "start":
 				s.Start = time.UnixMilli(n)
 			case "end":
 				s.End = tickTime(n)
 			case "limit":
-				s.Limit = n
+				s.Limit = int(n)
 			case "number":
 				s.Number = n
 			case "made":
@@ -218,7 +217,4 @@ var (
 
 // scheduleScript is verbScript with the schedule scripts' helpers after
 // the shared library.
-func scheduleScript(file string) string {
-	shebang, body, _ := strings.Cut(file, "\n")
-	return verbScript(shebang + "\n" + scheduleLibLua + body)
-}
+func scheduleScript(file string) string { return verbScript(file, scheduleLibLua) }

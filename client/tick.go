@@ -50,7 +50,7 @@ func (q *Queue) tickFallback(ctx context.Context) (int, error) {
 	}
 	args := append(append([]string{strconv.Itoa(len(ticks) / 6)}, ticks...), drops...)
 	made, err := scheduleScripts.tick.Exec(ctx, q.c.vk,
-		[]string{repeats, q.pending, keys.Set(q.name, keys.Config), keys.Set(q.name, keys.Events)}, args).AsInt64()
+		[]string{repeats, q.pending, q.config, q.events}, args).AsInt64()
 	return int(made), refusal(err)
 }
 

@@ -10,12 +10,11 @@ if wrong_type(key_type(KEYS[1]), 'zset') then
   return redis.error_reply(WRONGTYPE)
 end
 local now = now_ms()
-local prefix = queue_prefix(KEYS[1]) .. 'repeat:'
 local out = {now}
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
 for i = 1, #due, 2 do
   local entry = {due[i], due[i + 1]}
-  local row = prefix .. due[i]
+  local row = queue_key(KEYS[1], 'repeat:' .. due[i])
   if key_type(row) == 'hash' then
     local v = redis.call('HMGET', row, 'spec', 'tz', 'start', 'end', 'limit', 'made', 'number', 'priority')
     for k = 1, 8 do

@@ -4,38 +4,38 @@
 -- arguments and computed, on the server's clock, start (now for 0) and
 -- first, the schedule's first tick with no jobs made; a replaced schedule
 -- that has made its limit gets none. Replies the first tick, or 0.
-local row, repeats, config, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local row, repeats = KEYS[1], KEYS[2]
 local row_type = key_type(row)
 if wrong_type(row_type, 'hash') or wrong_type(key_type(repeats), 'zset') then
   return redis.error_reply(WRONGTYPE)
 end
-local _, refused = events_cap(config, events)
-if refused then
+local st, refused = settings(repeats)
+if not st then
   return refused
 end
 local number, made, last
 if row_type == 'hash' then
   local v = redis.call('HMGET', row, 'number', 'made', 'last')
-  number = tonumber(int_text(v[1]))
+  number = parse_int(v[1])
   if not number or number < 1 or number > MAX_NUMBER then
     return redis.error_reply("EMQSTATE the schedule's row is not one EMQ.REPEAT wrote")
   end
-  made, last = int_text(v[2]) or '0', int_text(v[3]) or '0'
+  made, last = parse_int(v[2]) or 0, parse_int(v[3]) or 0
 else
-  local seq = tonumber(int_text(redis.call('HGET', config, 'repeat_seq'))) or 0
-  number, made, last = math.max(seq, 0) + 1, '0', '0'
+  number, made, last = st.repeat_seq + 1, 0, 0
   if number > MAX_NUMBER then
     return redis.error_reply('EMQSTATE the queue has numbered all the schedules it can (4194303)')
   end
 end
 local limit, first = tonumber(ARGV[7]), ARGV[8]
-if limit > 0 and tonumber(made) >= limit then
+if limit > 0 and made >= limit then
   first = '0'
 end
 redis.call('HSET', row, 'spec', ARGV[1], 'tz', ARGV[2], 'payload', ARGV[3], 'priority', ARGV[4],
-  'start', ARGV[5], 'end', ARGV[6], 'limit', ARGV[7], 'number', number, 'made', made, 'next', first, 'last', last)
+  'start', ARGV[5], 'end', ARGV[6], 'limit', ARGV[7], 'number', decimal(number), 'made', decimal(made),
+  'next', first, 'last', decimal(last))
 if row_type == 'none' then
-  redis.call('HSET', config, 'repeat_seq', number)
+  redis.call('HSET', KEYS[3], 'repeat_seq', decimal(number))
 end
 redis.call('ZADD', repeats, score(first), ARGV[9])
 return tonumber(first)

@@ -5,10 +5,9 @@ if wrong_type(key_type(KEYS[1]), 'zset') then
   return redis.error_reply(WRONGTYPE)
 end
 local fields = {'spec', 'tz', 'payload', 'priority', 'start', 'end', 'limit', 'number', 'made', 'next', 'last'}
-local prefix = queue_prefix(KEYS[1]) .. 'repeat:'
 local out = {}
 for _, name in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'LIMIT', 0, MAX_NUMBER)) do
-  local row = prefix .. name
+  local row = queue_key(KEYS[1], 'repeat:' .. name)
   if key_type(row) == 'hash' then
     local v = redis.call('HMGET', row, unpack(fields))
     local entry = {'name', name}

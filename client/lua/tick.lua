@@ -8,15 +8,14 @@
 -- replaced or removed since, is left alone. A tick's job is made unless
 -- its row exists (a tick made twice is one job) or id is '' (a tick before
 -- the EMQ epoch). Replies how many jobs it made.
-local repeats, pending, config, events = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local repeats, pending = KEYS[1], KEYS[2]
 if wrong_type(key_type(repeats), 'zset') or wrong_type(key_type(pending), 'zset') then
   return redis.error_reply(WRONGTYPE)
 end
-local cap, refused = events_cap(config, events)
-if refused then
+local st, refused = settings(repeats)
+if not st then
   return refused
 end
-local prefix = queue_prefix(repeats)
 
 -- still_due reports whether schedule name is still due at tick.
 local function still_due(name, tick)
@@ -27,11 +26,11 @@ end
 local n, made = tonumber(ARGV[1]), 0
 for i = 0, n - 1 do
   local name, tick, count, next, id, priority = unpack(ARGV, 2 + 6 * i, 7 + 6 * i)
-  local row = prefix .. 'repeat:' .. name
+  local row = queue_key(repeats, 'repeat:' .. name)
   if still_due(name, tick) and key_type(row) == 'hash' then
     redis.call('HSET', row, 'made', count, 'last', tick, 'next', next)
     redis.call('ZADD', repeats, score(next), name)
-    local job = prefix .. 'job:' .. id
+    local job = queue_key(repeats, 'job:' .. id)
     if id ~= '' and redis.call('EXISTS', job) == 0 then
       local payload = redis.call('HGET', row, 'payload') or ''
       if priority == '0' then
@@ -40,10 +39,7 @@ for i = 0, n - 1 do
         redis.call('HSET', job, 'state', 'pending', 'attempts', 0, 'payload', payload, 'priority', priority, 'repeat', name)
       end
       redis.call('ZADD', pending, priority, id)
-      if cap then
-        redis.call('XADD', events, 'MAXLEN', '~', cap, '*', 'event', 'added', 'job', id, 'attempt', 0,
-          'priority', priority, 'repeat', name)
-      end
+      emit(st, 'added', 'job', id, 'attempt', 0, 'priority', priority, 'repeat', name)
       made = made + 1
     end
   end
