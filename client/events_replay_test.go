@@ -73,7 +73,7 @@ func TestEventsReplayEveryTransition(t *testing.T) {
 			const jobs, capacity = 10_000, 5_000
 			name := "replay"
 			q := newQueue(t, n, name, Policy{Lease: 1500 * time.Millisecond, MaxAttempts: 2})
-			eventsOn(t, n, name, capacity)
+			eventsOn(t, q, capacity)
 			slack, err := n.s.Do("CONFIG", "GET", "stream-node-max-entries").AsStrMap()
 			require.NoError(t, err)
 			nodeMax, err := strconv.Atoi(slack["stream-node-max-entries"])

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -17,16 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// eventsOn turns queue's events on with cap: by EMQ.EVENTS natively, by
-// its config field on the scripts (what the verb writes).
-func eventsOn(t *testing.T, n node, queue string, cap int) {
+// eventsOn turns the queue's events on with cap.
+func eventsOn(t *testing.T, q *Queue, cap int) {
 	t.Helper()
-	c := strconv.Itoa(cap)
-	if n.native {
-		must(t, n.s, "EMQ.EVENTS", "2", keys.Set(queue, keys.Config), keys.Set(queue, keys.Events), c)
-		return
-	}
-	must(t, n.s, "HSET", keys.Set(queue, keys.Config), "events", c)
+	_, err := q.SetEvents(ctx(t), cap)
+	require.NoError(t, err)
 }
 
 // nativeNode starts a server with the module.
@@ -91,16 +84,20 @@ func requireEvents(t *testing.T, want []stamp, got []Event) {
 	}
 }
 
-// TestEventsDecodeEveryKind: every event the module appends comes back
-// typed, each field where the table of docs/commands.md puts it.
+// TestEventsDecodeEveryKind: every event the verbs, or their scripts,
+// append comes back typed, each field where the table of
+// docs/commands.md puts it.
 func TestEventsDecodeEveryKind(t *testing.T) {
-	n := nativeNode(t)
-	s, m := n.s, n.m
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) { decodeEveryKind(t, n) })
+	}
+}
+
+func decodeEveryKind(t *testing.T, n node) {
 	const name = "kinds"
-	q := newQueue(t, n, name, Policy{Lease: time.Minute, MaxAttempts: 3})
+	q := newQueue(t, n, name, Policy{Lease: time.Minute, MaxAttempts: 3, Keep: time.Minute})
 	dying := newQueue(t, n, name, Policy{Lease: 20 * time.Millisecond, MaxAttempts: 1})
-	eventsOn(t, n, name, 1000)
-	job := func(id ids.ID) string { return keys.Job(name, id.String()) }
+	eventsOn(t, q, 1000)
 	var want []stamp
 	add := func(ev Event) { want = append(want, stamp{Event: ev}) }
 	claim := func(q *Queue, id ids.ID, attempt int64) *Job {
@@ -114,8 +111,7 @@ func TestEventsDecodeEveryKind(t *testing.T) {
 	first, err := q.Enqueue(ctx(t), []byte("a"))
 	require.NoError(t, err)
 	add(Event{Name: EventAdded, Job: first})
-	claim(q, first, 1)
-	must(t, s, "EMQ.ACK", "2", job(first), q.active, "1", "60000", "result!")
+	require.NoError(t, claim(q, first, 1).AckResult(ctx(t), []byte("result!")))
 	add(Event{Name: EventCompleted, Job: first, Attempt: 1, ResultSize: 7})
 
 	second, err := q.Enqueue(ctx(t), []byte("b"))
@@ -149,32 +145,37 @@ func TestEventsDecodeEveryKind(t *testing.T) {
 	add(Event{Name: EventStalled, Job: second, Attempt: 4})
 	add(Event{Name: EventDead, Job: second, Attempt: 4, Error: "lease expired"})
 
-	third := m.Mint(ids.Job)
 	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
-	must(t, s, "EMQ.SCHEDULE", "3", job(third), q.pending, q.delayed, third.String(), "c", "7", strconv.FormatInt(at.UnixMilli(), 10))
+	third, err := q.Enqueue(ctx(t), []byte("c"), At(at), Priority(7))
+	require.NoError(t, err)
 	add(Event{Name: EventScheduled, Job: third, Priority: 7, At: at})
-	must(t, s, "EMQ.REMOVE", "5", job(third), q.pending, q.active, q.delayed, q.dead)
+	removed, err := q.Remove(ctx(t), third)
+	require.NoError(t, err)
+	require.True(t, removed)
 	add(Event{Name: EventRemoved, Job: third, State: StateDelayed})
 
-	config := keys.Set(name, keys.Config)
-	must(t, s, "EMQ.PAUSE", "2", config, q.pending)
+	_, err = q.Pause(ctx(t))
+	require.NoError(t, err)
 	add(Event{Name: EventPaused})
-	must(t, s, "EMQ.RESUME", "2", config, q.pending)
+	_, err = q.Resume(ctx(t))
+	require.NoError(t, err)
 	add(Event{Name: EventResumed})
-	must(t, s, "EMQ.LIMIT", "2", config, q.pending, "10", "1500")
+	require.NoError(t, q.Limit(ctx(t), 10, 1500*time.Millisecond))
 	add(Event{Name: EventLimited, Max: 10, Window: 1500 * time.Millisecond})
-	must(t, s, "EMQ.LIMIT", "2", config, q.pending, "0", "1")
+	require.NoError(t, q.Limit(ctx(t), 0, 0))
 	add(Event{Name: EventLimited})
 
-	tick := time.Now().Add(200 * time.Millisecond).UnixMilli()
-	start := strconv.FormatInt(tick-3_600_000, 10)
-	must(t, s, "EMQ.REPEAT", "3", keys.Repeat(name, "hourly"), keys.Set(name, keys.Repeats), config,
-		"@every 1h", "", "tick", "5", start, "0", "0")
-	time.Sleep(time.Until(time.UnixMilli(tick + 10)))
-	ticked, ok := emq.TickID(tick, 1)
-	require.True(t, ok)
-	add(Event{Name: EventAdded, Job: ticked, Priority: 5, Repeat: "hourly"})
-	claim(q, ticked, 1)
+	tick := time.UnixMilli(time.Now().Add(200 * time.Millisecond).UnixMilli())
+	_, err = q.Repeat(ctx(t), "hourly", "@every 1h", []byte("tick"), RepeatOptions{Priority: 5, Start: tick.Add(-time.Hour)})
+	require.NoError(t, err)
+	time.Sleep(time.Until(tick.Add(10 * time.Millisecond)))
+	if !n.native { // natively the claim turn makes the tick's job
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		require.Equal(t, 1, made)
+	}
+	add(Event{Name: EventAdded, Job: tickJob(t, tick, 1), Priority: 5, Repeat: "hourly"})
+	claim(q, tickJob(t, tick, 1), 1)
 
 	requireEvents(t, want, pull(t, q.Events(ctx(t), "0"), len(want)))
 }
@@ -228,7 +229,7 @@ func TestEventsResume(t *testing.T) {
 		t.Run(n.String(), func(t *testing.T) {
 			t.Run("a listener that restarts from its last ID misses nothing and repeats nothing", func(t *testing.T) {
 				q := newQueue(t, n, "resume", Policy{})
-				eventsOn(t, n, "resume", 1000)
+				eventsOn(t, q, 1000)
 				before := enqueueN(t, q, 5)
 				seen := pull(t, q.Events(ctx(t), "0"), 2)
 				assert.Equal(t, before[:2], jobsOf(seen))
@@ -238,7 +239,7 @@ func TestEventsResume(t *testing.T) {
 			})
 			t.Run("from $ yields only the events appended after the call", func(t *testing.T) {
 				q := newQueue(t, n, "fresh", Policy{})
-				eventsOn(t, n, "fresh", 1000)
+				eventsOn(t, q, 1000)
 				old := enqueueN(t, q, 3)
 				lctx, cancel := context.WithCancel(ctx(t))
 				defer cancel()
@@ -287,7 +288,7 @@ func TestEventGroup(t *testing.T) {
 		t.Run(n.String(), func(t *testing.T) {
 			t.Run("two consumers share the stream, each event to one of them", func(t *testing.T) {
 				q := newQueue(t, n, "shared", Policy{})
-				eventsOn(t, n, "shared", 10_000)
+				eventsOn(t, q, 10_000)
 				enqueued := enqueueN(t, q, 250)
 				lctx, cancel := context.WithCancel(ctx(t))
 				defer cancel()
@@ -343,7 +344,7 @@ func TestEventGroup(t *testing.T) {
 			})
 			t.Run("the event a loop breaks on comes back first to the same consumer, then the rest of its batch", func(t *testing.T) {
 				q := newQueue(t, n, "again", Policy{})
-				eventsOn(t, n, "again", 10_000)
+				eventsOn(t, q, 10_000)
 				enqueued := enqueueN(t, q, 30)
 				first := pull(t, q.EventGroup(ctx(t), "tail", "one", GroupOptions{From: "0"}), 10)
 				assert.Equal(t, enqueued[:10], jobsOf(first))
@@ -355,7 +356,7 @@ func TestEventGroup(t *testing.T) {
 			})
 			t.Run("a consumer takes over the events another left unacknowledged past Reclaim", func(t *testing.T) {
 				q := newQueue(t, n, "reclaim", Policy{})
-				eventsOn(t, n, "reclaim", 10_000)
+				eventsOn(t, q, 10_000)
 				enqueued := enqueueN(t, q, 5)
 				pull(t, q.EventGroup(ctx(t), "tail", "gone", GroupOptions{From: "0"}), 1)
 				require.Equal(t, int64(5), pending(t, n, "reclaim", "tail"))
@@ -365,7 +366,7 @@ func TestEventGroup(t *testing.T) {
 			})
 			t.Run("a group created at $ starts at the events appended after it", func(t *testing.T) {
 				q := newQueue(t, n, "late", Policy{})
-				eventsOn(t, n, "late", 10_000)
+				eventsOn(t, q, 10_000)
 				old := enqueueN(t, q, 3)
 				lctx, cancel := context.WithCancel(ctx(t))
 				defer cancel()
