@@ -1,13 +1,14 @@
 // Command tail prints a queue's lifecycle events as they are appended,
 // one line each: the entry's stream ID, the event and its fields.
 //
-//	go run ./examples/tail -queue emails              # from now on
-//	go run ./examples/tail -queue emails -from 0      # every event still in the stream
+//	go run ./examples/tail -queue emails -events 10000   # turn events on, then tail from now on
+//	go run ./examples/tail -queue emails -from 0         # every event still in the stream
 //	go run ./examples/tail -queue emails -group audit -consumer a   # share the stream with other tails
 //
-// The queue appends events once they are turned on (EMQ.EVENTS). To pick
-// up where a tail stopped, give -from the last stream ID it printed; in a
-// group, the group keeps the place and each event goes to one consumer.
+// The queue appends events once they are turned on (Queue.SetEvents, or
+// -events here). To pick up where a tail stopped, give -from the last
+// stream ID it printed; in a group, the group keeps the place and each
+// event goes to one consumer.
 package main
 
 import (
@@ -28,6 +29,7 @@ import (
 // config is what the flags choose.
 type config struct {
 	addr, queue, from, group, consumer string
+	events                             int // turn the queue's events on with this cap first; 0 leaves them
 	n                                  int // stop after n events; 0 never
 }
 
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&cfg.from, "from", "$", `where to start: "$" for new events, "0" for all, or a stream ID`)
 	flag.StringVar(&cfg.group, "group", "", "read as a consumer of this group (created when missing)")
 	flag.StringVar(&cfg.consumer, "consumer", "tail", "the consumer's name in -group")
+	flag.IntVar(&cfg.events, "events", 0, "turn the queue's events on first, the stream capped at about this many (0: leave them as they are)")
 	flag.IntVar(&cfg.n, "n", 0, "stop after this many events (0: at interrupt)")
 	flag.Parse()
 
@@ -60,6 +63,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	q, err := client.New(vk).Queue(cfg.queue, nil, client.Policy{})
 	if err != nil {
 		return err
+	}
+	if cfg.events > 0 {
+		if _, err := q.SetEvents(ctx, cfg.events); err != nil {
+			return err
+		}
 	}
 	events := q.Events(ctx, cfg.from)
 	if cfg.group != "" {

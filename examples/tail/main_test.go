@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"regexp"
 	"testing"
 	"time"
@@ -17,10 +18,28 @@ import (
 )
 
 func TestTailPrintsTheEvents(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{})
+	for _, tc := range []struct {
+		name     string
+		noModule bool
+	}{
+		{"with the module", false},
+		{"without the module the verbs' scripts append the events", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tailPrints(t, tc.noModule) })
+	}
+}
+
+func tailPrints(t *testing.T, noModule bool) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: noModule})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, s.Do("EMQ.EVENTS", "2", keys.Set("emails", keys.Config), keys.Set("emails", keys.Events), "1000").Error())
+	on, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer stop()
+	require.NoError(t, run(on, config{addr: s.Addr, queue: "emails", from: "$", events: 1000}, io.Discard))
+	capacity, err := s.Do("HGET", keys.Set("emails", keys.Config), "events").ToString()
+	require.NoError(t, err)
+	require.Equal(t, "1000", capacity, "-events turns them on")
+
 	m, err := ids.NewMinter(1)
 	require.NoError(t, err)
 	q, err := client.New(s.Client()).Queue("emails", m, client.Policy{})
@@ -52,10 +71,9 @@ func TestTailPrintsTheEvents(t *testing.T) {
 		{"a tail from 0 prints every event in the stream", config{addr: s.Addr, queue: "emails", from: "0", n: 6}},
 		{"a group's consumer prints them too", config{addr: s.Addr, queue: "emails", from: "0", n: 6, group: "audit", consumer: "a"}},
 	} {
-		cfg := tc.cfg
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			require.NoError(t, run(ctx, cfg, &out))
+			require.NoError(t, run(ctx, tc.cfg, &out))
 			got := streamID.ReplaceAllString(out.String(), "<ID> ")
 			got = stamp.ReplaceAllString(got, "=<time>")
 			got = regexp.MustCompile(first.String()).ReplaceAllString(got, "<first>")
