@@ -86,7 +86,7 @@
 //
 // # Lifecycle events
 //
-// A queue whose events are on (EMQ.EVENTS) appends one entry per
+// A queue whose events are on ([Queue.SetEvents]) appends one entry per
 // transition to its stream emq:{<queue>}:events, in the turn that makes
 // it, trimmed to about its cap. [Queue.Events] yields them as typed
 // [Event] values (XREAD), from a stream ID — "$" for new ones, "0" for

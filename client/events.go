@@ -70,7 +70,7 @@ const (
 // events appended from now on, "0" for every event still in the stream,
 // or the ID of the last event handled ([Event].ID), so a listener that
 // restarts misses nothing the stream still holds. Events are appended only
-// while the queue has them on (EMQ.EVENTS); the stream is trimmed to about
+// while the queue has them on ([Queue.SetEvents]); the stream is trimmed to about
 // its cap, so a listener further behind than the cap misses the oldest.
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
