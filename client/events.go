@@ -69,9 +69,10 @@ const (
 // stream order, until ctx ends or the loop breaks: "$" or "" for the
 // events appended from now on, "0" for every event still in the stream,
 // or the ID of the last event handled ([Event].ID), so a listener that
-// restarts misses nothing the stream still holds. Events are appended only
-// while the queue has them on ([Queue.SetEvents]); the stream is trimmed to about
-// its cap, so a listener further behind than the cap misses the oldest.
+// restarts misses nothing the stream still holds. Events are appended
+// only while the queue has them on ([Queue.SetEvents]); the stream is
+// trimmed to about its cap, so a listener further behind than the cap
+// misses the oldest.
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
 // stops a read at once. An entry that is not an event is yielded with an
