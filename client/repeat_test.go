@@ -10,20 +10,11 @@ import (
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 )
-
-// hgetall is a hash key's fields and values.
-func hgetall(t *testing.T, s *valkeytest.Server, key string) map[string]string {
-	t.Helper()
-	m, err := s.Do("HGETALL", key).AsStrMap()
-	require.NoError(t, err)
-	return m
-}
 
 // TestRepeat: schedules are set, replaced, listed and removed alike on a
 // node with the module and on one without, where the scripts write the
@@ -59,7 +50,7 @@ func TestRepeat(t *testing.T) {
 					Priority: 5, Limit: 10, Number: 1, Next: first}, list[1])
 				assert.Equal(t, Schedule{Name: "often", Spec: "@every 250ms", Payload: []byte{}, Start: start, End: end,
 					Number: 2, Next: every}, list[0])
-				row := hgetall(t, n.s, keys.Repeat(name, "nightly"))
+				row := hash(t, n, keys.Repeat(name, "nightly"))
 				assert.ElementsMatch(t, []string{"spec", "tz", "payload", "priority", "start", "end", "limit", "number", "made", "next", "last"},
 					mapKeys(row), "the row holds the verb's fields")
 				assert.Equal(t, "2", str(t, n, "HGET", keys.Set(name, keys.Config), "repeat_seq"))
@@ -68,7 +59,7 @@ func TestRepeat(t *testing.T) {
 				replaced, err := q.Repeat(ctx(t), "nightly", "@hourly", []byte("v2"), RepeatOptions{Limit: 10})
 				require.NoError(t, err)
 				assert.Equal(t, time.Now().Truncate(time.Hour).Add(time.Hour), replaced)
-				row = hgetall(t, n.s, keys.Repeat(name, "nightly"))
+				row = hash(t, n, keys.Repeat(name, "nightly"))
 				assert.Equal(t, []string{"1", "4", "@hourly", "v2"}, []string{row["number"], row["made"], row["spec"], row["payload"]},
 					"a replaced schedule keeps its number and its count")
 				done, err := q.Repeat(ctx(t), "nightly", "@hourly", nil, RepeatOptions{Limit: 4})
@@ -161,23 +152,23 @@ func tickJob(t *testing.T, tick time.Time, number int64) ids.ID {
 
 // queueState is what a tick writes to a queue: its job rows, pending, its
 // schedules' rows and scores, and its events' fields (IDs left out).
-func queueState(t *testing.T, s *valkeytest.Server, queue string) map[string]any {
+func queueState(t *testing.T, n node, queue string) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	for _, pattern := range []string{"job:*", "repeat:*"} {
-		found, err := s.Do("KEYS", "emq:{"+queue+"}:"+pattern).AsStrSlice()
+		found, err := n.s.Do("KEYS", "emq:{"+queue+"}:"+pattern).AsStrSlice()
 		require.NoError(t, err)
 		for _, k := range found {
-			out[k] = hgetall(t, s, k)
+			out[k] = hash(t, n, k)
 		}
 	}
 	for _, set := range []string{keys.PendingSet, keys.Repeats} {
-		members, err := s.Do("ZRANGE", keys.Set(queue, set), "0", "-1", "WITHSCORES").AsStrSlice()
+		members, err := n.s.Do("ZRANGE", keys.Set(queue, set), "0", "-1", "WITHSCORES").AsStrSlice()
 		require.NoError(t, err)
 		out[set] = members
 	}
 	var events [][]string
-	for _, e := range xrange(t, s, keys.Set(queue, keys.Events)) {
+	for _, e := range xrange(t, n.s, keys.Set(queue, keys.Events)) {
 		var kv []string
 		for _, f := range e.FieldValues {
 			kv = append(kv, f.Field, f.Value)
@@ -238,7 +229,7 @@ func TestTicks(t *testing.T) {
 		for _, order := range [][2]string{{"module", "fallback"}, {"fallback", "module"}} {
 			restore(true)
 			makers[order[0]]()
-			once := queueState(t, s, name)
+			once := queueState(t, n, name)
 			require.Equal(t, map[string]string{"state": "pending", "attempts": "0", "payload": "p", "priority": "3", "repeat": "hourly"},
 				once[keys.Job(name, tickJob(t, tick, 1).String())], "%s: the tick's job", order[0])
 			restore(false)
@@ -249,7 +240,7 @@ func TestTicks(t *testing.T) {
 			} else {
 				makers[order[1]]()
 			}
-			assert.Equal(t, once, queueState(t, s, name), "%s after %s: nothing more", order[1], order[0])
+			assert.Equal(t, once, queueState(t, n, name), "%s after %s: nothing more", order[1], order[0])
 			states = append(states, once)
 		}
 		assert.Equal(t, states[0], states[1], "the module's tick and the fallback's write the same")
@@ -375,8 +366,8 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 		} {
 			got = append(got, step())
 		}
-		state := queueState(t, n.s, "same")
-		state["config"] = hgetall(t, n.s, keys.Set("same", keys.Config))
+		state := queueState(t, n, "same")
+		state["config"] = hash(t, n, keys.Set("same", keys.Config))
 		states = append(states, state)
 		replies = append(replies, got)
 	}
