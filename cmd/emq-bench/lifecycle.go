@@ -110,12 +110,22 @@ var (
 			g.sets(w, "pending", "dead")
 			return 4
 		}}
+
+	removeVerb = lifecycleVerb{name: "REMOVE", verb: "EMQ.REMOVE", info: "remove", script: client.RemoveScript,
+		set: "pending", prepare: preparedJob("pending", "0", 0),
+		check: func(g *opGen) ([]string, int64) { return []string{"ZCARD", g.set("pending")}, 0 },
+		args: func(w *cmdBuf, g *opGen, _ bool) int {
+			w.str("5")
+			g.nextJob(w)
+			g.sets(w, "pending", "active", "delayed", "dead")
+			return 6
+		}}
 )
 
 // lifecycleRows are the comparisons of the lifecycle verbs.
 func lifecycleRows() []row {
 	var rs []row
-	for _, v := range []lifecycleVerb{claimVerb, extendVerb, ackVerb, failVerb, stalledCheckVerb, reviveVerb} {
+	for _, v := range []lifecycleVerb{claimVerb, extendVerb, ackVerb, failVerb, stalledCheckVerb, reviveVerb, removeVerb} {
 		rs = append(rs, v.row())
 	}
 	return rs
@@ -176,25 +186,37 @@ func settleRow() row {
 		variants: []variant{
 			{name: "EMQ.SETTLE, ACK 1 + count 1", verb: "settle", write: func(w *cmdBuf, g *opGen) {
 				w.command("EMQ.SETTLE", 14)
-				w.str("4")
-				g.sets(w, "pending", "active", "delayed", "dead")
-				w.int(benchLeaseMs)
-				w.str("1")
-				w.int(benchMaxAttempts)
-				w.str("1")
-				w.str("ACK")
-				var buf [ids.Len]byte
-				w.join(ids.ID{NS: ids.Job, Value: g.first}.Append(buf[:0]))
-				g.first++
-				w.str("1")
-				w.str("0")
+				settleArgs(w, g)
 			}},
 			{name: "EMQ.ACK + EMQ.CLAIM pipelined", write: func(w *cmdBuf, g *opGen) {
 				ack.write(w, g)
 				claim.write(w, g)
 			}},
+			{name: "EVALSHA settle script", script: client.SettleScript, write: func(w *cmdBuf, g *opGen) {
+				w.command("EVALSHA", 16)
+				w.str(g.sha)
+				settleArgs(w, g)
+				w.int(benchSweepBatch)
+			}},
 		},
 	}
+}
+
+// settleArgs appends what follows EMQ.SETTLE (and the script's SHA) to
+// acknowledge the next prepared job and claim one.
+func settleArgs(w *cmdBuf, g *opGen) {
+	w.str("4")
+	g.sets(w, "pending", "active", "delayed", "dead")
+	w.int(benchLeaseMs)
+	w.str("1")
+	w.int(benchMaxAttempts)
+	w.str("1")
+	w.str("ACK")
+	var buf [ids.Len]byte
+	w.join(ids.ID{NS: ids.Job, Value: g.first}.Append(buf[:0]))
+	g.first++
+	w.str("1")
+	w.str("0")
 }
 
 // preparedJob writes, with built-ins, a fresh job in state with attempts,

@@ -136,16 +136,20 @@ const benchPriority = 5
 // priority 0): what admitting at a priority costs (issue 23); and beside
 // SCHEDULE at priority 0, which writes no priority field.
 func scheduleRow() row {
+	// args appends what follows EMQ.SCHEDULE (and the script's SHA)
+	args := func(w *cmdBuf, g *opGen, job []byte, priority int64) {
+		w.str("3")
+		w.join([]byte(g.prefix), []byte("}:job:"), job)
+		g.sets(w, "pending", "delayed")
+		w.join(job)
+		w.str(payload)
+		w.int(priority)
+		w.str("0")
+	}
 	schedule := func(priority int64) func(w *cmdBuf, g *opGen) {
 		return withJob(func(w *cmdBuf, g *opGen, job []byte) {
 			w.command("EMQ.SCHEDULE", 9)
-			w.str("3")
-			w.join([]byte(g.prefix), []byte("}:job:"), job)
-			g.sets(w, "pending", "delayed")
-			w.join(job)
-			w.str(payload)
-			w.int(priority)
-			w.str("0")
+			args(w, g, job, priority)
 		})
 	}
 	return row{
@@ -154,6 +158,11 @@ func scheduleRow() row {
 			{name: fmt.Sprintf("EMQ.SCHEDULE at priority %d", benchPriority), verb: "schedule", write: schedule(benchPriority)},
 			{name: "EMQ.ENQUEUE", target: 1.1, write: withJob(enqueueCmd)},
 			{name: "EMQ.SCHEDULE at priority 0", write: schedule(0)},
+			{name: "EVALSHA schedule script", script: client.ScheduleScript, write: withJob(func(w *cmdBuf, g *opGen, job []byte) {
+				w.command("EVALSHA", 10)
+				w.str(g.sha)
+				args(w, g, job, benchPriority)
+			})},
 		},
 	}
 }

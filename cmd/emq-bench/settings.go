@@ -31,7 +31,7 @@ const (
 // settingRow is base's native verb in two settings of its queue: a (the
 // row's native) against b, whose target bounds a/b.
 func settingRow(base row, name string, a, b variant, target float64) row {
-	b.verb, b.script, b.target = "", "", target
+	b.verb, b.target = "", target
 	base.name = name
 	base.variants = []variant{a, b}
 	return base
@@ -43,19 +43,32 @@ func named(v variant, name string, settings func(w *cmdBuf, g *opGen)) variant {
 	return v
 }
 
+// scriptOf is the variant of r that runs its verb's script.
+func scriptOf(r row) variant {
+	for _, v := range r.variants {
+		if v.script != "" {
+			return v
+		}
+	}
+	panic("emq-bench: row " + r.name + " runs no script")
+}
+
 // claimLimitedRow is CLAIM on a queue with a limit that does not cut
-// against CLAIM on a queue without one (issue 23: ≤ 1.2).
+// against CLAIM on a queue without one (issue 23: ≤ 1.2), and beside the
+// claim script on the limited queue.
 func claimLimitedRow() row {
 	base := claimVerb.row()
-	claim := base.variants[0]
-	limited := named(claim, fmt.Sprintf("EMQ.CLAIM, limit %d per %d ms", benchRateMax, benchRateMs), func(w *cmdBuf, g *opGen) {
+	limit := func(w *cmdBuf, g *opGen) {
 		w.command("EMQ.LIMIT", 6)
 		w.str("2")
 		g.sets(w, "config", "pending")
 		w.int(benchRateMax)
 		w.int(benchRateMs)
-	})
-	return settingRow(base, "CLAIM, limited", limited, named(claim, "EMQ.CLAIM, no limit", nil), 1.2)
+	}
+	limited := fmt.Sprintf("limit %d per %d ms", benchRateMax, benchRateMs)
+	claim, script := base.variants[0], scriptOf(base)
+	r := settingRow(base, "CLAIM, limited", named(claim, claim.name+", "+limited, limit), named(claim, claim.name+", no limit", nil), 1.2)
+	return withVariant(r, named(script, script.name+", "+limited, limit))
 }
 
 // claimSchedulesRow is CLAIM on a queue with 1000 schedules, none due,
@@ -77,7 +90,7 @@ func claimSchedulesRow() row {
 
 // withVariant is r with v, a composition without target, added.
 func withVariant(r row, v variant) row {
-	v.verb, v.script, v.target = "", "", 0
+	v.verb, v.target = "", 0
 	r.variants = append(r.variants, v)
 	return r
 }
@@ -134,7 +147,7 @@ func eventsRows() []row {
 
 // eventsRow is base's native verb with the queue's events on, against the
 // verb with them off and then the XADD of the event that event makes of
-// the operation just written.
+// the operation just written; and beside the verb's script with events on.
 func eventsRow(base row, event func(g *opGen) [][]byte) row {
 	verb := base.variants[0]
 	plusXadd := variant{name: verb.name + " + XADD pipelined", write: func(w *cmdBuf, g *opGen) {
@@ -150,7 +163,9 @@ func eventsRow(base row, event func(g *opGen) [][]byte) row {
 			w.join(f)
 		}
 	}}
+	script := scriptOf(base)
 	r := settingRow(base, base.name+", events on", named(verb, verb.name+", events on", eventsOn), plusXadd, 1.0)
+	r = withVariant(r, named(script, script.name+", events on", eventsOn))
 	// one event per operation, by the module or by the XADD
 	r.check = func(g *opGen) ([]string, int64) { return []string{"XLEN", g.set("events")}, g.ops }
 	return r
