@@ -219,8 +219,8 @@ func runCallgrind(o options) (section, body string, err error) {
 	}
 	setup := fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted from LASTSAVE (--zero-before) "+
 		"to ECHO (--dump-before), the cron (%s, hz 1) left out, activerehashing off; %d connections × %d operations in flight; "+
-		"each variant warmed up (counted, the count dropped), then measured %d times, interleaved, every phase on a flushed server (FLUSHALL, then its queues' settings and "+
-		"jobs written, unmeasured); an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
+		"each variant measured %d times, interleaved, every measured phase on a flushed server after its queues' settings, one phase of warm-up "+
+		"(counted, the count dropped) and its jobs written; an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
 		cronFunction, o.cfg.conns, o.cfg.depth, cgReps, p.idle)
 	if base != nil {
 		setup += fmt.Sprintf("; each native verb also run, the same operations in the same repetitions, on a second server under callgrind "+
@@ -353,34 +353,36 @@ type cgSubject struct {
 	name string // for the progress line
 }
 
-// fresh flushes the subject's server and prepares ops operations of it:
-// every phase starts from the same data, so its count repeats — no hash
-// table grows in one repetition and not in the next.
+// fresh readies the subject for a measured phase of ops operations:
+// the server flushed, the variant's settings written, one phase run to
+// warm it up, then the measured phase's data prepared. Every measured
+// phase so starts from the same data — no hash table grows in one
+// repetition and not in the next — and past the small encodings (a
+// listpack's sorted set up to 128 members) a queue leaves with its first
+// jobs, which would otherwise weigh on every variant alike and pull the
+// ratios towards 1. The warm-up is counted, the count dropped: the first
+// count after a phase that was not counted ran about 2 % high (every
+// variant's, the native verbs' most) in repetitions that otherwise agree
+// within half a per cent.
 func (sub cgSubject) fresh(r *row, ops int) error {
 	if err := sub.b.flush([][]*opGen{sub.gens}); err != nil {
+		return err
+	}
+	if err := prepare(sub.b.conns, r, sub.v, sub.gens, ops); err != nil {
+		return err
+	}
+	if _, _, err := sub.p.measure(func() error {
+		_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
+		return err
+	}); err != nil {
 		return err
 	}
 	return prepare(sub.b.conns, r, sub.v, sub.gens, ops)
 }
 
-// warmUp does ops operations of the subject on fresh data, its count
-// dropped. It is counted all the same: the first count after a phase that
-// was not counted ran about 2 % high (every variant's, the native verbs' most) in
-// repetitions that otherwise agree within half a per cent.
-func (sub cgSubject) warmUp(r *row, ops int) error {
-	if err := sub.fresh(r, ops); err != nil {
-		return err
-	}
-	_, _, err := sub.p.measure(func() error {
-		_, err := runPhase(sub.b.conns, sub.v, sub.gens, ops, sub.b.cfg.depth)
-		return err
-	})
-	return err
-}
-
-// cgRow measures every variant of r under callgrind, interleaved, after
-// one warm-up run of each; with a baseline, its native verb on the
-// baseline's server too (onBase), unless the baseline refuses it.
+// cgRow measures every variant of r under callgrind, interleaved; with a
+// baseline, its native verb on the baseline's server too (onBase), unless
+// the baseline refuses it.
 func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res []cgResult, onBase *baselineResult, err error) {
 	gens := b.generators(ri, &r)
 	var subjects []cgSubject
@@ -393,22 +395,18 @@ func cgRow(p *profiler, b *bench, ri int, r row, ops int, base *baseline) (res [
 		subjects = append(subjects, cgSubject{p: base.p, b: base.b, v: &r.variants[0], gens: baseGens[0], name: r.variants[0].name + " (baseline)"})
 		onBase = &baselineResult{}
 	}
-	for i, sub := range subjects {
-		err := sub.warmUp(&r, ops)
-		if refusal := refusalOf(err); i == len(r.variants) && refusal != nil {
-			onBase.refused = refusal
-			subjects = subjects[:i]
-			break
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-	}
 	res = make([]cgResult, len(subjects))
 	for rep := 0; rep < cgReps; rep++ {
-		for i, sub := range subjects {
+		for i := 0; i < len(subjects); i++ {
+			sub := subjects[i]
 			fmt.Fprintf(os.Stderr, "\r%-16s %-28s %d ops, repetition %d/%d", r.name, sub.name, ops, rep+1, cgReps)
-			if err := sub.fresh(&r, ops); err != nil {
+			err := sub.fresh(&r, ops)
+			if refusal := refusalOf(err); i == len(r.variants) && refusal != nil {
+				onBase.refused = refusal
+				subjects = subjects[:i]
+				break
+			}
+			if err != nil {
 				return nil, nil, err
 			}
 			ir, prof, err := sub.p.measure(func() error {
