@@ -82,9 +82,13 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	for _, j := range f.PaymentsPending {
 		enqueue(t, ctx, c, "payments", j, `{"order":42}`)
 	}
-	// no verb pauses or limits a queue before 0.3: the config's fields
-	do(t, ctx, vk, vk.B().Hset().Key(keys.Set("payments", keys.Config)).FieldValue().
-		FieldValue("paused", "1").FieldValue("rate_max", "10").FieldValue("rate_ms", "1000").Build())
+	payments := handle(t, c, "payments", m, 1)
+	if paused, err := payments.Pause(ctx); err != nil || !paused {
+		t.Fatalf("queuetest: pause payments: %v (paused %t)", err, paused)
+	}
+	if err := payments.Limit(ctx, 10, time.Second); err != nil {
+		t.Fatalf("queuetest: limit payments: %v", err)
+	}
 
 	enqueue(t, ctx, c, "invoices", f.InvoicesDead, "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example")
 	fail(t, ctx, claim(t, ctx, handle(t, c, "invoices", m, 1), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
