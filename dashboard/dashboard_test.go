@@ -147,10 +147,20 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, "2026-01-01 12:30:00Z (30m00s ago)")
 		assert.NotContains(t, body, `id="revive"`, "read-only: no revive button")
 	})
+	t.Run("a done job's page shows its result and when its row expires", func(t *testing.T) {
+		code, body := w.get(t, "/queues/emails/jobs/"+f.EmailsDone.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<td id="state">done (kept after its ack)</td>`)
+		assert.Contains(t, body, "<th>expires</th><td>2100-01-01 00:00:00Z")
+		assert.Contains(t, body, `<pre class="payload">250 OK queued as 7F3A2</pre>`)
+		assert.Contains(t, body, `href="/queues/emails?state=dead"`, "a done job's queue link opens a tab that exists")
+	})
 	t.Run("a job that is not there is a 404", func(t *testing.T) {
-		code, body := w.get(t, "/queues/emails/jobs/"+f.InvoicesDead.String())
-		assert.Equal(t, http.StatusNotFound, code)
-		assert.Contains(t, body, "holds no job")
+		for path, note := range map[string]string{"/queues/emails/jobs/" + f.InvoicesDead.String(): "holds no job", "/queues/emails/jobs/JOB1": "is not a job id"} {
+			code, body := w.get(t, path)
+			assert.Equal(t, http.StatusNotFound, code, path)
+			assert.Contains(t, body, note, path)
+		}
 	})
 	t.Run("search by id goes to the job's page", func(t *testing.T) {
 		code, _ := w.get(t, "/search?id="+f.PaymentsPending[0].String())

@@ -77,6 +77,7 @@ func readCases(f queuetest.Fixture) []struct {
 		{"jobs_emails_pending_page", []string{"jobs", "--limit", "2", "emails", "--state=pending", "--offset", "1"}},
 		{"job_invoices_dead", []string{"job", "invoices", f.InvoicesDead.String()}},
 		{"job_emails_active", []string{"job", "emails", f.EmailsActive.String()}},
+		{"job_emails_done", []string{"job", f.EmailsDone.String()}},
 	}
 }
 
@@ -126,11 +127,10 @@ func TestCLIReads(t *testing.T) {
 				require.Equal(t, exitOK, r.code, r.stderr)
 				var j jobJSON
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
-				assert.Equal(t, "dead", j.State)
-				assert.Equal(t, f.InvoicesDeadError, j.Error)
-				require.NotNil(t, j.Payload)
-				assert.Contains(t, *j.Payload, "invoice 2025-12")
-				assert.Nil(t, j.Result)
+				errText, payload := f.InvoicesDeadError, queuetest.InvoicePayload
+				assert.Equal(t, jobJSON{Queue: "invoices", ID: f.InvoicesDead.String(), State: "dead", Attempts: 1,
+					Error: &errText, Payload: &payload, MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
+					DiedMs: queuetest.T0.Add(30 * time.Minute).UnixMilli()}, j)
 			})
 			t.Run("stats --json sums INFO emq over the primaries", func(t *testing.T) {
 				r := emq(t, target.addr, "stats", "--json")
@@ -242,7 +242,7 @@ func TestCLIActions(t *testing.T) {
 	t.Run("a job that does not exist exits 3", func(t *testing.T) {
 		r := emq(t, s.Addr, "job", "emails", f.InvoicesDead.String())
 		assert.Equal(t, exitNotFound, r.code)
-		assert.Contains(t, r.stderr, "no such job")
+		assert.Contains(t, r.stderr, "emails holds no job")
 		r = emq(t, s.Addr, "job", "JOB00000000000000ff")
 		assert.Equal(t, exitNotFound, r.code)
 		assert.Contains(t, r.stderr, "no queue holds")
