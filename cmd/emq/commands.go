@@ -36,7 +36,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		queuesCmd, jobsCmd, jobCmd,
-		reviveCmd, enqueueCmd,
+		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, enqueueCmd,
 		statsCmd, dashCmd, metricsCmd,
 	}
 }

@@ -228,6 +228,13 @@ func TestCLIActions(t *testing.T) {
 			{"revive", "emails"},
 			{"revive", "emails", f.EmailsDead[1].String(), "--all"},
 			{"revive", "emails", "JOB1"},
+			{"delete", "emails"},
+			{"delete", "emails", "JOB1"},
+			{"purge", "emails", f.EmailsDead[1].String(), "--state", "dead"},
+			{"purge", "emails", "--state", "dead", "--older-than", "-1h"},
+			{"pause"},
+			{"resume", "emails", "payments"},
+			{"pause", "bad{name}"},
 			{"enqueue", "emails"},
 			{"enqueue", "bad{name}", "x"},
 			{"queues", "--bogus"},
@@ -268,6 +275,108 @@ func TestCLIActions(t *testing.T) {
 			require.Equal(t, exitOK, h.code)
 			assert.Contains(t, h.stdout, "Examples:\n  emq "+c.name)
 		}
+	})
+}
+
+// TestCLISteers: pause and resume through EMQ.PAUSE and EMQ.RESUME,
+// delete and purge through EMQ.REMOVE, each step of the table run in
+// order on one fixture, with what it prints and the exit code a script
+// tests.
+func TestCLISteers(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	size := func(queue, st string) int64 {
+		n, err := s.Do("ZCARD", "emq:{"+queue+"}:"+st).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+	paused := func(queue string) bool {
+		v, err := s.Do("HGET", "emq:{"+queue+"}:config", "paused").ToString()
+		return err == nil && v == "1"
+	}
+	pending, active, missing := f.EmailsPending[0].String(), f.EmailsActive.String(), "JOB00000000000000ff"
+	for _, step := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string // a part of it; "" for none at all
+		after  func(t *testing.T)
+	}{
+		{name: "pause stops a running queue's claims", args: []string{"pause", "emails"}, stdout: "paused emails\n",
+			after: func(t *testing.T) { assert.True(t, paused("emails")) }},
+		{name: "pausing a paused queue says nothing changed", args: []string{"pause", "emails"},
+			stdout: "emails was paused already: nothing changed\n"},
+		{name: "pause --json says whether it changed the queue", args: []string{"pause", "emails", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"paused\": true,\n  \"changed\": false\n}\n"},
+		{name: "resume lets the claims take jobs again", args: []string{"resume", "emails"}, stdout: "resumed emails\n",
+			after: func(t *testing.T) { assert.False(t, paused("emails")) }},
+		{name: "resuming a running queue says nothing changed", args: []string{"resume", "emails"},
+			stdout: "emails was not paused: nothing changed\n"},
+		{name: "pausing a queue that holds nothing warns of a mistyped name", args: []string{"pause", "emials"},
+			stdout: "paused emials\n", stderr: "emials holds no job and has no setting: check its name"},
+		{name: "resume undoes it", args: []string{"resume", "emials"}, stdout: "resumed emials\n",
+			after: func(t *testing.T) { assert.False(t, paused("emials")) }},
+		{name: "delete removes each job named; a missing one is exit 3", args: []string{"delete", "emails", pending, missing},
+			code: exitNotFound, stdout: "deleted " + pending + "\n", stderr: missing + ": EMQNOJOB queue emails holds no job " + missing,
+			after: func(t *testing.T) { assert.Equal(t, int64(2), size("emails", "pending")) }},
+		{name: "delete takes an active job from its worker", args: []string{"delete", "emails", active},
+			stdout: "deleted " + active + "\n",
+			after: func(t *testing.T) {
+				assert.Zero(t, size("emails", "active"))
+				assert.Equal(t, exitNotFound, emq(t, s.Addr, "job", "emails", active).code)
+			}},
+		{name: "purge refuses active jobs: workers hold them", args: []string{"purge", "emails", "--state", "active"},
+			code: exitUsage, stderr: "active jobs are held by workers and are not purged"},
+		{name: "purge needs a state", args: []string{"purge", "emails"}, code: exitUsage, stderr: "--state is required"},
+		{name: "purge --older-than reads the time of death alone", args: []string{"purge", "emails", "--state", "pending", "--older-than", "1h"},
+			code: exitUsage, stderr: "only with --state dead"},
+		{name: "purge --older-than leaves the jobs that died since", args: []string{"purge", "emails", "--state", "dead", "--older-than", "45m"},
+			stdout: "removed 1 of 1 dead jobs of emails\n",
+			after: func(t *testing.T) {
+				assert.Equal(t, int64(1), size("emails", "dead"))
+				assert.Equal(t, exitOK, emq(t, s.Addr, "job", "emails", f.EmailsDead[0].String()).code, "died 40m ago: kept")
+			}},
+		{name: "purge --json removes the rest", args: []string{"purge", "emails", "--state", "dead", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"state\": \"dead\",\n  \"total\": 1,\n  \"done\": 1,\n  \"failed\": 0\n}\n",
+			after:  func(t *testing.T) { assert.Zero(t, size("emails", "dead")) }},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			r := emq(t, s.Addr, step.args...)
+			assert.Equal(t, step.code, r.code, r.stderr)
+			assert.Equal(t, step.stdout, r.stdout)
+			if step.stderr == "" {
+				assert.Empty(t, r.stderr)
+			} else {
+				assert.Contains(t, r.stderr, step.stderr)
+			}
+			if step.after != nil {
+				step.after(t)
+			}
+		})
+	}
+	t.Run("the JSON of pause, delete and purge parses", func(t *testing.T) {
+		var p pausedJSON
+		r := emq(t, s.Addr, "pause", "invoices", "--json")
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+		assert.Equal(t, pausedJSON{Queue: "invoices", Paused: true, Changed: true}, p)
+		var d eachJSON
+		r = emq(t, s.Addr, "delete", "invoices", f.InvoicesDead.String(), "--json")
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+		assert.Equal(t, eachJSON{Done: []string{f.InvoicesDead.String()}, Failed: []failedJSON{}}, d)
+	})
+	t.Run("purge over 1,000 jobs draws a progress bar", func(t *testing.T) {
+		queuetest.Dead(t, s.Client(), "bulk", 1200)
+		r := emq(t, s.Addr, "purge", "bulk", "--state", "dead", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var out bulkJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 1200, Done: 1200}, out)
+		assert.Contains(t, r.progress, "\rremoved [##############################] 1200/1200\n")
+		assert.Zero(t, size("bulk", "dead"))
+		rows, err := s.Do("KEYS", "emq:{bulk}:job:*").AsStrSlice()
+		require.NoError(t, err)
+		assert.Empty(t, rows, "every row deleted")
 	})
 }
 
