@@ -242,6 +242,79 @@ func TestActions(t *testing.T) {
 	})
 }
 
+// TestSteering: pause and resume a queue (overview and queue page) and
+// delete a job (job page) through their verbs; the pages show the buttons
+// only on a write dashboard, and a POST without a token or to a read-only
+// dashboard writes nothing.
+func TestSteering(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	rw := serveDashboard(t, s.Client(), Config{Write: true})
+	ro := serveDashboard(t, s.Client(), Config{})
+	paused := func(queue string) bool {
+		v, err := s.Do("HGET", keys.Set(queue, keys.Config), "paused").ToString()
+		return err == nil && v == "1"
+	}
+	pending := f.EmailsPending[0].String()
+
+	t.Run("a write dashboard shows pause, resume and delete", func(t *testing.T) {
+		_, body := rw.get(t, "/")
+		assert.Contains(t, body, `action="/queues/emails/pause"`)
+		assert.Contains(t, body, `action="/queues/payments/resume"`, "payments is paused: it offers resume")
+		_, body = rw.get(t, "/queues/payments")
+		assert.Contains(t, body, `<button class="resume" type="submit"`)
+		_, body = rw.get(t, "/queues/emails/jobs/"+pending)
+		assert.Contains(t, body, `action="/queues/emails/jobs/`+pending+`/delete"`)
+	})
+	t.Run("a read-only dashboard shows none and refuses them", func(t *testing.T) {
+		for _, path := range []string{"/", "/queues/emails", "/queues/emails/jobs/" + pending} {
+			_, body := ro.get(t, path)
+			assert.NotContains(t, body, `method="post"`, path)
+		}
+		for _, path := range []string{"/queues/emails/pause", "/queues/payments/resume", "/queues/emails/jobs/" + pending + "/delete"} {
+			code, _ := ro.post(t, path, url.Values{"csrf": {"x"}})
+			assert.Equal(t, http.StatusForbidden, code, path)
+		}
+		assert.False(t, paused("emails"))
+		assert.True(t, paused("payments"))
+		assert.Equal(t, int64(3), zcard(t, s, "emails", "pending"))
+	})
+	t.Run("a POST without a token pauses nothing", func(t *testing.T) {
+		code, _ := rw.post(t, "/queues/emails/pause", url.Values{"from": {"overview"}})
+		assert.Equal(t, http.StatusForbidden, code)
+		assert.False(t, paused("emails"))
+	})
+	for _, c := range []struct {
+		name, path, from, want string
+		paused                 bool
+	}{
+		{"pause from the overview pauses and goes back there", "/queues/emails/pause", "overview", "/?msg=Paused+emails", true},
+		{"pausing a paused queue says so", "/queues/emails/pause", "", "/queues/emails?msg=emails+was+paused+already", true},
+		{"resume from the queue page resumes and goes back there", "/queues/emails/resume", "", "/queues/emails?msg=Resumed+emails", false},
+		{"resuming a running queue says so", "/queues/emails/resume", "overview", "/?msg=emails+was+not+paused", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, loc := rw.post(t, c.path, url.Values{"csrf": {rw.token(t, "/")}, "from": {c.from}})
+			assert.Equal(t, http.StatusSeeOther, code)
+			assert.True(t, strings.HasPrefix(loc, c.want), loc)
+			assert.Equal(t, c.paused, paused("emails"))
+		})
+	}
+	t.Run("delete removes the job and goes back to its state's tab", func(t *testing.T) {
+		path := "/queues/emails/jobs/" + pending + "/delete"
+		code, loc := rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}, "state": {"pending"}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Equal(t, "/queues/emails?state=pending&msg=Deleted+"+pending+".", loc)
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "pending"))
+		code, _ = rw.get(t, "/queues/emails/jobs/"+pending)
+		assert.Equal(t, http.StatusNotFound, code)
+
+		code, loc = rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Contains(t, loc, "/queues/emails?err=queue+emails+holds+no+job")
+	})
+}
+
 func mustURL(t *testing.T, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)

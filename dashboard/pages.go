@@ -28,6 +28,16 @@ var funcs = template.FuncMap{
 	"time":     readable.Time,
 	"clip":     readable.Clip,
 	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
+	"toggle":   func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
+}
+
+// toggle is what the pause template needs: the queue, whether it is
+// paused, the CSRF token and the page the form is on ("overview", or ""
+// for the queue's page).
+type toggle struct {
+	Queue      string
+	Paused     bool
+	CSRF, From string
 }
 
 // view is what every page shows: the layout's parts and the page's own.
