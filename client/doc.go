@@ -84,6 +84,53 @@
 // message's failures reach the limit, and XAUTOCLAIM of entries left
 // unacknowledged past a bound (a dead consumer's, or a failed one's).
 //
+// # Lifecycle events
+//
+// A queue whose events are on ([Queue.SetEvents]) appends one entry per
+// transition to its stream emq:{<queue>}:events, in the turn that makes
+// it, trimmed to about its cap. [Queue.Events] yields them as typed
+// [Event] values (XREAD), from a stream ID — "$" for new ones, "0" for
+// all, or the last one handled, so a listener that restarts misses
+// nothing the stream still holds. [Queue.EventGroup] shares them among the
+// consumers of a group (XREADGROUP): each event goes to one, is
+// acknowledged once the loop body is done with it, and comes back — to
+// the same consumer name, or to another past [GroupOptions].Reclaim —
+// when it was not. Both block at most [DefaultPoll] per read and stop at
+// once when ctx ends. They use only built-ins, so every node serves them.
+//
+// # Repeat schedules
+//
+// [Queue.Repeat] sets a named schedule — cron, a descriptor or "@every
+// d" — whose every tick makes one job; [Queue.Schedules] lists them and
+// [Queue.Unrepeat] removes one. A tick's job id is decided by the tick and
+// the schedule's number ([emq.TickID]), so a tick made twice is one job.
+// With the module the server makes the jobs, in every claim turn of the
+// queue and by its timer while workers wait. On a node without it the
+// client sets, lists and removes schedules with scripts that write the
+// verbs' rows (REPEAT first reads the server's clock: two round trips),
+// and the worker makes the ticks: due.lua reads the due schedules and the
+// server's clock, the client computes each tick's job id and next tick
+// with the module's own code (package emq), and tick.lua writes what the
+// claim turn would — the job row, its pending entry, its added event, the
+// schedule's made, last and next — unless the schedule's score moved
+// since the read (another client made the tick, or the schedule was
+// replaced or removed). What that cannot promise:
+//
+//   - Ticks are made only while some client runs them: with no worker on
+//     the queue, none are; the next run makes one job for the first tick
+//     missed, however many were (as the server does after a restart).
+//   - A tick is made when a client's run comes, not at its time: late by
+//     up to the run's interval, and in a call of its own, so a claim takes
+//     the job on its next turn rather than in the turn that made it.
+//   - The next tick is computed from the server's clock read one round
+//     trip before the write; a tick that comes due in between waits for
+//     the next run. The client's copy of the rule (package emq, robfig/cron)
+//     decides it: keep the client at the module's version.
+//   - Clients that run ticks at once make each tick once, but race for
+//     it: the losers' reads are wasted. INFO emq counts none of it.
+//   - The scripts touch the schedule and job rows, which are not among
+//     their keys (as CLAIM's script does).
+//
 // # Round trips per job
 //
 // A round trip costs the server more than the verb it carries, so the
@@ -167,6 +214,9 @@
 //     command, atomic as the verb.
 //   - EnqueueMany: one pipeline of EVALSHA of the admission's script.
 //   - Job: no verb; the same MULTI/EXEC of reads on every node.
+//   - Repeat, Unrepeat and Schedules: EVALSHA of their scripts (Repeat's
+//     after one that reads the server's clock); the ticks: see "Repeat
+//     schedules".
 //
 // For valid input the results are the same: the same keys, values, stream
 // IDs, replies and refusal codes. The answer is remembered per node — one
