@@ -37,7 +37,7 @@ func init() {
 	commands = []*command{
 		queuesCmd, jobsCmd, jobCmd,
 		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, enqueueCmd,
-		statsCmd, dashCmd, metricsCmd,
+		tailCmd, statsCmd, dashCmd, metricsCmd,
 	}
 }
 
@@ -62,6 +62,9 @@ type options struct {
 	limit, offset int
 	all           bool
 	olderThan     time.Duration
+
+	from  string
+	count int
 
 	listen, auth string
 	write        bool

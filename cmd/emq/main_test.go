@@ -400,32 +400,59 @@ func (l *lockedBuffer) String() string {
 
 var servingAt = regexp.MustCompile(`serving (http://[0-9.:]+/)`)
 
-// serving starts a serving command against addr and returns the URL it
-// serves, stopping it when the test ends.
-func serving(t *testing.T, addr string, args ...string) string {
+// running is a command run in the background: what it printed so far,
+// and its stop.
+type running struct {
+	out, errs *lockedBuffer
+	done      chan int
+	cancel    context.CancelFunc
+}
+
+// background runs a command against addr until it ends or stop; the test
+// ends it if still running.
+func background(t *testing.T, addr string, args ...string) *running {
 	t.Helper()
-	var out, errs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	e := env{stdout: &out, stderr: &errs, now: time.Now, getenv: func(k string) string {
+	r := &running{out: &lockedBuffer{}, errs: &lockedBuffer{}, done: make(chan int, 1)}
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	e := env{stdout: r.out, stderr: r.errs, now: time.Now, getenv: func(k string) string {
 		if k == "EMQ_ADDR" {
 			return addr
 		}
 		return ""
 	}}
-	go func() { done <- run(ctx, args, e) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.Equal(t, exitOK, <-done, "an interrupted server exits 0")
-	})
+	go func() { r.done <- run(ctx, args, e) }()
+	t.Cleanup(r.cancel)
+	return r
+}
+
+// stop interrupts the command and returns its exit code.
+func (r *running) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not stop within 10s of its interrupt")
+		return -1
+	}
+}
+
+// serving starts a serving command against addr and returns the URL it
+// serves, stopping it when the test ends.
+func serving(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	r := background(t, addr, args...)
+	t.Cleanup(func() { assert.Equal(t, exitOK, r.stop(t), "an interrupted server exits 0") })
 	var url string
 	require.Eventually(t, func() bool {
-		m := servingAt.FindStringSubmatch(errs.String())
+		m := servingAt.FindStringSubmatch(r.errs.String())
 		if m != nil {
 			url = m[1]
 		}
 		return m != nil
-	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", errs.String())
+	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", r.errs.String())
 	return url
 }
 

@@ -37,6 +37,7 @@ type queueJSON struct {
 	Paused        bool   `json:"paused"`
 	LimitMax      int64  `json:"limit_max"`
 	LimitWindowMs int64  `json:"limit_window_ms"`
+	Events        int64  `json:"events"`
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
 }
@@ -55,7 +56,7 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 		for i, q := range sums {
 			out[i] = queueJSON{Queue: q.Queue, Pending: q.Counts[inspect.Pending], Active: q.Counts[inspect.Active],
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
-				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(),
+				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events,
 				OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
 		}
 		return writeJSON(s.e.stdout, out)
