@@ -152,11 +152,13 @@ func TestBrowser(t *testing.T) {
 	shoot(t, ctx, dir, "5-overview-after")
 
 	step(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-queue="emails"] a.queue`)))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("nav.tabs"))) // the queue page, not the overview's buttons
 	step(t, ctx, chromedp.Click(chromedp.CSS("form.toggle button.pause")))
-	assert.Contains(t, text(t, ctx, "#flash"), "Paused emails")
 	assert.Equal(t, "paused", text(t, ctx, "#paused"))
+	assert.Contains(t, text(t, ctx, "#flash"), "Paused emails")
 	shoot(t, ctx, dir, "6-queue-paused")
 	step(t, ctx, chromedp.Click(chromedp.CSS("form.toggle button.resume")))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("form.toggle button.pause"))) // the page after the resume
 	assert.Contains(t, text(t, ctx, "#flash"), "Resumed emails")
 	assert.Zero(t, step(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#paused").length`)), "the badge went")
 

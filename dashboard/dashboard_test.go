@@ -98,6 +98,14 @@ func TestPages(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	f := queuetest.Fill(t, s.Client())
 	queuetest.Dead(t, s.Client(), "bulk", PageSize+10)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	invoices, err := client.New(s.Client()).Queue("invoices", nil, client.Policy{})
+	require.NoError(t, err)
+	_, err = invoices.Repeat(ctx, "monthly", "0 6 1 * *", []byte("bill"), client.RepeatOptions{TZ: "Europe/Berlin", Start: queuetest.Expires, Limit: 12})
+	require.NoError(t, err)
+	_, err = invoices.SetEvents(ctx, 100)
+	require.NoError(t, err)
 	w := serveDashboard(t, s.Client(), Config{})
 
 	t.Run("the overview lists every queue with its counts", func(t *testing.T) {
@@ -121,6 +129,16 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, f.DeadError)
 		assert.Contains(t, body, "40m00s ago")
 		assert.Contains(t, body, `id="tab-pending" href="?state=pending">pending <span class="n">3</span>`)
+	})
+	t.Run("a queue page lists its schedules and says whether its events are on", func(t *testing.T) {
+		_, body := w.get(t, "/queues/invoices")
+		assert.Contains(t, body, `<span id="events">events on, about 100 kept</span>`)
+		assert.Contains(t, body, "<td>monthly</td>\n<td><code>0 6 1 * *</code> <span class=\"muted\">Europe/Berlin</span></td>")
+		assert.Contains(t, body, `<span title="2100-01-01 05:00:00Z">in `, "the first 6:00 in Berlin after the start, 01:00 there")
+		assert.Contains(t, body, `<td class="num">0 of 12</td>`)
+		_, body = w.get(t, "/queues/emails")
+		assert.Contains(t, body, "events off")
+		assert.NotContains(t, body, `id="schedules"`, "no schedule: no table")
 	})
 	t.Run("a queue page pages", func(t *testing.T) {
 		_, body := w.get(t, "/queues/bulk?state=dead")

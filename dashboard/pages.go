@@ -114,6 +114,8 @@ type queueBody struct {
 	PageSize    int
 	First, Last int // ranks, from 1, of the page's first and last jobs
 	Prev, Next  int // pages; 0: none
+	// Schedules are the queue's repeat schedules (EMQ.REPEATS).
+	Schedules []client.Schedule
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
@@ -145,8 +147,18 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	q, err := d.queue(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	schedules, err := q.Schedules(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
-		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs)}
+		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules}
 	if page > 1 {
 		body.Prev = page - 1
 	}
