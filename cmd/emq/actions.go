@@ -167,8 +167,8 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 	return err
 }
 
-// warnUnknown notes on stderr that queue holds no job and has no setting
-// (a name mistyped makes a new paused queue).
+// warnUnknown notes on stderr that queue holds no job and has no setting:
+// a mistyped name makes a new, paused queue.
 func (s *session) warnUnknown(ctx context.Context, queue string) error {
 	in, err := s.inspector()
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *session) warnUnknown(ctx context.Context, queue string) error {
 		return err
 	}
 	if sum.Total() == 0 && !sum.Paused && sum.Limit.Max == 0 {
-		fmt.Fprintf(s.e.stderr, "emq: note: %s holds no job and has no setting: check its name (a new queue is paused all the same)\n", queue)
+		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", queue)
 	}
 	return nil
 }

@@ -314,7 +314,7 @@ func TestCLISteers(t *testing.T) {
 		{name: "resuming a running queue says nothing changed", args: []string{"resume", "emails"},
 			stdout: "emails was not paused: nothing changed\n"},
 		{name: "pausing a queue that holds nothing warns of a mistyped name", args: []string{"pause", "emials"},
-			stdout: "paused emials\n", stderr: "emials holds no job and has no setting: check its name"},
+			stdout: "paused emials\n", stderr: "emials holds no job and has no setting (a mistyped name?)"},
 		{name: "resume undoes it", args: []string{"resume", "emials"}, stdout: "resumed emials\n",
 			after: func(t *testing.T) { assert.False(t, paused("emials")) }},
 		{name: "delete removes each job named; a missing one is exit 3", args: []string{"delete", "emails", pending, missing},
