@@ -25,15 +25,20 @@ func (w *worker) waitLoop() {
 	pause := pollFirst
 	for {
 		w.mu.Lock()
-		for !w.stopping && w.stop.Err() == nil && !(w.dry && w.want() > 0) {
+		for !w.stopping && w.stop.Err() == nil && !(w.dry && (w.want() > 0 || w.standing())) {
 			w.claimWake.Wait()
 		}
 		if w.stopping || w.stop.Err() != nil {
 			w.mu.Unlock()
 			return
 		}
-		n := w.want()
-		w.asked += n
+		n, reserved := w.want(), 0
+		if w.standing() {
+			n = 1 // beyond the room: reserves none of it
+		} else {
+			reserved = n
+		}
+		w.asked += reserved
 		w.mu.Unlock()
 
 		sent := time.Now()
@@ -41,7 +46,7 @@ func (w *worker) waitLoop() {
 		claimed, err = w.blockingClaim(&b, n, claimed[:0])
 		w.logClaimed(claimed)
 		w.mu.Lock()
-		w.asked -= n
+		w.asked -= reserved
 		if len(claimed) == n { // the queue may hold more: the settler claims again
 			w.dry = false
 			w.settleWake.Signal()
