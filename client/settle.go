@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -32,7 +33,8 @@ const maxSettlements = 1000
 // jobs, each made by alloc, to claimed. Each settlement gets its own
 // outcome: one refused (EMQLEASE, EMQNOJOB, WRONGTYPE, NOPERM) stops none
 // of the others. The error is the claim's: a refusal, or the round trip's
-// failure, which is every settlement's too.
+// failure, which is every settlement's too — or ErrNotDurable, when the
+// call was applied but not confirmed as the policy's Durability asks.
 //
 // The ids, attempts and policy numbers are not checked here: a worker
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
@@ -43,9 +45,11 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 		return claimed, settleFailed(ss, err)
 	}
 	if native {
-		r := q.c.vk.Do(ctx, q.settleCommand(ss, n))
-		if !unknownCommand(r.Error()) {
-			return q.settleReply(r, ss, alloc, claimed)
+		rs := []valkey.ValkeyResult{q.c.vk.Do(ctx, q.settleCommand(ss, n))}
+		short := applied(rs)
+		if !unknownCommand(rs[0].Error()) {
+			claimed, err := q.settleReply(rs[0], ss, alloc, claimed)
+			return claimed, cmp.Or(err, short)
 		}
 		q.c.nodes.forget(q.slot) // the node lost the module: the pipeline instead
 	}
@@ -121,6 +125,7 @@ func (q *Queue) settlePipelined(ctx context.Context, ss []settlement, n int, all
 		calls = append(calls, q.claimCall(n))
 	}
 	replies := runVerbs(ctx, q.c, calls)
+	short := applied(replies)
 	for i := range ss {
 		s := &ss[i]
 		if s.fail {
@@ -132,7 +137,8 @@ func (q *Queue) settlePipelined(ctx context.Context, ss []settlement, n int, all
 		}
 	}
 	if n == 0 {
-		return claimed, nil
+		return claimed, short
 	}
-	return q.readClaimed(replies[len(ss)], alloc, claimed)
+	claimed, err := q.readClaimed(replies[len(ss)], alloc, claimed)
+	return claimed, cmp.Or(err, short)
 }

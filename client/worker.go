@@ -523,6 +523,10 @@ func (w *worker) settleLoop() {
 // the next.
 func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Time, err error) (failed bool) {
 	now := time.Now()
+	if errors.Is(err, ErrNotDurable) { // applied: only its copies fell short
+		w.log.Error("settle not durable", "err", err)
+		err = nil
+	}
 	for i := range batch {
 		w.logSettled(&batch[i])
 	}
