@@ -23,6 +23,7 @@ type Cluster struct {
 	Primaries []*Server
 	Replicas  []*Server
 
+	each   int // replicas per primary, as started
 	client valkey.Client
 }
 
@@ -37,7 +38,7 @@ func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Clus
 	if primaries < 1 || replicasEach < 0 {
 		t.Fatalf("valkeytest: a cluster of %d primaries with %d replicas each", primaries, replicasEach)
 	}
-	c := &Cluster{}
+	c := &Cluster{each: replicasEach}
 	for i := 0; i < primaries*(1+replicasEach); i++ {
 		c.Nodes = append(c.Nodes, startClusterNode(t, opts))
 	}
@@ -174,17 +175,18 @@ func (c *Cluster) ID(t testing.TB, s *Server) string {
 // Slot returns the hash slot of key, as the server computes it.
 func (c *Cluster) Slot(t testing.TB, key string) int {
 	t.Helper()
-	n, err := c.Nodes[0].Do("CLUSTER", "KEYSLOT", key).AsInt64()
+	n, err := c.live().Do("CLUSTER", "KEYSLOT", key).AsInt64()
 	if err != nil {
 		t.Fatalf("valkeytest: CLUSTER KEYSLOT %q: %v", key, err)
 	}
 	return int(n)
 }
 
-// Owner returns the primary that serves slot, as the first node sees it.
+// Owner returns the primary that serves slot, as the first running node
+// sees it.
 func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 	t.Helper()
-	m, err := slotMap(c.Nodes[0])
+	m, err := slotMap(c.live())
 	if err != nil {
 		t.Fatalf("valkeytest: %v", err)
 	}
@@ -199,6 +201,16 @@ func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 	}
 	t.Fatalf("valkeytest: no primary serves slot %d", slot)
 	return nil
+}
+
+// live is the first node whose process runs.
+func (c *Cluster) live() *Server {
+	for _, s := range c.Nodes {
+		if s.Running() {
+			return s
+		}
+	}
+	return c.Nodes[0]
 }
 
 // Wait waits until every node reports cluster_state:ok, sees every primary
