@@ -190,13 +190,16 @@ func (c durableClient) DoMulti(ctx context.Context, cmds ...valkey.Completed) []
 	return out
 }
 
-// maxRedirects bounds the redirects one round follows.
-const maxRedirects = 5
+// maxRedirects bounds the redirects one round follows: during a failover
+// the two nodes may redirect to each other until both know who serves the
+// slot, so the tries after the first wait, 10 ms doubling to 250 ms.
+const maxRedirects = 10
 
 // round sends cmds, all of one slot, then the wait, on one dedicated
 // connection to the node serving the slot. A command the node redirects
 // (MOVED, or ASK while its slot migrates) did not run there: it goes again,
-// with a wait of its own, to the node the redirect names. Each reply of a
+// with a wait of its own, to the node the redirect names (a moment later
+// from the second redirect on). Each reply of a
 // command that ran is the command's, or, when a wait fell short, a
 // *NotDurableError carrying it.
 func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []valkey.ValkeyResult {
@@ -207,7 +210,7 @@ func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []val
 		todo[i] = i
 	}
 	var short *NotDurableError
-	via, asking := c.Client, false
+	via, asking, pause := c.Client, false, time.Duration(0)
 	for redirects := 0; len(todo) > 0; redirects++ {
 		batch := make([]valkey.Completed, 0, len(todo)+2)
 		if asking {
@@ -247,8 +250,10 @@ func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []val
 			via = node
 		} else {
 			asking = false // the slot map, refreshed by the redirect, routes the next try
-			time.Sleep(pollFirst)
+			pause = max(pause, pollFirst)
 		}
+		time.Sleep(pause)
+		pause = min(max(2*pause, pollFirst), pollMax)
 	}
 	if short != nil {
 		for i, r := range out {
