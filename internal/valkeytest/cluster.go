@@ -76,15 +76,19 @@ func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Clus
 		})
 	}
 	for _, r := range c.Replicas {
-		waitFor(t, "replicas to sync", func() error {
-			if v := r.InfoField("replication", "master_link_status"); v != "up" {
-				return fmt.Errorf("%s master_link_status:%s", r.Addr, v)
-			}
-			return nil
-		})
+		waitFor(t, "replicas to sync", func() error { return linked(r) })
 	}
 	c.Wait(t)
 	return c
+}
+
+// linked is nil once replica r's link to its primary is up: it has
+// copied the primary's data and follows its stream.
+func linked(r *Server) error {
+	if v := r.InfoField("replication", "master_link_status"); v != "up" {
+		return fmt.Errorf("%s master_link_status:%q", r.Addr, v)
+	}
+	return nil
 }
 
 // Join starts a node with opts (a node without the module, say), makes it a

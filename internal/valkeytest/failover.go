@@ -91,12 +91,7 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 			list[i] = s
 		}
 	}
-	waitFor(t, "the restarted node to sync as a replica", func() error {
-		if v := s.InfoField("replication", "master_link_status"); v != "up" {
-			return fmt.Errorf("%s master_link_status:%q", s.Addr, v)
-		}
-		return nil
-	})
+	waitFor(t, "the restarted node to sync as a replica", func() error { return linked(s) })
 	c.Wait(t)
 	return s
 }
