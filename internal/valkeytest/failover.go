@@ -86,6 +86,7 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 		t.Fatalf("valkeytest: restarting %s: %v", killed.Addr, err)
 	}
 	t.Cleanup(s.Stop)
+	s.ownDir, killed.ownDir = killed.ownDir, false // the directory goes with the node that uses it
 	for _, list := range [][]*Server{c.Nodes, c.Primaries, c.Replicas} {
 		if i := slices.Index(list, killed); i >= 0 {
 			list[i] = s
