@@ -14,12 +14,18 @@ import (
 // refused the same way, writing nothing, on every node — the fallback's
 // included.
 func check(verb *emq.Verb, args ...string) error {
+	return checkAt(verb, time.Now().UnixMilli(), args...)
+}
+
+// checkAt is check with the clock at nowMs (Unix ms): the server's, for a
+// fallback whose result depends on it.
+func checkAt(verb *emq.Verb, nowMs int64, args ...string) error {
 	argv := make([][]byte, 0, 1+len(args))
 	argv = append(argv, []byte(verb.Name))
 	for _, a := range args {
 		argv = append(argv, []byte(a))
 	}
-	return verb.CheckCall(argv, time.Now().UnixMilli())
+	return verb.CheckCall(argv, nowMs)
 }
 
 // checkName refuses a queue or topic name the key layouts cannot carry.

@@ -49,7 +49,7 @@ const DefaultRecheck = time.Minute
 type Client struct {
 	vk       valkey.Client
 	nodes    *nodes
-	admit    *valkey.Lua
+	admit    *luaScript
 	failures *valkey.Lua
 	scripts  lifecycleScripts
 }
@@ -78,7 +78,7 @@ func New(vk valkey.Client, opts ...Option) *Client {
 	c := &Client{
 		vk:       vk,
 		nodes:    newNodes(vk, DefaultRecheck),
-		admit:    valkey.NewLuaScript(AdmitScript),
+		admit:    newLuaScript(AdmitScript),
 		failures: valkey.NewLuaScript(FailuresIncrScript),
 		scripts:  newLifecycleScripts(),
 	}

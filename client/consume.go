@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	emqerrors "github.com/echomq/emq/errors"
@@ -70,8 +69,7 @@ type consumer struct {
 	log                *slog.Logger
 	topic, group, name string
 	stream             string
-	cursor             string // XAUTOCLAIM's next start
-	reclaimedAt        time.Time
+	reclaim            reclaimer
 }
 
 // Consume reads topic's stream as consumer of group and runs h on each
@@ -121,8 +119,9 @@ func (c *Client) Consume(ctx context.Context, topic, group, name string, h Messa
 		log = slog.New(slog.DiscardHandler)
 	}
 	k := &consumer{c: c, h: h, o: opts, topic: topic, group: group, name: name,
-		stream: keys.Stream(topic, opts.Stream), cursor: "0-0",
-		log: log.With("topic", topic, "group", group, "consumer", name)}
+		stream: keys.Stream(topic, opts.Stream),
+		log:    log.With("topic", topic, "group", group, "consumer", name)}
+	k.reclaim = newReclaimer(k.stream, group, name, opts.Reclaim, int64(opts.Count))
 	return k.run(ctx)
 }
 
@@ -159,26 +158,8 @@ func (k *consumer) run(ctx context.Context) error {
 // time to look for them, else the group's new entries.
 func (k *consumer) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	vk := k.c.vk
-	if time.Since(k.reclaimedAt) >= k.o.Reclaim/2 {
-		reply, err := vk.Do(ctx, vk.B().Xautoclaim().Key(k.stream).Group(k.group).Consumer(k.name).
-			MinIdleTime(strconv.FormatInt(k.o.Reclaim.Milliseconds(), 10)).Start(k.cursor).
-			Count(int64(k.o.Count)).Build()).ToArray()
-		if err != nil {
-			return nil, refusal(err)
-		}
-		if len(reply) < 2 {
-			return nil, fmt.Errorf("client: XAUTOCLAIM reply %v", reply)
-		}
-		if k.cursor, err = reply[0].ToString(); err != nil {
-			return nil, err
-		}
-		if k.cursor == "0-0" { // a full pass made
-			k.reclaimedAt = time.Now()
-		}
-		entries, err := reply[1].AsXRange()
-		if err != nil || len(entries) > 0 {
-			return entries, err
-		}
+	if entries, err := k.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
+		return entries, err
 	}
 	// Not cancelled with ctx: entries the server hands over are handled.
 	read := vk.B().Xreadgroup().Group(k.group, k.name).Count(int64(k.o.Count)).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,11 +52,13 @@ func (tw *twin) same(what string, call func(i int, n node) any) {
 }
 
 // snapshot is a server's data without its clock: every key's type; a
-// hash's fields; a sorted set's members, sorted; whether a key expires.
-// Scores of the active, delayed and dead sets (deadlines, due times,
-// times of death) and TTLs are times read from each server's own clock,
-// so they are left out here and compared by DEBUG DIGEST where the data
-// holds none.
+// hash's fields; a sorted set's members, sorted, and pending's with their
+// scores (priorities), in claim order; a string's value; a stream's
+// entries' fields in order; whether a key expires. The scores of the
+// active, delayed and dead sets (deadlines, due times, times of death),
+// TTLs, stream IDs and the times events carry (lease, at) are read from
+// each server's own clock, so they are left out here and compared by
+// DEBUG DIGEST where the data holds none.
 func (tw *twin) snapshot(n node) []string {
 	t := tw.t
 	t.Helper()
@@ -77,10 +80,32 @@ func (tw *twin) snapshot(n node) []string {
 			slices.Sort(fields)
 			line += " " + strings.Join(fields, " ")
 		case "zset":
+			if strings.HasSuffix(k, ":"+keys.PendingSet) {
+				members, err := n.s.Do("ZRANGE", k, "0", "-1", "WITHSCORES").AsZScores()
+				require.NoError(t, err)
+				for _, m := range members {
+					line += fmt.Sprintf(" %s@%g", m.Member, m.Score)
+				}
+				break
+			}
 			members, err := n.s.Do("ZRANGE", k, "0", "-1").AsStrSlice()
 			require.NoError(t, err)
 			slices.Sort(members)
 			line += " " + strings.Join(members, " ")
+		case "string":
+			line += " " + str(t, n, "GET", k)
+		case "stream":
+			for _, e := range xrange(t, n.s, k) {
+				line += "\n "
+				for _, f := range e.FieldValues {
+					if f.Field == "lease" || f.Field == "at" {
+						_, err := strconv.ParseInt(f.Value, 10, 64)
+						require.NoError(t, err, "%s is a time", f.Field)
+						f.Value = "<time>"
+					}
+					line += " " + f.Field + "=" + f.Value
+				}
+			}
 		}
 		if integer(t, n.s, "PTTL", k) >= 0 {
 			line += " expires"
@@ -103,6 +128,18 @@ func (tw *twin) claim(qs [2]*Queue, count int) func(int, node) any {
 	}
 }
 
+// newTwin makes the twin's handles on queue of both servers.
+func newTwin(t *testing.T, nodes []node, queue string) *twin {
+	tw := &twin{t: t, nodes: nodes, jobs: [2]map[string]*Job{{}, {}}}
+	for i, n := range nodes {
+		tw.long[i] = newQueue(t, n, queue, Policy{Lease: 10 * time.Second, MaxAttempts: 2})
+		tw.short[i] = newQueue(t, n, queue, Policy{Lease: 30 * time.Millisecond, MaxAttempts: 2})
+		tw.patient[i] = newQueue(t, n, queue, Policy{MaxAttempts: 5})
+		tw.kept[i] = newQueue(t, n, queue, Policy{MaxAttempts: 2, Keep: time.Hour})
+	}
+	return tw
+}
+
 // job is the handle of id's attempt on server i.
 func (tw *twin) job(i int, id ids.ID, attempt int64) *Job {
 	tw.t.Helper()
@@ -118,18 +155,7 @@ func (tw *twin) job(i int, id ids.ID, attempt int64) *Job {
 // the same data after every call, and the same DEBUG DIGEST at the end.
 func TestScriptsMatchTheVerbs(t *testing.T) {
 	nodes := startNodes(t)
-	tw := &twin{t: t, nodes: nodes, jobs: [2]map[string]*Job{{}, {}}}
-	for i, n := range nodes {
-		var err error
-		tw.long[i], err = n.c.Queue(diffQueue, n.m, Policy{Lease: 10 * time.Second, MaxAttempts: 2})
-		require.NoError(t, err)
-		tw.short[i], err = n.c.Queue(diffQueue, n.m, Policy{Lease: 30 * time.Millisecond, MaxAttempts: 2})
-		require.NoError(t, err)
-		tw.patient[i], err = n.c.Queue(diffQueue, n.m, Policy{MaxAttempts: 5})
-		require.NoError(t, err)
-		tw.kept[i], err = n.c.Queue(diffQueue, n.m, Policy{MaxAttempts: 2, Keep: time.Hour})
-		require.NoError(t, err)
-	}
+	tw := newTwin(t, nodes, diffQueue)
 	const expire = 80 * time.Millisecond // past a short lease and a short backoff
 	boom := errors.New("boom")
 	var j [6]ids.ID

@@ -22,19 +22,44 @@
 //
 // A [Queue] is a handle on one job queue with its [Policy] — the lease,
 // the attempts before a job is dead, the backoff after a failure
-// ([Exponential] gives one with jitter) and how long finished jobs are
-// kept. [Queue.Enqueue] mints the job's id; [Queue.EnqueueMany] admits a
-// batch in one pipeline; [Queue.Claim] and [Queue.BClaim] hand out jobs
-// ([Job]), each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
-// [Job.Fail] and [Job.FailAfter] present it, and a stale one is refused
-// with EMQLEASE (errors.Is(err, emqerrors.Lease)); [Queue.Revive] brings
-// a dead job back and [Queue.StalledCheck] requeues expired leases.
+// ([Exponential] gives one with jitter) and how long finished jobs, and
+// their results, are kept. [Queue.Enqueue] mints the job's id;
+// [Queue.EnqueueMany] admits a batch in one pipeline; [Queue.Claim] and
+// [Queue.BClaim] hand out jobs ([Job]), each under a lease whose token is
+// its attempt; [Job.Extend], [Job.Ack], [Job.AckResult], [Job.Fail] and
+// [Job.FailAfter] present it, and a stale one is refused with EMQLEASE
+// (errors.Is(err, emqerrors.Lease)); [Queue.Settle] settles a batch of
+// finished jobs and claims the next in one round trip; [Queue.Revive]
+// brings a dead job back, [Queue.Remove] deletes one in any state and
+// [Queue.StalledCheck] requeues expired leases. [Queue.Job] reads a job:
+// its state, attempts, priority, payload, last error, result and the time
+// its set records.
 //
 //	q, err := c.Queue("emails", minter, client.Policy{Lease: 30 * time.Second, MaxAttempts: 5})
 //	id, err := q.Enqueue(ctx, payload)
 //	err = q.Work(ctx, func(ctx context.Context, j *client.Job) error {
 //		return send(ctx, j.Payload) // nil acks; an error or a panic fails with backoff
 //	}, client.WorkOptions{Concurrency: 16})
+//
+// # Scheduling, priorities and the queue's settings
+//
+// Enqueue and EnqueueMany take options: [At] and [After] make a job
+// claimable at a time, [Priority] sets its priority — claims take the
+// lowest first, and jobs of one priority in the order of their ids, the
+// order they were minted; a job keeps its priority through every retry,
+// promotion, requeue and revival. With any option the admission is
+// EMQ.SCHEDULE, without EMQ.ENQUEUE.
+//
+//	id, err := q.Enqueue(ctx, payload, client.After(time.Minute), client.Priority(1))
+//
+// [Queue.Pause] stops a queue's claims (they still promote due jobs and
+// requeue expired leases) until [Queue.Resume]; [Queue.Limit] caps the
+// jobs its claims deliver per window; [Queue.SetEvents] turns on its
+// lifecycle events stream, emq:{<queue>}:events, to which every transition
+// of its jobs appends an entry in the same server turn (docs/commands.md
+// lists the events and their fields). A job's result, given to
+// [Job.AckResult], is kept on its row for the policy's Keep; with Keep 0
+// the row is deleted on ack, so a result is refused with EMQSHAPE.
 //
 // [Queue.Work] is the worker runner. One call at a time settles the jobs
 // that finished since the last — ack on success, fail with the policy's
@@ -59,6 +84,53 @@
 // message's failures reach the limit, and XAUTOCLAIM of entries left
 // unacknowledged past a bound (a dead consumer's, or a failed one's).
 //
+// # Lifecycle events
+//
+// A queue whose events are on ([Queue.SetEvents]) appends one entry per
+// transition to its stream emq:{<queue>}:events, in the turn that makes
+// it, trimmed to about its cap. [Queue.Events] yields them as typed
+// [Event] values (XREAD), from a stream ID — "$" for new ones, "0" for
+// all, or the last one handled, so a listener that restarts misses
+// nothing the stream still holds. [Queue.EventGroup] shares them among the
+// consumers of a group (XREADGROUP): each event goes to one, is
+// acknowledged once the loop body is done with it, and comes back — to
+// the same consumer name, or to another past [GroupOptions].Reclaim —
+// when it was not. Both block at most [DefaultPoll] per read and stop at
+// once when ctx ends. They use only built-ins, so every node serves them.
+//
+// # Repeat schedules
+//
+// [Queue.Repeat] sets a named schedule — cron, a descriptor or "@every
+// d" — whose every tick makes one job; [Queue.Schedules] lists them and
+// [Queue.Unrepeat] removes one. A tick's job id is decided by the tick and
+// the schedule's number ([emq.TickID]), so a tick made twice is one job.
+// With the module the server makes the jobs, in every claim turn of the
+// queue and by its timer while workers wait. On a node without it the
+// client sets, lists and removes schedules with scripts that write the
+// verbs' rows (REPEAT first reads the server's clock: two round trips),
+// and the worker makes the ticks: due.lua reads the due schedules and the
+// server's clock, the client computes each tick's job id and next tick
+// with the module's own code (package emq), and tick.lua writes what the
+// claim turn would — the job row, its pending entry, its added event, the
+// schedule's made, last and next — unless the schedule's score moved
+// since the read (another client made the tick, or the schedule was
+// replaced or removed). What that cannot promise:
+//
+//   - Ticks are made only while some client runs them: with no worker on
+//     the queue, none are; the next run makes one job for the first tick
+//     missed, however many were (as the server does after a restart).
+//   - A tick is made when a client's run comes, not at its time: late by
+//     up to the run's interval, and in a call of its own, so a claim takes
+//     the job on its next turn rather than in the turn that made it.
+//   - The next tick is computed from the server's clock read one round
+//     trip before the write; a tick that comes due in between waits for
+//     the next run. The client's copy of the rule (package emq, robfig/cron)
+//     decides it: keep the client at the module's version.
+//   - Clients that run ticks at once make each tick once, but race for
+//     it: the losers' reads are wasted. INFO emq counts none of it.
+//   - The scripts touch the schedule and job rows, which are not among
+//     their keys (as CLAIM's script does).
+//
 // # Round trips per job
 //
 // A round trip costs the server more than the verb it carries, so the
@@ -80,15 +152,13 @@
 //
 // Measured (TestWorkDeliversEachJobOnce: 10,000 quick jobs, 16 workers of
 // 8 slots, counting what the client sends): 0.06 commands in 0.06 round
-// trips per job from claim to ack natively, where the runner of version
-// 0.2 sent 1.4 commands in 1.4 round trips; on the scripts 1.06 commands
-// in 0.06 round trips. BenchmarkWork (make bench-work) reports the jobs/s,
-// allocations and round trips per job at concurrency 1, 8 and 64. On a
-// node without the module the round trips are the same, the settle step
-// one pipeline of an EVALSHA per ack or fail and one of the claim's (plus
-// one EVAL the first time the node has not cached a script), except the
-// wait: it polls, one claim per 10 ms doubling to 250 ms while the queue
-// is empty.
+// trips per job from claim to ack, natively and on the scripts alike,
+// where the runner of version 0.2 sent 1.4 commands in 1.4 round trips.
+// BenchmarkWork (make bench-work) reports the jobs/s, allocations and
+// round trips per job at concurrency 1, 8 and 64. On a node without the
+// module the settle step is one EVALSHA of [SettleScript] (plus one EVAL
+// the first time the node has not cached it), and the wait polls, one
+// claim per 10 ms doubling to 250 ms while the queue is empty.
 //
 // The consumer spends one XREADGROUP and one XACK per batch, one
 // EMQ.FAILURES.INCR per failure and one park per parked message. Every
@@ -129,20 +199,24 @@
 // module answers "unknown command"; there the client runs the composition
 // the verb replaces:
 //
-//   - Enqueue: EVALSHA of [AdmitScript].
+//   - Enqueue: EVALSHA of [AdmitScript]; with options, of [ScheduleScript].
 //   - Append and Publish: one XADD per entry,
 //     XADD <key> <stream ID> id <EVT id> <field> <value> …
 //   - FailuresIncr: EVALSHA of [FailuresIncrScript], INCR then EXPIRE of the
 //     TTL rounded up to whole seconds.
-//   - The job lifecycle (Claim, Extend, Ack, Fail, StalledCheck, Revive)
-//     and Park: EVALSHA of the verb's script (below), atomic as the verb.
+//   - The job lifecycle (Claim, Extend, Ack, Fail, StalledCheck, Revive,
+//     Remove, Settle), the queue's settings (Pause, Resume, Limit,
+//     SetEvents) and Park: EVALSHA of the verb's script (below), atomic as
+//     the verb.
 //   - BClaim: a claim, then polling with a capped backoff (a script
 //     cannot block).
-//   - Work's EMQ.SETTLE: one pipeline of the settlements' scripts and the
-//     claim's; a script the node has not cached runs again after the
-//     rest, so on a node's first calls a job failed back at once may miss
-//     the same call's claim.
-//   - EnqueueMany: one pipeline of EVALSHA of [AdmitScript].
+//   - Settle, and Work's settle step: EVALSHA of [SettleScript], one
+//     command, atomic as the verb.
+//   - EnqueueMany: one pipeline of EVALSHA of the admission's script.
+//   - Job: no verb; the same MULTI/EXEC of reads on every node.
+//   - Repeat, Unrepeat and Schedules: EVALSHA of their scripts (Repeat's
+//     after one that reads the server's clock); the ticks: see "Repeat
+//     schedules".
 //
 // For valid input the results are the same: the same keys, values, stream
 // IDs, replies and refusal codes. The answer is remembered per node — one
@@ -167,55 +241,65 @@
 //     writer passing a later entry's ID) leaves the entries before it
 //     appended; Append returns their IDs with the error. The module's limit
 //     emq.append-max-entries is not applied.
-//   - Enqueue's script asks EXISTS, not the key's type: a job key holding
-//     another type is reported as a duplicate (false) rather than WRONGTYPE,
-//     and a pending key holding another type is refused with WRONGTYPE only
-//     after the job row is written.
 //   - An EMQORDER refusal of an entry not above the stream's top does not
 //     name the top.
 //   - Replicas and the AOF receive each of Append's XADDs on its own, not
 //     wrapped as one unit (a script's effects are wrapped).
 //
-// # The job lifecycle and the park as scripts
+// # The verbs as scripts
 //
-// For the verbs of version 0.2 the package holds the Lua scripts that do
-// what each verb does on a server without the module: [ClaimScript],
-// [ExtendScript], [AckScript], [FailScript], [StalledCheckScript],
-// [ReviveScript] and [ParkScript]. EVALSHA of a script with the verb's
-// numkeys, keys and arguments (CLAIM's with the sweep batch appended) makes
-// the verb's writes in one server turn and gives its reply; the refusals
-// the stored data decides (WRONGTYPE, EMQNOJOB, EMQLEASE, EMQSTATE,
-// EMQCOUNT, EMQORDER, NOGROUP) have the verb's text and write nothing. Each
-// script's shebang line carries its verb's flags: allow-oom for CLAIM,
-// EXTEND, ACK, FAIL and STALLED.CHECK, deny-oom (no flag) for REVIVE and
-// PARK; a read-only replica refuses them all. BCLAIM has no script: a
-// script cannot block.
+// The package holds a Lua script per verb that does what the verb does on
+// a server without the module: [AdmitScript], [ScheduleScript],
+// [ClaimScript], [ExtendScript], [AckScript], [FailScript],
+// [StalledCheckScript], [ReviveScript], [RemoveScript], [SettleScript],
+// [PauseScript], [ResumeScript], [LimitScript], [EventsScript] and
+// [ParkScript]. EVALSHA of a script with the verb's numkeys, keys and
+// arguments (CLAIM's and SETTLE's with the sweep batch appended) makes the
+// verb's writes in one server turn, appends the verb's lifecycle events to
+// the queue's events stream when they are on (XADD … MAXLEN ~ <cap> *,
+// the same fields in the same order; the entries' IDs are each server's
+// own), and gives its reply; the refusals the stored data decides
+// (WRONGTYPE, EMQNOJOB, EMQLEASE, EMQSTATE, EMQCOUNT, EMQORDER, NOGROUP)
+// have the verb's text, its precedence, and write nothing. A script reads
+// the queue's settings as the verb does: the config hash only when it
+// exists, the events stream only when events are on, the limiter only
+// when the queue has a limit, the schedules only when it has any. Each
+// script's shebang line carries its verb's flags: allow-oom unless the
+// verb is deny-oom (ENQUEUE, SCHEDULE, REVIVE, PARK), so over maxmemory
+// the server refuses the same calls; a read-only replica refuses them all.
+// BCLAIM has no script: a script cannot block.
 //
-// CLAIM and STALLED.CHECK write job rows that are not among their keys:
-// emq:{<queue>}:job:<JOB id>, built from the pending key. The server does
-// not require a script to declare every key it touches, and in a cluster
-// those rows share the queue's hash tag, so they are in the call's slot on
-// the node that runs it.
+// Besides its declared keys, a script touches keys it derives from them,
+// as the verb does: job rows (emq:{<queue>}:job:<JOB id>) and the queue's
+// config, limiter and events stream. The server does not require a script
+// to declare every key it touches, and in a cluster those keys share the
+// queue's hash tag, so they are in the call's slot on the node that runs
+// it.
 //
 // Where a script and its verb can be told apart:
 //
-//   - The scripts do not check the arguments (EMQSHAPE, EMQLAYOUT, EMQKIND):
-//     check them first, as the client does for every verb, or a script
-//     may fail with a Lua error or write under a malformed key.
-//   - CLAIM's nil (nothing claimed) is a null bulk string in RESP2 ($-1)
-//     where the verb sends a null array (*-1); in RESP3 both are _.
-//   - A derived job row the caller's ACL user may not touch fails the
-//     script at the first command on it, with the server's "ERR ACL failure
-//     in script: No permissions to access a key", after the call's earlier
-//     writes have landed; the verb refuses with NOPERM before writing.
+//   - The scripts do not check the arguments (EMQSHAPE, EMQLAYOUT,
+//     EMQKIND; AdmitScript alone checks the id's namespace): check them
+//     first, as the client does for every verb, or a script may fail with
+//     a Lua error or write under a malformed key.
+//   - Nil inside a reply: CLAIM's nil (nothing claimed), and the claim part
+//     of SETTLE's reply, is a null bulk string in RESP2 ($-1) where the
+//     verb sends a null array (*-1); in RESP3 both are _.
+//   - A derived key the caller's ACL user may not touch fails the script
+//     at the first command on it, with the server's "ERR ACL failure in
+//     script: No permissions to access a key", after the call's earlier
+//     writes have landed (a claim's removals from pending come at its end,
+//     so a job it took may then sit in both pending and active); the verb
+//     refuses with NOPERM before writing, and SETTLE refuses a settlement
+//     alone.
 //   - The scripts count nothing in INFO emq (dropped ids, refusals, calls);
 //     the server counts them as EVALSHA calls and, by code, in errorstats.
-//   - "Now" is TIME read when the script needs it; the verb reads its
-//     clock once per command.
-//   - A job row's attempts field is read with Lua's tonumber, which also
-//     takes forms the verbs never write (hex, spaces, fractions); a row
-//     without attempts counts 0 and one without payload is claimed with a
-//     nil payload.
+//   - "Now" is the server's TIME, read by the script (once per call, when
+//     it needs the time); the verb reads the clock once, when the command
+//     starts. Both are the server's clock.
+//   - The schedules of EMQ.REPEAT are ticked by the module alone: a claim
+//     turn on the script makes no job of a due tick (a script cannot read
+//     a cron expression).
 //   - PARK builds the dead-letter entry as one Lua call: a source entry
 //     of more than about 4,000 field/value pairs exceeds Lua's argument
 //     limit ("too many results to unpack") and the script fails, writing

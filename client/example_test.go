@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/echomq/emq/client"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
@@ -73,4 +77,180 @@ func ExampleClient() {
 		ID: minter.Mint(ids.Evt), Msg: minter.Mint(ids.Msg), Payload: []byte("hello"),
 	})
 	fmt.Println(sid, err)
+}
+
+// The server the runnable examples use: started with the module on the
+// first example that asks, stopped when the tests end.
+var (
+	exampleOnce   sync.Once
+	exampleServer *valkeytest.Server
+	exampleErr    error
+)
+
+// TestMain stops the examples' server once every test and example ran —
+// or makes this binary a worker process of TestClusterFailover.
+func TestMain(m *testing.M) {
+	if code, worker := client.FailoverWorkerMain(); worker {
+		os.Exit(code)
+	}
+	code := m.Run()
+	if exampleServer != nil {
+		exampleServer.Stop()
+	}
+	os.Exit(code)
+}
+
+// exampleQueue is a handle on a new queue of the examples' server: a
+// Client of a valkey-go client, as a program makes one with
+// valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}).
+func exampleQueue(name string, p client.Policy) *client.Queue {
+	exampleOnce.Do(func() { exampleServer, exampleErr = valkeytest.Launch(valkeytest.Options{}) })
+	if exampleErr != nil {
+		panic(exampleErr)
+	}
+	minter, err := ids.NewMinter(9)
+	if err != nil {
+		panic(err)
+	}
+	q, err := client.New(exampleServer.Client()).Queue(name, minter, p)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
+// ExampleQueue_Enqueue admits a job and claims it.
+func ExampleQueue_Enqueue() {
+	ctx := context.Background()
+	q := exampleQueue("emails", client.Policy{Lease: 30 * time.Second})
+
+	if _, err := q.Enqueue(ctx, []byte("hello")); err != nil {
+		panic(err)
+	}
+	jobs, err := q.Claim(ctx, 10)
+	if err != nil {
+		panic(err)
+	}
+	for _, j := range jobs {
+		fmt.Printf("%s, attempt %d\n", j.Payload, j.Attempt)
+		if err := j.Ack(ctx); err != nil {
+			panic(err)
+		}
+	}
+	// Output:
+	// hello, attempt 1
+}
+
+// ExamplePriority admits jobs at a time and at priorities: claims take the
+// lowest priority first, and a job due later waits in the delayed set.
+func ExamplePriority() {
+	ctx := context.Background()
+	q := exampleQueue("reports", client.Policy{})
+
+	for _, job := range []struct {
+		payload  string
+		priority int
+	}{{"weekly", 5}, {"urgent", 0}, {"daily", 5}} {
+		if _, err := q.Enqueue(ctx, []byte(job.payload), client.Priority(job.priority)); err != nil {
+			panic(err)
+		}
+	}
+	tomorrow, err := q.Enqueue(ctx, []byte("tomorrow"), client.At(time.Now().Add(24*time.Hour)), client.Priority(0))
+	if err != nil {
+		panic(err)
+	}
+	jobs, err := q.Claim(ctx, 10)
+	if err != nil {
+		panic(err)
+	}
+	for _, j := range jobs {
+		fmt.Println(string(j.Payload))
+	}
+	info, err := q.Job(ctx, tomorrow)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(info.State, time.Until(info.Due).Round(time.Hour))
+	// Output:
+	// urgent
+	// weekly
+	// daily
+	// delayed 24h0m0s
+}
+
+// ExampleQueue_Work runs a worker until its context ends: each job's
+// handler returning nil acknowledges it.
+func ExampleQueue_Work() {
+	q := exampleQueue("thumbnails", client.Policy{Lease: 10 * time.Second})
+	ctx, stop := context.WithCancel(context.Background())
+	if _, err := q.EnqueueMany(ctx, [][]byte{[]byte("a.png"), []byte("b.png"), []byte("c.png")}); err != nil {
+		panic(err)
+	}
+
+	done := 0
+	err := q.Work(ctx, func(ctx context.Context, j *client.Job) error {
+		fmt.Println("resized", string(j.Payload))
+		if done++; done == 3 {
+			stop() // the worker stops claiming, lets this handler finish, returns
+		}
+		return nil
+	}, client.WorkOptions{Concurrency: 1})
+	fmt.Println(err)
+	// Output:
+	// resized a.png
+	// resized b.png
+	// resized c.png
+	// <nil>
+}
+
+// ExampleQueue_Pause stops a queue's claims until it is resumed.
+func ExampleQueue_Pause() {
+	ctx := context.Background()
+	q := exampleQueue("payouts", client.Policy{})
+	if _, err := q.Enqueue(ctx, []byte("42 EUR")); err != nil {
+		panic(err)
+	}
+
+	paused, err := q.Pause(ctx)
+	if err != nil {
+		panic(err)
+	}
+	jobs, _ := q.Claim(ctx, 1)
+	fmt.Println(paused, len(jobs))
+
+	resumed, err := q.Resume(ctx)
+	if err != nil {
+		panic(err)
+	}
+	jobs, _ = q.Claim(ctx, 1)
+	fmt.Println(resumed, len(jobs))
+	// Output:
+	// true 0
+	// true 1
+}
+
+// ExampleJob_AckResult keeps a job's result on its row for the policy's
+// Keep, for whoever reads the job.
+func ExampleJob_AckResult() {
+	ctx := context.Background()
+	q := exampleQueue("sums", client.Policy{Keep: time.Hour})
+	id, err := q.Enqueue(ctx, []byte("2+2"))
+	if err != nil {
+		panic(err)
+	}
+	jobs, err := q.Claim(ctx, 1)
+	if err != nil {
+		panic(err)
+	}
+	if err := jobs[0].AckResult(ctx, []byte("4")); err != nil {
+		panic(err)
+	}
+
+	info, err := q.Job(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(info.State, string(info.Result))
+	// Output:
+	// done 4
 }

@@ -28,7 +28,7 @@ import (
 )
 
 // failoverWorkerEnv, set to a failoverConfig in JSON, makes the test
-// binary a worker process of TestClusterFailover (TestMain).
+// binary a worker process of TestClusterFailover (FailoverWorkerMain).
 const failoverWorkerEnv = "EMQ_FAILOVER_WORKER"
 
 // failoverJobsEnv sets TestClusterFailover's jobs per phase; 100,000
@@ -52,6 +52,17 @@ type failoverConfig struct {
 func failoverPolicy() Policy {
 	return Policy{Lease: 10 * time.Second, MaxAttempts: 1000, Keep: time.Hour,
 		Backoff: Exponential(10*time.Millisecond, time.Second), Durability: Durability{Replicas: 1, Timeout: time.Second}}
+}
+
+// FailoverWorkerMain runs this test binary as a worker process of
+// TestClusterFailover when failoverWorkerEnv is set, and reports whether it
+// did and its exit code: TestMain (example_test.go) calls it first.
+func FailoverWorkerMain() (code int, worker bool) {
+	cfg := os.Getenv(failoverWorkerEnv)
+	if cfg == "" {
+		return 0, false
+	}
+	return failoverWorker(cfg), true
 }
 
 // failoverWorker is a worker process: it works the sharded queue until

@@ -1,31 +1,21 @@
 package client
 
-// AdmitScript is the admission of a job as a queue library scripts it, the
-// composition EMQ.ENQUEUE replaces. Run it with EVAL/EVALSHA:
+// AdmitScript is EMQ.ENQUEUE as a script, what a node without the module
+// runs in its place: the job row (state pending, attempts 0, payload) and
+// its pending entry at priority 0, or 0 when the job key exists, the
+// verb's refusals of the stored data (WRONGTYPE) decided before the first
+// write and the queue's lifecycle event appended when its events are on.
+// Run it with EVAL/EVALSHA:
 //
 //	KEYS[1] the job key     emq:{<queue>}:job:<JOB id>
 //	KEYS[2] the pending set emq:{<queue>}:pending
 //	ARGV[1] the JOB id
 //	ARGV[2] the payload
 //
-// It refuses with `EMQKIND job id must be JOB-namespaced` unless ARGV[1]
-// starts with "JOB", replies 0 when the job key exists, and otherwise writes
-// the job row (state pending, attempts 0, payload) and adds the id to the
-// pending set with score 0, replying 1.
-//
-// Unlike the verb it checks only the namespace's three bytes, answers 0 for
-// a job key of any type, and leaves the job row written when the pending key
-// holds another type (ZADD fails after HSET).
-const AdmitScript = `if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', 0, 'payload', ARGV[2])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-return 1
-`
+// Unlike the other verb scripts it refuses with `EMQKIND job id must be
+// JOB-namespaced` an id whose first three bytes are not JOB, so a caller
+// running it without the verb's checks meets the verb's refusal there too.
+var AdmitScript = verbScript(enqueueLua)
 
 // FailuresIncrScript is the failure count as a queue library scripts it,
 // the composition EMQ.FAILURES.INCR replaces. Run it with EVAL/EVALSHA:

@@ -11,10 +11,12 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// lifecycleScripts are the scripts of the job lifecycle's verbs and the park,
-// which a node without the module runs in their place.
+// lifecycleScripts are the scripts of the job lifecycle's verbs, the
+// queue's settings and the park, which a node without the module runs in
+// their place.
 type lifecycleScripts struct {
-	claim, extend, ack, fail, stalledCheck, revive, park *luaScript
+	claim, extend, ack, fail, stalledCheck, revive, park   *luaScript
+	schedule, pause, resume, limit, events, remove, settle *luaScript
 }
 
 func newLifecycleScripts() lifecycleScripts {
@@ -26,6 +28,13 @@ func newLifecycleScripts() lifecycleScripts {
 		stalledCheck: newLuaScript(StalledCheckScript),
 		revive:       newLuaScript(ReviveScript),
 		park:         newLuaScript(ParkScript),
+		schedule:     newLuaScript(ScheduleScript),
+		pause:        newLuaScript(PauseScript),
+		resume:       newLuaScript(ResumeScript),
+		limit:        newLuaScript(LimitScript),
+		events:       newLuaScript(EventsScript),
+		remove:       newLuaScript(RemoveScript),
+		settle:       newLuaScript(SettleScript),
 	}
 }
 
@@ -41,7 +50,7 @@ func newLuaScript(src string) *luaScript {
 	return &luaScript{Lua: valkey.NewLuaScript(src), sha1: hex.EncodeToString(sum[:])}
 }
 
-// verbCall is one call of a verb of version 0.2: natively name with keys
+// verbCall is one call of a verb: natively name with keys
 // and args where the node serves cp, else script with the same keys and
 // args, or scriptArgs when set.
 type verbCall struct {

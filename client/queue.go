@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -30,8 +28,10 @@ type Policy struct {
 	// when nil.
 	Backoff func(attempt int64) time.Duration
 	// Keep is how long an acknowledged job's row stays (state done), so a
-	// late duplicate Enqueue of its id is still answered "exists"; 0
-	// deletes the row on Ack.
+	// late duplicate Enqueue of its id is still answered "exists" and its
+	// result ([Job.AckResult]) can be read ([Queue.Job]); 0 deletes the row
+	// on Ack, and a result with Keep 0 is refused with EMQSHAPE: a row
+	// deleted at once cannot keep it. Whole milliseconds, rounded up.
 	Keep time.Duration
 	// Durability is what the queue's writes wait for before a call
 	// returns: replicas holding them, or their AOF fsynced; none when zero.
@@ -70,6 +70,7 @@ type Queue struct {
 	policy Policy
 
 	pending, active, delayed, dead string
+	config, events                 string
 	// The policy's numbers as the verbs take them.
 	leaseMs, keepMs, maxAttempts string
 	slot                         uint16 // the cluster slot of the queue's keys
@@ -99,6 +100,7 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 		c: c, name: name, minter: minter, policy: p,
 		pending: pending, active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
+		config: keys.Set(name, keys.Config), events: keys.Set(name, keys.Events),
 		leaseMs: millis(p.Lease), keepMs: millis(p.Keep), maxAttempts: strconv.Itoa(p.MaxAttempts),
 		slot: slotOf(c.vk.B().Arbitrary(emq.Claim.Name).Keys(pending).Build()),
 	}, nil
@@ -114,59 +116,38 @@ func (q *Queue) Policy() Policy { return q.policy }
 // exists: two producers mint with the same snowflake node.
 var ErrExists = errors.New("client: the job exists")
 
-// Enqueue mints a job id and admits the job with payload.
-func (q *Queue) Enqueue(ctx context.Context, payload []byte) (ids.ID, error) {
+// Enqueue mints a job id and admits the job with payload: claimable at
+// once at priority 0, or as opts say ([At], [After], [Priority]). Without
+// options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	id := q.minter.Mint(ids.Job)
-	admitted, err := q.c.Enqueue(ctx, q.name, id, payload)
+	admitted, err := runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
 	if err == nil && !admitted {
 		err = fmt.Errorf("%w: %s", ErrExists, id)
 	}
 	return id, err
 }
 
-// admitSHA is the SHA1 of AdmitScript, which EVALSHA names it by.
-var admitSHA = func() string { h := sha1.Sum([]byte(AdmitScript)); return hex.EncodeToString(h[:]) }()
-
-// EnqueueMany mints an id per payload and admits the jobs in one pipeline:
-// one round trip for the batch. It returns the ids in payload order and
-// the first error, naming its job; the other jobs are admitted regardless.
-func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID, error) {
+// EnqueueMany mints an id per payload and admits the jobs in one pipeline,
+// all with the same opts: one round trip for the batch. It returns the ids
+// in payload order and the first error, naming its job; the other jobs are
+// admitted regardless.
+func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
 	}
+	a := newAdmission(opts)
 	out := make([]ids.ID, len(payloads))
-	native := make(valkey.Commands, len(payloads))
-	scripted := make(valkey.Commands, len(payloads))
+	calls := make([]verbCall, len(payloads))
 	for i, payload := range payloads {
 		out[i] = q.minter.Mint(ids.Job)
-		job, text, body := keys.Job(q.name, out[i].String()), out[i].String(), valkey.BinaryString(payload)
-		if err := check(emq.Enqueue, "2", job, q.pending, text, body); err != nil {
+		calls[i] = q.admitCall(out[i], payload, a)
+		if err := check(calls[i].verb, calls[i].line()...); err != nil {
 			return nil, err
 		}
-		native[i] = q.c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, q.pending).Args(text, body).Build()
-		scripted[i] = q.c.vk.B().Evalsha().Sha1(admitSHA).Numkeys(2).Key(job, q.pending).Arg(text, body).Build()
-	}
-	slot := slotOf(native[0])
-	served, err := q.c.nodes.serves(ctx, slot, CapEnqueue)
-	if err != nil {
-		return nil, err
-	}
-	var replies []valkey.ValkeyResult
-	if served {
-		if replies = q.c.vk.DoMulti(ctx, native...); unknownCommand(replies[0].Error()) {
-			q.c.nodes.forget(slot)
-			served = false
-		}
-	}
-	if !served {
-		replies = q.c.vk.DoMulti(ctx, scripted...)
 	}
 	var first error
-	for i, r := range replies {
-		if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsNoScript() { // the node has not seen it yet
-			r = q.c.admit.Exec(ctx, q.c.vk, []string{keys.Job(q.name, out[i].String()), q.pending},
-				[]string{out[i].String(), valkey.BinaryString(payloads[i])})
-		}
+	for i, r := range runVerbs(ctx, q.c, calls) {
 		admitted, err := admittedReply(r)
 		if err == nil && !admitted {
 			err = ErrExists

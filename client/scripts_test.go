@@ -10,6 +10,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
+	"github.com/echomq/emq/registry"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
@@ -530,14 +531,27 @@ func TestScriptsReplicateAsEffects(t *testing.T) {
 	s, m := moduleless(t)
 	r := valkeytest.StartReplica(t, s, valkeytest.Options{NoModule: true})
 	q := queue{t: t, s: s, name: "repl", m: m}
+	control := []string{q.set("config"), q.set("pending")}
+	require.NoError(t, eval(t, s, EventsScript, []string{q.set("config"), q.set("events")}, "100").Error())
+	require.NoError(t, eval(t, s, LimitScript, control, "10", "60000").Error())
+	require.NoError(t, eval(t, s, PauseScript, control).Error())
+	require.NoError(t, eval(t, s, ResumeScript, control).Error())
+	d := m.Mint(ids.Job).String()
+	require.NoError(t, eval(t, s, ScheduleScript, []string{q.row(d), q.set("pending"), q.set("delayed")}, d, "d", "3", "0").Error())
 	a, b, c := q.enqueue("a"), q.enqueue("b"), q.enqueue("c")
 	require.Len(t, claims(t, q.claim(1000, 3, 1)), 3)
+	require.NoError(t, eval(t, s, RemoveScript, []string{q.row(d), q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}).Error())
 	require.NoError(t, q.extend(a, 1, 2000).Error())
 	require.NoError(t, q.ack(a, 1, 60000).Error())
 	require.NoError(t, q.fail(b, 1, 0, 1, "e").Error())
 	require.NoError(t, q.revive(b).Error())
 	require.NoError(t, q.fail(c, 1, 60000, 3, "e").Error())
 	require.NoError(t, q.stalledCheck(10).Error())
+	e := q.enqueue("e")
+	require.NoError(t, eval(t, s, SettleScript, []string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")},
+		"1000", "1", "3", "0").Error())
+	require.NoError(t, eval(t, s, SettleScript, []string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")},
+		"1000", "0", "3", "1", "DONE", e, "1", "60000", "result").Error())
 	p := deliver(t, s, m, "repl", "c1")
 	require.NoError(t, p.park("c1").Error())
 	valkeytest.WaitReplicated(t, s, r)
@@ -598,20 +612,41 @@ func TestScriptsKeepTheVerbsFlags(t *testing.T) {
 func TestClaimScriptMeetsACLAtTheDerivedRow(t *testing.T) {
 	s, m := moduleless(t)
 	q := queue{t: t, s: s, name: "acl", m: m}
-	id := q.enqueue("p")
-	must(t, s, "ZREM", q.set("pending"), id)
-	must(t, s, "ZADD", q.set("delayed"), "1", id)
-	must(t, s, "ACL", "SETUSER", "sets", "on", ">pw", "+@all",
+	allowed, denied := q.enqueue("a"), q.enqueue("b")
+	must(t, s, "ACL", "SETUSER", "sets", "on", ">pw", "+@all", "~"+q.set("config"), "~"+q.row(allowed),
 		"~"+q.set("pending"), "~"+q.set("active"), "~"+q.set("delayed"), "~"+q.set("dead"))
 	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "sets", Password: "pw", DisableCache: true})
 	require.NoError(t, err)
 	defer vk.Close()
 	err = valkey.NewLuaScript(ClaimScript).Exec(ctx(t), vk,
-		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "1", "3"}).Error()
+		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "2", "3"}).Error()
 	require.Error(t, err)
 	// Redis 7.0 words the same refusal as "The user executing the script
 	// can't access at least one of the keys mentioned in the command arguments".
 	assert.Regexp(t, `^(ACL failure in script: No permissions to access a key|The user executing the script can't access at least one of the keys)`, err.Error())
-	assert.Empty(t, q.members("delayed"), "the promotion's ZREM landed")
-	assert.Empty(t, q.members("pending"))
+	assert.Equal(t, "active", q.field(allowed, "state"), "the first job's claim landed")
+	assert.Equal(t, []string{allowed}, q.members("active"))
+	assert.Equal(t, []string{allowed, denied}, q.members("pending"), "its removal from pending comes at the turn's end")
+}
+
+// TestScriptsShebangsAreTheVerbsFlags: each script's shebang line says
+// allow-oom exactly when its verb is not deny-oom in the module's command
+// table, so the server treats the script over maxmemory as the verb.
+func TestScriptsShebangsAreTheVerbsFlags(t *testing.T) {
+	for verb, script := range map[string]string{
+		"EMQ.ENQUEUE": AdmitScript, "EMQ.SCHEDULE": ScheduleScript, "EMQ.CLAIM": ClaimScript,
+		"EMQ.EXTEND": ExtendScript, "EMQ.ACK": AckScript, "EMQ.FAIL": FailScript,
+		"EMQ.STALLED.CHECK": StalledCheckScript, "EMQ.REVIVE": ReviveScript, "EMQ.PARK": ParkScript,
+		"EMQ.PAUSE": PauseScript, "EMQ.RESUME": ResumeScript, "EMQ.LIMIT": LimitScript,
+		"EMQ.EVENTS": EventsScript, "EMQ.REMOVE": RemoveScript, "EMQ.SETTLE": SettleScript,
+	} {
+		row := registry.Lookup(verb)
+		require.NotNil(t, row, verb)
+		shebang, _, _ := strings.Cut(script, "\n")
+		want := "#!lua flags=allow-oom"
+		if strings.Contains(row.Flags, "deny-oom") {
+			want = "#!lua"
+		}
+		assert.Equal(t, want, shebang, verb)
+	}
 }

@@ -11,13 +11,74 @@ import (
 	"github.com/valkey-io/valkey-go"
 )
 
-// settlement is one finished job as a worker settles it: an ack, or a
-// fail with its backoff and cause. settle fills in its outcome.
+// Settlement is one finished job for [Queue.Settle]: acknowledged when Err
+// is nil, its row kept for the policy's Keep with Result when Result is
+// not nil (which needs a Keep above 0); failed with Err's text when Err is
+// not nil, claimable again after Backoff (0: at once) or dead once its
+// attempts reach the policy's MaxAttempts.
+type Settlement struct {
+	Job     *Job
+	Err     error
+	Result  []byte
+	Backoff time.Duration
+}
+
+// Settled is what became of one settlement.
+type Settled struct {
+	// State is StateDone for an acknowledgement, else where the failed
+	// job went: StatePending, StateDelayed or StateDead.
+	State State
+	// Err refuses this settlement alone — EMQLEASE (the lease was lost, or
+	// the job was settled earlier in the call), EMQNOJOB (the job was
+	// removed), WRONGTYPE, NOPERM — nothing of it applied; State is then
+	// empty.
+	Err error
+}
+
+// Settle settles finished jobs of the queue and claims up to count (0 …
+// 1000; 0 settles only) more under the policy's lease, in one round trip
+// and one server turn: each settlement is Ack, AckResult or FailAfter of
+// its job with every rule of that call, then the claim — which may take a
+// job a settlement just failed back to pending. It returns one Settled per
+// settlement, in order, and the claimed jobs.
+//
+// A refusal of the call as a whole (a shape, a key of the wrong type)
+// comes back as the error, nothing applied. On a node without the module
+// it runs [SettleScript].
+func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int) ([]Settled, []*Job, error) {
+	ss := make([]settlement, len(settlements))
+	for i, s := range settlements {
+		ss[i] = settlement{job: s.Job, fail: s.Err != nil, backoff: max(s.Backoff, 0), result: s.Result}
+		if s.Err != nil {
+			ss[i].cause = s.Err.Error()
+		}
+	}
+	if err := check(emq.Settle, append([]string{"4", q.pending, q.active, q.delayed, q.dead}, q.settleArgs(ss, count)...)...); err != nil {
+		return nil, nil, err
+	}
+	claimed, err := q.settle(ctx, ss, count, newJob, nil)
+	if err != nil {
+		return nil, claimed, err
+	}
+	out := make([]Settled, len(ss))
+	for i, s := range ss {
+		out[i] = Settled{State: s.state, Err: s.err}
+		if s.err == nil && !s.fail {
+			out[i].State = StateDone
+		}
+	}
+	return out, claimed, nil
+}
+
+// settlement is one finished job as a worker settles it: an ack (keeping
+// result when it is not nil), or a fail with its backoff and cause. settle
+// fills in its outcome.
 type settlement struct {
 	job     *Job
 	fail    bool
 	backoff time.Duration
 	cause   string
+	result  []byte
 	// handBack marks a job given back unfinished (its log said so).
 	handBack bool
 
@@ -34,7 +95,8 @@ const maxSettlements = 1000
 // outcome: one refused (EMQLEASE, EMQNOJOB, WRONGTYPE, NOPERM) stops none
 // of the others. The error is the claim's: a refusal, or the round trip's
 // failure, which is every settlement's too — or ErrNotDurable, when the
-// call was applied but not confirmed as the policy's Durability asks.
+// call was applied but not confirmed as the policy's Durability asks. On a
+// node without EMQ.SETTLE it is one EVALSHA of SettleScript, as atomic.
 //
 // The ids, attempts and policy numbers are not checked here: a worker
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
@@ -45,32 +107,53 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 		return claimed, settleFailed(ss, err)
 	}
 	if native {
-		rs := []valkey.ValkeyResult{q.c.vk.Do(ctx, q.settleCommand(ss, n))}
-		short := applied(rs)
-		if !unknownCommand(rs[0].Error()) {
-			claimed, err := q.settleReply(rs[0], ss, alloc, claimed)
-			return claimed, cmp.Or(err, short)
+		r := q.c.vk.Do(ctx, q.settleCommand(ss, n))
+		if !unknownCommand(r.Error()) {
+			return q.settleApplied(r, ss, alloc, claimed)
 		}
-		q.c.nodes.forget(q.slot) // the node lost the module: the pipeline instead
+		q.c.nodes.forget(q.slot) // the node lost the module: the script instead
 	}
-	return q.settlePipelined(ctx, ss, n, alloc, claimed)
+	args := append(q.settleArgs(ss, n), sweepBatch)
+	r := q.c.scripts.settle.Exec(ctx, q.c.vk, []string{q.pending, q.active, q.delayed, q.dead}, args)
+	return q.settleApplied(r, ss, alloc, claimed)
+}
+
+// settleApplied reads a settle call's reply as settleReply does. A call
+// whose copies fell short of the policy's Durability stands on the
+// primary: its reply is read as the writes it carries, and ErrNotDurable
+// comes back with the jobs it claimed.
+func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	rs := []valkey.ValkeyResult{r}
+	short := applied(rs)
+	claimed, err := q.settleReply(rs[0], ss, alloc, claimed)
+	return claimed, cmp.Or(err, short)
 }
 
 // settleCommand is EMQ.SETTLE of ss and a claim of n.
 func (q *Queue) settleCommand(ss []settlement, n int) valkey.Completed {
-	cmd := q.c.vk.B().Arbitrary(emq.Settle.Name, "4").Keys(q.pending, q.active, q.delayed, q.dead).
-		Args(q.leaseMs, strconv.Itoa(n), q.maxAttempts, strconv.Itoa(len(ss)))
+	return q.c.vk.B().Arbitrary(emq.Settle.Name, "4").Keys(q.pending, q.active, q.delayed, q.dead).
+		Args(q.settleArgs(ss, n)...).Build()
+}
+
+// settleArgs are EMQ.SETTLE's arguments after its keys, for ss and a claim
+// of n.
+func (q *Queue) settleArgs(ss []settlement, n int) []string {
+	args := make([]string, 0, 4+5*len(ss)+1) // room for the script's sweep batch
+	args = append(args, q.leaseMs, strconv.Itoa(n), q.maxAttempts, strconv.Itoa(len(ss)))
 	for i := range ss {
 		s := &ss[i]
 		j := s.job
 		attempt := strconv.FormatInt(j.Attempt, 10)
-		if s.fail {
-			cmd = cmd.Args("FAIL", j.idText(), attempt, millis(s.backoff), s.cause)
-		} else {
-			cmd = cmd.Args("ACK", j.idText(), attempt, q.keepMs)
+		switch {
+		case s.fail:
+			args = append(args, "FAIL", j.idText(), attempt, millis(s.backoff), s.cause)
+		case s.result != nil:
+			args = append(args, "DONE", j.idText(), attempt, q.keepMs, valkey.BinaryString(s.result))
+		default:
+			args = append(args, "ACK", j.idText(), attempt, q.keepMs)
 		}
 	}
-	return cmd.Build()
+	return args
 }
 
 // settleReply reads EMQ.SETTLE's reply: the settlements' replies, then the
@@ -104,41 +187,4 @@ func settleFailed(ss []settlement, err error) error {
 		ss[i].err = err
 	}
 	return err
-}
-
-// settlePipelined is settle on a node that does not serve EMQ.SETTLE: one
-// pipeline of the settlements' EMQ.ACK and EMQ.FAIL and an EMQ.CLAIM, or
-// of their scripts — where a script the node has not cached runs again
-// after the rest, so on a node's first calls a job failed back at once may
-// miss the same call's claim.
-func (q *Queue) settlePipelined(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
-	calls := make([]verbCall, 0, len(ss)+1)
-	for i := range ss {
-		s := &ss[i]
-		if s.fail {
-			calls = append(calls, s.job.failCall(s.backoff, s.cause))
-		} else {
-			calls = append(calls, s.job.ackCall())
-		}
-	}
-	if n > 0 {
-		calls = append(calls, q.claimCall(n))
-	}
-	replies := runVerbs(ctx, q.c, calls)
-	short := applied(replies)
-	for i := range ss {
-		s := &ss[i]
-		if s.fail {
-			var state string
-			state, s.err = stringReply(replies[i])
-			s.state = State(state)
-		} else {
-			_, s.err = intReply(replies[i])
-		}
-	}
-	if n == 0 {
-		return claimed, short
-	}
-	claimed, err := q.readClaimed(replies[len(ss)], alloc, claimed)
-	return claimed, cmp.Or(err, short)
 }

@@ -76,19 +76,19 @@ func (s *Sharded) Shard(key string) *Queue {
 	return s.shards[h.Sum64()%uint64(len(s.shards))]
 }
 
-// Enqueue admits payload to the next shard in turn ([Sharded.Next]) and
-// returns the job's id. To keep jobs in order, enqueue them on one shard:
-// [Sharded.Shard] of a key.
-func (s *Sharded) Enqueue(ctx context.Context, payload []byte) (ids.ID, error) {
-	return s.Next().Enqueue(ctx, payload)
+// Enqueue admits payload to the next shard in turn ([Sharded.Next]), as
+// opts say ([Queue.Enqueue]), and returns the job's id. To keep jobs in
+// order, enqueue them on one shard: [Sharded.Shard] of a key.
+func (s *Sharded) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
+	return s.Next().Enqueue(ctx, payload, opts...)
 }
 
 // EnqueueMany deals payloads to the shards in turn and admits each
-// shard's part in one pipeline ([Queue.EnqueueMany]), the shards' at once:
-// one round trip to each node. It returns the ids in payload order and
-// each failed shard's first error, joined; the other jobs are admitted
-// regardless.
-func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID, error) {
+// shard's part in one pipeline ([Queue.EnqueueMany], all with opts), the
+// shards' at once: one round trip to each node. It returns the ids in
+// payload order and each failed shard's first error, joined; the other
+// jobs are admitted regardless.
+func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
 	}
@@ -109,7 +109,7 @@ func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte) ([]ids.ID,
 			for j, i := range part {
 				batch[j] = payloads[i]
 			}
-			got, err := s.shards[(first+uint64(p))%n].EnqueueMany(ctx, batch)
+			got, err := s.shards[(first+uint64(p))%n].EnqueueMany(ctx, batch, opts...)
 			for j, id := range got {
 				out[part[j]] = id
 			}

@@ -566,10 +566,10 @@ func (c *counting) count(cmds ...valkey.Completed) {
 	extends := 0
 	for _, cmd := range cmds {
 		line := cmd.Commands()
-		if isVerb(line, "EMQ.EXTEND", ExtendScript) {
+		if isVerb(line, "EMQ.EXTEND", extendSHA) {
 			extends++
 		}
-		if c.watch.Load() && (isVerb(line, "EMQ.CLAIM", ClaimScript) || isVerb(line, "EMQ.BCLAIM", "")) {
+		if c.watch.Load() && (isVerb(line, "EMQ.CLAIM", claimSHA) || isVerb(line, "EMQ.BCLAIM", "")) {
 			c.lateClaims.Add(1)
 		}
 	}
@@ -579,13 +579,17 @@ func (c *counting) count(cmds ...valkey.Completed) {
 	}
 }
 
-// isVerb reports whether a command line is verb, or EVALSHA of its script.
-func isVerb(line []string, verb, script string) bool {
+// The SHA1s EVALSHA names the scripts the counting client tells apart by.
+var extendSHA, claimSHA = newLuaScript(ExtendScript).sha1, newLuaScript(ClaimScript).sha1
+
+// isVerb reports whether a command line is verb, or EVALSHA of the script
+// whose SHA1 is sha ("" for none).
+func isVerb(line []string, verb, sha string) bool {
 	switch strings.ToUpper(line[0]) {
 	case verb:
 		return true
 	case "EVALSHA":
-		return script != "" && line[1] == sha1hex(script)
+		return sha != "" && line[1] == sha
 	}
 	return false
 }

@@ -65,16 +65,7 @@ const claimPending, claimActive, claimDelayed, claimDead = 0, 1, 2, 3
 // checkClaim decides what a claim's arguments decide alone; a blocking
 // claim's timeout is the last of its numbers.
 func checkClaim(a [][]byte, blocking bool) (c claimArgs, err error) {
-	if err := numkeys(a, 4); err != nil {
-		return c, err
-	}
-	if c.lease, err = leaseBound.parse(a[6]); err != nil {
-		return c, err
-	}
-	if c.count, err = countBound.parse(a[7]); err != nil {
-		return c, err
-	}
-	if c.maxAttempts, err = maxAttemptsBound.parse(a[8]); err != nil {
+	if c, err = claimNumbers(a, countBound); err != nil {
 		return c, err
 	}
 	if blocking {
@@ -84,6 +75,22 @@ func checkClaim(a [][]byte, blocking bool) (c claimArgs, err error) {
 		c.wait = true
 	}
 	c.queue, err = claimKeys(a)
+	return c, err
+}
+
+// claimNumbers checks what a claim turn's call starts with — numkeys 4,
+// then lease_ms, count (within count) and max_attempts — in that order.
+func claimNumbers(a [][]byte, count bound) (c claimArgs, err error) {
+	if err := numkeys(a, 4); err != nil {
+		return c, err
+	}
+	if c.lease, err = leaseBound.parse(a[6]); err != nil {
+		return c, err
+	}
+	if c.count, err = count.parse(a[7]); err != nil {
+		return c, err
+	}
+	c.maxAttempts, err = maxAttemptsBound.parse(a[8])
 	return c, err
 }
 

@@ -31,19 +31,28 @@ func enqueue(c Call) error {
 	}
 
 	// plan
-	if s.Type(0) == Hash {
-		p.replyInt(0) // a duplicate: the job row is already there
-		p.Count(JobsDuplicate, 1)
-	} else {
-		p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
-		p.zadd(1, Arg(enqueueID), 0)
-		p.replyInt(1)
-		st.events.job(p, refAdded, Arg(enqueueID), 0, refPriority, refZero)
-		p.Count(JobsAdmitted, 1)
+	if duplicate(s, p) {
+		return s.Apply(p)
 	}
+	p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
+	p.zadd(1, Arg(enqueueID), 0)
+	p.replyInt(1)
+	st.events.job(p, refAdded, Arg(enqueueID), 0, refPriority, refZero)
+	p.Count(JobsAdmitted, 1)
 
 	// apply
 	return s.Apply(p)
+}
+
+// duplicate plans the reply of an admission whose job row exists already,
+// a duplicate: 0, nothing written; it reports whether it is one.
+func duplicate(s Server, p *Plan) bool {
+	if s.Type(0) != Hash {
+		return false
+	}
+	p.replyInt(0)
+	p.Count(JobsDuplicate, 1)
+	return true
 }
 
 // The arguments of EMQ.ENQUEUE.

@@ -37,9 +37,7 @@ func schedule(c Call) error {
 	}
 
 	// plan
-	if s.Type(0) == Hash {
-		p.replyInt(0) // a duplicate: the job row is already there
-		p.Count(JobsDuplicate, 1)
+	if duplicate(s, p) {
 		return s.Apply(p)
 	}
 	id, prio := Arg(scheduleID), Arg(schedulePriority)

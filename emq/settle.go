@@ -139,16 +139,7 @@ func refusalText(p *Plan, err error) Ref {
 // the keys' layouts, the JOB ids, and the keys agreeing. With p, it
 // gathers the settlements into p.settlements.
 func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
-	if err := numkeys(a, 4); err != nil {
-		return c, err
-	}
-	if c.lease, err = leaseBound.parse(a[6]); err != nil {
-		return c, err
-	}
-	if c.count, err = settleCountBound.parse(a[7]); err != nil {
-		return c, err
-	}
-	if c.maxAttempts, err = maxAttemptsBound.parse(a[8]); err != nil {
+	if c, err = claimNumbers(a, settleCountBound); err != nil {
 		return c, err
 	}
 	n, err := settleNBound.parse(a[settleN])

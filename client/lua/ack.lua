@@ -1,15 +1,8 @@
 #!lua flags=allow-oom
--- EMQ.ACK: KEYS job active; ARGV attempt keep_ms.
-local refused = lease_refusal(ARGV[1])
-if refused then
+-- EMQ.ACK: KEYS job active; ARGV attempt keep_ms [result].
+local st, refused = open_leased(ARGV[1])
+if not st then
   return refused
 end
-local job, keep = KEYS[1], tonumber(ARGV[2])
-redis.call('ZREM', KEYS[2], job_id(job))
-if keep == 0 then
-  redis.call('DEL', job)
-else
-  redis.call('HSET', job, 'state', 'done')
-  redis.call('PEXPIREAT', job, now_ms() + keep)
-end
+ack_job(st, KEYS[1], KEYS[2], job_id(KEYS[1]), ARGV[1], tonumber(ARGV[2]), nil, ARGV[3])
 return 1

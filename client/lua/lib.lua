@@ -1,13 +1,69 @@
 -- The helpers every verb script shares. A script is its file's shebang
--- line, then this library, then the rest of its file (client/scripts.go
--- puts them together), so one EVALSHA runs it all.
+-- line, then this library (and turn.lua for the claim turn's scripts), then
+-- the rest of its file (client/scripts.go puts them together), so one
+-- EVALSHA runs it all.
 
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
+local NOJOB = 'EMQNOJOB the job key names no job'
+local LEASE = 'EMQLEASE the job is not active under this attempt'
 
 -- now_ms is the server's clock (TIME) in milliseconds.
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- decimal is the decimal text of n, an integer: what the verbs write,
+-- whatever the server's own conversion of a Lua number ('%d' formats a
+-- 64-bit integer here, and costs a fraction of '%.0f').
+local function decimal(n)
+  return string.format('%d', n)
+end
+
+-- parse_int reads text as the server reads an integer (string2ll): an
+-- optional '-', then 0 or digits without a leading zero, in the signed
+-- 64-bit range. It returns the number (beyond 2^53, rounded), or nil for
+-- anything else, nil included.
+local function parse_int(text)
+  if text == '0' then
+    return 0
+  end
+  if type(text) ~= 'string' then
+    return nil
+  end
+  local digits = string.match(text, '^%-?([1-9]%d*)$')
+  if digits == nil or #digits > 19 then
+    return nil
+  end
+  if #digits == 19 then
+    -- Two halves compare exactly as doubles; the whole would not.
+    local limit = string.sub(text, 1, 1) == '-' and '9223372036854775808' or '9223372036854775807'
+    local high, limit_high = tonumber(string.sub(digits, 1, 10)), tonumber(string.sub(limit, 1, 10))
+    if high > limit_high or (high == limit_high and tonumber(string.sub(digits, 11)) > tonumber(string.sub(limit, 11))) then
+      return nil
+    end
+  end
+  return tonumber(text)
+end
+
+-- attempts_of is a row's attempts as the verbs count them: a positive
+-- integer, else 0.
+local function attempts_of(text)
+  local n = parse_int(text)
+  if n and n > 0 then
+    return n
+  end
+  return 0
+end
+
+-- priority_of is a row's pending score: its priority, 0 when absent or
+-- not an integer from 0 to 2^31-1.
+local function priority_of(text)
+  local n = parse_int(text)
+  if n and n >= 0 and n <= 2147483647 then
+    return n
+  end
+  return 0
 end
 
 -- key_type is the type of key as TYPE names it, none when absent.
@@ -20,51 +76,128 @@ local function wrong_type(t, want)
   return t ~= 'none' and t ~= want
 end
 
--- sets_refusal is the WRONGTYPE reply when a key of KEYS[first..] is not a
--- sorted set (nor absent), else nil.
-local function sets_refusal(first)
-  for i = first, #KEYS do
-    if wrong_type(key_type(KEYS[i]), 'zset') then
-      return redis.error_reply(WRONGTYPE)
+-- queue_key is the queue's one-segment key name (config, events, limiter,
+-- repeats) beside key, any key of the queue: emq:{<queue>}:<name>. A queue
+-- name holds no '}', so the first '}:' ends the hash tag.
+local function queue_key(key, name)
+  return string.sub(key, 1, string.find(key, '}:', 1, true) + 1) .. name
+end
+
+-- settings reads the settings of the queue of key, as the verbs do, from
+-- its config hash when that exists: paused (the field is there), the rate
+-- limit (rate_max and rate_ms both positive integers), the events stream's
+-- cap (a positive integer; the stream, when on, must be a stream or absent)
+-- and repeat_seq. It returns them, or nil and the WRONGTYPE reply.
+local function settings(key)
+  local st = { paused = false, rate_max = 0, rate_ms = 0, repeat_seq = 0 }
+  local config = queue_key(key, 'config')
+  local t = key_type(config)
+  if t == 'none' then
+    return st
+  end
+  if t ~= 'hash' then
+    return nil, redis.error_reply(WRONGTYPE)
+  end
+  local v = redis.call('HMGET', config, 'paused', 'rate_max', 'rate_ms', 'events', 'repeat_seq')
+  st.paused = v[1] ~= false
+  local max, ms = parse_int(v[2]), parse_int(v[3])
+  if max and ms and max > 0 and ms > 0 then
+    st.rate_max, st.rate_ms = max, ms
+  end
+  local seq = parse_int(v[5])
+  if seq and seq > 0 then
+    st.repeat_seq = seq
+  end
+  local cap = parse_int(v[4])
+  if cap and cap > 0 then
+    local events = queue_key(key, 'events')
+    if wrong_type(key_type(events), 'stream') then
+      return nil, redis.error_reply(WRONGTYPE)
+    end
+    st.events, st.cap = events, cap
+  end
+  return st
+end
+
+-- emit appends a lifecycle event to the queue's events stream when its
+-- settings st have them on, as the verbs do: XADD <events> MAXLEN ~ <cap> *
+-- event <name> <field value…>, numbers written as decimals.
+local function emit(st, name, ...)
+  if not st.events then
+    return
+  end
+  local cmd = { 'XADD', st.events, 'MAXLEN', '~', decimal(st.cap), '*', 'event', name, ... }
+  for i = 9, #cmd do
+    if type(cmd[i]) == 'number' then
+      cmd[i] = decimal(cmd[i])
     end
   end
+  redis.call(unpack(cmd))
 end
 
--- job_refusal decides, before any write, what a verb on the job row
--- KEYS[1] with sorted sets KEYS[2..] refuses for the stored data: a key of
--- another type, then a job row that is not there.
-local function job_refusal()
-  local t = key_type(KEYS[1])
-  if wrong_type(t, 'hash') then
-    return redis.error_reply(WRONGTYPE)
+-- open checks the types of the call's keys as the verbs do before they
+-- judge anything stored — KEYS[1] a hash when job is true, the keys after
+-- it sorted sets, each absent or of its type — then reads the queue's
+-- settings. It returns them, with row (the job key's type, when job) and
+-- exists (which sets exist, by KEYS position), or nil and the WRONGTYPE
+-- reply.
+local function open(job)
+  local first, row = 1, nil
+  if job then
+    row = key_type(KEYS[1])
+    if wrong_type(row, 'hash') then
+      return nil, redis.error_reply(WRONGTYPE)
+    end
+    first = 2
   end
-  local refused = sets_refusal(2)
-  if refused then
-    return refused
+  local exists = {}
+  for i = first, #KEYS do
+    local t = key_type(KEYS[i])
+    if wrong_type(t, 'zset') then
+      return nil, redis.error_reply(WRONGTYPE)
+    end
+    exists[i] = t == 'zset'
   end
-  if t == 'none' then
-    return redis.error_reply('EMQNOJOB the job key names no job')
+  local st, refused = settings(KEYS[1])
+  if st then
+    st.row, st.exists = row, exists
   end
+  return st, refused
 end
 
--- lease_refusal is job_refusal, then EMQLEASE unless the job is active
--- under attempt (both compared as stored text).
-local function lease_refusal(attempt)
-  local refused = job_refusal()
-  if refused then
-    return refused
+-- open_leased is open of a job row and its sets, then EMQNOJOB when the
+-- row is not there and EMQLEASE unless the job is active under attempt
+-- (both compared as stored text).
+local function open_leased(attempt)
+  local st, refused = open(true)
+  if not st then
+    return nil, refused
+  end
+  if st.row == 'none' then
+    return nil, redis.error_reply(NOJOB)
   end
   local row = redis.call('HMGET', KEYS[1], 'state', 'attempts')
   if row[1] ~= 'active' or row[2] ~= attempt then
-    return redis.error_reply('EMQLEASE the job is not active under this attempt')
+    return nil, redis.error_reply(LEASE)
   end
+  return st
+end
+
+-- open_control is what the queue setting verbs (PAUSE, RESUME, LIMIT,
+-- EVENTS) read: KEYS[2] of type second or absent, then the settings of the
+-- config KEYS[1].
+local function open_control(second)
+  if wrong_type(key_type(KEYS[2]), second) then
+    return nil, redis.error_reply(WRONGTYPE)
+  end
+  return settings(KEYS[1])
 end
 
 -- exhausted reports whether a job with attempts (a number) and revived (as
 -- stored, or nil) has used its budget of max attempts: attempts - revived.
 local function exhausted(attempts, revived, max)
-  revived = tonumber(revived) or 0
-  if revived < 0 or revived > attempts then
+  revived = parse_int(revived)
+  if revived == nil or revived < 0 or revived > attempts then
     revived = 0
   end
   return attempts - revived >= max
@@ -81,20 +214,79 @@ local function row_of(pending, id)
   return string.sub(pending, 1, -8) .. 'job:' .. id
 end
 
--- requeue moves at most limit active jobs whose lease deadline is at or
--- before now back to pending, oldest deadline first, and returns how many
--- it moved. An id whose row is missing or not a hash only leaves the
--- active set (dangling, not counted).
-local function requeue(pending, active, now, limit)
-  local moved = 0
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, limit)) do
-    redis.call('ZREM', active, id)
-    local row = row_of(pending, id)
-    if key_type(row) == 'hash' then
-      redis.call('HSET', row, 'state', 'pending', 'error', 'lease expired')
-      redis.call('ZADD', pending, 0, id)
-      moved = moved + 1
-    end
+-- admit writes the job row KEYS[1] of id, pending at priority (its text)
+-- in KEYS[2] when at is 0 or not after now, else delayed in delayed until
+-- at — EMQ.ENQUEUE and EMQ.SCHEDULE. It replies 0 when the row exists.
+local function admit(delayed, id, payload, priority, at)
+  local st, refused = open(true)
+  if not st then
+    return refused
   end
-  return moved
+  if st.row == 'hash' then
+    return 0
+  end
+  local state = 'pending'
+  if at ~= 0 and at > now_ms() then
+    state = 'delayed'
+  end
+  if priority == '0' then
+    redis.call('HSET', KEYS[1], 'state', state, 'attempts', '0', 'payload', payload)
+  else
+    redis.call('HSET', KEYS[1], 'state', state, 'attempts', '0', 'payload', payload, 'priority', priority)
+  end
+  if state == 'pending' then
+    redis.call('ZADD', KEYS[2], priority, id)
+    emit(st, 'added', 'job', id, 'attempt', '0', 'priority', priority)
+  else
+    redis.call('ZADD', delayed, at, id)
+    emit(st, 'scheduled', 'job', id, 'attempt', '0', 'priority', priority, 'at', at)
+  end
+  return 1
+end
+
+-- ack_job acknowledges the job of row, active under attempt (its text) in
+-- active: it leaves active; with keep 0 its row is deleted, else kept done
+-- until now (the server's clock when nil) + keep, with result unless that
+-- is nil.
+local function ack_job(st, row, active, id, attempt, keep, now, result)
+  redis.call('ZREM', active, id)
+  local size = 0
+  if keep == 0 then
+    redis.call('DEL', row)
+  elseif result == nil then
+    redis.call('HSET', row, 'state', 'done')
+  else
+    redis.call('HSET', row, 'state', 'done', 'result', result)
+    size = #result
+  end
+  if keep > 0 then
+    redis.call('PEXPIREAT', row, decimal((now or now_ms()) + keep))
+  end
+  emit(st, 'completed', 'job', id, 'attempt', attempt, 'result_size', size)
+end
+
+-- fail_job records the failed attempt (its text) of the job of row, active
+-- in active: it leaves active with error err and goes to dead when its
+-- budget of max attempts is spent, else to pending at its priority with
+-- backoff 0, else to delayed until now + backoff. It returns the new state.
+local function fail_job(st, row, pending, active, delayed, dead, id, attempt, backoff, max, err, now)
+  redis.call('ZREM', active, id)
+  local state, at
+  if exhausted(tonumber(attempt), redis.call('HGET', row, 'revived'), max) then
+    state = 'dead'
+    redis.call('ZADD', dead, now, id)
+  elseif backoff == 0 then
+    state = 'pending'
+    redis.call('ZADD', pending, priority_of(redis.call('HGET', row, 'priority')), id)
+  else
+    state, at = 'delayed', now + backoff
+    redis.call('ZADD', delayed, at, id)
+  end
+  redis.call('HSET', row, 'state', state, 'error', err)
+  if at then
+    emit(st, 'failed', 'job', id, 'attempt', attempt, 'state', state, 'error', err, 'at', at)
+  else
+    emit(st, 'failed', 'job', id, 'attempt', attempt, 'state', state, 'error', err)
+  end
+  return state
 end

@@ -47,27 +47,9 @@ if entry_msg ~= string.sub(fail, -19) then
   return redis.error_reply("EMQLAYOUT the entry's msg differs from the failure key's MSG id")
 end
 
--- int64 reports whether text is a signed 64-bit integer as INCR reads one:
--- an optional '-', no leading zero, in range.
-local function int64(text)
-  if text == '0' then
-    return true
-  end
-  local digits = string.match(text, '^%-?([1-9]%d*)$')
-  if digits == nil or #digits > 19 then
-    return false
-  end
-  if #digits < 19 then
-    return true
-  end
-  -- Two halves compare exactly as doubles; the whole would not.
-  local limit = string.sub(text, 1, 1) == '-' and '9223372036854775808' or '9223372036854775807'
-  local high, limit_high = tonumber(string.sub(digits, 1, 10)), tonumber(string.sub(limit, 1, 10))
-  return high < limit_high or (high == limit_high and tonumber(string.sub(digits, 11)) <= tonumber(string.sub(limit, 11)))
-end
 -- The count at the failure key.
 local failures = redis.call('GET', fail) or '0'
-if not int64(failures) then
+if parse_int(failures) == nil then
   return redis.error_reply('EMQCOUNT value is not an integer or out of range')
 end
 

@@ -1,8 +1,11 @@
 #!lua flags=allow-oom
 -- EMQ.STALLED.CHECK: KEYS pending active; ARGV limit. Replies how many
--- jobs it requeued.
-local refused = sets_refusal(1)
-if refused then
+-- jobs it requeued, each to pending at its priority.
+local st, refused = open(false)
+if not st then
   return refused
 end
-return requeue(KEYS[1], KEYS[2], now_ms(), tonumber(ARGV[1]))
+local t = new_turn(st, tonumber(ARGV[1]))
+move(t, ACTIVE, expired(t), STALLED, 'stalled')
+to_pending(t, 1)
+return #t.cands

@@ -131,7 +131,7 @@ func runClusterJobs(s clusterSetup, cfg clusterConfig, name string) (clusterRun,
 	}
 	c := client.New(s.vk)
 	policy := client.Policy{Lease: time.Minute, Backoff: func(int64) time.Duration { return 0 }}
-	var enqueue func(context.Context, [][]byte) ([]ids.ID, error)
+	var enqueue func(context.Context, [][]byte, ...client.EnqueueOption) ([]ids.ID, error)
 	var work func(context.Context, client.Handler, client.WorkOptions) error
 	if s.shards == 0 {
 		q, err := c.Queue(name, minter, policy)

@@ -1,0 +1,363 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/valkey-io/valkey-go"
+)
+
+// EventName is what a lifecycle event records: one transition of a job,
+// or a change of the queue itself.
+type EventName string
+
+// The events of a queue's events stream, emq:{<queue>}:events.
+const (
+	EventAdded     EventName = "added"     // admitted to pending: Priority; Repeat for a schedule's tick
+	EventScheduled EventName = "scheduled" // admitted to delayed: Priority, At
+	EventPromoted  EventName = "promoted"  // delayed → pending by a sweep
+	EventClaimed   EventName = "claimed"   // → active: Lease
+	EventExtended  EventName = "extended"  // a new Lease
+	EventCompleted EventName = "completed" // acknowledged: ResultSize
+	EventFailed    EventName = "failed"    // State (pending, delayed or dead), Error; At when delayed
+	EventDead      EventName = "dead"      // died at a claim, its attempts spent: Error
+	EventStalled   EventName = "stalled"   // its lease passed; requeued by a sweep
+	EventRevived   EventName = "revived"   // dead → pending
+	EventRemoved   EventName = "removed"   // deleted: State, the state it was in
+	EventPaused    EventName = "paused"    // the queue paused
+	EventResumed   EventName = "resumed"   // the queue resumed
+	EventLimited   EventName = "limited"   // the queue's rate limit set: Max per Window (Max 0: removed)
+)
+
+// Event is one entry of a queue's events stream, appended by the verb
+// that made the transition in the same server turn. Fields an event does
+// not carry are zero.
+type Event struct {
+	// ID is the entry's stream ID: a listener that restarts from it
+	// misses nothing still in the stream.
+	ID   ids.StreamID
+	Name EventName
+	// Job is the job's id; zero for the queue's own events (paused,
+	// resumed, limited).
+	Job ids.ID
+	// Attempt is the job's attempts after the transition: a claimed
+	// event's is the lease token its claimer holds.
+	Attempt    int64
+	State      State     // failed: where the job went; removed: the state it was in
+	Error      string    // failed, dead: the job's error
+	Lease      time.Time // claimed, extended: the lease deadline
+	At         time.Time // scheduled, failed to delayed: when the job is due
+	Priority   int       // added, scheduled
+	ResultSize int       // completed: the bytes of the result kept
+	Repeat     string    // added by a schedule's tick: the schedule's name
+	Max        int       // limited: jobs per window; 0 when the limit was removed
+	Window     time.Duration
+}
+
+// How listeners read: entries per read, and how long one read waits.
+const (
+	eventsBatch = 100
+	eventsBlock = DefaultPoll
+)
+
+// Events yields the queue's lifecycle events after the stream ID from, in
+// stream order, until ctx ends or the loop breaks: "$" or "" for the
+// events appended from now on, "0" for every event still in the stream,
+// or the ID of the last event handled ([Event].ID), so a listener that
+// restarts misses nothing the stream still holds. Events are appended
+// only while the queue has them on ([Queue.SetEvents]); the stream is
+// trimmed to about its cap, so a listener further behind than the cap
+// misses the oldest.
+//
+// It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
+// stops a read at once. An entry that is not an event is yielded with an
+// error and the events after it follow. A read that fails is yielded as
+// the error and tried again from the same ID after a pause, unless the
+// loop breaks; a refusal (WRONGTYPE, NOPERM, EMQSHAPE for from) ends the
+// sequence. Any node serves it: the stream is read with built-ins.
+func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		vk, key := q.c.vk, q.events
+		last, err := q.eventsFrom(ctx, from)
+		if err != nil {
+			if ctx.Err() == nil {
+				yield(Event{}, err)
+			}
+			return
+		}
+		var r retry
+		for {
+			read := vk.B().Xread().Count(eventsBatch).Block(eventsBlock.Milliseconds()).
+				Streams().Key(key).Id(last).Build().UnblockOnCancel()
+			streams, err := vk.Do(ctx, read).AsXRead()
+			if err != nil && !valkey.IsValkeyNil(err) {
+				if !r.failed(ctx, err, yield) {
+					return
+				}
+				continue
+			}
+			r.reset()
+			for _, e := range streams[key] {
+				last = e.ID
+				if !yield(decodeEvent(e)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// eventsFrom is the ID Events reads after: the stream's last entry's for
+// "$" or "" (0-0 when it has none), else streamFrom's.
+func (q *Queue) eventsFrom(ctx context.Context, from string) (string, error) {
+	from, err := streamFrom(from)
+	if err != nil || from != "$" {
+		return from, err
+	}
+	vk := q.c.vk
+	top, err := vk.Do(ctx, vk.B().Xrevrange().Key(q.events).End("+").Start("-").Count(1).Build()).AsXRange()
+	switch {
+	case err != nil:
+		return "", refusal(err)
+	case len(top) == 0:
+		return "0-0", nil
+	}
+	return top[0].ID, nil
+}
+
+// streamFrom reads where a listener starts: "$" for "$" or "", 0-0 for
+// "0", or a stream ID; anything else is refused with EMQSHAPE.
+func streamFrom(from string) (string, error) {
+	switch from {
+	case "", "$":
+		return "$", nil
+	case "0":
+		return "0-0", nil
+	}
+	if _, ok := ids.ParseStreamID(from); !ok {
+		return "", emqerrors.New(emqerrors.Shape, "from must be $, 0 or a stream ID <ms>-<seq>, not %q", from)
+	}
+	return from, nil
+}
+
+// GroupOptions tune [Queue.EventGroup]; the zero value is ready to use.
+type GroupOptions struct {
+	// From is where a group the call creates starts: "$" or "" for the
+	// events appended from now on, "0" for every event still in the
+	// stream, or a stream ID for the events after it. A group that exists
+	// keeps its place.
+	From string
+	// Reclaim is how long an event stays delivered to another consumer of
+	// the group, unacknowledged, before this one takes it over
+	// (XAUTOCLAIM), so the events of a consumer that died are handled by
+	// the others; 0 takes none over.
+	Reclaim time.Duration
+}
+
+// EventGroup yields the queue's lifecycle events as consumer of group: the
+// consumers of a group share the stream, each event delivered to one of
+// them (XREADGROUP). It creates the group, and the stream, when missing.
+//
+// Acknowledgement: an event is acknowledged (XACK) once the loop body is
+// done with it and asks for the next — one XACK per batch, sent before the
+// next read and when the sequence ends. The event the loop breaks on is
+// not acknowledged, nor those delivered with it and not yet yielded: they
+// stay pending in the group, and come back first when the same consumer
+// name calls EventGroup again, or to another consumer whose
+// [GroupOptions].Reclaim they outlast. Delivery is thus at least once: an
+// event handled when its consumer died is handled again.
+//
+// Reads block at most [DefaultPoll]; ctx's end stops one at once (events
+// the server handed over meanwhile stay pending, as above). A read that
+// fails is yielded as the error and tried again after a pause unless the
+// loop breaks; a refusal (WRONGTYPE, NOPERM, NOGROUP when the stream was
+// deleted, EMQSHAPE for an empty group or consumer) ends the sequence.
+func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts GroupOptions) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		g := &groupReader{vk: q.c.vk, key: q.events, group: group, name: consumer, own: "0-0",
+			reclaim: newReclaimer(q.events, group, consumer, opts.Reclaim, eventsBatch)}
+		if err := g.create(ctx, opts.From); err != nil {
+			if ctx.Err() == nil {
+				yield(Event{}, err)
+			}
+			return
+		}
+		defer g.flush(ctx)
+		g.run(ctx, yield)
+	}
+}
+
+// groupReader is one EventGroup's state.
+type groupReader struct {
+	vk               valkey.Client
+	key, group, name string
+	own              string // the consumer's own pending entries are read after this ID; "" once read
+	reclaim          reclaimer
+	acks             []string // handled, not yet acknowledged
+	retry
+}
+
+// create checks the names and creates the group at from unless it exists.
+func (g *groupReader) create(ctx context.Context, from string) error {
+	if g.group == "" || g.name == "" {
+		return emqerrors.New(emqerrors.Shape, "group and consumer must be non-empty")
+	}
+	from, err := streamFrom(from)
+	if err != nil {
+		return err
+	}
+	err = g.vk.Do(ctx, g.vk.B().XgroupCreate().Key(g.key).Group(g.group).Id(from).Mkstream().Build()).Error()
+	if verr, ok := valkey.IsValkeyErr(err); err != nil && !(ok && verr.IsBusyGroup()) {
+		return refusal(err)
+	}
+	return nil
+}
+
+// run yields the group's events until ctx ends, the loop breaks or a
+// refusal stops it.
+func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
+	for ctx.Err() == nil {
+		g.flush(ctx)
+		entries, err := g.next(ctx)
+		if err != nil {
+			if !g.failed(ctx, err, yield) {
+				return
+			}
+			continue
+		}
+		g.reset()
+		for _, e := range entries {
+			if !yield(decodeEvent(e)) {
+				return
+			}
+			g.acks = append(g.acks, e.ID)
+		}
+	}
+}
+
+// next returns the entries to yield: the consumer's own pending ones
+// first, then those idle past Reclaim when it is time to look for them,
+// else the group's new entries.
+func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
+	vk := g.vk
+	if g.own != "" {
+		read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Streams().Key(g.key).Id(g.own).Build()
+		streams, err := vk.Do(ctx, read).AsXRead()
+		if err != nil && !valkey.IsValkeyNil(err) {
+			return nil, err
+		}
+		if entries := streams[g.key]; len(entries) > 0 {
+			g.own = entries[len(entries)-1].ID
+			return entries, nil
+		}
+		g.own = ""
+	}
+	if g.reclaim.idle > 0 {
+		if entries, err := g.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
+			return entries, err
+		}
+	}
+	read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Block(eventsBlock.Milliseconds()).
+		Streams().Key(g.key).Id(">").Build().UnblockOnCancel()
+	streams, err := vk.Do(ctx, read).AsXRead()
+	if valkey.IsValkeyNil(err) {
+		return nil, nil
+	}
+	return streams[g.key], err
+}
+
+// flush acknowledges the events handled, in one XACK. One that fails is
+// delivered again: to this consumer name's next EventGroup, or reclaimed.
+func (g *groupReader) flush(ctx context.Context) {
+	if len(g.acks) == 0 {
+		return
+	}
+	// Not cancelled with ctx: the events were handled.
+	g.vk.Do(context.WithoutCancel(ctx), g.vk.B().Xack().Key(g.key).Group(g.group).Id(g.acks...).Build())
+	g.acks = g.acks[:0]
+}
+
+// retry paces a listener's reads after a failure.
+type retry struct{ pause time.Duration }
+
+// failed yields a failed read's error and reports whether to read again,
+// after a pause: not when ctx ended (the read was cut), the loop broke or
+// the error is a refusal.
+func (r *retry) failed(ctx context.Context, err error, yield func(Event, error) bool) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	err = refusal(err)
+	if !yield(Event{}, err) || emqerrors.CodeOf(err) != 0 {
+		return false
+	}
+	r.pause = min(max(2*r.pause, pollFirst), eventsBlock)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(r.pause):
+		return true
+	}
+}
+
+// reset starts the pauses over after a read that worked.
+func (r *retry) reset() { r.pause = 0 }
+
+// decodeEvent reads an events stream entry. An entry trimmed from the
+// stream while pending in a group, or one that is not an event, comes
+// with an error.
+func decodeEvent(e valkey.XRangeEntry) (Event, error) {
+	var ev Event
+	sid, ok := ids.ParseStreamID(e.ID)
+	if !ok {
+		return ev, fmt.Errorf("client: events entry ID %q", e.ID)
+	}
+	ev.ID = sid
+	if e.FieldValues == nil {
+		return ev, fmt.Errorf("client: event %s was trimmed from the stream before it was handled", e.ID)
+	}
+	name, ok := e.FieldValues["event"]
+	if !ok {
+		return ev, fmt.Errorf("client: events entry %s has no field event", e.ID)
+	}
+	ev.Name = EventName(name)
+	for field, v := range e.FieldValues {
+		ok := true
+		switch field {
+		case "job":
+			ev.Job, ok = ids.Parse(ids.Job, []byte(v))
+		case "state":
+			ev.State = State(v)
+		case "error":
+			ev.Error = v
+		case "repeat":
+			ev.Repeat = v
+		default:
+			if set, isInt := eventInts[field]; isInt {
+				var n int64
+				n, ok = emq.ParseInt([]byte(v))
+				set(&ev, n)
+			}
+		}
+		if !ok {
+			return ev, fmt.Errorf("client: events entry %s: field %s is %q", e.ID, field, v)
+		}
+	}
+	return ev, nil
+}
+
+// eventInts are an event's integer fields, each with where it goes.
+var eventInts = map[string]func(*Event, int64){
+	"attempt":     func(e *Event, n int64) { e.Attempt = n },
+	"lease":       func(e *Event, n int64) { e.Lease = time.UnixMilli(n) },
+	"at":          func(e *Event, n int64) { e.At = time.UnixMilli(n) },
+	"priority":    func(e *Event, n int64) { e.Priority = int(n) },
+	"result_size": func(e *Event, n int64) { e.ResultSize = int(n) },
+	"max":         func(e *Event, n int64) { e.Max = int(n) },
+	"window":      func(e *Event, n int64) { e.Window = time.Duration(n) * time.Millisecond },
+}

@@ -1,0 +1,389 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eventsOn turns the queue's events on with cap.
+func eventsOn(t *testing.T, q *Queue, cap int) {
+	t.Helper()
+	_, err := q.SetEvents(ctx(t), cap)
+	require.NoError(t, err)
+}
+
+// nativeNode starts a server with the module.
+func nativeNode(t *testing.T) node {
+	t.Helper()
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(1)
+	require.NoError(t, err)
+	return node{s: s, c: New(s.Client()), native: true, m: m}
+}
+
+// pull reads exactly n events of seq, failing on an error or when they
+// do not come within 10 s, and stops the sequence.
+func pull(t *testing.T, seq iter.Seq2[Event, error], n int) []Event {
+	t.Helper()
+	var out []Event
+	if n == 0 {
+		return out
+	}
+	for ev, err := range seq {
+		require.NoError(t, err)
+		if out = append(out, ev); len(out) == n {
+			break
+		}
+	}
+	require.Len(t, out, n, "the sequence ended early")
+	return out
+}
+
+// stamp is an expected event whose Lease or At the test knows only to
+// lie between two clocks read around the call (the server's and the
+// test's are one machine's).
+type stamp struct {
+	Event
+	lo, hi time.Time
+}
+
+// after brackets a time the server read while call ran, plus d.
+func after(d time.Duration, call func()) (lo, hi time.Time) {
+	lo = time.Now().Add(d).Truncate(time.Millisecond)
+	call()
+	return lo, time.Now().Add(d)
+}
+
+// requireEvents compares got with want, field by field; a stamped
+// event's Lease or At must lie in its bracket.
+func requireEvents(t *testing.T, want []stamp, got []Event) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		g := got[i]
+		if !w.lo.IsZero() {
+			seen, dst := g.At, &w.At
+			if g.Name == EventClaimed {
+				seen, dst = g.Lease, &w.Lease
+			}
+			assert.False(t, seen.Before(w.lo) || seen.After(w.hi), "event %d (%s): %v not in [%v, %v]", i, g.Name, seen, w.lo, w.hi)
+			*dst = seen
+		}
+		w.ID = g.ID
+		assert.Equal(t, w.Event, g, "event %d", i)
+	}
+}
+
+// TestEventsDecodeEveryKind: every event the verbs, or their scripts,
+// append comes back typed, each field where the table of
+// docs/commands.md puts it.
+func TestEventsDecodeEveryKind(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) { decodeEveryKind(t, n) })
+	}
+}
+
+func decodeEveryKind(t *testing.T, n node) {
+	const name = "kinds"
+	q := newQueue(t, n, name, Policy{Lease: time.Minute, MaxAttempts: 3, Keep: time.Minute})
+	dying := newQueue(t, n, name, Policy{Lease: 20 * time.Millisecond, MaxAttempts: 1})
+	eventsOn(t, q, 1000)
+	var want []stamp
+	add := func(ev Event) { want = append(want, stamp{Event: ev}) }
+	claim := func(q *Queue, id ids.ID, attempt int64) *Job {
+		var j *Job
+		lo, hi := after(q.Policy().Lease, func() { j = claimOne(t, q) })
+		require.Equal(t, id, j.ID)
+		want = append(want, stamp{Event{Name: EventClaimed, Job: id, Attempt: attempt}, lo, hi})
+		return j
+	}
+
+	first, err := q.Enqueue(ctx(t), []byte("a"))
+	require.NoError(t, err)
+	add(Event{Name: EventAdded, Job: first})
+	require.NoError(t, claim(q, first, 1).AckResult(ctx(t), []byte("result!")))
+	add(Event{Name: EventCompleted, Job: first, Attempt: 1, ResultSize: 7})
+
+	second, err := q.Enqueue(ctx(t), []byte("b"))
+	require.NoError(t, err)
+	add(Event{Name: EventAdded, Job: second})
+	j := claim(q, second, 1)
+	lease, err := j.Extend(ctx(t))
+	require.NoError(t, err)
+	add(Event{Name: EventExtended, Job: second, Attempt: 1, Lease: lease})
+	_, err = j.FailAfter(ctx(t), errors.New("boom"), 0)
+	require.NoError(t, err)
+	add(Event{Name: EventFailed, Job: second, Attempt: 1, State: StatePending, Error: "boom"})
+	j = claim(q, second, 2)
+	lo, hi := after(30*time.Millisecond, func() { _, err = j.FailAfter(ctx(t), errors.New("slow"), 30*time.Millisecond) })
+	require.NoError(t, err)
+	want = append(want, stamp{Event{Name: EventFailed, Job: second, Attempt: 2, State: StateDelayed, Error: "slow"}, lo, hi})
+	time.Sleep(50 * time.Millisecond)
+	add(Event{Name: EventPromoted, Job: second, Attempt: 2})
+	j = claim(q, second, 3)
+	state, err := j.Fail(ctx(t), errors.New("last"))
+	require.NoError(t, err)
+	require.Equal(t, StateDead, state)
+	add(Event{Name: EventFailed, Job: second, Attempt: 3, State: StateDead, Error: "last"})
+	require.NoError(t, q.Revive(ctx(t), second))
+	add(Event{Name: EventRevived, Job: second, Attempt: 3})
+	claim(dying, second, 4)
+	time.Sleep(40 * time.Millisecond)
+	jobs, err := dying.Claim(ctx(t), 1)
+	require.NoError(t, err)
+	require.Empty(t, jobs, "its one attempt after the revival is spent")
+	add(Event{Name: EventStalled, Job: second, Attempt: 4})
+	add(Event{Name: EventDead, Job: second, Attempt: 4, Error: "lease expired"})
+
+	at := time.UnixMilli(time.Now().Add(time.Hour).UnixMilli())
+	third, err := q.Enqueue(ctx(t), []byte("c"), At(at), Priority(7))
+	require.NoError(t, err)
+	add(Event{Name: EventScheduled, Job: third, Priority: 7, At: at})
+	removed, err := q.Remove(ctx(t), third)
+	require.NoError(t, err)
+	require.True(t, removed)
+	add(Event{Name: EventRemoved, Job: third, State: StateDelayed})
+
+	_, err = q.Pause(ctx(t))
+	require.NoError(t, err)
+	add(Event{Name: EventPaused})
+	_, err = q.Resume(ctx(t))
+	require.NoError(t, err)
+	add(Event{Name: EventResumed})
+	require.NoError(t, q.Limit(ctx(t), 10, 1500*time.Millisecond))
+	add(Event{Name: EventLimited, Max: 10, Window: 1500 * time.Millisecond})
+	require.NoError(t, q.Limit(ctx(t), 0, 0))
+	add(Event{Name: EventLimited})
+
+	tick := time.UnixMilli(time.Now().Add(200 * time.Millisecond).UnixMilli())
+	_, err = q.Repeat(ctx(t), "hourly", "@every 1h", []byte("tick"), RepeatOptions{Priority: 5, Start: tick.Add(-time.Hour)})
+	require.NoError(t, err)
+	time.Sleep(time.Until(tick.Add(10 * time.Millisecond)))
+	if !n.native { // natively the claim turn makes the tick's job
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		require.Equal(t, 1, made)
+	}
+	add(Event{Name: EventAdded, Job: tickJob(t, tick, 1), Priority: 5, Repeat: "hourly"})
+	claim(q, tickJob(t, tick, 1), 1)
+
+	requireEvents(t, want, pull(t, q.Events(ctx(t), "0"), len(want)))
+}
+
+// enqueueN enqueues n jobs and returns their ids.
+func enqueueN(t *testing.T, q *Queue, n int) []ids.ID {
+	t.Helper()
+	payloads := make([][]byte, n)
+	out, err := q.EnqueueMany(ctx(t), payloads)
+	require.NoError(t, err)
+	return out
+}
+
+// jobsOf are the events' jobs, in order.
+func jobsOf(events []Event) []ids.ID {
+	out := make([]ids.ID, len(events))
+	for i, ev := range events {
+		out[i] = ev.Job
+	}
+	return out
+}
+
+// trickle enqueues a job every 20 ms until ctx ends: for a listener that
+// starts at $, whose start the test cannot see, to get one.
+func trickle(ctx context.Context, q *Queue) {
+	go func() {
+		for ctx.Err() == nil {
+			q.Enqueue(ctx, nil)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
+// requireOnlyRefusal checks that seq yields one refusal of code, and
+// nothing else, and ends.
+func requireOnlyRefusal(t *testing.T, seq iter.Seq2[Event, error], code emqerrors.Code) {
+	t.Helper()
+	var errs []error
+	for ev, err := range seq {
+		require.Equal(t, Event{}, ev)
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	requireRefusal(t, errs[0], code)
+}
+
+// TestEventsResume: a listener reads from the ID it was given — every
+// event after it, none before — and ends as told.
+func TestEventsResume(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a listener that restarts from its last ID misses nothing and repeats nothing", func(t *testing.T) {
+				q := newQueue(t, n, "resume", Policy{})
+				eventsOn(t, q, 1000)
+				before := enqueueN(t, q, 5)
+				seen := pull(t, q.Events(ctx(t), "0"), 2)
+				assert.Equal(t, before[:2], jobsOf(seen))
+				later := enqueueN(t, q, 3)
+				rest := pull(t, q.Events(ctx(t), seen[1].ID.String()), 6)
+				assert.Equal(t, append(before[2:], later...), jobsOf(rest))
+			})
+			t.Run("from $ yields only the events appended after the call", func(t *testing.T) {
+				q := newQueue(t, n, "fresh", Policy{})
+				eventsOn(t, q, 1000)
+				old := enqueueN(t, q, 3)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				trickle(lctx, q)
+				got := pull(t, q.Events(lctx, "$"), 1)
+				assert.NotContains(t, old, got[0].Job)
+				assert.Equal(t, EventAdded, got[0].Name)
+			})
+			t.Run("a from that is no stream ID is refused with EMQSHAPE and ends the sequence", func(t *testing.T) {
+				q := newQueue(t, n, "badfrom", Policy{})
+				requireOnlyRefusal(t, q.Events(ctx(t), "yesterday"), emqerrors.Shape)
+			})
+			t.Run("a stream key of another type is refused with WRONGTYPE and ends the sequence", func(t *testing.T) {
+				q := newQueue(t, n, "wrongtype", Policy{})
+				must(t, n.s, "SET", keys.Set("wrongtype", keys.Events), "x")
+				requireOnlyRefusal(t, q.Events(ctx(t), "0"), emqerrors.WrongType)
+			})
+			t.Run("ctx's end stops a waiting listener at once, not at the end of its block", func(t *testing.T) {
+				q := newQueue(t, n, "idle", Policy{})
+				lctx, cancel := context.WithCancel(ctx(t))
+				time.AfterFunc(100*time.Millisecond, cancel)
+				start := time.Now()
+				for ev, err := range q.Events(lctx, "$") {
+					t.Fatalf("an idle queue yielded %v, %v", ev, err)
+				}
+				assert.Less(t, time.Since(start), 100*time.Millisecond+eventsBlock*3/4)
+			})
+		})
+	}
+}
+
+// pending is how many events the group's consumers hold unacknowledged.
+func pending(t *testing.T, n node, queue, group string) int64 {
+	t.Helper()
+	reply, err := n.s.Do("XPENDING", keys.Set(queue, keys.Events), group).ToArray()
+	require.NoError(t, err)
+	count, err := reply[0].AsInt64()
+	require.NoError(t, err)
+	return count
+}
+
+// TestEventGroup: the consumers of a group share the stream, each event
+// delivered to one, acknowledged once its loop body is done with it.
+func TestEventGroup(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("two consumers share the stream, each event to one of them", func(t *testing.T) {
+				q := newQueue(t, n, "shared", Policy{})
+				eventsOn(t, q, 10_000)
+				enqueued := enqueueN(t, q, 250)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				got := make(chan Event, len(enqueued))
+				var counts [2]int
+				done := make(chan struct{}, 2)
+				type puller struct {
+					next func() (Event, error, bool)
+					stop func()
+				}
+				var consumers []puller
+				for i, name := range []string{"one", "two"} {
+					// each takes its first batch (of 100) before either goes on: both get a share
+					next, stop := iter.Pull2(q.EventGroup(lctx, "tail", name, GroupOptions{From: "0"}))
+					consumers = append(consumers, puller{next, stop})
+					ev, err, ok := next()
+					require.True(t, ok)
+					require.NoError(t, err)
+					got <- ev
+					counts[i]++
+				}
+				for i, c := range consumers {
+					go func() {
+						defer func() { c.stop(); done <- struct{}{} }()
+						for {
+							ev, err, ok := c.next()
+							if !ok || err != nil {
+								return
+							}
+							counts[i]++
+							got <- ev
+						}
+					}()
+				}
+				seen := map[ids.ID]int{}
+				for range enqueued {
+					select {
+					case ev := <-got:
+						seen[ev.Job]++
+					case <-lctx.Done():
+						t.Fatal("not every event came")
+					}
+				}
+				cancel()
+				<-done
+				<-done
+				for _, id := range enqueued {
+					assert.Equal(t, 1, seen[id], "job %s's event", id)
+				}
+				assert.Positive(t, counts[0])
+				assert.Positive(t, counts[1])
+				assert.Zero(t, pending(t, n, "shared", "tail"), "every event handled is acknowledged")
+			})
+			t.Run("the event a loop breaks on comes back first to the same consumer, then the rest of its batch", func(t *testing.T) {
+				q := newQueue(t, n, "again", Policy{})
+				eventsOn(t, q, 10_000)
+				enqueued := enqueueN(t, q, 30)
+				first := pull(t, q.EventGroup(ctx(t), "tail", "one", GroupOptions{From: "0"}), 10)
+				assert.Equal(t, enqueued[:10], jobsOf(first))
+				assert.Equal(t, int64(21), pending(t, n, "again", "tail"), "nine acknowledged: the tenth and the rest of the batch are not")
+				more := enqueueN(t, q, 5)
+				rest := pull(t, q.EventGroup(ctx(t), "tail", "one", GroupOptions{}), 26)
+				assert.Equal(t, append(enqueued[9:], more...), jobsOf(rest))
+				assert.Equal(t, int64(1), pending(t, n, "again", "tail"))
+			})
+			t.Run("a consumer takes over the events another left unacknowledged past Reclaim", func(t *testing.T) {
+				q := newQueue(t, n, "reclaim", Policy{})
+				eventsOn(t, q, 10_000)
+				enqueued := enqueueN(t, q, 5)
+				pull(t, q.EventGroup(ctx(t), "tail", "gone", GroupOptions{From: "0"}), 1)
+				require.Equal(t, int64(5), pending(t, n, "reclaim", "tail"))
+				time.Sleep(60 * time.Millisecond)
+				taken := pull(t, q.EventGroup(ctx(t), "tail", "heir", GroupOptions{Reclaim: 50 * time.Millisecond}), 5)
+				assert.Equal(t, enqueued, jobsOf(taken))
+			})
+			t.Run("a group created at $ starts at the events appended after it", func(t *testing.T) {
+				q := newQueue(t, n, "late", Policy{})
+				eventsOn(t, q, 10_000)
+				old := enqueueN(t, q, 3)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				trickle(lctx, q)
+				got := pull(t, q.EventGroup(lctx, "tail", "one", GroupOptions{}), 1)
+				assert.NotContains(t, old, got[0].Job)
+			})
+			t.Run("an empty group or consumer name, or a From that is no stream ID, is refused with EMQSHAPE", func(t *testing.T) {
+				q := newQueue(t, n, "names", Policy{})
+				before := digest(t, n.s)
+				for _, c := range []struct {
+					group, consumer, from string
+				}{{"", "one", ""}, {"tail", "", ""}, {"tail", "one", "yesterday"}} {
+					requireOnlyRefusal(t, q.EventGroup(ctx(t), c.group, c.consumer, GroupOptions{From: c.from}), emqerrors.Shape)
+				}
+				assert.Equal(t, before, digest(t, n.s), "no group, no stream")
+			})
+		})
+	}
+}

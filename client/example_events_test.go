@@ -1,0 +1,65 @@
+package client_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/echomq/emq/client"
+	"github.com/valkey-io/valkey-go"
+)
+
+// ExampleQueue_Events tails a queue's lifecycle events, resuming after
+// the last one a previous run handled.
+func ExampleQueue_Events() {
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		panic(err)
+	}
+	defer vk.Close()
+	q, err := client.New(vk).Queue("emails", nil, client.Policy{})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	last := "0" // or the ID a previous run saved
+	for ev, err := range q.Events(ctx, last) {
+		if err != nil {
+			fmt.Println(err)
+			continue // a refusal ends the sequence; anything else is read again
+		}
+		if ev.Name == client.EventFailed && ev.State == client.StateDead {
+			fmt.Println("dead:", ev.Job, ev.Error)
+		}
+		last = ev.ID.String()
+	}
+}
+
+// ExampleQueue_Repeat makes a report job every weekday at 07:30 in Paris,
+// and lists the queue's schedules.
+func ExampleQueue_Repeat() {
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		panic(err)
+	}
+	defer vk.Close()
+	q, err := client.New(vk).Queue("reports", nil, client.Policy{})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	first, err := q.Repeat(ctx, "morning", "30 7 * * 1-5", []byte(`{"report":"sales"}`),
+		client.RepeatOptions{TZ: "Europe/Paris"})
+	fmt.Println(first, err)
+
+	schedules, err := q.Schedules(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range schedules {
+		fmt.Println(s.Name, s.Spec, s.Next, s.Made)
+	}
+}

@@ -1,0 +1,107 @@
+package client
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// near requires at to be within a generous bound of want.
+func near(t *testing.T, want, at time.Time, what string) {
+	t.Helper()
+	require.False(t, at.IsZero(), "%s is set", what)
+	assert.WithinDuration(t, want, at, 5*time.Second, what)
+}
+
+// TestJobInfo: Queue.Job reads a job's row and the time of the set it is
+// in, in every state, natively and on the scripts.
+func TestJobInfo(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("info", n.m, Policy{Lease: time.Minute, MaxAttempts: 1, Keep: time.Hour})
+			require.NoError(t, err)
+			job := func(id ids.ID) *JobInfo {
+				t.Helper()
+				info, err := q.Job(ctx(t), id)
+				require.NoError(t, err)
+				return info
+			}
+
+			id, err := q.Enqueue(ctx(t), []byte("payload"))
+			require.NoError(t, err)
+			must(t, n.s, "HSET", keys.Job("info", id.String()), "priority", "7")
+			assert.Equal(t, &JobInfo{ID: id, State: StatePending, Priority: 7, Payload: []byte("payload")}, job(id),
+				"a pending job: its row, no time")
+
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			info := job(id)
+			assert.Equal(t, StateActive, info.State)
+			assert.Equal(t, int64(1), info.Attempts)
+			near(t, time.Now().Add(time.Minute), info.Deadline, "the lease deadline")
+			assert.True(t, info.Due.IsZero() && info.Died.IsZero() && info.Expires.IsZero(), "only the active set's time")
+
+			_, err = jobs[0].FailAfter(ctx(t), errors.New("boom"), 0)
+			require.NoError(t, err)
+			info = job(id)
+			assert.Equal(t, StateDead, info.State, "its one attempt spent")
+			assert.Equal(t, "boom", info.Error)
+			assert.True(t, info.HasError)
+			near(t, time.Now(), info.Died, "the time of death")
+			assert.True(t, info.Deadline.IsZero(), "out of active")
+
+			require.NoError(t, q.Revive(ctx(t), id))
+			info = job(id)
+			assert.Equal(t, StatePending, info.State)
+			assert.Equal(t, int64(1), info.Revived, "the attempts at its revival")
+			assert.Equal(t, 7, info.Priority)
+
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			_, err = jobs[0].FailAfter(ctx(t), nil, time.Hour)
+			require.NoError(t, err)
+			info = job(id)
+			assert.Equal(t, StateDead, info.State, "attempt 2 of a budget of 1 after the revival at 1: dead")
+
+			later, err := q.Enqueue(ctx(t), []byte("later"))
+			require.NoError(t, err)
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			patient := *jobs[0]
+			patient.q, err = n.c.Queue("info", n.m, Policy{MaxAttempts: 5})
+			require.NoError(t, err)
+			_, err = patient.FailAfter(ctx(t), errors.New(""), time.Hour)
+			require.NoError(t, err)
+			info = job(later)
+			assert.Equal(t, StateDelayed, info.State)
+			assert.True(t, info.HasError, "an empty error is an error")
+			assert.Empty(t, info.Error)
+			near(t, time.Now().Add(time.Hour), info.Due, "the due time")
+
+			must(t, n.s, "HSET", keys.Job("info", later.String()), "state", "done", "result", "42", "repeat", "nightly")
+			must(t, n.s, "ZREM", keys.Set("info", keys.DelayedSet), later.String())
+			must(t, n.s, "PEXPIRE", keys.Job("info", later.String()), "3600000")
+			info = job(later)
+			assert.Equal(t, []byte("42"), info.Result)
+			assert.Equal(t, "nightly", info.Repeat)
+			near(t, time.Now().Add(time.Hour), info.Expires, "the kept row's expiry")
+			assert.True(t, info.Due.IsZero())
+
+			_, err = q.Job(ctx(t), n.m.Mint(ids.Job))
+			require.ErrorIs(t, err, emqerrors.NoJob, "no such job")
+			wrong := n.m.Mint(ids.Job)
+			must(t, n.s, "SET", keys.Job("info", wrong.String()), "x")
+			_, err = q.Job(ctx(t), wrong)
+			require.ErrorIs(t, err, emqerrors.WrongType, "a job key of another type")
+		})
+	}
+}

@@ -1,0 +1,26 @@
+#!lua flags=no-writes
+-- The first half of a tick on a node without the module: KEYS repeats;
+-- ARGV batch. Replies the server's clock (Unix ms), then one array per
+-- schedule due at it, at most batch, oldest tick first: name, tick (its
+-- score), and when its row is a hash the row's spec tz start end limit
+-- made number priority ('' for a field missing). The client computes
+-- what each tick makes with the module's own code, and tick.lua writes
+-- it.
+if wrong_type(key_type(KEYS[1]), 'zset') then
+  return redis.error_reply(WRONGTYPE)
+end
+local now = now_ms()
+local out = {now}
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[1]))
+for i = 1, #due, 2 do
+  local entry = {due[i], due[i + 1]}
+  local row = queue_key(KEYS[1], 'repeat:' .. due[i])
+  if key_type(row) == 'hash' then
+    local v = redis.call('HMGET', row, 'spec', 'tz', 'start', 'end', 'limit', 'made', 'number', 'priority')
+    for k = 1, 8 do
+      entry[#entry + 1] = v[k] or ''
+    end
+  end
+  out[#out + 1] = entry
+end
+return out

@@ -1,0 +1,52 @@
+#!lua flags=allow-oom
+-- The second half of a tick on a node without the module, what the claim
+-- turn's tick writes (emq/repeat.go, tickOne): KEYS repeats pending config
+-- events; ARGV n, then n ticks of six — name tick made next id priority —
+-- then pairs of name tick to drop (a row that is gone or not one
+-- EMQ.REPEAT wrote). Each is done only while the schedule's score is still
+-- the tick due.lua read: a tick another client made, or a schedule
+-- replaced or removed since, is left alone. A tick's job is made unless
+-- its row exists (a tick made twice is one job) or id is '' (a tick before
+-- the EMQ epoch). Replies how many jobs it made.
+local repeats, pending = KEYS[1], KEYS[2]
+if wrong_type(key_type(repeats), 'zset') or wrong_type(key_type(pending), 'zset') then
+  return redis.error_reply(WRONGTYPE)
+end
+local st, refused = settings(repeats)
+if not st then
+  return refused
+end
+
+-- still_due reports whether schedule name is still due at tick.
+local function still_due(name, tick)
+  local s = redis.call('ZSCORE', repeats, name)
+  return s and tonumber(s) == tonumber(tick)
+end
+
+local n, made = tonumber(ARGV[1]), 0
+for i = 0, n - 1 do
+  local name, tick, count, next, id, priority = unpack(ARGV, 2 + 6 * i, 7 + 6 * i)
+  local row = queue_key(repeats, 'repeat:' .. name)
+  if still_due(name, tick) and key_type(row) == 'hash' then
+    redis.call('HSET', row, 'made', count, 'last', tick, 'next', next)
+    redis.call('ZADD', repeats, score(next), name)
+    local job = queue_key(repeats, 'job:' .. id)
+    if id ~= '' and redis.call('EXISTS', job) == 0 then
+      local payload = redis.call('HGET', row, 'payload') or ''
+      if priority == '0' then
+        redis.call('HSET', job, 'state', 'pending', 'attempts', 0, 'payload', payload, 'repeat', name)
+      else
+        redis.call('HSET', job, 'state', 'pending', 'attempts', 0, 'payload', payload, 'priority', priority, 'repeat', name)
+      end
+      redis.call('ZADD', pending, priority, id)
+      emit(st, 'added', 'job', id, 'attempt', 0, 'priority', priority, 'repeat', name)
+      made = made + 1
+    end
+  end
+end
+for i = 2 + 6 * n, #ARGV, 2 do
+  if still_due(ARGV[i], ARGV[i + 1]) then
+    redis.call('ZREM', repeats, ARGV[i])
+  end
+end
+return made

@@ -1,0 +1,49 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// reclaimer takes over a consumer group's entries that stayed delivered
+// and unacknowledged past idle (XAUTOCLAIM), for consumer name: a pass over
+// the group's pending entries, then none until idle/2 after it ended.
+type reclaimer struct {
+	key, group, name string
+	idle             time.Duration
+	count            int64     // entries per XAUTOCLAIM
+	cursor           string    // XAUTOCLAIM's next start
+	passed           time.Time // when the last full pass ended
+}
+
+func newReclaimer(key, group, name string, idle time.Duration, count int64) reclaimer {
+	return reclaimer{key: key, group: group, name: name, idle: idle, count: count, cursor: "0-0"}
+}
+
+// take returns the next entries idle past idle, when it is time to look,
+// or none.
+func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRangeEntry, error) {
+	if time.Since(r.passed) < r.idle/2 {
+		return nil, nil
+	}
+	reply, err := vk.Do(ctx, vk.B().Xautoclaim().Key(r.key).Group(r.group).Consumer(r.name).
+		MinIdleTime(strconv.FormatInt(r.idle.Milliseconds(), 10)).Start(r.cursor).
+		Count(r.count).Build()).ToArray()
+	if err != nil {
+		return nil, refusal(err)
+	}
+	if len(reply) < 2 {
+		return nil, fmt.Errorf("client: XAUTOCLAIM reply %v", reply)
+	}
+	if r.cursor, err = reply[0].ToString(); err != nil {
+		return nil, err
+	}
+	if r.cursor == "0-0" { // a full pass made
+		r.passed = time.Now()
+	}
+	return reply[1].AsXRange()
+}

@@ -1,0 +1,376 @@
+package client
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+)
+
+// TestRepeat: schedules are set, replaced, listed and removed alike on a
+// node with the module and on one without, where the scripts write the
+// rows the verbs write.
+func TestRepeat(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a schedule is set, listed, replaced and removed", func(t *testing.T) {
+				const name = "set"
+				q := newQueue(t, n, name, Policy{})
+				before := time.Now()
+				first, err := q.Repeat(ctx(t), "nightly", "0 3 * * *", []byte("report"),
+					RepeatOptions{TZ: "Europe/Paris", Priority: 5, Limit: 10})
+				require.NoError(t, err)
+				rule, err := emq.ParseRule([]byte("0 3 * * *"), []byte("Europe/Paris"), before.UnixMilli(), 0, 10)
+				require.NoError(t, err)
+				assert.Equal(t, time.UnixMilli(rule.Next(before.UnixMilli(), 0)), first, "the first tick is the rule's")
+
+				start := time.UnixMilli(time.Now().Add(-time.Minute).UnixMilli())
+				end := start.Add(time.Hour)
+				every, err := q.Repeat(ctx(t), "often", "@every 250ms", nil, RepeatOptions{Start: start, End: end})
+				require.NoError(t, err)
+				assert.Zero(t, every.Sub(start)%(250*time.Millisecond), "an interval ticks at start plus whole intervals")
+				assert.True(t, every.After(before))
+
+				list, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				require.Len(t, list, 2)
+				assert.Equal(t, []string{"often", "nightly"}, []string{list[0].Name, list[1].Name}, "next tick first")
+				assert.WithinDuration(t, before, list[1].Start, 5*time.Second, "start 0 is now")
+				list[1].Start = time.Time{}
+				assert.Equal(t, Schedule{Name: "nightly", Spec: "0 3 * * *", TZ: "Europe/Paris", Payload: []byte("report"),
+					Priority: 5, Limit: 10, Number: 1, Next: first}, list[1])
+				assert.Equal(t, Schedule{Name: "often", Spec: "@every 250ms", Payload: []byte{}, Start: start, End: end,
+					Number: 2, Next: every}, list[0])
+				row := hash(t, n, keys.Repeat(name, "nightly"))
+				assert.ElementsMatch(t, []string{"spec", "tz", "payload", "priority", "start", "end", "limit", "number", "made", "next", "last"},
+					mapKeys(row), "the row holds the verb's fields")
+				assert.Equal(t, "2", str(t, n, "HGET", keys.Set(name, keys.Config), "repeat_seq"))
+
+				n.s.Do("HSET", keys.Repeat(name, "nightly"), "made", "4")
+				replaced, err := q.Repeat(ctx(t), "nightly", "@hourly", []byte("v2"), RepeatOptions{Limit: 10})
+				require.NoError(t, err)
+				assert.Equal(t, time.Now().Truncate(time.Hour).Add(time.Hour), replaced)
+				row = hash(t, n, keys.Repeat(name, "nightly"))
+				assert.Equal(t, []string{"1", "4", "@hourly", "v2"}, []string{row["number"], row["made"], row["spec"], row["payload"]},
+					"a replaced schedule keeps its number and its count")
+				done, err := q.Repeat(ctx(t), "nightly", "@hourly", nil, RepeatOptions{Limit: 4})
+				require.NoError(t, err)
+				assert.True(t, done.IsZero(), "a replaced schedule that made its limit has no tick")
+				assert.Equal(t, "inf", str(t, n, "ZSCORE", keys.Set(name, keys.Repeats), "nightly"))
+
+				removed, err := q.Unrepeat(ctx(t), "nightly")
+				require.NoError(t, err)
+				assert.True(t, removed)
+				removed, err = q.Unrepeat(ctx(t), "nightly")
+				require.NoError(t, err)
+				assert.False(t, removed, "removing twice finds nothing")
+				list, err = q.Schedules(ctx(t))
+				require.NoError(t, err)
+				require.Len(t, list, 1)
+				assert.Equal(t, "often", list[0].Name)
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Repeat(name, "nightly")))
+			})
+			t.Run("a queue without schedules lists none", func(t *testing.T) {
+				list, err := newQueue(t, n, "none", Policy{}).Schedules(ctx(t))
+				require.NoError(t, err)
+				assert.Empty(t, list)
+			})
+			t.Run("arguments the verb refuses are refused before sending and write nothing", func(t *testing.T) {
+				q := newQueue(t, n, "bad", Policy{})
+				now := time.Now()
+				for _, c := range []struct {
+					why, name, spec string
+					opts            RepeatOptions
+					code            emqerrors.Code
+				}{
+					{"an interval under a millisecond", "r", "@every 1us", RepeatOptions{}, emqerrors.Shape},
+					{"an interval of no duration", "r", "@every 0s", RepeatOptions{}, emqerrors.Shape},
+					{"a cron field out of range", "r", "61 * * * *", RepeatOptions{}, emqerrors.Shape},
+					{"six cron fields", "r", "0 0 3 * * *", RepeatOptions{}, emqerrors.Shape},
+					{"a zone in the spec", "r", "CRON_TZ=UTC 0 3 * * *", RepeatOptions{}, emqerrors.Shape},
+					{"an unknown zone", "r", "@daily", RepeatOptions{TZ: "Mars/Olympus"}, emqerrors.Shape},
+					{"a negative priority", "r", "@daily", RepeatOptions{Priority: -1}, emqerrors.Shape},
+					{"a priority past 2^31-1", "r", "@daily", RepeatOptions{Priority: 1 << 31}, emqerrors.Shape},
+					{"an end before the start", "r", "@daily", RepeatOptions{Start: now, End: now.Add(-time.Hour)}, emqerrors.Shape},
+					{"no tick before the end", "r", "@daily", RepeatOptions{End: now.Add(time.Hour)}, emqerrors.Shape},
+					{"a negative limit", "r", "@daily", RepeatOptions{Limit: -1}, emqerrors.Shape},
+					{"a name with a brace", "r{1}", "@daily", RepeatOptions{}, emqerrors.Layout},
+					{"a name past 200 bytes", strings.Repeat("n", 201), "@daily", RepeatOptions{}, emqerrors.Layout},
+				} {
+					t.Run(c.why, func(t *testing.T) {
+						before := digest(t, n.s)
+						_, err := q.Repeat(ctx(t), c.name, c.spec, nil, c.opts)
+						requireRefusal(t, err, c.code)
+						assert.Equal(t, before, digest(t, n.s))
+					})
+				}
+				_, err := q.Unrepeat(ctx(t), "r{1}")
+				requireRefusal(t, err, emqerrors.Layout)
+			})
+			t.Run("keys of another type are refused with WRONGTYPE and nothing is written", func(t *testing.T) {
+				q := newQueue(t, n, "typed", Policy{})
+				must(t, n.s, "SET", keys.Set("typed", keys.Repeats), "x")
+				before := digest(t, n.s)
+				_, err := q.Repeat(ctx(t), "r", "@daily", nil, RepeatOptions{})
+				requireRefusal(t, err, emqerrors.WrongType)
+				_, err = q.Schedules(ctx(t))
+				requireRefusal(t, err, emqerrors.WrongType)
+				_, err = q.Unrepeat(ctx(t), "r")
+				requireRefusal(t, err, emqerrors.WrongType)
+				assert.Equal(t, before, digest(t, n.s))
+			})
+		})
+	}
+}
+
+// mapKeys is m's keys.
+func mapKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tickJob is the id of schedule number's job for tick.
+func tickJob(t *testing.T, tick time.Time, number int64) ids.ID {
+	t.Helper()
+	id, ok := emq.TickID(tick.UnixMilli(), number)
+	require.True(t, ok)
+	return id
+}
+
+// queueState is what a tick writes to a queue: its job rows, pending, its
+// schedules' rows and scores, and its events' fields (IDs left out).
+func queueState(t *testing.T, n node, queue string) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, pattern := range []string{"job:*", "repeat:*"} {
+		found, err := n.s.Do("KEYS", "emq:{"+queue+"}:"+pattern).AsStrSlice()
+		require.NoError(t, err)
+		for _, k := range found {
+			out[k] = hash(t, n, k)
+		}
+	}
+	for _, set := range []string{keys.PendingSet, keys.Repeats} {
+		members, err := n.s.Do("ZRANGE", keys.Set(queue, set), "0", "-1", "WITHSCORES").AsStrSlice()
+		require.NoError(t, err)
+		out[set] = members
+	}
+	var events [][]string
+	for _, e := range xrange(t, n.s, keys.Set(queue, keys.Events)) {
+		var kv []string
+		for _, f := range e.FieldValues {
+			kv = append(kv, f.Field, f.Value)
+		}
+		events = append(events, kv)
+	}
+	out["events"] = events
+	return out
+}
+
+// TestTicks: the fallback makes a schedule's ticks as the module's claim
+// turn does — the same job, under the same id, with the same rows — and
+// a tick made by both is one job.
+func TestTicks(t *testing.T) {
+	t.Run("a tick made by the module and by the fallback is one job, the same either way", func(t *testing.T) {
+		n := nativeNode(t)
+		s := n.s
+		const name = "both"
+		native := newQueue(t, n, name, Policy{})
+		scripted, err := New(s.Client(), WithoutModule()).Queue(name, n.m, Policy{})
+		require.NoError(t, err)
+		config, repeats, row := keys.Set(name, keys.Config), keys.Set(name, keys.Repeats), keys.Repeat(name, "hourly")
+		must(t, s, "EMQ.EVENTS", "2", config, keys.Set(name, keys.Events), "100")
+		must(t, s, "EMQ.PAUSE", "2", config, native.pending) // a claim turn only sweeps and ticks
+		tick := time.UnixMilli(time.Now().Add(300 * time.Millisecond).UnixMilli())
+		_, err = native.Repeat(ctx(t), "hourly", "@every 1h", []byte("p"), RepeatOptions{Priority: 3, Start: tick.Add(-time.Hour)})
+		require.NoError(t, err)
+		time.Sleep(time.Until(tick.Add(20 * time.Millisecond)))
+		dump := map[string]string{}
+		for _, k := range []string{row, repeats} {
+			d, err := s.Do("DUMP", k).ToString()
+			require.NoError(t, err)
+			dump[k] = d
+		}
+		// restore puts the schedule back as it was before its tick;
+		// clean also drops what the tick made
+		restore := func(clean bool) {
+			if clean {
+				must(t, s, "DEL", keys.Job(name, tickJob(t, tick, 1).String()), native.pending, keys.Set(name, keys.Events))
+			}
+			for k, d := range dump {
+				must(t, s, "RESTORE", k, "0", d, "REPLACE")
+			}
+		}
+		makers := map[string]func(){
+			"module": func() {
+				jobs, err := native.Claim(ctx(t), 1)
+				require.NoError(t, err)
+				require.Empty(t, jobs, "paused")
+			},
+			"fallback": func() {
+				made, err := scripted.tickFallback(ctx(t))
+				require.NoError(t, err)
+				require.Equal(t, 1, made)
+			},
+		}
+		var states []map[string]any
+		for _, order := range [][2]string{{"module", "fallback"}, {"fallback", "module"}} {
+			restore(true)
+			makers[order[0]]()
+			once := queueState(t, n, name)
+			require.Equal(t, map[string]string{"state": "pending", "attempts": "0", "payload": "p", "priority": "3", "repeat": "hourly"},
+				once[keys.Job(name, tickJob(t, tick, 1).String())], "%s: the tick's job", order[0])
+			restore(false)
+			if order[1] == "fallback" {
+				made, err := scripted.tickFallback(ctx(t))
+				require.NoError(t, err)
+				assert.Zero(t, made, "the job exists: a tick made twice is one job")
+			} else {
+				makers[order[1]]()
+			}
+			assert.Equal(t, once, queueState(t, n, name), "%s after %s: nothing more", order[1], order[0])
+			states = append(states, once)
+		}
+		assert.Equal(t, states[0], states[1], "the module's tick and the fallback's write the same")
+		sched := states[0][row].(map[string]string)
+		assert.Equal(t, "1", sched["made"])
+		assert.Equal(t, strconv.FormatInt(tick.UnixMilli(), 10), sched["last"])
+		assert.Equal(t, strconv.FormatInt(tick.Add(time.Hour).UnixMilli(), 10), sched["next"], "the next tick after now")
+	})
+	t.Run("the fallback run every few ms makes about one job per tick of an @every 100ms", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue("often", m, Policy{})
+		require.NoError(t, err)
+		start := time.UnixMilli(time.Now().UnixMilli())
+		_, err = q.Repeat(ctx(t), "often", "@every 100ms", nil, RepeatOptions{Start: start})
+		require.NoError(t, err)
+		made := 0
+		for time.Since(start) < 2*time.Second {
+			n, err := q.tickFallback(ctx(t))
+			require.NoError(t, err)
+			made += n
+			time.Sleep(5 * time.Millisecond)
+		}
+		ticks := int(time.Since(start) / (100 * time.Millisecond))
+		members, err := s.Do("ZRANGE", q.pending, "0", "-1").AsStrSlice()
+		require.NoError(t, err)
+		assert.Len(t, members, made)
+		t.Logf("%d jobs for %d ticks", made, ticks)
+		assert.GreaterOrEqual(t, made, ticks/2, "a poll late by more than a tick makes one job for the ticks it missed")
+		assert.LessOrEqual(t, made, ticks)
+		seen := map[int64]bool{}
+		for _, text := range members {
+			id, ok := ids.Parse(ids.Job, []byte(text))
+			require.True(t, ok)
+			k := (int64(id.UnixMs()) - start.UnixMilli()) / 100
+			assert.Equal(t, tickJob(t, start.Add(time.Duration(k)*100*time.Millisecond), 1), id, "a job per tick, under the tick's id")
+			assert.False(t, seen[k], "tick %d made twice", k)
+			seen[k] = true
+		}
+	})
+	t.Run("the fallback drops a schedule whose row is gone and stops one at its limit", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue("ends", m, Policy{})
+		require.NoError(t, err)
+		start := time.Now().Add(-time.Minute)
+		_, err = q.Repeat(ctx(t), "twice", "@every 10ms", []byte("p"), RepeatOptions{Start: start, Limit: 2})
+		require.NoError(t, err)
+		repeats := keys.Set("ends", keys.Repeats)
+		must(t, s, "ZADD", repeats, "1", "ghost")
+		for range 2 {
+			time.Sleep(20 * time.Millisecond)
+			made, err := q.tickFallback(ctx(t))
+			require.NoError(t, err)
+			assert.Equal(t, 1, made)
+		}
+		assert.True(t, valkey.IsValkeyNil(s.Do("ZSCORE", repeats, "ghost").Error()), "the ghost is dropped")
+		list, err := q.Schedules(ctx(t))
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		assert.Equal(t, int64(2), list[0].Made)
+		assert.True(t, list[0].Next.IsZero(), "finished")
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, made)
+		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
+	})
+	t.Run("on a node with the module the fallback leaves the ticks to the claim turns", func(t *testing.T) {
+		n := nativeNode(t)
+		q := newQueue(t, n, "native", Policy{})
+		_, err := q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		made, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, made)
+		assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
+	})
+}
+
+// TestRepeatScriptsWriteTheVerbsRows: the same calls on a node with the
+// module and on one without leave the same keys, field for field, and
+// reply the same.
+func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
+	nodes := startNodes(t)
+	// ticks after a start to come do not depend on when each node is called
+	start := time.UnixMilli(time.Now().Add(24 * time.Hour).UnixMilli())
+	type reply struct {
+		first   time.Time
+		removed bool
+		list    []Schedule
+	}
+	var states []map[string]any
+	var replies [][]reply
+	for _, n := range nodes {
+		q := newQueue(t, n, "same", Policy{})
+		var got []reply
+		for _, step := range []func() reply{
+			func() reply {
+				first, err := q.Repeat(ctx(t), "a", "*/5 * * * *", []byte("p"), RepeatOptions{TZ: "Asia/Tokyo", Priority: 2, Start: start, Limit: 3})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				first, err := q.Repeat(ctx(t), "b", "@every 1500ms", nil, RepeatOptions{Start: start, End: start.Add(time.Hour)})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				must(t, n.s, "HSET", keys.Repeat("same", "a"), "made", "3")
+				first, err := q.Repeat(ctx(t), "a", "@hourly", []byte("q"), RepeatOptions{Start: start, Limit: 3})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
+				list, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				return reply{list: list}
+			},
+			func() reply {
+				removed, err := q.Unrepeat(ctx(t), "b")
+				require.NoError(t, err)
+				return reply{removed: removed}
+			},
+		} {
+			got = append(got, step())
+		}
+		state := queueState(t, n, "same")
+		state["config"] = hash(t, n, keys.Set("same", keys.Config))
+		states = append(states, state)
+		replies = append(replies, got)
+	}
+	assert.Equal(t, replies[0], replies[1], "the same replies")
+	assert.Equal(t, states[0], states[1], "the same keys")
+}
