@@ -2,11 +2,14 @@ package valkeytest_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -65,14 +68,24 @@ func TestClusterFailoverKillAndRestart(t *testing.T) {
 	ctx := context.Background()
 	set := func(key string) {
 		t.Helper()
-		require.NoError(t, cl.Do(ctx, cl.B().Set().Key(key).Value("v").Build()).Error())
-		// Every replica has it before the node serving it goes.
-		require.NoError(t, cl.Do(ctx, cl.B().Wait().Numreplicas(1).Timeout(5000).Build().SetSlot(key)).Error())
+		// The replica has it before the node serving it goes: WAIT counts
+		// the writes of its own connection, so both go on one.
+		require.NoError(t, cl.Dedicated(func(dc valkey.DedicatedClient) error {
+			rs := dc.DoMulti(ctx, dc.B().Set().Key(key).Value("v").Build(), dc.B().Wait().Numreplicas(1).Timeout(5000).Build())
+			if n, err := rs[1].AsInt64(); err != nil || n != 1 {
+				return fmt.Errorf("WAIT 1: %d %v (SET: %v)", n, err, rs[0].Error())
+			}
+			return nil
+		}))
 	}
 	get := func(key string) string {
 		t.Helper()
-		v, err := cl.Do(ctx, cl.B().Get().Key(key).Build()).ToString()
-		require.NoError(t, err, key)
+		var v string
+		require.Eventually(t, func() bool { // the client learns the new map at its first call's failure
+			var err error
+			v, err = cl.Do(ctx, cl.B().Get().Key(key).Build()).ToString()
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond, key)
 		return v
 	}
 	owned := func(s *valkeytest.Server) string { // a key whose slot s serves
