@@ -131,6 +131,32 @@
 //   - The scripts touch the schedule and job rows, which are not among
 //     their keys (as CLAIM's script does).
 //
+// # One queue over a cluster
+//
+// A queue lives in one hash slot, so on one node. [Client.Sharded] makes
+// one logical queue of N shards, shard i the ordinary queue "<name>#i"
+// ([ShardName]) with its own hash tag, so that a cluster spreads it over
+// the nodes serving the shards' slots. [Sharded.Enqueue] and
+// [Sharded.EnqueueMany] take the shards in turn; [Sharded.Shard] is a
+// key's shard, which keeps that key's jobs in order: everything within a
+// shard is atomic and first in, first out, nothing spans two.
+// [Sharded.Work] works every shard with one set of handler slots: each
+// shard has its own settle calls and lease renewals, a dry shard waits in
+// a blocking claim of its own on its node, and no shard takes more than
+// an even share of the room while others have jobs.
+//
+//	s, err := c.Sharded("orders", 12, minter, client.Policy{Durability: client.Durability{Replicas: 1}})
+//	id, err := s.Enqueue(ctx, payload)             // the next shard in turn
+//	id, err = s.Shard(customer).Enqueue(ctx, payload) // a customer's jobs in order
+//	err = s.Work(ctx, handle, client.WorkOptions{Concurrency: 32})
+//
+// [Policy].Durability makes a queue's writes that admit or settle jobs
+// wait until replicas hold them (WAIT) or their AOF has them (WAITAOF), in
+// the same round trip, and return [ErrNotDurable] when they do not in
+// time; [Queue.Admit] retries an enqueue under its id. docs/CLUSTER.md
+// says what each level survives, and what a failover did to a running
+// sharded queue.
+//
 // # Round trips per job
 //
 // A round trip costs the server more than the verb it carries, so the
