@@ -108,7 +108,9 @@
 // queue and by its timer while workers wait. On a node without it the
 // client sets, lists and removes schedules with scripts that write the
 // verbs' rows (REPEAT first reads the server's clock: two round trips),
-// and the worker makes the ticks: due.lua reads the due schedules and the
+// and the worker makes the ticks, every 50 ms while it works (natively it
+// only looks, every Poll, whether the node still serves EMQ.REPEAT):
+// due.lua reads the due schedules and the
 // server's clock, the client computes each tick's job id and next tick
 // with the module's own code (package emq), and tick.lua writes what the
 // claim turn would — the job row, its pending entry, its added event, the

@@ -242,9 +242,10 @@ func (c *crew) run() error {
 	var loops, renewals sync.WaitGroup
 	renewDone := make(chan struct{})
 	for _, w := range c.members {
-		loops.Add(2)
+		loops.Add(3)
 		go func() { defer loops.Done(); w.settleLoop() }()
 		go func() { defer loops.Done(); w.waitLoop() }()
+		go func() { defer loops.Done(); w.tickLoop() }()
 		renewals.Add(1)
 		go func() { defer renewals.Done(); w.renewLoop(renewDone) }()
 	}
@@ -616,6 +617,31 @@ func (w *worker) logClaimed(claimed []*Job) {
 	}
 	for _, j := range claimed {
 		w.log.Debug("claimed", "job", j.ID, "attempt", j.Attempt)
+	}
+}
+
+// tickEvery is how often a worker makes its queue's schedule ticks on a
+// node without the module: an "@every" schedule shorter than it ticks late.
+const tickEvery = 50 * time.Millisecond
+
+// tickLoop makes the queue's due schedule ticks where the node serving it
+// does not (a node without the module: there no claim turn makes them),
+// every tickEvery until the stop; where the node does, it looks again
+// every Poll, in case the node changes.
+func (w *worker) tickLoop() {
+	for w.stop.Err() == nil {
+		made, native, err := w.q.tickFallback(w.stop)
+		switch {
+		case err != nil && w.stop.Err() == nil:
+			w.log.Error("schedule ticks", "err", err)
+		case made > 0:
+			w.log.Debug("schedule ticks", "jobs", made)
+		}
+		if native {
+			w.sleep(w.crew.opts.Poll)
+		} else {
+			w.sleep(tickEvery)
+		}
 	}
 }
 
