@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work bench-cluster failover soak fuzz torture clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -93,6 +93,17 @@ $(BASELINE_SO):
 	(cd $$src && $(GO) build -buildmode=c-shared -trimpath -o $(abspath $@) ./cmd/emq-module); status=$$?; \
 	git worktree remove --force $$src; rm -f $(basename $@).h; \
 	[ $$status -eq 0 ] && chmod +x $@
+
+## bench-cluster: one sharded queue (12 shards) on a 3-primary cluster against one node: jobs/s and each node's
+## server CPU per job (JOBS per run, 100000 by default); writes docs/PERFORMANCE.md
+bench-cluster: deps build
+	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -cluster -jobs $${JOBS:-100000} -out docs/PERFORMANCE.md
+
+## failover: TestClusterFailover alone — 3 worker processes on a 3+3 cluster across a CLUSTER FAILOVER and a
+## primary's SIGKILL, natively and on the scripts (JOBS per phase, 100000 by default, as in make test;
+## EMQ_SERVER picks the server)
+failover: deps build
+	EMQ_FAILOVER_JOBS=$${JOBS:-100000} $(GOTEST) -timeout 30m -v -run '^TestClusterFailover$$' ./client/
 
 ## soak: millions of mixed calls; memory must stay flat
 soak: deps build

@@ -108,7 +108,9 @@
 // queue and by its timer while workers wait. On a node without it the
 // client sets, lists and removes schedules with scripts that write the
 // verbs' rows (REPEAT first reads the server's clock: two round trips),
-// and the worker makes the ticks: due.lua reads the due schedules and the
+// and the worker makes the ticks, every 50 ms while it works (natively it
+// only looks, every Poll, whether the node still serves EMQ.REPEAT):
+// due.lua reads the due schedules and the
 // server's clock, the client computes each tick's job id and next tick
 // with the module's own code (package emq), and tick.lua writes what the
 // claim turn would — the job row, its pending entry, its added event, the
@@ -130,6 +132,32 @@
 //     it: the losers' reads are wasted. INFO emq counts none of it.
 //   - The scripts touch the schedule and job rows, which are not among
 //     their keys (as CLAIM's script does).
+//
+// # One queue over a cluster
+//
+// A queue lives in one hash slot, so on one node. [Client.Sharded] makes
+// one logical queue of N shards, shard i the ordinary queue "<name>#i"
+// ([ShardName]) with its own hash tag, so that a cluster spreads it over
+// the nodes serving the shards' slots. [Sharded.Enqueue] and
+// [Sharded.EnqueueMany] take the shards in turn; [Sharded.Shard] is a
+// key's shard, which keeps that key's jobs in order: everything within a
+// shard is atomic and first in, first out, nothing spans two.
+// [Sharded.Work] works every shard with one set of handler slots: each
+// shard has its own settle calls and lease renewals, a dry shard waits in
+// a blocking claim of its own on its node, and no shard takes more than
+// an even share of the room while others have jobs.
+//
+//	s, err := c.Sharded("orders", 12, minter, client.Policy{Durability: client.Durability{Replicas: 1}})
+//	id, err := s.Enqueue(ctx, payload)             // the next shard in turn
+//	id, err = s.Shard(customer).Enqueue(ctx, payload) // a customer's jobs in order
+//	err = s.Work(ctx, handle, client.WorkOptions{Concurrency: 32})
+//
+// [Policy].Durability makes a queue's writes that admit or settle jobs
+// wait until replicas hold them (WAIT) or their AOF has them (WAITAOF), in
+// the same round trip, and return [ErrNotDurable] when they do not in
+// time; [Queue.Admit] retries an enqueue under its id. docs/CLUSTER.md
+// says what each level survives, and what a failover did to a running
+// sharded queue.
 //
 // # Round trips per job
 //

@@ -87,8 +87,12 @@ var (
 	exampleErr    error
 )
 
-// TestMain stops the examples' server once every test and example ran.
+// TestMain stops the examples' server once every test and example ran —
+// or makes this binary a worker process of TestClusterFailover.
 func TestMain(m *testing.M) {
+	if code, worker := client.FailoverWorkerMain(); worker {
+		os.Exit(code)
+	}
 	code := m.Run()
 	if exampleServer != nil {
 		exampleServer.Stop()

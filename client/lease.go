@@ -12,8 +12,9 @@ import (
 // handed back, made in one allocation with its Job and its handler's
 // context.
 type heldJob struct {
-	job Job
-	ctx handlerContext
+	job   Job
+	ctx   handlerContext
+	owner *worker // the worker of the queue it came from
 
 	// Guarded by the worker's mu.
 	state      jobState
@@ -40,7 +41,7 @@ const (
 
 // newHeldJob makes a held job of the worker and returns its Job.
 func (w *worker) newHeldJob() *Job {
-	hj := &heldJob{}
+	hj := &heldJob{owner: w}
 	hj.job.held = hj
 	hj.ctx.parent = w.base
 	return &hj.job

@@ -84,6 +84,7 @@ func (n *nodes) serves(ctx context.Context, slot uint16, cp Cap) (bool, error) {
 	}
 	tokens, err := askCaps(ctx, node)
 	if err != nil {
+		n.forget(slot) // the node may be gone, failed over: read the slot map again next time
 		return false, err
 	}
 	n.mu.Lock()

@@ -33,6 +33,9 @@ type Policy struct {
 	// on Ack, and a result with Keep 0 is refused with EMQSHAPE: a row
 	// deleted at once cannot keep it. Whole milliseconds, rounded up.
 	Keep time.Duration
+	// Durability is what the queue's writes wait for before a call
+	// returns: replicas holding them, or their AOF fsynced; none when zero.
+	Durability Durability
 }
 
 // The defaults of a [Policy].
@@ -87,6 +90,10 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 	}
 	if p.Backoff == nil {
 		p.Backoff = Exponential(time.Second, time.Minute)
+	}
+	c, err := c.withDurability(p.Durability)
+	if err != nil {
+		return nil, err
 	}
 	pending := keys.Pending(name)
 	return &Queue{

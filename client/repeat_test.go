@@ -1,9 +1,11 @@
 package client
 
 import (
+	"context"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,7 +222,7 @@ func TestTicks(t *testing.T) {
 				require.Empty(t, jobs, "paused")
 			},
 			"fallback": func() {
-				made, err := scripted.tickFallback(ctx(t))
+				made, _, err := scripted.tickFallback(ctx(t))
 				require.NoError(t, err)
 				require.Equal(t, 1, made)
 			},
@@ -234,7 +236,7 @@ func TestTicks(t *testing.T) {
 				once[keys.Job(name, tickJob(t, tick, 1).String())], "%s: the tick's job", order[0])
 			restore(false)
 			if order[1] == "fallback" {
-				made, err := scripted.tickFallback(ctx(t))
+				made, _, err := scripted.tickFallback(ctx(t))
 				require.NoError(t, err)
 				assert.Zero(t, made, "the job exists: a tick made twice is one job")
 			} else {
@@ -258,7 +260,7 @@ func TestTicks(t *testing.T) {
 		require.NoError(t, err)
 		made := 0
 		for time.Since(start) < 2*time.Second {
-			n, err := q.tickFallback(ctx(t))
+			n, _, err := q.tickFallback(ctx(t))
 			require.NoError(t, err)
 			made += n
 			time.Sleep(5 * time.Millisecond)
@@ -291,7 +293,7 @@ func TestTicks(t *testing.T) {
 		must(t, s, "ZADD", repeats, "1", "ghost")
 		for range 2 {
 			time.Sleep(20 * time.Millisecond)
-			made, err := q.tickFallback(ctx(t))
+			made, _, err := q.tickFallback(ctx(t))
 			require.NoError(t, err)
 			assert.Equal(t, 1, made)
 		}
@@ -301,7 +303,7 @@ func TestTicks(t *testing.T) {
 		require.Len(t, list, 1)
 		assert.Equal(t, int64(2), list[0].Made)
 		assert.True(t, list[0].Next.IsZero(), "finished")
-		made, err := q.tickFallback(ctx(t))
+		made, _, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		assert.Zero(t, made)
 		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
@@ -312,7 +314,7 @@ func TestTicks(t *testing.T) {
 		_, err := q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
-		made, err := q.tickFallback(ctx(t))
+		made, _, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		assert.Zero(t, made)
 		assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
@@ -373,4 +375,42 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 	}
 	assert.Equal(t, replies[0], replies[1], "the same replies")
 	assert.Equal(t, states[0], states[1], "the same keys")
+}
+
+// TestWorkRunsTheSchedules: a worker gets a schedule's jobs whether the
+// module makes its ticks (natively, in the claim turns and the queue's
+// timer) or the worker itself does (without the module): "@every 100ms"
+// for 1.5 s is about 15 jobs, each once.
+func TestWorkRunsTheSchedules(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q := newQueue(t, n, "ticking", Policy{})
+			var mu sync.Mutex
+			seen := map[string]int{}
+			wctx, stop := context.WithCancel(ctx(t))
+			done := make(chan error, 1)
+			go func() {
+				done <- q.Work(wctx, func(_ context.Context, j *Job) error {
+					mu.Lock()
+					seen[j.ID.String()]++
+					mu.Unlock()
+					return nil
+				}, WorkOptions{Concurrency: 2})
+			}()
+			_, err := q.Repeat(ctx(t), "tick", "@every 100ms", []byte("p"), RepeatOptions{})
+			require.NoError(t, err)
+			time.Sleep(1500 * time.Millisecond)
+			_, err = q.Unrepeat(ctx(t), "tick")
+			require.NoError(t, err)
+			time.Sleep(100 * time.Millisecond)
+			stop()
+			require.NoError(t, <-done)
+			mu.Lock()
+			defer mu.Unlock()
+			for id, k := range seen {
+				assert.Equal(t, 1, k, "%s handled once", id)
+			}
+			assert.InDelta(t, 15, len(seen), 3, "one job per tick")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -93,8 +94,9 @@ const maxSettlements = 1000
 // jobs, each made by alloc, to claimed. Each settlement gets its own
 // outcome: one refused (EMQLEASE, EMQNOJOB, WRONGTYPE, NOPERM) stops none
 // of the others. The error is the claim's: a refusal, or the round trip's
-// failure, which is every settlement's too. On a node without EMQ.SETTLE
-// it is one EVALSHA of SettleScript, as atomic.
+// failure, which is every settlement's too — or ErrNotDurable, when the
+// call was applied but not confirmed as the policy's Durability asks. On a
+// node without EMQ.SETTLE it is one EVALSHA of SettleScript, as atomic.
 //
 // The ids, attempts and policy numbers are not checked here: a worker
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
@@ -107,13 +109,24 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 	if native {
 		r := q.c.vk.Do(ctx, q.settleCommand(ss, n))
 		if !unknownCommand(r.Error()) {
-			return q.settleReply(r, ss, alloc, claimed)
+			return q.settleApplied(r, ss, alloc, claimed)
 		}
 		q.c.nodes.forget(q.slot) // the node lost the module: the script instead
 	}
 	args := append(q.settleArgs(ss, n), sweepBatch)
 	r := q.c.scripts.settle.Exec(ctx, q.c.vk, []string{q.pending, q.active, q.delayed, q.dead}, args)
-	return q.settleReply(r, ss, alloc, claimed)
+	return q.settleApplied(r, ss, alloc, claimed)
+}
+
+// settleApplied reads a settle call's reply as settleReply does. A call
+// whose copies fell short of the policy's Durability stands on the
+// primary: its reply is read as the writes it carries, and ErrNotDurable
+// comes back with the jobs it claimed.
+func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	rs := []valkey.ValkeyResult{r}
+	short := applied(rs)
+	claimed, err := q.settleReply(rs[0], ss, alloc, claimed)
+	return claimed, cmp.Or(err, short)
 }
 
 // settleCommand is EMQ.SETTLE of ss and a claim of n.

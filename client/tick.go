@@ -13,34 +13,33 @@ import (
 // tickFallback makes the jobs of the queue's due schedule ticks once, as
 // the module's claim turn does, where the node serving the queue does not
 // serve EMQ.REPEAT natively; where it does, the claim turns make them and
-// this does nothing. It returns how many jobs it made. Two round trips
+// this does nothing but report native. It returns how many jobs it made. Two round trips
 // when a tick is due, one otherwise: due.lua reads the due schedules and
 // the server's clock, the client computes each tick with the module's
 // own code (package emq), tick.lua writes them. Run it at least as often
 // as the shortest schedule ticks (see the package docs).
-func (q *Queue) tickFallback(ctx context.Context) (int, error) {
-	native, err := q.c.Native(ctx, CapRepeat, q.name)
-	if err != nil || native {
-		return 0, err
+func (q *Queue) tickFallback(ctx context.Context) (made int, native bool, err error) {
+	if native, err = q.c.Native(ctx, CapRepeat, q.name); err != nil || native {
+		return 0, native, err
 	}
 	repeats := keys.Set(q.name, keys.Repeats)
 	reply, err := scheduleScripts.due.Exec(ctx, q.c.vk, []string{repeats},
 		[]string{strconv.Itoa(DefaultSweepBatch)}).ToArray()
 	if err != nil {
-		return 0, refusal(err)
+		return 0, false, refusal(err)
 	}
 	if len(reply) < 2 {
-		return 0, nil // nothing due
+		return 0, false, nil // nothing due
 	}
 	now, err := reply[0].AsInt64()
 	if err != nil {
-		return 0, fmt.Errorf("client: due schedules' clock: %w", err)
+		return 0, false, fmt.Errorf("client: due schedules' clock: %w", err)
 	}
 	var ticks, drops []string
 	for _, r := range reply[1:] {
 		due, err := r.AsStrSlice()
 		if err != nil || len(due) < 2 {
-			return 0, fmt.Errorf("client: due schedule %v", r)
+			return 0, false, fmt.Errorf("client: due schedule %v", r)
 		}
 		if t, ok := planTick(now, due); ok {
 			ticks = append(ticks, t...)
@@ -49,9 +48,9 @@ func (q *Queue) tickFallback(ctx context.Context) (int, error) {
 		}
 	}
 	args := append(append([]string{strconv.Itoa(len(ticks) / 6)}, ticks...), drops...)
-	made, err := scheduleScripts.tick.Exec(ctx, q.c.vk,
+	n, err := scheduleScripts.tick.Exec(ctx, q.c.vk,
 		[]string{repeats, q.pending, q.config, q.events}, args).AsInt64()
-	return int(made), refusal(err)
+	return int(n), false, refusal(err)
 }
 
 // planTick decides, as the claim turn's tickOne does, what the due tick

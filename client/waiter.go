@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	emqerrors "github.com/echomq/emq/errors"
@@ -25,15 +27,20 @@ func (w *worker) waitLoop() {
 	pause := pollFirst
 	for {
 		w.mu.Lock()
-		for !w.stopping && w.stop.Err() == nil && !(w.dry && w.want() > 0) {
+		for !w.stopping && w.stop.Err() == nil && !(w.dry && (w.want() > 0 || w.standing())) {
 			w.claimWake.Wait()
 		}
 		if w.stopping || w.stop.Err() != nil {
 			w.mu.Unlock()
 			return
 		}
-		n := w.want()
-		w.asked += n
+		n, reserved := w.want(), 0
+		if w.standing() {
+			n = 1 // beyond the room: reserves none of it
+		} else {
+			reserved = n
+		}
+		w.asked += reserved
 		w.mu.Unlock()
 
 		sent := time.Now()
@@ -41,7 +48,7 @@ func (w *worker) waitLoop() {
 		claimed, err = w.blockingClaim(&b, n, claimed[:0])
 		w.logClaimed(claimed)
 		w.mu.Lock()
-		w.asked -= n
+		w.asked -= reserved
 		if len(claimed) == n { // the queue may hold more: the settler claims again
 			w.dry = false
 			w.settleWake.Signal()
@@ -54,8 +61,12 @@ func (w *worker) waitLoop() {
 			w.log.Error("claim refused", "err", err)
 			w.fail(err)
 			return
+		case errors.Is(err, errRedirected):
+			w.log.Debug("blocking claim redirected", "err", err)
+			w.sleep(pause) // the nodes may redirect to each other until both know
+			pause = min(2*pause, w.opts.Poll)
 		case err != nil:
-			w.log.Error("claim", "err", err)
+			w.log.Error("blocking claim", "err", err)
 			b.close(true) // a broken connection is not used again
 			w.sleep(pause)
 			pause = min(2*pause, w.opts.Poll)
@@ -95,8 +106,17 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 		q.c.nodes.forget(q.slot)
 		return claimed, nil
 	}
+	if addr, _, ok := redirectOf(r.Error()); ok { // the slot moved (a failover, a reshard): wait there
+		b.close(false)
+		b.at = addr
+		return claimed, fmt.Errorf("%w: %v", errRedirected, r.Error())
+	}
 	return q.readClaimed(r, w.alloc, claimed)
 }
+
+// errRedirected is a blocking claim's end by a redirect: its slot is
+// served by another node now, where the next one waits.
+var errRedirected = errors.New("client: the blocking claim's slot moved")
 
 // unblock ends the waiter's blocking claim, if one is out, and waits for
 // the waiter to return: CLIENT UNBLOCK of its connection, sent to the node
@@ -134,6 +154,7 @@ type blocker struct {
 	dc      valkey.DedicatedClient
 	release func()
 	id      int64
+	at      string // the node a redirect named, where the next connection goes
 }
 
 // open takes a dedicated connection and learns its id, unless b has one.
@@ -141,7 +162,12 @@ func (b *blocker) open(ctx context.Context, q *Queue) error {
 	if b.dc != nil {
 		return nil
 	}
-	dc, release := q.c.vk.Dedicate()
+	via := q.c.vk
+	if node := q.c.vk.Nodes()[b.at]; b.at != "" && node != nil {
+		via = node // the slot map valkey-go routes by may not know yet
+	}
+	b.at = ""
+	dc, release := via.Dedicate()
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
 	if err != nil {
 		dc.Close()

@@ -107,7 +107,7 @@ func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
 	if err := q.checkPolicy(); err != nil {
 		return err
 	}
-	return newWorker(ctx, q, h, opts).run()
+	return newCrew(ctx, h, opts, []*Queue{q}).run()
 }
 
 // checkPolicy runs EMQ.SETTLE's checks, once, on the numbers the policy
@@ -126,12 +126,12 @@ const maxClaimCount = 1000
 // maxBackoff is the longest backoff EMQ.FAIL takes, 2^40 ms.
 const maxBackoff = (1 << 40) * time.Millisecond
 
-// worker is one Work call's state.
-type worker struct {
-	q    *Queue
+// crew is one Work call's state: the handler slots and what the queues it
+// works share — one queue's for [Queue.Work], every shard's for
+// [Sharded.Work].
+type crew struct {
 	h    Handler
 	opts WorkOptions
-	log  *slog.Logger
 
 	// stop ends with Work's ctx, or when a claim is refused; no claim is
 	// sent once it has ended.
@@ -141,32 +141,45 @@ type worker struct {
 	// calls and the parent of its handlers' contexts.
 	base context.Context
 
+	ready   chan *heldJob // claimed jobs waiting for a slot, in claim order
+	members []*worker     // one per queue
+
+	mu        sync.Mutex
+	idle      sync.Cond // the stop's: no handler runs, or the grace passed
+	running   int       // held jobs whose handlers run
+	stopping  bool      // no job is started or claimed any more
+	graceOver bool      // the stop's grace has passed: failed settlements are not retried
+	fatal     error
+	// handling is a handler's run, a moving average; 0 until measured.
+	handling time.Duration
+	slots    []*heldJob // the job each handler slot runs
+}
+
+// worker is what a crew keeps of one queue: its settle calls, its waiter
+// and its leases. Its fields are guarded by the crew's mu.
+type worker struct {
+	*crew
+	q   *Queue
+	log *slog.Logger
+
 	lease, every, margin time.Duration // the lease, its renewal period, the safety margin before its end
 	alloc                func() *Job   // makes a held job
 
-	ready      chan *heldJob // claimed jobs waiting for a slot, in claim order
 	renewWake  chan struct{} // the renewal list was empty and is not
 	waiterExit chan struct{} // closed when the waiter returns
 
-	mu         sync.Mutex
 	settleWake sync.Cond    // the settler's: an outcome or room to claim
 	claimWake  sync.Cond    // the waiter's: the queue is dry and there is room
-	idle       sync.Cond    // the stop's: no handler runs, or the grace passed
 	finished   []settlement // outcomes waiting for the next settle call
 	held       int          // claimed jobs neither finished nor handed back
-	running    int          // held jobs whose handlers run
 	asked      int          // jobs the claims in flight asked for
 	dry        bool         // the last claim found fewer than it asked for: the waiter takes over
-	stopping   bool         // no job is started or claimed any more
-	graceOver  bool         // the stop's grace has passed: failed settlements are not retried
 	waiterDone bool
-	fatal      error
-	// The pace that sizes the prefetch: moving averages of a handler's run
-	// and of a settle call's round trip; 0 until measured.
-	handling, tripping time.Duration
-	renewals           jobList    // held jobs whose lease is renewed, by renewal due
-	slots              []*heldJob // the job each handler slot runs
-	blocking           blockState
+	// tripping is a settle call's round trip, a moving average; with the
+	// crew's handling it sizes the prefetch. 0 until measured.
+	tripping time.Duration
+	renewals jobList // held jobs whose lease is renewed, by renewal due
+	blocking blockState
 }
 
 // blockState is what a stop needs of the waiter's blocking claim.
@@ -176,7 +189,8 @@ type blockState struct {
 	conn     valkey.DedicatedClient
 }
 
-func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *worker {
+// newCrew makes the crew that works queues, one worker each.
+func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) *crew {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 1
 	}
@@ -199,95 +213,114 @@ func newWorker(ctx context.Context, q *Queue, h Handler, opts WorkOptions) *work
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lease := q.policy.Lease
-	w := &worker{q: q, h: h, opts: opts, log: log.With("queue", q.name),
-		base:  context.WithoutCancel(ctx),
-		lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
-		ready:      make(chan *heldJob, opts.Concurrency+opts.Prefetch),
-		renewWake:  make(chan struct{}, 1),
-		waiterExit: make(chan struct{}),
-		slots:      make([]*heldJob, opts.Concurrency),
+	c := &crew{h: h, opts: opts, base: context.WithoutCancel(ctx),
+		// A dry queue of several may claim one job beyond the room (standing).
+		ready: make(chan *heldJob, opts.Concurrency+opts.Prefetch+len(queues)),
+		slots: make([]*heldJob, opts.Concurrency),
 	}
-	w.stop, w.halt = context.WithCancel(ctx)
-	w.settleWake.L, w.claimWake.L, w.idle.L = &w.mu, &w.mu, &w.mu
-	w.alloc = w.newHeldJob
-	return w
+	c.stop, c.halt = context.WithCancel(ctx)
+	c.idle.L = &c.mu
+	for _, q := range queues {
+		lease := q.policy.Lease
+		w := &worker{crew: c, q: q, log: log.With("queue", q.name),
+			lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
+			renewWake:  make(chan struct{}, 1),
+			waiterExit: make(chan struct{}),
+		}
+		w.settleWake.L, w.claimWake.L = &c.mu, &c.mu
+		w.alloc = w.newHeldJob
+		c.members = append(c.members, w)
+	}
+	return c
 }
 
 // run works until the stop, then shuts down.
-func (w *worker) run() error {
-	for i := range w.opts.Concurrency {
-		go w.runSlot(i) // not waited for: a handler may outlive Work
+func (c *crew) run() error {
+	for i := range c.opts.Concurrency {
+		go c.runSlot(i) // not waited for: a handler may outlive Work
 	}
-	var loops sync.WaitGroup
-	loops.Add(2)
-	go func() { defer loops.Done(); w.settleLoop() }()
-	go func() { defer loops.Done(); w.waitLoop() }()
-	renewDone, renewed := make(chan struct{}), make(chan struct{})
-	go func() { defer close(renewed); w.renewLoop(renewDone) }()
+	var loops, renewals sync.WaitGroup
+	renewDone := make(chan struct{})
+	for _, w := range c.members {
+		loops.Add(3)
+		go func() { defer loops.Done(); w.settleLoop() }()
+		go func() { defer loops.Done(); w.waitLoop() }()
+		go func() { defer loops.Done(); w.tickLoop() }()
+		renewals.Add(1)
+		go func() { defer renewals.Done(); w.renewLoop(renewDone) }()
+	}
 
-	<-w.stop.Done()
-	w.shutdown()
+	<-c.stop.Done()
+	c.shutdown()
 	loops.Wait()
 	close(renewDone)
-	<-renewed
-	w.halt()
-	return w.fatal
+	renewals.Wait()
+	c.halt()
+	return c.fatal
 }
 
 // shutdown stops claiming, hands back the jobs no handler has started,
-// ends the waiter's blocking claim, and waits up to the grace period for
+// ends the waiters' blocking claims, and waits up to the grace period for
 // the running handlers before handing their jobs back too.
-func (w *worker) shutdown() {
-	w.mu.Lock()
-	w.stopping = true
-	w.settleWake.Broadcast()
-	w.claimWake.Broadcast()
-	w.mu.Unlock()
-	close(w.ready) // nothing is sent on it once stopping is set
-	for hj := range w.ready {
-		w.begin(hj, -1) // hands it back
+func (c *crew) shutdown() {
+	c.mu.Lock()
+	c.stopping = true
+	for _, w := range c.members {
+		w.settleWake.Broadcast()
+		w.claimWake.Broadcast()
 	}
-	w.unblock()
+	c.mu.Unlock()
+	close(c.ready) // nothing is sent on it once stopping is set
+	for hj := range c.ready {
+		hj.owner.begin(hj, -1) // hands it back
+	}
+	var unblocked sync.WaitGroup
+	for _, w := range c.members {
+		unblocked.Add(1)
+		go func() { defer unblocked.Done(); w.unblock() }()
+	}
+	unblocked.Wait()
 
-	grace := time.AfterFunc(w.opts.Grace, func() {
-		w.mu.Lock()
-		w.graceOver = true
-		w.idle.Broadcast()
-		w.mu.Unlock()
+	grace := time.AfterFunc(c.opts.Grace, func() {
+		c.mu.Lock()
+		c.graceOver = true
+		c.idle.Broadcast()
+		c.mu.Unlock()
 	})
 	defer grace.Stop()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for w.running > 0 && !w.graceOver {
-		w.idle.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.running > 0 && !c.graceOver {
+		c.idle.Wait()
 	}
-	w.graceOver = true
-	for _, hj := range w.slots {
+	c.graceOver = true
+	for _, hj := range c.slots {
 		if hj != nil {
 			hj.ctx.end(&ErrShutdown)
-			w.handBack(hj, ErrShutdown.Error())
+			hj.owner.handBack(hj, ErrShutdown.Error())
 		}
 	}
 }
 
-// fail stops the worker with err, the first such.
-func (w *worker) fail(err error) {
-	w.mu.Lock()
-	if w.fatal == nil {
-		w.fatal = err
+// fail stops the crew with err, the first such.
+func (c *crew) fail(err error) {
+	c.mu.Lock()
+	if c.fatal == nil {
+		c.fatal = err
 	}
-	w.mu.Unlock()
-	w.halt()
+	c.mu.Unlock()
+	c.halt()
 }
 
-// runSlot is one handler slot: it runs the jobs that wait, in claim order.
-func (w *worker) runSlot(i int) {
-	for hj := range w.ready {
+// runSlot is one handler slot: it runs the jobs that wait, in claim order,
+// whichever queue they came from.
+func (c *crew) runSlot(i int) {
+	for hj := range c.ready {
+		w := hj.owner
 		if !w.begin(hj, i) {
 			continue
 		}
-		err := guarded(func() error { return w.h(&hj.ctx, &hj.job) })
+		err := guarded(func() error { return c.h(&hj.ctx, &hj.job) })
 		hj.ctx.end(&context.Canceled)
 		w.finish(hj, err)
 	}
@@ -352,6 +385,17 @@ func (w *worker) release(hj *heldJob, state jobState) {
 	if w.dry {
 		w.claimWake.Signal()
 	}
+	w.nudge()
+}
+
+// nudge wakes the settlers of the crew's other queues that are not dry:
+// w made room, or went dry, so their share may have grown. w.mu is held.
+func (w *worker) nudge() {
+	for _, m := range w.members {
+		if m != w && !m.dry {
+			m.settleWake.Signal()
+		}
+	}
 }
 
 // handBack queues hj's failure with backoff 0, so another worker may claim
@@ -367,11 +411,37 @@ func (w *worker) handBack(hj *heldJob, cause string) {
 	w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", cause)
 }
 
-// want is how many more jobs the worker may claim: room for one per slot
+// want is how many more jobs the crew may claim: room for one per slot
 // and the prefetch. w.mu is held.
 func (w *worker) want() int {
-	return min(w.opts.Concurrency+w.prefetch()-w.held-w.asked, maxClaimCount)
+	load := 0
+	for _, m := range w.members {
+		load += m.held + m.asked
+	}
+	return min(w.opts.Concurrency+w.prefetch()-load, maxClaimCount)
 }
+
+// share is how many jobs one queue that is not dry may hold or ask for:
+// the room split evenly among such queues, so a busy queue whose settle
+// calls keep claiming its own jobs leaves the others theirs. A dry one
+// waits in a blocking claim instead (waitLoop). w.mu is held.
+func (w *worker) share() int {
+	busy := 0
+	for _, m := range w.members {
+		if !m.dry {
+			busy++
+		}
+	}
+	room := w.opts.Concurrency + w.prefetch()
+	return (room + busy - 1) / max(busy, 1)
+}
+
+// standing reports whether the queue's blocking claim waits whatever the
+// room: in a crew of several queues a dry one keeps one out, asking for
+// one job, so its jobs are claimed the moment they come rather than when
+// another queue's job finishes (each of them one job beyond the room at
+// most: it waits for a slot in claim order).
+func (w *worker) standing() bool { return len(w.members) > 1 }
 
 // prefetch is how many jobs may wait for a slot now: as many as the slots
 // finish during one settle call's round trip, at most opts.Prefetch; none
@@ -401,7 +471,7 @@ func (w *worker) claimable() int {
 	if w.stopping || w.dry || w.stop.Err() != nil {
 		return 0
 	}
-	return w.want()
+	return min(w.want(), w.share()-w.held-w.asked)
 }
 
 // settledAll reports whether the stop is done: nothing held, asked for
@@ -454,6 +524,10 @@ func (w *worker) settleLoop() {
 // the next.
 func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Time, err error) (failed bool) {
 	now := time.Now()
+	if errors.Is(err, ErrNotDurable) { // applied: only its copies fell short
+		w.log.Error("settle not durable", "err", err)
+		err = nil
+	}
 	for i := range batch {
 		w.logSettled(&batch[i])
 	}
@@ -491,6 +565,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	case n > 0 && len(claimed) < n:
 		w.dry = true
 		w.claimWake.Signal()
+		w.nudge()
 	}
 	return failed
 }
@@ -542,6 +617,31 @@ func (w *worker) logClaimed(claimed []*Job) {
 	}
 	for _, j := range claimed {
 		w.log.Debug("claimed", "job", j.ID, "attempt", j.Attempt)
+	}
+}
+
+// tickEvery is how often a worker makes its queue's schedule ticks on a
+// node without the module: an "@every" schedule shorter than it ticks late.
+const tickEvery = 50 * time.Millisecond
+
+// tickLoop makes the queue's due schedule ticks where the node serving it
+// does not (a node without the module: there no claim turn makes them),
+// every tickEvery until the stop; where the node does, it looks again
+// every Poll, in case the node changes.
+func (w *worker) tickLoop() {
+	for w.stop.Err() == nil {
+		made, native, err := w.q.tickFallback(w.stop)
+		switch {
+		case err != nil && w.stop.Err() == nil:
+			w.log.Error("schedule ticks", "err", err)
+		case made > 0:
+			w.log.Debug("schedule ticks", "jobs", made)
+		}
+		if native {
+			w.sleep(w.crew.opts.Poll)
+		} else {
+			w.sleep(tickEvery)
+		}
 	}
 }
 

@@ -111,8 +111,9 @@ func work(t *testing.T, w *site, s *valkeytest.Server) {
 }
 
 // TestBrowser: a person opens the overview, follows a queue to its dead
-// jobs, opens one, revives it and sees the counts change; a read-only
-// dashboard shows no action and refuses the POST. The pages are left as
+// jobs, opens one, revives it and sees the counts change; pauses the queue
+// and resumes it; deletes a pending job; a read-only dashboard shows no
+// action and refuses the POST. The pages are left as
 // PNGs under build/screenshots.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
@@ -150,6 +151,28 @@ func TestBrowser(t *testing.T) {
 	assert.Equal(t, "4", text(t, ctx, `tr[data-queue="emails"] td.pending`))
 	shoot(t, ctx, dir, "5-overview-after")
 
+	step(t, ctx, chromedp.Click(chromedp.CSS(`tr[data-queue="emails"] a.queue`)))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("nav.tabs"))) // the queue page, not the overview's buttons
+	step(t, ctx, chromedp.Click(chromedp.CSS("form.toggle button.pause")))
+	assert.Equal(t, "paused", text(t, ctx, "#paused"))
+	assert.Contains(t, text(t, ctx, "#flash"), "Paused emails")
+	shoot(t, ctx, dir, "6-queue-paused")
+	step(t, ctx, chromedp.Click(chromedp.CSS("form.toggle button.resume")))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("form.toggle button.pause"))) // the page after the resume
+	assert.Contains(t, text(t, ctx, "#flash"), "Resumed emails")
+	assert.Zero(t, step(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#paused").length`)), "the badge went")
+
+	pending := f.EmailsPending[0].String()
+	step(t, ctx, chromedp.Click(chromedp.CSS("#tab-pending")))
+	step(t, ctx, chromedp.Click(chromedp.CSS(fmt.Sprintf(`a.job[href$="%s"]`, pending))))
+	step(t, ctx, chromedp.Click(chromedp.CSS("#delete-open")))
+	step(t, ctx, chromedp.WaitVisible(chromedp.CSS("#delete")))
+	shoot(t, ctx, dir, "7-job-delete")
+	step(t, ctx, chromedp.Click(chromedp.CSS("#delete")))
+	assert.Contains(t, text(t, ctx, "#flash"), "Deleted "+pending)
+	assert.Contains(t, text(t, ctx, "nav.tabs a.current"), "pending 3", "back on the pending tab, one job fewer")
+	shoot(t, ctx, dir, "8-job-deleted")
+
 	t.Run("a read-only dashboard shows no action and refuses the POST", func(t *testing.T) {
 		other := f.EmailsDead[1].String()
 		step(t, ctx, chromedp.Navigate(ro.url+"/queues/emails/jobs/"+other))
@@ -157,7 +180,7 @@ func TestBrowser(t *testing.T) {
 		assert.Equal(t, "read-only", text(t, ctx, "header .mode"))
 		forms := step(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("form[method=post]").length`))
 		assert.Zero(t, forms)
-		shoot(t, ctx, dir, "6-read-only-job")
+		shoot(t, ctx, dir, "9-read-only-job")
 		status := step(t, ctx, chromedp.Evaluate[int](fmt.Sprintf(
 			`fetch("/queues/emails/jobs/%s/revive", {method: "POST", body: new URLSearchParams({csrf: "x"})}).then(r => r.status)`, other),
 			chromedp.EvalAwaitPromise))

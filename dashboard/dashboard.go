@@ -2,7 +2,8 @@
 // of every queue with its counts and the last hour's throughput, a page
 // per queue with a tab per state, a page per job, search by job id, and
 // the actions an operator takes — revive a job, revive every dead job of
-// a queue — through the verbs of package client. It also serves
+// a queue, delete a job, pause and resume a queue — through the verbs of
+// package client. It also serves
 // Prometheus metrics ([NewCollector]) on /metrics.
 //
 // It is read-only unless [Config].Write is set. Every action is a POST
@@ -140,6 +141,9 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /search", d.search)
 	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/revive", d.action(d.revive))
 	mux.HandleFunc("POST /queues/{queue}/revive-dead", d.action(d.reviveDead))
+	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/delete", d.action(d.remove))
+	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
+	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
 	return d.authenticate(http.NewCrossOriginProtection().Handler(mux))
 }
 
@@ -220,7 +224,11 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 		} else {
 			q.Set("msg", msg)
 		}
-		http.Redirect(w, r, back+"?"+q.Encode(), http.StatusSeeOther)
+		sep := "?"
+		if strings.Contains(back, "?") {
+			sep = "&"
+		}
+		http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
 	}
 }
 

@@ -98,6 +98,14 @@ func TestPages(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	f := queuetest.Fill(t, s.Client())
 	queuetest.Dead(t, s.Client(), "bulk", PageSize+10)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	invoices, err := client.New(s.Client()).Queue("invoices", nil, client.Policy{})
+	require.NoError(t, err)
+	_, err = invoices.Repeat(ctx, "monthly", "0 6 1 * *", []byte("bill"), client.RepeatOptions{TZ: "Europe/Berlin", Start: queuetest.Expires, Limit: 12})
+	require.NoError(t, err)
+	_, err = invoices.SetEvents(ctx, 100)
+	require.NoError(t, err)
 	w := serveDashboard(t, s.Client(), Config{})
 
 	t.Run("the overview lists every queue with its counts", func(t *testing.T) {
@@ -121,6 +129,16 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, f.DeadError)
 		assert.Contains(t, body, "40m00s ago")
 		assert.Contains(t, body, `id="tab-pending" href="?state=pending">pending <span class="n">3</span>`)
+	})
+	t.Run("a queue page lists its schedules and says whether its events are on", func(t *testing.T) {
+		_, body := w.get(t, "/queues/invoices")
+		assert.Contains(t, body, `<span id="events">events on, about 100 kept</span>`)
+		assert.Contains(t, body, "<td>monthly</td>\n<td><code>0 6 1 * *</code> <span class=\"muted\">Europe/Berlin</span></td>")
+		assert.Contains(t, body, `<span title="2100-01-01 05:00:00Z">in `, "the first 6:00 in Berlin after the start, 01:00 there")
+		assert.Contains(t, body, `<td class="num">0 of 12</td>`)
+		_, body = w.get(t, "/queues/emails")
+		assert.Contains(t, body, "events off")
+		assert.NotContains(t, body, `id="schedules"`, "no schedule: no table")
 	})
 	t.Run("a queue page pages", func(t *testing.T) {
 		_, body := w.get(t, "/queues/bulk?state=dead")
@@ -147,10 +165,20 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, "2026-01-01 12:30:00Z (30m00s ago)")
 		assert.NotContains(t, body, `id="revive"`, "read-only: no revive button")
 	})
+	t.Run("a done job's page shows its result and when its row expires", func(t *testing.T) {
+		code, body := w.get(t, "/queues/emails/jobs/"+f.EmailsDone.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<td id="state">done (kept after its ack)</td>`)
+		assert.Contains(t, body, "<th>expires</th><td>2100-01-01 00:00:00Z")
+		assert.Contains(t, body, `<pre class="payload">250 OK queued as 7F3A2</pre>`)
+		assert.Contains(t, body, `href="/queues/emails?state=dead"`, "a done job's queue link opens a tab that exists")
+	})
 	t.Run("a job that is not there is a 404", func(t *testing.T) {
-		code, body := w.get(t, "/queues/emails/jobs/"+f.InvoicesDead.String())
-		assert.Equal(t, http.StatusNotFound, code)
-		assert.Contains(t, body, "holds no job")
+		for path, note := range map[string]string{"/queues/emails/jobs/" + f.InvoicesDead.String(): "holds no job", "/queues/emails/jobs/JOB1": "is not a job id"} {
+			code, body := w.get(t, path)
+			assert.Equal(t, http.StatusNotFound, code, path)
+			assert.Contains(t, body, note, path)
+		}
 	})
 	t.Run("search by id goes to the job's page", func(t *testing.T) {
 		code, _ := w.get(t, "/search?id="+f.PaymentsPending[0].String())
@@ -229,6 +257,79 @@ func TestActions(t *testing.T) {
 		assert.Contains(t, loc, "Revived+1+of+1")
 		assert.Zero(t, zcard(t, s, "emails", "dead"))
 		assert.Equal(t, int64(1), zcard(t, s, "invoices", "dead"), "other queues untouched")
+	})
+}
+
+// TestSteering: pause and resume a queue (overview and queue page) and
+// delete a job (job page) through their verbs; the pages show the buttons
+// only on a write dashboard, and a POST without a token or to a read-only
+// dashboard writes nothing.
+func TestSteering(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	rw := serveDashboard(t, s.Client(), Config{Write: true})
+	ro := serveDashboard(t, s.Client(), Config{})
+	paused := func(queue string) bool {
+		v, err := s.Do("HGET", keys.Set(queue, keys.Config), "paused").ToString()
+		return err == nil && v == "1"
+	}
+	pending := f.EmailsPending[0].String()
+
+	t.Run("a write dashboard shows pause, resume and delete", func(t *testing.T) {
+		_, body := rw.get(t, "/")
+		assert.Contains(t, body, `action="/queues/emails/pause"`)
+		assert.Contains(t, body, `action="/queues/payments/resume"`, "payments is paused: it offers resume")
+		_, body = rw.get(t, "/queues/payments")
+		assert.Contains(t, body, `<button class="resume" type="submit"`)
+		_, body = rw.get(t, "/queues/emails/jobs/"+pending)
+		assert.Contains(t, body, `action="/queues/emails/jobs/`+pending+`/delete"`)
+	})
+	t.Run("a read-only dashboard shows none and refuses them", func(t *testing.T) {
+		for _, path := range []string{"/", "/queues/emails", "/queues/emails/jobs/" + pending} {
+			_, body := ro.get(t, path)
+			assert.NotContains(t, body, `method="post"`, path)
+		}
+		for _, path := range []string{"/queues/emails/pause", "/queues/payments/resume", "/queues/emails/jobs/" + pending + "/delete"} {
+			code, _ := ro.post(t, path, url.Values{"csrf": {"x"}})
+			assert.Equal(t, http.StatusForbidden, code, path)
+		}
+		assert.False(t, paused("emails"))
+		assert.True(t, paused("payments"))
+		assert.Equal(t, int64(3), zcard(t, s, "emails", "pending"))
+	})
+	t.Run("a POST without a token pauses nothing", func(t *testing.T) {
+		code, _ := rw.post(t, "/queues/emails/pause", url.Values{"from": {"overview"}})
+		assert.Equal(t, http.StatusForbidden, code)
+		assert.False(t, paused("emails"))
+	})
+	for _, c := range []struct {
+		name, path, from, want string
+		paused                 bool
+	}{
+		{"pause from the overview pauses and goes back there", "/queues/emails/pause", "overview", "/?msg=Paused+emails", true},
+		{"pausing a paused queue says so", "/queues/emails/pause", "", "/queues/emails?msg=emails+was+paused+already", true},
+		{"resume from the queue page resumes and goes back there", "/queues/emails/resume", "", "/queues/emails?msg=Resumed+emails", false},
+		{"resuming a running queue says so", "/queues/emails/resume", "overview", "/?msg=emails+was+not+paused", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, loc := rw.post(t, c.path, url.Values{"csrf": {rw.token(t, "/")}, "from": {c.from}})
+			assert.Equal(t, http.StatusSeeOther, code)
+			assert.True(t, strings.HasPrefix(loc, c.want), loc)
+			assert.Equal(t, c.paused, paused("emails"))
+		})
+	}
+	t.Run("delete removes the job and goes back to its state's tab", func(t *testing.T) {
+		path := "/queues/emails/jobs/" + pending + "/delete"
+		code, loc := rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}, "state": {"pending"}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Equal(t, "/queues/emails?state=pending&msg=Deleted+"+pending+".", loc)
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "pending"))
+		code, _ = rw.get(t, "/queues/emails/jobs/"+pending)
+		assert.Equal(t, http.StatusNotFound, code)
+
+		code, loc = rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Contains(t, loc, "/queues/emails?err=queue+emails+holds+no+job")
 	})
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/echomq/emq/client"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/readable"
@@ -26,6 +28,16 @@ var funcs = template.FuncMap{
 	"time":     readable.Time,
 	"clip":     readable.Clip,
 	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
+	"toggle":   func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
+}
+
+// toggle is what the pause template needs: the queue, whether it is
+// paused, the CSRF token and the page the form is on ("overview", or ""
+// for the queue's page).
+type toggle struct {
+	Queue      string
+	Paused     bool
+	CSRF, From string
 }
 
 // view is what every page shows: the layout's parts and the page's own.
@@ -102,6 +114,8 @@ type queueBody struct {
 	PageSize    int
 	First, Last int // ranks, from 1, of the page's first and last jobs
 	Prev, Next  int // pages; 0: none
+	// Schedules are the queue's repeat schedules (EMQ.REPEATS).
+	Schedules []client.Schedule
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
@@ -133,8 +147,18 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, err)
 		return
 	}
+	q, err := d.queue(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	schedules, err := q.Schedules(r.Context())
+	if err != nil {
+		d.fail(w, err)
+		return
+	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
-		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs)}
+		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules}
 	if page > 1 {
 		body.Prev = page - 1
 	}
@@ -144,11 +168,23 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "queue", "Queue "+name, body)
 }
 
-// jobBody is a job page's content.
+// jobBody is a job page's content: what Queue.Job read.
 type jobBody struct {
-	*inspect.Job
+	*client.JobInfo
+	Queue                   string
+	Minted                  time.Time
 	PayloadView, ResultView preview
+	HasResult               bool
 	SinceRevival            int64
+}
+
+// Tab is the queue page's tab listing the job: its state, or dead for a
+// job in none (a done one).
+func (j jobBody) Tab() client.State {
+	if _, ok := inspect.ParseState(string(j.State)); ok {
+		return j.State
+	}
+	return client.StateDead
 }
 
 // preview is a payload or a result as the job page shows it: its text,
@@ -168,18 +204,29 @@ func previewOf(b []byte) preview {
 }
 
 func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
-	name, id := r.PathValue("queue"), r.PathValue("id")
-	j, err := d.cfg.Inspector.Job(r.Context(), name, id)
-	if errors.Is(err, inspect.ErrNoJob) {
-		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: id, Note: fmt.Sprintf("Queue %s holds no job %s.", name, id)})
+	name, text := r.PathValue("queue"), r.PathValue("id")
+	id, ok := ids.Parse(ids.Job, []byte(text))
+	if !ok {
+		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: text, Note: notJobID(text)})
+		return
+	}
+	q, err := d.queue(name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	j, err := q.Job(r.Context(), id)
+	if errors.Is(err, emqerrors.NoJob) {
+		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: text,
+			Note: fmt.Sprintf("Queue %s holds no job %s (an acknowledged job's row is gone unless kept).", name, text)})
 		return
 	}
 	if err != nil {
 		d.fail(w, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "job", "Job "+id, jobBody{Job: j, PayloadView: previewOf(j.Payload), ResultView: previewOf(j.Result),
-		SinceRevival: j.Attempts - j.Revived})
+	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
+		PayloadView: previewOf(j.Payload), ResultView: previewOf(j.Result), HasResult: j.Result != nil, SinceRevival: j.Attempts - j.Revived})
 }
 
 // searchBody is the search page's content.
@@ -189,13 +236,18 @@ type searchBody struct {
 	Queues []string
 }
 
+// notJobID says why text is not a job id.
+func notJobID(text string) string {
+	return fmt.Sprintf("%q is not a job id: JOB and 16 lowercase hex digits.", text)
+}
+
 // search finds the queues holding a job id: straight to the job's page
 // when one does.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	body := searchBody{ID: id}
 	if _, ok := ids.Parse(ids.Job, []byte(id)); !ok {
-		body.Note = fmt.Sprintf("%q is not a job id: JOB and 16 lowercase hex digits.", id)
+		body.Note = notJobID(id)
 		d.render(w, r, http.StatusOK, "search", "Search", body)
 		return
 	}

@@ -1,6 +1,6 @@
 // Package inspect reads EchoMQ queues for operators: which queues a server
 // or a cluster holds, how many jobs each has in every state, the jobs of a
-// state page by page, one job's row and times, the module's counters — and
+// state page by page, which queues hold a job id, the module's counters — and
 // walks a state's jobs in batches for the bulk actions an operator takes
 // through the verbs.
 //
@@ -111,8 +111,8 @@ func ParseState(s string) (State, bool) {
 	return "", false
 }
 
-// ErrNoJob is returned by [Inspector.Job] when the queue has no row and no
-// set entry of the id.
+// ErrNoJob is the failure [Inspector.ForEach] counts for a set member that
+// is not a JOB id: no verb can act on it.
 var ErrNoJob = errors.New("inspect: no such job")
 
 // Node is one primary of the server or cluster: its address and a client

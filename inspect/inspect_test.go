@@ -126,23 +126,6 @@ func TestReadingQueues(t *testing.T) {
 		assert.False(t, rows[0].Row)
 		assert.True(t, rows[1].Row)
 	})
-	t.Run("a job reads its row and where it sits", func(t *testing.T) {
-		j, err := in.Job(ctx(t), "invoices", f.InvoicesDead.String())
-		require.NoError(t, err)
-		assert.True(t, j.Row)
-		assert.Equal(t, "dead", j.State)
-		assert.Equal(t, inspect.Dead, j.Set)
-		assert.Equal(t, queuetest.T0.Add(30*time.Minute), j.At().UTC())
-		assert.Equal(t, int64(1), j.Attempts)
-		assert.Equal(t, f.InvoicesDeadError, j.Error)
-		assert.Contains(t, string(j.Payload), "invoice 2025-12")
-		assert.False(t, j.HasResult)
-		assert.Equal(t, queuetest.T0.Add(11*time.Second), j.Minted.UTC())
-	})
-	t.Run("a job in no set and without a row is ErrNoJob", func(t *testing.T) {
-		_, err := in.Job(ctx(t), "emails", f.InvoicesDead.String())
-		assert.ErrorIs(t, err, inspect.ErrNoJob)
-	})
 	t.Run("search by id finds the queue holding the job", func(t *testing.T) {
 		found, err := in.Find(ctx(t), f.PaymentsPending[1].String())
 		require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
@@ -98,79 +97,6 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		out[i] = j
 	}
 	return out, total, nil
-}
-
-// Job is one job as an operator reads it: its row and where it sits.
-type Job struct {
-	Queue, ID string
-	// Row is whether the job's row exists; a job acknowledged without a
-	// keep has none.
-	Row bool
-	// State is the row's state field: pending, active, delayed, dead, or
-	// done for a row kept after its ack.
-	State string
-	// Set is the set holding the id ("" for none, as for a done job) and
-	// Score its score there (see [JobRow]).
-	Set   State
-	Score int64
-	// Attempts is how many times it was claimed; Revived the attempts
-	// value at its last revival (the attempt budget counts the difference).
-	Attempts, Revived, Priority int64
-	Error                       string
-	Payload, Result             []byte
-	HasResult                   bool
-	// Repeat names the schedule that made the job, if one did.
-	Repeat string
-	// Minted is when its id was minted (zero for an id that is not a JOB id).
-	Minted time.Time
-	// Fields are every field of the row, for what the names above miss.
-	Fields map[string]string
-}
-
-// At is the job's time in its set (see [JobRow.At]).
-func (j *Job) At() time.Time { return scoreTime(j.Set, j.Score) }
-
-// Job reads job id of queue: HGETALL of its row and ZSCORE in each set,
-// in one pipeline. A queue with neither the row nor a set entry of id
-// answers [ErrNoJob].
-func (in *Inspector) Job(ctx context.Context, queue, id string) (*Job, error) {
-	cmds := valkey.Commands{in.vk.B().Hgetall().Key(keys.Job(queue, id)).Build()}
-	for _, st := range States {
-		cmds = append(cmds, in.vk.B().Zscore().Key(keys.Set(queue, string(st))).Member(id).Build())
-	}
-	r := in.vk.DoMulti(ctx, cmds...)
-	fields, err := r[0].AsStrMap()
-	if err != nil {
-		return nil, fmt.Errorf("queue %s: job %s: %w", queue, id, err)
-	}
-	j := &Job{Queue: queue, ID: id, Row: len(fields) > 0, Fields: fields}
-	for i, st := range States {
-		score, err := r[1+i].AsFloat64()
-		if valkey.IsValkeyNil(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("queue %s: job %s: ZSCORE %s: %w", queue, id, st, err)
-		}
-		if j.Set == "" {
-			j.Set, j.Score = st, int64(score)
-		}
-	}
-	if !j.Row && j.Set == "" {
-		return nil, fmt.Errorf("%w: %s in queue %s", ErrNoJob, id, queue)
-	}
-	j.State = fields["state"]
-	j.Attempts, _ = strconv.ParseInt(fields["attempts"], 10, 64)
-	j.Revived, _ = strconv.ParseInt(fields["revived"], 10, 64)
-	j.Priority, _ = strconv.ParseInt(fields["priority"], 10, 64)
-	j.Error, j.Repeat = fields["error"], fields["repeat"]
-	j.Payload = []byte(fields["payload"])
-	result, ok := fields["result"]
-	j.Result, j.HasResult = []byte(result), ok
-	if jid, ok := ids.Parse(ids.Job, []byte(id)); ok {
-		j.Minted = time.UnixMilli(int64(jid.UnixMs()))
-	}
-	return j, nil
 }
 
 // Find returns the queues, of those discovered, that hold a row of job

@@ -19,6 +19,9 @@ type Summary struct {
 	Paused bool
 	// Limit is the config's rate limit; its Max is 0 when none is set.
 	Limit Limit
+	// Events is the cap of the queue's events stream while its lifecycle
+	// events are on (the config's events field); 0 when they are off.
+	Events int64
 	// Head is the JOB id at the head of pending — the next to be claimed —
 	// or "" when nothing is pending; HeadAge is how long ago it was minted.
 	// With one priority in use the head is the oldest pending job; with
@@ -70,7 +73,7 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 			for _, st := range States {
 				cmds = append(cmds, in.vk.B().Zcard().Key(keys.Set(q, string(st))).Build())
 			}
-			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms").Build(),
+			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms", "events").Build(),
 				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build())
 		}
 		replies := in.vk.DoMulti(ctx, cmds...)
@@ -114,6 +117,7 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 		ms, _ := config[2].AsInt64()
 		s.Limit = Limit{Max: n, Window: time.Duration(ms) * time.Millisecond}
 	}
+	s.Events, _ = config[3].AsInt64()
 	head, err := r[5].AsStrSlice()
 	if err != nil {
 		return s, fmt.Errorf("queue %s: head of pending: %w", q, err)

@@ -12,6 +12,7 @@
 //	emq-bench -module build/emq.so -blocking [-quick]           what waiting in EMQ.BCLAIM costs
 //	emq-bench -module build/emq.so -queue [-quick]              whole queues against BullMQ
 //	emq-bench -module build/emq.so -queue -callgrind            their instructions per job
+//	emq-bench -module build/emq.so -cluster [-quick]            one sharded queue on 3 primaries against one node
 //
 // With -out, each mode rewrites its own section of the document and keeps
 // the others; the default mode also writes the ratio chart next to it.
@@ -145,6 +146,8 @@ func main() {
 	var section, body string
 	var err error
 	switch {
+	case *clusterMode:
+		section, body, err = runCluster(o)
 	case o.queue && o.callgrind:
 		section, body, err = runQueueCallgrind(o)
 	case o.queue:

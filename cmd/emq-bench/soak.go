@@ -90,42 +90,88 @@ func (s *soakConn) writeCycle(w *cmdBuf) {
 }
 
 // lifeCycle appends a job's life in the connection's lifecycle queue,
-// which it leaves empty: admitted, claimed (attempt 1), failed back to
-// pending, claimed again (attempt 2), acknowledged and deleted.
+// which it leaves empty, its events on (soakEventsCap): admitted at a
+// priority (SCHEDULE), claimed (attempt 1), failed back to pending,
+// claimed again (attempt 2) by a SETTLE that settles nothing, and
+// acknowledged by a SETTLE that claims nothing.
 func (s *soakConn) lifeCycle(w *cmdBuf, job []byte) {
-	prefix := []byte(s.prefix + ":life")
+	prefix := []byte(s.lifePrefix())
 	set := func(name string) { w.join(prefix, []byte("}:"), []byte(name)) }
 	jobKey := func() { w.join(prefix, []byte("}:job:"), job) }
-	claim := func() {
-		w.command("EMQ.CLAIM", 9)
-		w.str("4")
+	sets := func() {
 		for _, name := range []string{"pending", "active", "delayed", "dead"} {
 			set(name)
 		}
-		w.int(benchLeaseMs)
-		w.str("1")
-		w.int(benchMaxAttempts)
 	}
-	w.command("EMQ.ENQUEUE", 6)
-	enqueueArgs(w, string(prefix), job)
-	claim()
+	w.command("EMQ.SCHEDULE", 9)
+	w.str("3")
+	jobKey()
+	set("pending")
+	set("delayed")
+	w.join(job)
+	w.str(payload)
+	w.str("2")
+	w.str("0")
+	w.command("EMQ.CLAIM", 9)
+	w.str("4")
+	sets()
+	w.int(benchLeaseMs)
+	w.str("1")
+	w.int(benchMaxAttempts)
 	w.command("EMQ.FAIL", 11)
 	w.str("5")
 	jobKey()
-	for _, name := range []string{"pending", "active", "delayed", "dead"} {
-		set(name)
-	}
+	sets()
 	w.str("1")
 	w.str("0")
 	w.int(benchMaxAttempts)
 	w.str(benchError)
-	claim()
-	w.command("EMQ.ACK", 6)
-	w.str("2")
-	jobKey()
-	set("active")
+	w.command("EMQ.SETTLE", 10)
+	w.str("4")
+	sets()
+	w.int(benchLeaseMs)
+	w.str("1")
+	w.int(benchMaxAttempts)
+	w.str("0")
+	w.command("EMQ.SETTLE", 14)
+	w.str("4")
+	sets()
+	w.int(benchLeaseMs)
+	w.str("0")
+	w.int(benchMaxAttempts)
+	w.str("1")
+	w.str("ACK")
+	w.join(job)
 	w.str("2")
 	w.str("0")
+}
+
+// soakEventsCap is the cap of the lifecycle queues' events streams.
+const soakEventsCap = 1000
+
+// lifePrefix is emq:{<the connection's lifecycle queue>.
+func (s *soakConn) lifePrefix() string { return s.prefix + ":life" }
+
+// turnEventsOn turns the lifecycle queue's events on: once, before the
+// cycles, not counted.
+func (s *soakConn) turnEventsOn() error {
+	s.w.reset()
+	s.w.command("EMQ.EVENTS", 5)
+	s.w.str("2")
+	s.w.str(s.lifePrefix() + "}:config")
+	s.w.str(s.lifePrefix() + "}:events")
+	s.w.int(soakEventsCap)
+	if _, err := s.nc.Write(s.w.b); err != nil {
+		return err
+	}
+	s.rr.errors = 0
+	if err := s.rr.skip(); err != nil {
+		return err
+	}
+	if s.rr.errors != 0 {
+		return fmt.Errorf("EMQ.EVENTS: %s", s.rr.failure)
+	}
+	return nil
 }
 
 // runCycles does n cycles, soakCyclesPerBatch to a write.
@@ -198,7 +244,11 @@ func runSoak(o options) (section, body string, err error) {
 	base := uint64(time.Now().UnixMilli()-ids.EpochMs) << 22
 	var scs []*soakConn
 	for i, c := range conns {
-		scs = append(scs, &soakConn{conn: c, prefix: fmt.Sprintf("emq:{soak:c%d", i), base: base + uint64(i)<<32, refusals: o.refusals})
+		sc := &soakConn{conn: c, prefix: fmt.Sprintf("emq:{soak:c%d", i), base: base + uint64(i)<<32, refusals: o.refusals}
+		if err := sc.turnEventsOn(); err != nil {
+			return "", "", err
+		}
+		scs = append(scs, sc)
 	}
 	perCycle, _ := scs[0].callsPerCycle()
 	cyclesPerSample := max(1, o.every/perCycle/int64(len(scs)))
@@ -237,9 +287,9 @@ func runSoak(o options) (section, body string, err error) {
 		refusals = "two refused calls (EMQORDER, EMQKIND)"
 	}
 	setup := fmt.Sprintf("%d calls in %s (%.0f calls/s) over %d connections; each cycle admits a job, re-admits it, appends 10 entries, "+
-		"publishes, counts a failure, makes %s and EMQ.CAPS, takes a job of a queue of its own through enqueue, claim, fail, claim, ack, then trims to %d jobs/entries per connection; "+
+		"publishes, counts a failure, makes %s and EMQ.CAPS, takes a job of a queue of its own (its events on, capped at %d) through schedule, claim, fail, settle claiming it again, settle acking it, then trims to %d jobs/entries per connection; "+
 		"a sample every %d calls; the first %.0f%% of samples are warm-up; %s",
-		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
+		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakEventsCap, soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
 	section, title := sectionSoak, "## Soak: memory under millions of calls"
 	if !o.refusals {
 		section, title = sectionSoak+"-accepted", "## Soak: memory under millions of accepted calls"

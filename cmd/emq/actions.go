@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/echomq/emq/client"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 )
@@ -40,6 +42,146 @@ func runRevive(ctx context.Context, s *session, args []string) error {
 		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
 	}
 	return s.each(ctx, "revived", idArgs, q.Revive)
+}
+
+var deleteCmd = &command{
+	name: "delete", args: "<queue> <id>…", summary: "delete jobs whatever their state (EMQ.REMOVE)",
+	detail: `Each job goes through EMQ.REMOVE: it leaves every set and its row is
+deleted. A worker holding an active job meets EMQNOJOB at its next extend,
+ack or fail. A job that does not exist is exit 3.`,
+	examples: []string{"emq delete emails JOB0018f2a4c1e00001", "emq jobs emails --state dead --json | jq -r '.[].id' | xargs emq delete emails"},
+	minArgs:  2, maxArgs: -1,
+	run: func(ctx context.Context, s *session, args []string) error {
+		q, err := s.queue(args[0])
+		if err != nil {
+			return err
+		}
+		return s.each(ctx, "deleted", args[1:], remover(q))
+	},
+}
+
+var purgeCmd = &command{
+	name: "purge", args: "<queue> --state <state>", summary: "delete every job of a state (EMQ.REMOVE), optionally only the long dead",
+	detail: `Every job in the state when it starts goes through EMQ.REMOVE, 100 at a
+time, the longest dead (or soonest due, or next to be claimed) first; a progress bar shows on a
+terminal when there are more than 1,000. --older-than d keeps the jobs that
+died less than d ago (dead only). Active jobs are refused: workers hold
+them (emq delete removes one by id). A job that changes state between the
+read of its batch and its removal is removed all the same.`,
+	examples: []string{"emq purge emails --state dead", "emq purge emails --state dead --older-than 168h"},
+	minArgs:  1, maxArgs: 1,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.StringVar(&o.state, "state", "", "pending, delayed or dead (required)")
+		fs.DurationVar(&o.olderThan, "older-than", 0, "with --state dead: only the jobs that died at least this long ago")
+	},
+	run: runPurge,
+}
+
+func runPurge(ctx context.Context, s *session, args []string) error {
+	st, err := parseState(s.o.state)
+	switch {
+	case err != nil:
+		return err
+	case st == "":
+		return usageError("--state is required: pending, delayed or dead")
+	case st == inspect.Active:
+		return usageError("active jobs are held by workers and are not purged; " +
+			"emq delete <queue> <id> removes one (its worker meets EMQNOJOB), or wait for its lease to pass")
+	case s.o.olderThan < 0 || (s.o.olderThan > 0 && st != inspect.Dead):
+		return usageError("--older-than is a positive duration and reads the time of death: only with --state dead")
+	}
+	q, err := s.queue(args[0])
+	if err != nil {
+		return err
+	}
+	sel := inspect.Selection{Queue: args[0], State: st}
+	if s.o.olderThan > 0 {
+		sel.Before = s.e.now().Add(-s.o.olderThan)
+	}
+	return s.bulk(ctx, "removed", sel, remover(q))
+}
+
+// remover is q.Remove as an action on one job: a job that is not there
+// fails with EMQNOJOB.
+func remover(q *client.Queue) func(context.Context, ids.ID) error {
+	return func(ctx context.Context, id ids.ID) error {
+		found, err := q.Remove(ctx, id)
+		if err == nil && !found {
+			err = emqerrors.New(emqerrors.NoJob, "queue %s holds no job %s", q.Name(), id)
+		}
+		return err
+	}
+}
+
+var pauseCmd = &command{
+	name: "pause", args: "<queue>", summary: "stop a queue's claims (EMQ.PAUSE); workers keep the jobs they hold",
+	detail: `A paused queue's claims still promote due jobs and requeue expired leases
+but take nothing, until emq resume. Jobs already claimed run on. Pausing a
+paused queue changes nothing and says so.`,
+	examples: []string{"emq pause emails", "emq pause emails --json"},
+	minArgs:  1, maxArgs: 1,
+	run: func(ctx context.Context, s *session, args []string) error { return s.setPaused(ctx, args[0], true) },
+}
+
+var resumeCmd = &command{
+	name: "resume", args: "<queue>", summary: "let a paused queue's claims take jobs again (EMQ.RESUME)",
+	detail: `Resuming wakes the queue's waiting workers. Resuming a queue that is not
+paused changes nothing and says so.`,
+	examples: []string{"emq resume emails"},
+	minArgs:  1, maxArgs: 1,
+	run: func(ctx context.Context, s *session, args []string) error { return s.setPaused(ctx, args[0], false) },
+}
+
+// pausedJSON is what pause or resume did.
+type pausedJSON struct {
+	Queue   string `json:"queue"`
+	Paused  bool   `json:"paused"`
+	Changed bool   `json:"changed"`
+}
+
+// setPaused pauses or resumes queue and says whether that changed it.
+func (s *session) setPaused(ctx context.Context, queue string, pause bool) error {
+	q, err := s.queue(queue)
+	if err != nil {
+		return err
+	}
+	set, did, already := q.Resume, "resumed", "was not paused"
+	if pause {
+		set, did, already = q.Pause, "paused", "was paused already"
+		if err := s.warnUnknown(ctx, queue); err != nil {
+			return err
+		}
+	}
+	changed, err := set(ctx)
+	if err != nil {
+		return err
+	}
+	if s.o.json {
+		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
+	}
+	if changed {
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, queue)
+	} else {
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", queue, already)
+	}
+	return err
+}
+
+// warnUnknown notes on stderr that queue holds no job and has no setting:
+// a mistyped name makes a new, paused queue.
+func (s *session) warnUnknown(ctx context.Context, queue string) error {
+	in, err := s.inspector()
+	if err != nil {
+		return err
+	}
+	sum, err := in.Summary(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if sum.Total() == 0 && !sum.Paused && sum.Limit.Max == 0 {
+		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", queue)
+	}
+	return nil
 }
 
 var enqueueCmd = &command{

@@ -36,8 +36,8 @@ var commands []*command
 func init() {
 	commands = []*command{
 		queuesCmd, jobsCmd, jobCmd,
-		reviveCmd, enqueueCmd,
-		statsCmd, dashCmd, metricsCmd,
+		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, enqueueCmd,
+		tailCmd, statsCmd, dashCmd, metricsCmd,
 	}
 }
 
@@ -62,6 +62,9 @@ type options struct {
 	limit, offset int
 	all           bool
 	olderThan     time.Duration
+
+	from  string
+	count int
 
 	listen, auth string
 	write        bool

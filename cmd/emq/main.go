@@ -1,6 +1,7 @@
 // Command emq shows and steers EchoMQ queues: what every queue holds, the
-// jobs of a state, one job, reviving and removing jobs, pausing a queue,
-// the module's counters, a web dashboard and Prometheus metrics. It talks
+// jobs of a state, one job, a queue's live events, reviving, deleting and
+// purging jobs, pausing a queue, the module's counters, a web dashboard
+// and Prometheus metrics. It talks
 // to a standalone server or to a cluster (every primary) through
 // valkey-go; `emq help` lists the subcommands with examples.
 //
@@ -8,6 +9,8 @@
 //	emq queues
 //	emq jobs emails --state dead
 //	emq revive emails --all
+//	emq pause emails
+//	emq tail emails
 //	emq dash --listen 127.0.0.1:8080 --write
 //
 // Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad

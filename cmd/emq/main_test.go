@@ -77,6 +77,7 @@ func readCases(f queuetest.Fixture) []struct {
 		{"jobs_emails_pending_page", []string{"jobs", "--limit", "2", "emails", "--state=pending", "--offset", "1"}},
 		{"job_invoices_dead", []string{"job", "invoices", f.InvoicesDead.String()}},
 		{"job_emails_active", []string{"job", "emails", f.EmailsActive.String()}},
+		{"job_emails_done", []string{"job", f.EmailsDone.String()}},
 	}
 }
 
@@ -126,11 +127,10 @@ func TestCLIReads(t *testing.T) {
 				require.Equal(t, exitOK, r.code, r.stderr)
 				var j jobJSON
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
-				assert.Equal(t, "dead", j.State)
-				assert.Equal(t, f.InvoicesDeadError, j.Error)
-				require.NotNil(t, j.Payload)
-				assert.Contains(t, *j.Payload, "invoice 2025-12")
-				assert.Nil(t, j.Result)
+				errText, payload := f.InvoicesDeadError, queuetest.InvoicePayload
+				assert.Equal(t, jobJSON{Queue: "invoices", ID: f.InvoicesDead.String(), State: "dead", Attempts: 1,
+					Error: &errText, Payload: &payload, MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
+					DiedMs: queuetest.T0.Add(30 * time.Minute).UnixMilli()}, j)
 			})
 			t.Run("stats --json sums INFO emq over the primaries", func(t *testing.T) {
 				r := emq(t, target.addr, "stats", "--json")
@@ -228,6 +228,13 @@ func TestCLIActions(t *testing.T) {
 			{"revive", "emails"},
 			{"revive", "emails", f.EmailsDead[1].String(), "--all"},
 			{"revive", "emails", "JOB1"},
+			{"delete", "emails"},
+			{"delete", "emails", "JOB1"},
+			{"purge", "emails", f.EmailsDead[1].String(), "--state", "dead"},
+			{"purge", "emails", "--state", "dead", "--older-than", "-1h"},
+			{"pause"},
+			{"resume", "emails", "payments"},
+			{"pause", "bad{name}"},
 			{"enqueue", "emails"},
 			{"enqueue", "bad{name}", "x"},
 			{"queues", "--bogus"},
@@ -242,7 +249,7 @@ func TestCLIActions(t *testing.T) {
 	t.Run("a job that does not exist exits 3", func(t *testing.T) {
 		r := emq(t, s.Addr, "job", "emails", f.InvoicesDead.String())
 		assert.Equal(t, exitNotFound, r.code)
-		assert.Contains(t, r.stderr, "no such job")
+		assert.Contains(t, r.stderr, "emails holds no job")
 		r = emq(t, s.Addr, "job", "JOB00000000000000ff")
 		assert.Equal(t, exitNotFound, r.code)
 		assert.Contains(t, r.stderr, "no queue holds")
@@ -271,6 +278,108 @@ func TestCLIActions(t *testing.T) {
 	})
 }
 
+// TestCLISteers: pause and resume through EMQ.PAUSE and EMQ.RESUME,
+// delete and purge through EMQ.REMOVE, each step of the table run in
+// order on one fixture, with what it prints and the exit code a script
+// tests.
+func TestCLISteers(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	size := func(queue, st string) int64 {
+		n, err := s.Do("ZCARD", "emq:{"+queue+"}:"+st).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+	paused := func(queue string) bool {
+		v, err := s.Do("HGET", "emq:{"+queue+"}:config", "paused").ToString()
+		return err == nil && v == "1"
+	}
+	pending, active, missing := f.EmailsPending[0].String(), f.EmailsActive.String(), "JOB00000000000000ff"
+	for _, step := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string // a part of it; "" for none at all
+		after  func(t *testing.T)
+	}{
+		{name: "pause stops a running queue's claims", args: []string{"pause", "emails"}, stdout: "paused emails\n",
+			after: func(t *testing.T) { assert.True(t, paused("emails")) }},
+		{name: "pausing a paused queue says nothing changed", args: []string{"pause", "emails"},
+			stdout: "emails was paused already: nothing changed\n"},
+		{name: "pause --json says whether it changed the queue", args: []string{"pause", "emails", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"paused\": true,\n  \"changed\": false\n}\n"},
+		{name: "resume lets the claims take jobs again", args: []string{"resume", "emails"}, stdout: "resumed emails\n",
+			after: func(t *testing.T) { assert.False(t, paused("emails")) }},
+		{name: "resuming a running queue says nothing changed", args: []string{"resume", "emails"},
+			stdout: "emails was not paused: nothing changed\n"},
+		{name: "pausing a queue that holds nothing warns of a mistyped name", args: []string{"pause", "emials"},
+			stdout: "paused emials\n", stderr: "emials holds no job and has no setting (a mistyped name?)"},
+		{name: "resume undoes it", args: []string{"resume", "emials"}, stdout: "resumed emials\n",
+			after: func(t *testing.T) { assert.False(t, paused("emials")) }},
+		{name: "delete removes each job named; a missing one is exit 3", args: []string{"delete", "emails", pending, missing},
+			code: exitNotFound, stdout: "deleted " + pending + "\n", stderr: missing + ": EMQNOJOB queue emails holds no job " + missing,
+			after: func(t *testing.T) { assert.Equal(t, int64(2), size("emails", "pending")) }},
+		{name: "delete takes an active job from its worker", args: []string{"delete", "emails", active},
+			stdout: "deleted " + active + "\n",
+			after: func(t *testing.T) {
+				assert.Zero(t, size("emails", "active"))
+				assert.Equal(t, exitNotFound, emq(t, s.Addr, "job", "emails", active).code)
+			}},
+		{name: "purge refuses active jobs: workers hold them", args: []string{"purge", "emails", "--state", "active"},
+			code: exitUsage, stderr: "active jobs are held by workers and are not purged"},
+		{name: "purge needs a state", args: []string{"purge", "emails"}, code: exitUsage, stderr: "--state is required"},
+		{name: "purge --older-than reads the time of death alone", args: []string{"purge", "emails", "--state", "pending", "--older-than", "1h"},
+			code: exitUsage, stderr: "only with --state dead"},
+		{name: "purge --older-than leaves the jobs that died since", args: []string{"purge", "emails", "--state", "dead", "--older-than", "45m"},
+			stdout: "removed 1 of 1 dead jobs of emails\n",
+			after: func(t *testing.T) {
+				assert.Equal(t, int64(1), size("emails", "dead"))
+				assert.Equal(t, exitOK, emq(t, s.Addr, "job", "emails", f.EmailsDead[0].String()).code, "died 40m ago: kept")
+			}},
+		{name: "purge --json removes the rest", args: []string{"purge", "emails", "--state", "dead", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"state\": \"dead\",\n  \"total\": 1,\n  \"done\": 1,\n  \"failed\": 0\n}\n",
+			after:  func(t *testing.T) { assert.Zero(t, size("emails", "dead")) }},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			r := emq(t, s.Addr, step.args...)
+			assert.Equal(t, step.code, r.code, r.stderr)
+			assert.Equal(t, step.stdout, r.stdout)
+			if step.stderr == "" {
+				assert.Empty(t, r.stderr)
+			} else {
+				assert.Contains(t, r.stderr, step.stderr)
+			}
+			if step.after != nil {
+				step.after(t)
+			}
+		})
+	}
+	t.Run("the JSON of pause, delete and purge parses", func(t *testing.T) {
+		var p pausedJSON
+		r := emq(t, s.Addr, "pause", "invoices", "--json")
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &p))
+		assert.Equal(t, pausedJSON{Queue: "invoices", Paused: true, Changed: true}, p)
+		var d eachJSON
+		r = emq(t, s.Addr, "delete", "invoices", f.InvoicesDead.String(), "--json")
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &d))
+		assert.Equal(t, eachJSON{Done: []string{f.InvoicesDead.String()}, Failed: []failedJSON{}}, d)
+	})
+	t.Run("purge over 1,000 jobs draws a progress bar", func(t *testing.T) {
+		queuetest.Dead(t, s.Client(), "bulk", 1200)
+		r := emq(t, s.Addr, "purge", "bulk", "--state", "dead", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var out bulkJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 1200, Done: 1200}, out)
+		assert.Contains(t, r.progress, "\rremoved [##############################] 1200/1200\n")
+		assert.Zero(t, size("bulk", "dead"))
+		rows, err := s.Do("KEYS", "emq:{bulk}:job:*").AsStrSlice()
+		require.NoError(t, err)
+		assert.Empty(t, rows, "every row deleted")
+	})
+}
+
 // lockedBuffer is a buffer a serving run writes to while the test reads.
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -291,32 +400,59 @@ func (l *lockedBuffer) String() string {
 
 var servingAt = regexp.MustCompile(`serving (http://[0-9.:]+/)`)
 
-// serving starts a serving command against addr and returns the URL it
-// serves, stopping it when the test ends.
-func serving(t *testing.T, addr string, args ...string) string {
+// running is a command run in the background: what it printed so far,
+// and its stop.
+type running struct {
+	out, errs *lockedBuffer
+	done      chan int
+	cancel    context.CancelFunc
+}
+
+// background runs a command against addr until it ends or stop; the test
+// ends it if still running.
+func background(t *testing.T, addr string, args ...string) *running {
 	t.Helper()
-	var out, errs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	e := env{stdout: &out, stderr: &errs, now: time.Now, getenv: func(k string) string {
+	r := &running{out: &lockedBuffer{}, errs: &lockedBuffer{}, done: make(chan int, 1)}
+	var ctx context.Context
+	ctx, r.cancel = context.WithCancel(context.Background())
+	e := env{stdout: r.out, stderr: r.errs, now: time.Now, getenv: func(k string) string {
 		if k == "EMQ_ADDR" {
 			return addr
 		}
 		return ""
 	}}
-	go func() { done <- run(ctx, args, e) }()
-	t.Cleanup(func() {
-		cancel()
-		assert.Equal(t, exitOK, <-done, "an interrupted server exits 0")
-	})
+	go func() { r.done <- run(ctx, args, e) }()
+	t.Cleanup(r.cancel)
+	return r
+}
+
+// stop interrupts the command and returns its exit code.
+func (r *running) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code := <-r.done:
+		return code
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not stop within 10s of its interrupt")
+		return -1
+	}
+}
+
+// serving starts a serving command against addr and returns the URL it
+// serves, stopping it when the test ends.
+func serving(t *testing.T, addr string, args ...string) string {
+	t.Helper()
+	r := background(t, addr, args...)
+	t.Cleanup(func() { assert.Equal(t, exitOK, r.stop(t), "an interrupted server exits 0") })
 	var url string
 	require.Eventually(t, func() bool {
-		m := servingAt.FindStringSubmatch(errs.String())
+		m := servingAt.FindStringSubmatch(r.errs.String())
 		if m != nil {
 			url = m[1]
 		}
 		return m != nil
-	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", errs.String())
+	}, 10*time.Second, 10*time.Millisecond, "the command says where it serves: %s", r.errs.String())
 	return url
 }
 

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
-	"github.com/echomq/emq/internal/readable"
-
+	"github.com/echomq/emq/client"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/readable"
 )
 
 var queuesCmd = &command{
@@ -34,6 +37,7 @@ type queueJSON struct {
 	Paused        bool   `json:"paused"`
 	LimitMax      int64  `json:"limit_max"`
 	LimitWindowMs int64  `json:"limit_window_ms"`
+	Events        int64  `json:"events"`
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
 }
@@ -52,7 +56,7 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 		for i, q := range sums {
 			out[i] = queueJSON{Queue: q.Queue, Pending: q.Counts[inspect.Pending], Active: q.Counts[inspect.Active],
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
-				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(),
+				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events,
 				OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
 		}
 		return writeJSON(s.e.stdout, out)
@@ -162,8 +166,9 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 
 var jobCmd = &command{
 	name: "job", args: "[<queue>] <id>", summary: "one job: state, attempts, error, result, payload, times",
-	detail: `Without a queue, the job is searched for in every queue found (one EXISTS
-of its row per queue).`,
+	detail: `Reads the job as Queue.Job does: its row, the time its set records and a
+kept row's expiry, in one MULTI/EXEC. Without a queue, the job is searched
+for in every queue found (one EXISTS of its row per queue).`,
 	examples: []string{"emq job emails JOB0018f2a4c1e00001", "emq job JOB0018f2a4c1e00001   # in whichever queue holds it",
 		"emq job emails JOB0018f2a4c1e00001 --json | jq -r .payload"},
 	minArgs: 1, maxArgs: 2,
@@ -177,7 +182,7 @@ func find(ctx context.Context, in *inspect.Inspector, id string) (string, error)
 	case err != nil:
 		return "", err
 	case len(found) == 0:
-		return "", fmt.Errorf("%w: no queue holds a row of %s", inspect.ErrNoJob, id)
+		return "", &exitError{code: exitNotFound, err: fmt.Errorf("no queue holds a row of %s", id)}
 	case len(found) > 1:
 		return "", usageError("%s has a row in several queues (%s): name one", id, strings.Join(found, ", "))
 	}
@@ -185,25 +190,26 @@ func find(ctx context.Context, in *inspect.Inspector, id string) (string, error)
 }
 
 // jobJSON is a job for scripts; a payload or result that is not UTF-8
-// comes as base64 instead.
+// comes as base64 instead. The times are Unix ms, each absent unless the
+// job has it.
 type jobJSON struct {
-	Queue         string            `json:"queue"`
-	ID            string            `json:"id"`
-	State         string            `json:"state"`
-	Set           string            `json:"set,omitempty"`
-	Score         int64             `json:"score,omitempty"`
-	AtMs          int64             `json:"at_ms,omitempty"`
-	Attempts      int64             `json:"attempts"`
-	Revived       int64             `json:"revived"`
-	Priority      int64             `json:"priority"`
-	Error         string            `json:"error,omitempty"`
-	Payload       *string           `json:"payload,omitempty"`
-	PayloadBase64 []byte            `json:"payload_base64,omitempty"`
-	Result        *string           `json:"result,omitempty"`
-	ResultBase64  []byte            `json:"result_base64,omitempty"`
-	Repeat        string            `json:"repeat,omitempty"`
-	MintedMs      int64             `json:"minted_ms,omitempty"`
-	Fields        map[string]string `json:"-"`
+	Queue         string  `json:"queue"`
+	ID            string  `json:"id"`
+	State         string  `json:"state"`
+	Attempts      int64   `json:"attempts"`
+	Revived       int64   `json:"revived"`
+	Priority      int     `json:"priority"`
+	Error         *string `json:"error,omitempty"`
+	Payload       *string `json:"payload,omitempty"`
+	PayloadBase64 []byte  `json:"payload_base64,omitempty"`
+	Result        *string `json:"result,omitempty"`
+	ResultBase64  []byte  `json:"result_base64,omitempty"`
+	Repeat        string  `json:"repeat,omitempty"`
+	MintedMs      int64   `json:"minted_ms"`
+	LeaseEndsMs   int64   `json:"lease_ends_ms,omitempty"`
+	DueMs         int64   `json:"due_ms,omitempty"`
+	DiedMs        int64   `json:"died_ms,omitempty"`
+	ExpiresMs     int64   `json:"expires_ms,omitempty"`
 }
 
 // text sets one of a text field and its base64 twin.
@@ -216,9 +222,35 @@ func text(b []byte, s **string, b64 *[]byte) {
 	*b64 = b
 }
 
+// unixMs is t in Unix ms, 0 for the zero time.
+func unixMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// moment is one of a job's times, named.
+type moment struct {
+	name string
+	at   time.Time
+}
+
+// moments are the times job has, in the order a table shows them.
+func moments(j *client.JobInfo) []moment {
+	var out []moment
+	for _, m := range []moment{{"lease ends", j.Deadline}, {"due", j.Due}, {"died", j.Died}, {"expires", j.Expires}} {
+		if !m.at.IsZero() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 func runJob(ctx context.Context, s *session, args []string) error {
-	id := args[len(args)-1]
-	if _, err := parseJobID(id); err != nil {
+	arg := args[len(args)-1]
+	id, err := parseJobID(arg)
+	if err != nil {
 		return err
 	}
 	in, err := s.inspector()
@@ -228,64 +260,66 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	queue := ""
 	if len(args) == 2 {
 		queue = args[0]
-	} else if queue, err = find(ctx, in, id); err != nil {
+	} else if queue, err = find(ctx, in, arg); err != nil {
 		return err
 	}
-	j, err := in.Job(ctx, queue, id)
+	q, err := s.queue(queue)
 	if err != nil {
 		return err
 	}
+	j, err := q.Job(ctx, id)
+	if errors.Is(err, emqerrors.NoJob) {
+		return fmt.Errorf("queue %s holds no job %s (an acknowledged job's row is gone unless kept): %w", queue, id, err)
+	}
+	if err != nil {
+		return err
+	}
+	minted := time.UnixMilli(int64(id.UnixMs()))
 	if s.o.json {
-		out := jobJSON{Queue: j.Queue, ID: j.ID, State: j.State, Set: string(j.Set), Score: j.Score,
-			Attempts: j.Attempts, Revived: j.Revived, Priority: j.Priority, Error: j.Error, Repeat: j.Repeat}
-		if at := j.At(); !at.IsZero() {
-			out.AtMs = at.UnixMilli()
-		}
-		if !j.Minted.IsZero() {
-			out.MintedMs = j.Minted.UnixMilli()
-		}
-		if j.Row {
-			text(j.Payload, &out.Payload, &out.PayloadBase64)
-		}
-		if j.HasResult {
-			text(j.Result, &out.Result, &out.ResultBase64)
-		}
-		return writeJSON(s.e.stdout, out)
+		return writeJSON(s.e.stdout, jobOut(queue, j, minted))
 	}
 	now := in.Now()
-	t := newTable(s.e.stdout, "queue", j.Queue)
-	t.row("id", j.ID)
-	state := dash(j.State)
-	switch {
-	case !j.Row:
-		state = "(no row: a dangling entry, dropped at the next claim)"
-	case j.Set == "" && j.State == "done":
-		state = "done (kept after its ack)"
-	case string(j.Set) != j.State:
-		state += fmt.Sprintf(" (but listed in %s)", dash(string(j.Set)))
+	t := newTable(s.e.stdout, "queue", queue)
+	t.row("id", id.String())
+	state := string(j.State)
+	if j.State == client.StateDone {
+		state += " (kept after its ack)"
 	}
 	t.row("state", state)
-	if at := j.At(); !at.IsZero() {
-		t.row(j.Set.When(), readable.Time(at)+" ("+readable.Relative(at, now)+")")
+	for _, m := range moments(j) {
+		t.row(m.name, readable.Time(m.at)+" ("+readable.Relative(m.at, now)+")")
 	}
-	if !j.Minted.IsZero() {
-		t.row("minted", readable.Time(j.Minted)+" ("+readable.Relative(j.Minted, now)+")")
-	}
+	t.row("minted", readable.Time(minted)+" ("+readable.Relative(minted, now)+")")
 	attempts := count(j.Attempts)
 	if j.Revived > 0 {
 		attempts += fmt.Sprintf(" (%d since its revival)", j.Attempts-j.Revived)
 	}
 	t.row("attempts", attempts)
-	t.row("priority", count(j.Priority))
+	t.row("priority", strconv.Itoa(j.Priority))
 	t.row("error", dash(j.Error))
 	if j.Repeat != "" {
 		t.row("schedule", j.Repeat)
 	}
 	t.row("payload", preview(j.Payload, 200))
 	result := "-"
-	if j.HasResult {
+	if j.Result != nil {
 		result = preview(j.Result, 200)
 	}
 	t.row("result", result)
 	return t.flush()
+}
+
+// jobOut is job j of queue for scripts.
+func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
+	out := jobJSON{Queue: queue, ID: j.ID.String(), State: string(j.State), Attempts: j.Attempts, Revived: j.Revived,
+		Priority: j.Priority, Repeat: j.Repeat, MintedMs: minted.UnixMilli(),
+		LeaseEndsMs: unixMs(j.Deadline), DueMs: unixMs(j.Due), DiedMs: unixMs(j.Died), ExpiresMs: unixMs(j.Expires)}
+	if j.HasError {
+		out.Error = &j.Error
+	}
+	text(j.Payload, &out.Payload, &out.PayloadBase64)
+	if j.Result != nil {
+		text(j.Result, &out.Result, &out.ResultBase64)
+	}
+	return out
 }

@@ -20,19 +20,27 @@ import (
 )
 
 // T0 is when the fixture's first job was minted; Now is the clock the
-// tools under test must be given.
+// tools under test must be given. Expires is when the done job's kept row
+// expires: a fixed time the server's real clock will not reach in a test
+// run, as the fixture's times are in the past.
 var (
-	T0  = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	Now = T0.Add(time.Hour)
+	T0      = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	Now     = T0.Add(time.Hour)
+	Expires = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 )
+
+// InvoicePayload is the payload of the fixture's dead invoice.
+const InvoicePayload = "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example"
 
 // Fixture names what Fill made.
 type Fixture struct {
-	// Emails holds 3 pending jobs, 1 active, 1 delayed and 2 dead ones.
+	// Emails holds 3 pending jobs, 1 active, 1 delayed, 2 dead ones and
+	// the row of 1 done.
 	EmailsPending     []ids.ID
 	EmailsActive      ids.ID
 	EmailsDelayed     ids.ID
 	EmailsDead        []ids.ID // the one that died last first
+	EmailsDone        ids.ID   // acked with a result, its row kept until Expires
 	PaymentsPending   []ids.ID // payments is paused and limited to 10 jobs a second
 	InvoicesDead      ids.ID
 	AuditStream       string // a topic's stream: not a queue
@@ -60,7 +68,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	f := Fixture{
 		EmailsDead: []ids.ID{id(2), id(1)}, EmailsDelayed: id(3), EmailsActive: id(4),
 		EmailsPending: []ids.ID{id(5), id(6), id(7)}, PaymentsPending: []ids.ID{id(8), id(9)},
-		InvoicesDead: id(11), AuditStream: keys.Stream("audit", "events"),
+		InvoicesDead: id(11), EmailsDone: id(12), AuditStream: keys.Stream("audit", "events"),
 		DeadError: "550 mailbox unavailable", InvoicesDeadError: "render: template missing",
 	}
 	once := handle(t, c, "emails", m, 1)
@@ -75,6 +83,14 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	fail(t, ctx, claim(t, ctx, thrice, 1)[0], "421 try again later", time.Hour, client.StateDelayed)
 	enqueue(t, ctx, c, "emails", id(4), "to: dan@example.com")
 	claim(t, ctx, thrice, 1)
+	enqueue(t, ctx, c, "emails", f.EmailsDone, "to: eve@example.com")
+	kept, err := c.Queue("emails", m, client.Policy{Lease: time.Hour, Keep: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claim(t, ctx, kept, 1)[0].AckResult(ctx, []byte("250 OK queued as 7F3A2")); err != nil {
+		t.Fatalf("queuetest: ack %s: %v", f.EmailsDone, err)
+	}
 	for i, j := range f.EmailsPending {
 		enqueue(t, ctx, c, "emails", j, "to: user"+string(rune('1'+i))+"@example.com")
 	}
@@ -82,11 +98,15 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	for _, j := range f.PaymentsPending {
 		enqueue(t, ctx, c, "payments", j, `{"order":42}`)
 	}
-	// no verb pauses or limits a queue before 0.3: the config's fields
-	do(t, ctx, vk, vk.B().Hset().Key(keys.Set("payments", keys.Config)).FieldValue().
-		FieldValue("paused", "1").FieldValue("rate_max", "10").FieldValue("rate_ms", "1000").Build())
+	payments := handle(t, c, "payments", m, 1)
+	if paused, err := payments.Pause(ctx); err != nil || !paused {
+		t.Fatalf("queuetest: pause payments: %v (paused %t)", err, paused)
+	}
+	if err := payments.Limit(ctx, 10, time.Second); err != nil {
+		t.Fatalf("queuetest: limit payments: %v", err)
+	}
 
-	enqueue(t, ctx, c, "invoices", f.InvoicesDead, "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example")
+	enqueue(t, ctx, c, "invoices", f.InvoicesDead, InvoicePayload)
 	fail(t, ctx, claim(t, ctx, handle(t, c, "invoices", m, 1), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
 
 	if _, err := c.Append(ctx, "audit", "events", []client.Entry{
@@ -100,6 +120,8 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	score(t, ctx, vk, "emails", inspect.Delayed, id(3), Now.Add(30*time.Minute))
 	score(t, ctx, vk, "emails", inspect.Active, id(4), Now.Add(5*time.Minute))
 	score(t, ctx, vk, "invoices", inspect.Dead, id(11), T0.Add(30*time.Minute))
+	do(t, ctx, vk, vk.B().Pexpireat().Key(keys.Job("emails", f.EmailsDone.String())).
+		MillisecondsTimestamp(Expires.UnixMilli()).Build())
 	return f
 }
 

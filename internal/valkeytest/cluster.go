@@ -23,43 +23,69 @@ type Cluster struct {
 	Primaries []*Server
 	Replicas  []*Server
 
+	each   int // replicas per primary, as started
 	client valkey.Client
 }
 
 // StartCluster starts a cluster of primaries, each with replicasEach
 // replicas, every node started with opts (the module loaded unless
 // opts.NoModule; each node gets a port and a directory of its own, removed
-// when t ends, whatever opts.Dir and opts.Port say), and waits until every
+// when it stops, whatever opts.Dir and opts.Port say), and waits until every
 // node reports cluster_state:ok and agrees on who serves which slot.
 // Everything is stopped when t ends.
 func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Cluster {
 	t.Helper()
-	if primaries < 1 || replicasEach < 0 {
-		t.Fatalf("valkeytest: a cluster of %d primaries with %d replicas each", primaries, replicasEach)
+	c, err := LaunchCluster(primaries, replicasEach, opts)
+	if err != nil {
+		t.Fatalf("valkeytest: %v", err)
 	}
-	c := &Cluster{}
-	for i := 0; i < primaries*(1+replicasEach); i++ {
-		c.Nodes = append(c.Nodes, startClusterNode(t, opts))
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// LaunchCluster starts a cluster as StartCluster does, for tools outside
+// tests: the caller stops it ([Cluster.Stop]).
+func LaunchCluster(primaries, replicasEach int, opts Options) (*Cluster, error) {
+	if primaries < 1 || replicasEach < 0 {
+		return nil, fmt.Errorf("a cluster of %d primaries with %d replicas each", primaries, replicasEach)
+	}
+	c := &Cluster{each: replicasEach}
+	if err := c.form(primaries, opts); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// form starts c's nodes, gives the primaries the slots, joins the replicas
+// to them and waits until the cluster agrees.
+func (c *Cluster) form(primaries int, opts Options) error {
+	for i := 0; i < primaries*(1+c.each); i++ {
+		s, err := launchClusterNode(opts)
+		if err != nil {
+			return err
+		}
+		c.Nodes = append(c.Nodes, s)
 	}
 	c.Primaries, c.Replicas = c.Nodes[:primaries:primaries], c.Nodes[primaries:] // appends to either never write into the other
-	t.Cleanup(func() {
-		if c.client != nil {
-			c.client.Close()
-		}
-	})
-
 	for i, s := range c.Nodes {
-		mustOK(t, s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1))
+		if err := doOK(s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
+			return err
+		}
 	}
 	for i, s := range c.Primaries {
 		first, last := i*Slots/primaries, (i+1)*Slots/primaries-1
-		mustOK(t, s, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(first), strconv.Itoa(last))
+		if err := doOK(s, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(first), strconv.Itoa(last)); err != nil {
+			return err
+		}
 	}
 	seed := c.Nodes[0]
 	for _, s := range c.Nodes[1:] {
-		mustOK(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed)))
+		if err := doOK(s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed))); err != nil {
+			return err
+		}
 	}
-	waitFor(t, "every node to know every other", func() error {
+	err := waitUntil("every node to know every other", func() error {
 		for _, s := range c.Nodes {
 			if n := s.ClusterInfo("cluster_known_nodes"); n != strconv.Itoa(len(c.Nodes)) {
 				return fmt.Errorf("%s knows %s nodes", s.Addr, n)
@@ -67,70 +93,93 @@ func StartCluster(t testing.TB, primaries, replicasEach int, opts Options) *Clus
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
 	for i, r := range c.Replicas {
-		primary := c.Primaries[i/max(replicasEach, 1)]
-		id := c.ID(t, primary)
-		waitFor(t, "a replica to accept its primary", func() error {
+		id, err := nodeID(c.Primaries[i/c.each])
+		if err != nil {
+			return err
+		}
+		if err := waitUntil("a replica to accept its primary", func() error {
 			return r.Do("CLUSTER", "REPLICATE", id).Error()
-		})
+		}); err != nil {
+			return err
+		}
 	}
 	for _, r := range c.Replicas {
-		waitFor(t, "replicas to sync", func() error {
-			if v := r.InfoField("replication", "master_link_status"); v != "up" {
-				return fmt.Errorf("%s master_link_status:%s", r.Addr, v)
-			}
-			return nil
-		})
+		if err := waitUntil("replicas to sync", func() error { return linked(r) }); err != nil {
+			return err
+		}
 	}
-	c.Wait(t)
-	return c
+	return waitUntil("the cluster to agree", c.agreement)
+}
+
+// Stop stops every node and closes the cluster's client.
+func (c *Cluster) Stop() {
+	if c.client != nil {
+		c.client.Close()
+		c.client = nil
+	}
+	for _, s := range c.Nodes {
+		s.Stop()
+	}
+}
+
+// linked is nil once replica r's link to its primary is up: it has
+// copied the primary's data and follows its stream.
+func linked(r *Server) error {
+	if v := r.InfoField("replication", "master_link_status"); v != "up" {
+		return fmt.Errorf("%s master_link_status:%q", r.Addr, v)
+	}
+	return nil
 }
 
 // Join starts a node with opts (a node without the module, say), makes it a
 // primary of c serving no slot yet, and waits until the cluster agrees.
 func (c *Cluster) Join(t testing.TB, opts Options) *Server {
 	t.Helper()
-	s := startClusterNode(t, opts)
-	seed := c.Primaries[0]
-	mustOK(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed)))
+	s, err := launchClusterNode(opts)
+	if err != nil {
+		t.Fatalf("valkeytest: %v", err)
+	}
 	c.Nodes = append(c.Nodes, s)
 	c.Primaries = append(c.Primaries, s)
+	seed := c.Primaries[0]
+	mustOK(t, s, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(seed.Port), strconv.Itoa(busPort(seed)))
 	c.Wait(t)
 	return s
 }
 
-// startClusterNode starts one node with its own directory, a free port and
+// launchClusterNode starts one node with its own directory, a free port and
 // a free cluster bus port (port+10000 may be taken or past 65535).
-func startClusterNode(t testing.TB, opts Options) *Server {
-	t.Helper()
+func launchClusterNode(opts Options) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := FreePort()
 		if err != nil {
-			t.Fatalf("valkeytest: %v", err)
+			return nil, err
 		}
 		bus, err := FreePort()
 		if err != nil {
-			t.Fatalf("valkeytest: %v", err)
+			return nil, err
 		}
 		if bus == port {
 			continue
 		}
 		o := opts
-		o.Dir, o.Port = t.TempDir(), port
+		o.Dir, o.Port = "", port
 		o.Config = append([]string{
 			"cluster-enabled", "yes", "cluster-port", strconv.Itoa(bus),
 			"cluster-config-file", "nodes.conf", "cluster-node-timeout", "5000",
 		}, opts.Config...)
 		s, err := Launch(o)
 		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("valkeytest: cluster node: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("cluster node: %w", lastErr)
 }
 
 // busPort returns the cluster bus port a node was started with.
@@ -164,27 +213,37 @@ func (c *Cluster) Client() valkey.Client {
 // ID returns a node's cluster node id.
 func (c *Cluster) ID(t testing.TB, s *Server) string {
 	t.Helper()
-	id, err := s.Do("CLUSTER", "MYID").ToString()
+	id, err := nodeID(s)
 	if err != nil {
-		t.Fatalf("valkeytest: CLUSTER MYID of %s: %v", s.Addr, err)
+		t.Fatalf("valkeytest: %v", err)
 	}
 	return id
+}
+
+// nodeID is CLUSTER MYID of s.
+func nodeID(s *Server) (string, error) {
+	id, err := s.Do("CLUSTER", "MYID").ToString()
+	if err != nil {
+		return "", fmt.Errorf("CLUSTER MYID of %s: %w", s.Addr, err)
+	}
+	return id, nil
 }
 
 // Slot returns the hash slot of key, as the server computes it.
 func (c *Cluster) Slot(t testing.TB, key string) int {
 	t.Helper()
-	n, err := c.Nodes[0].Do("CLUSTER", "KEYSLOT", key).AsInt64()
+	n, err := c.live().Do("CLUSTER", "KEYSLOT", key).AsInt64()
 	if err != nil {
 		t.Fatalf("valkeytest: CLUSTER KEYSLOT %q: %v", key, err)
 	}
 	return int(n)
 }
 
-// Owner returns the primary that serves slot, as the first node sees it.
+// Owner returns the primary that serves slot, as the first running node
+// sees it.
 func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 	t.Helper()
-	m, err := slotMap(c.Nodes[0])
+	m, err := slotMap(c.live())
 	if err != nil {
 		t.Fatalf("valkeytest: %v", err)
 	}
@@ -201,32 +260,46 @@ func (c *Cluster) Owner(t testing.TB, slot int) *Server {
 	return nil
 }
 
+// live is the first node whose process runs.
+func (c *Cluster) live() *Server {
+	for _, s := range c.Nodes {
+		if s.Running() {
+			return s
+		}
+	}
+	return c.Nodes[0]
+}
+
 // Wait waits until every node reports cluster_state:ok, sees every primary
 // and replica in its role, and agrees with the others on who serves which
 // slot — after StartCluster, or after the test moved a slot.
 func (c *Cluster) Wait(t testing.TB) {
 	t.Helper()
-	waitFor(t, "the cluster to agree", func() error {
-		var first string
-		for i, s := range c.Nodes {
-			if v := s.ClusterInfo("cluster_state"); v != "ok" {
-				return fmt.Errorf("%s cluster_state:%s", s.Addr, v)
-			}
-			if err := c.checkRoles(s); err != nil {
-				return err
-			}
-			m, err := slotMap(s)
-			if err != nil {
-				return err
-			}
-			if sig := fmt.Sprint(m); i == 0 {
-				first = sig
-			} else if sig != first {
-				return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr, sig, c.Nodes[0].Addr, first)
-			}
+	waitFor(t, "the cluster to agree", c.agreement)
+}
+
+// agreement is nil when every node reports cluster_state:ok, sees every
+// node in its role and agrees with the others on the slots.
+func (c *Cluster) agreement() error {
+	var first string
+	for i, s := range c.Nodes {
+		if v := s.ClusterInfo("cluster_state"); v != "ok" {
+			return fmt.Errorf("%s cluster_state:%s", s.Addr, v)
 		}
-		return nil
-	})
+		if err := c.checkRoles(s); err != nil {
+			return err
+		}
+		m, err := slotMap(s)
+		if err != nil {
+			return err
+		}
+		if sig := fmt.Sprint(m); i == 0 {
+			first = sig
+		} else if sig != first {
+			return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr, sig, c.Nodes[0].Addr, first)
+		}
+	}
+	return nil
 }
 
 // checkRoles checks that s sees each node of c, settled, in its role.
@@ -303,24 +376,40 @@ func (s *Server) ClusterInfo(field string) string {
 // mustOK sends a command that must answer OK.
 func mustOK(t testing.TB, s *Server, args ...string) {
 	t.Helper()
-	if err := s.Do(args...).Error(); err != nil {
-		t.Fatalf("valkeytest: %s on %s: %v", strings.Join(args, " "), s.Addr, err)
+	if err := doOK(s, args...); err != nil {
+		t.Fatalf("valkeytest: %v", err)
 	}
+}
+
+// doOK sends a command that must answer OK.
+func doOK(s *Server, args ...string) error {
+	if err := s.Do(args...).Error(); err != nil {
+		return fmt.Errorf("%s on %s: %w", strings.Join(args, " "), s.Addr, err)
+	}
+	return nil
 }
 
 // waitFor retries check until it returns nil, failing t after 30 seconds.
 func waitFor(t testing.TB, what string, check func() error) {
 	t.Helper()
+	if err := waitUntil(what, check); err != nil {
+		t.Fatalf("valkeytest: %v", err)
+	}
+}
+
+// waitUntil retries check until it returns nil, or returns its error
+// after 30 seconds.
+func waitUntil(what string, check func() error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for {
 		err := check()
 		if err == nil {
-			return
+			return nil
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("valkeytest: waiting for %s: %v", what, err)
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -2,11 +2,14 @@ package valkeytest_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -57,4 +60,67 @@ func TestClusterServesEverySlotWithTheModule(t *testing.T) {
 	for _, s := range c.Nodes {
 		assert.Empty(t, s.ModuleWarnings(), s.Addr)
 	}
+}
+
+func TestClusterFailoverKillAndRestart(t *testing.T) {
+	c := valkeytest.StartCluster(t, 3, 1, valkeytest.Options{})
+	cl := c.Client()
+	ctx := context.Background()
+	set := func(key string) {
+		t.Helper()
+		// The replica has it before the node serving it goes: WAIT counts
+		// the writes of its own connection, so both go on one.
+		require.NoError(t, cl.Dedicated(func(dc valkey.DedicatedClient) error {
+			rs := dc.DoMulti(ctx, dc.B().Set().Key(key).Value("v").Build(), dc.B().Wait().Numreplicas(1).Timeout(5000).Build())
+			if n, err := rs[1].AsInt64(); err != nil || n != 1 {
+				return fmt.Errorf("WAIT 1: %d %v (SET: %v)", n, err, rs[0].Error())
+			}
+			return nil
+		}))
+	}
+	get := func(key string) string {
+		t.Helper()
+		var v string
+		require.Eventually(t, func() bool { // the client learns the new map at its first call's failure
+			var err error
+			v, err = cl.Do(ctx, cl.B().Get().Key(key).Build()).ToString()
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond, key)
+		return v
+	}
+	owned := func(s *valkeytest.Server) string { // a key whose slot s serves
+		for i := 0; ; i++ {
+			key := "k" + strconv.Itoa(i)
+			if c.Owner(t, c.Slot(t, key)) == s {
+				return key
+			}
+		}
+	}
+
+	t.Run("a failover trades a primary and its replica, nothing lost", func(t *testing.T) {
+		primary, replica := c.Primaries[0], c.Replicas[0]
+		key := owned(primary)
+		set(key)
+		c.Failover(t, replica)
+		assert.Same(t, replica, c.Primaries[0])
+		assert.Same(t, primary, c.Replicas[0])
+		assert.Equal(t, "slave", primary.InfoField("replication", "role"))
+		assert.Same(t, replica, c.Owner(t, c.Slot(t, key)))
+		assert.Equal(t, "v", get(key))
+	})
+
+	t.Run("a killed primary's replica takes over, and the node rejoins as its replica", func(t *testing.T) {
+		primary, replica := c.Primaries[1], c.Replicas[1]
+		key := owned(primary)
+		set(key)
+		promoted := c.Kill(t, primary)
+		assert.Same(t, replica, promoted)
+		assert.Same(t, promoted, c.Primaries[1])
+		assert.False(t, primary.Running())
+		assert.Equal(t, "v", get(key))
+		back := c.Restart(t, primary)
+		assert.Same(t, back, c.Replicas[1])
+		assert.Equal(t, strconv.Itoa(promoted.Port), back.InfoField("replication", "master_port"))
+		assert.Equal(t, "ok", back.ClusterInfo("cluster_state"))
+	})
 }

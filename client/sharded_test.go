@@ -1,0 +1,417 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// newSharded is a sharded queue on n.
+func newSharded(t *testing.T, n node, name string, shards int, p Policy) *Sharded {
+	t.Helper()
+	s, err := n.c.Sharded(name, shards, n.m, p)
+	require.NoError(t, err)
+	return s
+}
+
+// pendingCounts is how many jobs each shard of s has pending on server srv.
+func pendingCounts(t *testing.T, srv *valkeytest.Server, s *Sharded) []int64 {
+	t.Helper()
+	out := make([]int64, len(s.shards))
+	for i, q := range s.shards {
+		out[i] = integer(t, srv, "ZCARD", q.pending)
+	}
+	return out
+}
+
+// TestShardedQueue: a sharded queue's layout, its refusals and where its
+// enqueues go.
+func TestShardedQueue(t *testing.T) {
+	n := startNodes(t)[0]
+
+	t.Run("shard i is the queue <name>#i, its keys under that hash tag", func(t *testing.T) {
+		s := newSharded(t, n, "orders", 4, Policy{})
+		assert.Equal(t, "orders", s.Name())
+		require.Len(t, s.Shards(), 4)
+		for i, q := range s.Shards() {
+			assert.Equal(t, "orders#"+strconv.Itoa(i), q.Name())
+			assert.Equal(t, "emq:{orders#"+strconv.Itoa(i)+"}:pending", q.pending)
+		}
+		id, err := s.Shards()[3].Enqueue(ctx(t), []byte("p"))
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), integer(t, n.s, "EXISTS", "emq:{orders#3}:job:"+id.String()))
+	})
+
+	t.Run("a bad name or shard count is refused and writes nothing", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			shards int
+			code   emqerrors.Code
+		}{
+			{"a{b", 4, emqerrors.Layout},
+			{"", 4, emqerrors.Layout},
+			{"q", 0, emqerrors.Shape},
+			{"q", -1, emqerrors.Shape},
+			{"q", MaxShards + 1, emqerrors.Shape},
+		} {
+			before := integer(t, n.s, "DBSIZE")
+			s, err := n.c.Sharded(tc.name, tc.shards, n.m, Policy{})
+			requireRefusal(t, err, tc.code)
+			assert.Nil(t, s)
+			assert.Equal(t, before, integer(t, n.s, "DBSIZE"), "%q of %d", tc.name, tc.shards)
+		}
+	})
+
+	t.Run("Enqueue goes round the shards in turn", func(t *testing.T) {
+		s := newSharded(t, n, "turns", 5, Policy{})
+		for range 3 * 5 {
+			_, err := s.Enqueue(ctx(t), nil)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, []int64{3, 3, 3, 3, 3}, pendingCounts(t, n.s, s))
+	})
+
+	t.Run("EnqueueMany deals a batch over the shards and returns its ids in order", func(t *testing.T) {
+		s := newSharded(t, n, "dealt", 4, Policy{})
+		_, err := s.Enqueue(ctx(t), []byte("first")) // the turn goes on from shard 1
+		require.NoError(t, err)
+		payloads := make([][]byte, 10)
+		for i := range payloads {
+			payloads[i] = []byte(strconv.Itoa(i))
+		}
+		got, err := s.EnqueueMany(ctx(t), payloads)
+		require.NoError(t, err)
+		require.Len(t, got, len(payloads))
+		for i, id := range got {
+			q := s.shards[(1+i)%4]
+			payload, err := n.s.Do("HGET", keys.Job(q.name, id.String()), "payload").ToString()
+			require.NoError(t, err, "job %d is on shard %d", i, (1+i)%4)
+			assert.Equal(t, strconv.Itoa(i), payload)
+		}
+		assert.Equal(t, []int64{3, 3, 3, 2}, pendingCounts(t, n.s, s))
+		empty, err := s.EnqueueMany(ctx(t), nil)
+		assert.NoError(t, err)
+		assert.Empty(t, empty)
+	})
+
+	t.Run("a key's jobs go to one shard and are claimed in their order", func(t *testing.T) {
+		s := newSharded(t, n, "keyed", 8, Policy{})
+		shards := map[string]bool{}
+		for i := range 64 {
+			shards[s.Shard("customer-"+strconv.Itoa(i)).name] = true
+		}
+		assert.Len(t, shards, 8, "64 keys reach every one of 8 shards")
+		q := s.Shard("customer-7")
+		assert.Same(t, q, s.Shard("customer-7"))
+		var want []ids.ID
+		for i := range 20 {
+			id, err := q.Enqueue(ctx(t), []byte(strconv.Itoa(i)))
+			require.NoError(t, err)
+			want = append(want, id)
+		}
+		jobs, err := q.Claim(ctx(t), 20)
+		require.NoError(t, err)
+		var order []ids.ID
+		for _, j := range jobs {
+			order = append(order, j.ID)
+		}
+		assert.Equal(t, want, order)
+	})
+}
+
+// shardsByNode maps each primary of cl to the shards of s whose slot it
+// serves.
+func shardsByNode(t *testing.T, cl *valkeytest.Cluster, s *Sharded) map[*valkeytest.Server][]int {
+	t.Helper()
+	out := map[*valkeytest.Server][]int{}
+	for i, q := range s.shards {
+		owner := cl.Owner(t, cl.Slot(t, q.pending))
+		out[owner] = append(out[owner], i)
+	}
+	return out
+}
+
+// TestShardedWorkInACluster: 12 shards over 3 primaries, worked by three
+// workers: every job once, each node serving its shards' calls; idle, one
+// blocking claim per shard and worker, costing one command per shard per
+// Poll; a stop ends them at once.
+func TestShardedWorkInACluster(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	vk := &counting{Client: cl.Client()}
+	m, err := ids.NewMinter(11)
+	require.NoError(t, err)
+	n := node{c: New(vk), m: m, native: true}
+	const shards, jobs, workers, poll = 12, 3000, 3, 300 * time.Millisecond
+	s := newSharded(t, n, "spread", shards, Policy{})
+	placed := shardsByNode(t, cl, s)
+	require.Len(t, placed, 3, "12 shards reach every node: %v", placed)
+	t.Logf("shards per node: %v", placed)
+
+	payloads := make([][]byte, jobs)
+	for i := range payloads {
+		payloads[i] = []byte(strconv.Itoa(i))
+	}
+	want, err := s.EnqueueMany(ctx(t), payloads)
+	require.NoError(t, err)
+	for owner, idx := range placed {
+		var sum int64
+		for _, i := range idx {
+			sum += integer(t, owner, "ZCARD", s.shards[i].pending)
+		}
+		assert.Equal(t, int64(jobs/shards*len(idx)), sum, "%s holds its shards' jobs", owner.Addr)
+	}
+
+	var mu sync.Mutex
+	seen := map[ids.ID]int{}
+	var stops []func() error
+	for range workers {
+		stops = append(stops, background(t, func(ctx context.Context) error {
+			return s.Work(ctx, func(_ context.Context, j *Job) error {
+				mu.Lock()
+				seen[j.ID]++
+				mu.Unlock()
+				return nil
+			}, WorkOptions{Concurrency: 8, Poll: poll})
+		}))
+	}
+	eventually(t, "every job handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) >= jobs
+	})
+	for owner, idx := range placed {
+		eventually(t, "every worker waits on each shard", func() bool {
+			return valkeytest.InfoInt(owner.Info("emq"), "emq_blocked_workers") == int64(workers*len(idx))
+		})
+	}
+
+	t.Run("idle, the workers send one blocking claim per shard per Poll", func(t *testing.T) {
+		const window = 3 * time.Second
+		before := vk.sent.Load()
+		time.Sleep(window)
+		sent := vk.sent.Load() - before
+		perPoll := float64(sent) / float64(workers*shards) / (float64(window) / float64(poll))
+		t.Logf("%d commands in %v from %d workers of %d shards: %.2f per shard and worker per Poll", sent, window, workers, shards, perPoll)
+		assert.LessOrEqual(t, perPoll, 1.2)
+	})
+
+	for _, stop := range stops {
+		start := time.Now()
+		require.NoError(t, stop())
+		assert.Less(t, time.Since(start), 5*time.Second)
+	}
+	for owner, idx := range placed {
+		stats := owner.Info("commandstats")["cmdstat_client|unblock"]
+		calls := strings.TrimPrefix(strings.Split(stats, ",")[0], "calls=")
+		assert.Equal(t, strconv.Itoa(workers*len(idx)), calls, "one CLIENT UNBLOCK per worker and shard on %s, its own", owner.Addr)
+		assert.Zero(t, valkeytest.InfoInt(owner.Info("emq"), "emq_blocked_workers"))
+	}
+	require.Len(t, seen, jobs)
+	for _, id := range want {
+		assert.Equal(t, 1, seen[id], "job %s", id)
+	}
+}
+
+// TestShardedFairness: the shards of one Work share its handler slots so
+// that none is starved, natively and on the scripts.
+func TestShardedFairness(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("a flooded shard leaves each trickling shard's jobs their turn", func(t *testing.T) {
+				const shards, flood, trickle, every = 4, 4000, 25, 40 * time.Millisecond
+				s := newSharded(t, n, "flooded", shards, Policy{})
+				payloads := make([][]byte, flood)
+				for i := range payloads {
+					payloads[i] = []byte("flood")
+				}
+				for i := 0; i < flood; i += 500 {
+					_, err := s.shards[0].EnqueueMany(ctx(t), payloads[i:i+500])
+					require.NoError(t, err)
+				}
+				var mu sync.Mutex
+				started := map[ids.ID]time.Time{}
+				stop := background(t, func(ctx context.Context) error {
+					return s.Work(ctx, func(_ context.Context, j *Job) error {
+						mu.Lock()
+						started[j.ID] = time.Now()
+						mu.Unlock()
+						time.Sleep(time.Millisecond)
+						return nil
+					}, WorkOptions{Concurrency: 4, Poll: time.Second})
+				})
+				enqueued := map[ids.ID]time.Time{}
+				for range trickle {
+					time.Sleep(every)
+					for _, q := range s.shards[1:] {
+						at := time.Now()
+						id, err := q.Enqueue(ctx(t), []byte("trickle"))
+						require.NoError(t, err)
+						enqueued[id] = at
+					}
+				}
+				eventually(t, "every trickling job started", func() bool {
+					mu.Lock()
+					defer mu.Unlock()
+					for id := range enqueued {
+						if _, ok := started[id]; !ok {
+							return false
+						}
+					}
+					return true
+				})
+				left := integer(t, n.s, "ZCARD", s.shards[0].pending)
+				require.NoError(t, stop())
+				require.Positive(t, left, "the flood lasted the whole trickle")
+				var waits []time.Duration
+				mu.Lock()
+				for id, at := range enqueued {
+					waits = append(waits, started[id].Sub(at))
+				}
+				mu.Unlock()
+				slices.Sort(waits)
+				median, slowest := waits[len(waits)/2], waits[len(waits)-1]
+				t.Logf("%s: %d trickling jobs beside a flood of %d (%d left): each started after a median %v, at most %v",
+					n, len(waits), flood, left, median, slowest)
+				medianBound := 100 * time.Millisecond
+				if !n.native {
+					medianBound = 400 * time.Millisecond // a dry shard polls, up to 250 ms apart
+				}
+				assert.Less(t, median, medianBound)
+				assert.Less(t, slowest, 2*time.Second)
+			})
+
+			t.Run("two flooded shards share the slots evenly", func(t *testing.T) {
+				const flood = 1500
+				s := newSharded(t, n, "shared", 2, Policy{})
+				payloads := make([][]byte, flood)
+				for _, q := range s.shards {
+					for i := 0; i < flood; i += 500 {
+						_, err := q.EnqueueMany(ctx(t), payloads[i:i+500])
+						require.NoError(t, err)
+					}
+				}
+				var mu sync.Mutex
+				var order []string
+				var handled atomic.Int64
+				stop := background(t, func(ctx context.Context) error {
+					return s.Work(ctx, func(_ context.Context, j *Job) error {
+						mu.Lock()
+						order = append(order, j.Queue().Name())
+						mu.Unlock()
+						handled.Add(1)
+						time.Sleep(time.Millisecond)
+						return nil
+					}, WorkOptions{Concurrency: 4, Poll: time.Second})
+				})
+				eventuallyWithin(t, time.Minute, "every job handled", func() bool { return handled.Load() >= 2*flood })
+				require.NoError(t, stop())
+				// In every stretch of 200 jobs while both had jobs, each shard had between a third and two thirds.
+				for at := 0; at+200 <= flood; at += 200 {
+					first := 0
+					for _, name := range order[at : at+200] {
+						if name == s.shards[0].name {
+							first++
+						}
+					}
+					assert.InDelta(t, 100, first, 34, "jobs %d to %d: %d of 200 from shard 0", at, at+200, first)
+				}
+			})
+		})
+	}
+}
+
+// TestShardedWorkFollowsAReshard: a shard whose slot moves to another node,
+// its keys migrated while workers work it, keeps being worked there: its
+// calls follow the redirect and its blocking claim waits on the new node.
+func TestShardedWorkFollowsAReshard(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	m, err := ids.NewMinter(12)
+	require.NoError(t, err)
+	n := node{c: New(cl.Client()), m: m, native: true}
+	s := newSharded(t, n, "moving", 3, Policy{Lease: 5 * time.Second})
+	moved := s.shards[0]
+	slot := cl.Slot(t, moved.pending)
+	from := cl.Owner(t, slot)
+	var to *valkeytest.Server
+	for _, p := range cl.Primaries {
+		if p != from {
+			to = p
+			break
+		}
+	}
+
+	var mu sync.Mutex
+	seen := map[ids.ID]int{}
+	stop := background(t, func(ctx context.Context) error {
+		return s.Work(ctx, func(_ context.Context, j *Job) error {
+			mu.Lock()
+			seen[j.ID]++
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			return nil
+		}, WorkOptions{Concurrency: 4, Poll: 200 * time.Millisecond})
+	})
+	handled := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	var want []ids.ID
+	enqueue := func(k int) {
+		for range k {
+			id, err := moved.Enqueue(ctx(t), nil)
+			require.NoError(t, err)
+			want = append(want, id)
+		}
+	}
+	enqueue(300)
+	eventually(t, "the shard is being worked", func() bool { return handled() > 50 })
+	migrateSlot(t, cl, slot, from, to)
+	enqueue(300)
+	eventually(t, "every job handled after the move", func() bool { return handled() >= len(want) })
+	eventually(t, "the shard's blocking claim waits on its new node", func() bool {
+		return valkeytest.InfoInt(to.Info("emq"), "emq_blocked_workers") >= 1
+	})
+	require.NoError(t, stop())
+	assert.Same(t, to, cl.Owner(t, slot))
+	for _, id := range want {
+		assert.Equal(t, 1, seen[id], "job %s", id)
+	}
+	assert.Zero(t, integer(t, to, "EXISTS", moved.pending, moved.active))
+}
+
+// migrateSlot moves slot, with its keys, from one primary to another as a
+// resharding tool does — IMPORTING, MIGRATING, MIGRATE of every key, then
+// the owner — and waits until the cluster agrees.
+func migrateSlot(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valkeytest.Server) {
+	t.Helper()
+	sl := strconv.Itoa(slot)
+	must(t, to, "CLUSTER", "SETSLOT", sl, "IMPORTING", cl.ID(t, from))
+	must(t, from, "CLUSTER", "SETSLOT", sl, "MIGRATING", cl.ID(t, to))
+	for {
+		names, err := from.Do("CLUSTER", "GETKEYSINSLOT", sl, "100").AsStrSlice()
+		require.NoError(t, err)
+		if len(names) == 0 {
+			break
+		}
+		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS"}, names...)
+		require.NoError(t, from.Do(args...).Error(), fmt.Sprint(names))
+	}
+	for _, s := range cl.Primaries {
+		must(t, s, "CLUSTER", "SETSLOT", sl, "NODE", cl.ID(t, to))
+	}
+	cl.Wait(t)
+}
