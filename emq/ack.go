@@ -11,7 +11,7 @@ import "github.com/echomq/emq/errors"
 // keep_ms (a late duplicate ENQUEUE of the id still answers 0) — with the
 // job's result, when one is given. Replies 1.
 var Ack = &Verb{Name: "EMQ.ACK", Arity: -6, Keys: 2, Cap: "ack",
-	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkAck(a); return err },
+	Check: func(a [][]byte, _ int64) error { _, _, _, _, err := checkAck(a); return err },
 	Run:   ack}
 
 // The refusals of an ack's result.
@@ -24,35 +24,35 @@ var (
 const ackResult = 6
 
 // checkAck decides what ACK's arguments decide alone.
-func checkAck(a [][]byte) (attempt, keep int64, id []byte, err error) {
+func checkAck(a [][]byte) (attempt, keep int64, queue, id []byte, err error) {
 	if len(a) > ackResult+1 {
-		return 0, 0, nil, errAckArgs
+		return 0, 0, nil, nil, errAckArgs
 	}
 	if err := numkeys(a, 2); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, nil, err
 	}
 	if attempt, err = attemptBound.parse(a[4]); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, nil, err
 	}
 	if keep, err = keepBound.parse(a[5]); err != nil {
-		return 0, 0, nil, err
+		return 0, 0, nil, nil, err
 	}
 	if len(a) > ackResult && keep == 0 {
-		return 0, 0, nil, errResultKeep
+		return 0, 0, nil, nil, errResultKeep
 	}
-	id, err = leasedKeys(a)
-	return attempt, keep, id, err
+	queue, id, err = leasedKeys(a)
+	return attempt, keep, queue, id, err
 }
 
 func ack(c Call) error {
 	// shape and fence
-	attempt, keep, jobID, err := checkAck(c.Args)
+	attempt, keep, queue, jobID, err := checkAck(c.Args)
 	if err != nil {
 		return err
 	}
 
 	// reads
-	st, id, err := leased(c, attempt, jobID)
+	st, id, err := leased(c, queue, jobID, attempt)
 	if err != nil {
 		return err
 	}
@@ -88,6 +88,8 @@ func planAck(p *Plan, ev eventLog, job, active int, id Ref, attempt, keep, now i
 	if keep > 0 {
 		p.write(Write{Op: PExpireAt, Key: int32(job), AtMs: now + keep})
 	}
-	ev.job(p, refCompleted, id, attempt, refResultSize, p.Decimal(int64(size)))
+	if ev.on() {
+		ev.job(p, refCompleted, id, attempt, refResultSize, p.Decimal(int64(size)))
+	}
 	p.Count(JobsAcked, 1)
 }

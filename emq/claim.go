@@ -117,8 +117,13 @@ type turn struct {
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
-	// ids this turn settled or took: never taken (again), never swept
-	done [][]byte
+	// ids this turn settled or took: never taken (again), never swept;
+	// unsorted while few, sorted (for a binary search) once more
+	done   [][]byte
+	sorted bool
+	// a bit per set of the four (claimPending …) holding members when the
+	// turn began
+	filled uint8
 }
 
 // candidate is a job the turn may take besides pending's own.
@@ -147,6 +152,11 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		return nil, err
 	}
 	t := p.newTurn(s, queue, c.Limits.sweepBatch(), st)
+	for k := claimPending; k <= claimDead; k++ {
+		if s.Type(k) == ZSet {
+			t.filled |= 1 << k
+		}
+	}
 	if st.rateMax > 0 {
 		k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Limiter))
 		if !ok {
@@ -212,8 +222,9 @@ func (t *turn) run(a claimArgs) error {
 // allocates nothing for it.
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
-	*t = turn{s: s, p: p, queue: queue, now: s.NowMs(), batch: batch, st: st,
-		limiter: -1, repeats: -1, cands: t.cands[:0], done: t.done[:0]}
+	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
+	t.limiter, t.used, t.windowEnd, t.repeats = -1, 0, 0, -1
+	t.cands, t.done, t.sorted, t.filled = t.cands[:0], t.done[:0], false, 0
 	return t
 }
 
@@ -308,12 +319,34 @@ func order(a, b Member) int {
 
 // isDone reports whether id was settled or taken in this turn.
 func (t *turn) isDone(id []byte) bool {
-	_, found := slices.BinarySearchFunc(t.done, id, bytes.Compare)
-	return found
+	if t.sorted {
+		_, found := slices.BinarySearchFunc(t.done, id, bytes.Compare)
+		return found
+	}
+	for _, d := range t.done {
+		if bytes.Equal(d, id) {
+			return true
+		}
+	}
+	return false
 }
+
+// fewDone is how many ids the turn looks through one by one before it
+// keeps them sorted.
+const fewDone = 16
 
 // markDone records id as settled or taken in this turn.
 func (t *turn) markDone(id []byte) {
+	if !t.sorted {
+		if !t.isDone(id) {
+			t.done = append(t.done, id)
+		}
+		if len(t.done) > fewDone {
+			slices.SortFunc(t.done, bytes.Compare)
+			t.sorted = true
+		}
+		return
+	}
 	if i, found := slices.BinarySearchFunc(t.done, id, bytes.Compare); !found {
 		t.done = slices.Insert(t.done, i, id)
 	}
@@ -335,19 +368,23 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 			p.Count(DanglingDropped, 1)
 			return false
 		}
-		row = readJob(s, p, cand.job)
+		row = readClaimed(s, p, cand.job)
 	}
 	stalled := cand.from == claimActive
 	if exhausted(s, p, cand.job, row, a.maxAttempts) {
 		t.leave(cand, claimDead)
 		p.zadd(claimDead, id, float64(t.now))
 		why := refAttemptsExhausted
+		var last Value // the job's last error, which stays
+		if !stalled && cand.from != fromNew {
+			last = s.HashGet(p, cand.job, errorFields)[0]
+		}
 		switch {
 		case stalled:
 			why = refLeaseExpired
 			p.hset(cand.job, refState, refDead, refError, refLeaseExpired)
-		case row.err.Found:
-			why = row.err.Ref
+		case last.Found:
+			why = last.Ref
 			p.hset(cand.job, refState, refDead)
 		default:
 			p.hset(cand.job, refState, refDead, refError, refAttemptsExhausted)
@@ -374,7 +411,9 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 	p.reply(ReplyBulk, id, 0)
 	p.reply(ReplyInt, 0, attempt)
 	p.reply(ReplyBulk, payload, 0)
-	t.st.events.job(p, refClaimed, id, attempt, refLease, p.Decimal(deadline))
+	if t.st.events.on() {
+		t.st.events.job(p, refClaimed, id, attempt, refLease, p.Decimal(deadline))
+	}
 	p.Count(JobsClaimed, 1)
 	return true
 }
@@ -388,7 +427,7 @@ func (t *turn) leave(cand candidate, to int) {
 		return
 	}
 	for k := claimPending; k <= claimDead; k++ {
-		if k == cand.from || k != to && t.s.Type(k) == ZSet {
+		if k == cand.from || k != to && t.filled&(1<<k) != 0 {
 			t.p.zrem(k, cand.member.Ref)
 		}
 	}

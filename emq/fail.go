@@ -62,7 +62,6 @@ type failSets struct{ pending, active, delayed, dead int }
 func planFail(s Server, p *Plan, ev eventLog, job int, to failSets, id Ref, row jobRow,
 	attempt, backoff, max, now int64, errText Ref) (state Ref, priority float64) {
 	p.zrem(to.active, id)
-	var at Ref
 	switch {
 	case exhausted(s, p, job, row, max):
 		state = refDead
@@ -75,14 +74,15 @@ func planFail(s Server, p *Plan, ev eventLog, job int, to failSets, id Ref, row 
 		p.Count(JobsRetried, 1)
 	default:
 		state = refDelayed
-		at = p.Decimal(now + backoff)
 		p.zadd(to.delayed, id, float64(now+backoff))
 		p.Count(JobsDelayed, 1)
 	}
 	p.hset(job, refState, state, refError, errText)
-	if state == refDelayed {
-		ev.job(p, refFailed, id, attempt, refState, state, refError, errText, refAt, at)
-	} else {
+	switch {
+	case !ev.on():
+	case state == refDelayed:
+		ev.job(p, refFailed, id, attempt, refState, state, refError, errText, refAt, p.Decimal(now+backoff))
+	default:
 		ev.job(p, refFailed, id, attempt, refState, state, refError, errText)
 	}
 	return state, priority

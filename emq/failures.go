@@ -28,7 +28,7 @@ func failuresIncr(c Call) error {
 	}
 
 	// reads
-	s.Open(1, true, c.Plan, NoRef)
+	s.Open(1, true, nil)
 	var count int64
 	switch s.Type(0) {
 	case Empty:

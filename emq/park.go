@@ -65,7 +65,7 @@ func park(c Call) error {
 
 	// reads: the types, the group and who owns the entry, the entry, the count
 	s, p := c.Server, c.Plan
-	s.Open(3, true, p, NoRef)
+	s.Open(3, true, nil)
 	source, dlq, fail := s.Type(0), s.Type(1), s.Type(2)
 	if (source != Empty && source != Stream) || (dlq != Empty && dlq != Stream) || (fail != Empty && fail != String) {
 		return errors.ErrWrongType

@@ -77,7 +77,7 @@ func checkControl(a [][]byte, second string) ([]byte, error) {
 // hash or absent, the second key of type second or absent — and returns
 // the queue's settings. The config is a declared key of these verbs.
 func openControl(s Server, p *Plan, queue []byte, second KeyType) (settings, error) {
-	s.Open(2, false, p, NoRef)
+	s.Open(2, false, nil)
 	if t := s.Type(1); t != Empty && t != second {
 		return settings{}, errors.ErrWrongType
 	}

@@ -93,8 +93,7 @@ func queueKey(p *Plan, queue []byte, name string) Ref {
 // settings (which may refuse too: WRONGTYPE, NOPERM), all before any
 // stored state is judged.
 func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, error) {
-	cfg := queueKey(p, queue, keys.Config)
-	exists := s.Open(n, false, p, cfg)
+	exists := s.Open(n, false, queue)
 	from := 0
 	if job {
 		if t := s.Type(0); t != Empty && t != Hash {
@@ -105,22 +104,23 @@ func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, erro
 	if err := zsets(s, from, n); err != nil {
 		return settings{}, err
 	}
-	return readSettings(s, p, queue, cfg, exists)
+	if !exists { // most queues: nothing more to read
+		return settings{}, nil
+	}
+	return readSettings(s, p, queue, exists)
 }
 
 // leasedKeys checks EXTEND's and ACK's keys, the job key and the active
-// key, and returns the job's id.
-func leasedKeys(a [][]byte) ([]byte, error) {
-	_, id, err := queueKeys(a, true, keys.ActiveSet)
-	return id, err
+// key, and returns the queue and the job's id.
+func leasedKeys(a [][]byte) (queue, id []byte, err error) {
+	return queueKeys(a, true, keys.ActiveSet)
 }
 
 // leased runs what EXTEND and ACK share after their argument check — the
 // reads: the active key's type, the queue's settings, the job active under
 // the attempt — and returns the settings and a ref to the job's id.
-func leased(c Call, attempt int64, jobID []byte) (settings, Ref, error) {
+func leased(c Call, queue, jobID []byte, attempt int64) (settings, Ref, error) {
 	s, p := c.Server, c.Plan
-	queue, _, _ := keys.SplitJob(c.Args[2])
 	st, err := openQueue(s, p, queue, 2, true)
 	if err != nil {
 		return st, 0, err
@@ -141,25 +141,42 @@ func zsets(s Server, from, to int) error {
 	return nil
 }
 
-// jobFields are the job row's fields a verb reads, in jobRow's order.
-var jobFields = []Ref{refState, refAttempts, refPayload, refError}
+// What verbs read of a job row: its state and attempts (to check a lease,
+// or a state), or its attempts and payload (to claim it). Each field read
+// costs the server a string, so a verb reads no more than it needs; a
+// claim reads the error only when the job dies.
+var (
+	stateFields = []Ref{refState, refAttempts}
+	claimFields = []Ref{refAttempts, refPayload}
+	errorFields = []Ref{refError}
+)
 
 // jobRow is what a verb reads of a job row.
 type jobRow struct {
 	state    []byte
 	attempts int64 // 0 when absent or not an integer
 	payload  Value
-	err      Value
 }
 
-// readJob reads the job row at key k, a hash.
+// readJob reads the state and attempts of the job row at key k, a hash.
 func readJob(s Server, p *Plan, k int) jobRow {
-	v := s.HashGet(p, k, jobFields)
-	r := jobRow{state: v[0].Bytes, payload: v[2], err: v[3]}
-	if n, ok := ParseInt(v[1].Bytes); ok && n > 0 {
-		r.attempts = n
+	v := s.HashGet(p, k, stateFields)
+	return jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1])}
+}
+
+// readClaimed reads the attempts and payload of the job row at key k, a
+// hash, which a claim takes.
+func readClaimed(s Server, p *Plan, k int) jobRow {
+	v := s.HashGet(p, k, claimFields)
+	return jobRow{attempts: attemptsOf(v[0]), payload: v[1]}
+}
+
+// attemptsOf is a row's attempts: 0 when absent or not a positive integer.
+func attemptsOf(v Value) int64 {
+	if n, ok := ParseInt(v.Bytes); ok && n > 0 {
+		return n
 	}
-	return r
+	return 0
 }
 
 // revivedFields is the field a verb reads to know a job's attempt budget.

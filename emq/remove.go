@@ -40,8 +40,9 @@ func remove(c Call) error {
 		}
 	}
 	p.write(Write{Op: Del, Key: 0})
-	state := p.Bytes(row.state)
-	st.events.job(p, refRemoved, ref, row.attempts, refState, state)
+	if st.events.on() {
+		st.events.job(p, refRemoved, ref, row.attempts, refState, p.Bytes(row.state))
+	}
 	p.replyInt(1)
 	p.Count(JobsRemoved, 1)
 

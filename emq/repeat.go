@@ -269,7 +269,7 @@ func repeat(c Call) error {
 
 	// reads: the row, the schedules, the config and its numbering
 	s, p := c.Server, c.Plan
-	s.Open(3, false, p, NoRef)
+	s.Open(3, false, nil)
 	row, set, config := s.Type(0), s.Type(1), s.Type(2)
 	if (row != Empty && row != Hash) || (set != Empty && set != ZSet) || (config != Empty && config != Hash) {
 		return errors.ErrWrongType
@@ -346,7 +346,7 @@ func unrepeat(c Call) error {
 
 	// reads
 	s, p := c.Server, c.Plan
-	s.Open(2, false, p, NoRef)
+	s.Open(2, false, nil)
 	row := s.Type(0)
 	if (row != Empty && row != Hash) || (s.Type(1) != Empty && s.Type(1) != ZSet) {
 		return errors.ErrWrongType
@@ -387,7 +387,7 @@ func repeats(c Call) error {
 	// reads, and the reply: the rows the schedules name, each a key the
 	// verb derives
 	s, p := c.Server, c.Plan
-	s.Open(1, false, p, NoRef)
+	s.Open(1, false, nil)
 	if err := zsets(s, 0, 1); err != nil {
 		return err
 	}
@@ -504,7 +504,9 @@ func (t *turn) tickOne(m Member, k int) error {
 	}
 	member := Member{Bytes: p.ScratchBytes(idRef), Ref: idRef, Score: float64(priority)}
 	t.cands = append(t.cands, candidate{member: member, job: job, from: fromNew, payload: payload})
-	t.st.events.job(p, refAdded, idRef, 0, refPriority, p.Decimal(priority), refRepeat, m.Ref)
+	if t.st.events.on() {
+		t.st.events.job(p, refAdded, idRef, 0, refPriority, p.Decimal(priority), refRepeat, m.Ref)
+	}
 	p.Count(RepeatsTicked, 1)
 	return nil
 }

@@ -41,11 +41,11 @@ type Member struct {
 type Server interface {
 	// Open opens the call's first n keys for writing and learns their types;
 	// with values, it also reads the bytes of those that hold strings. It
-	// reports whether the key that scratch ref probe of p names exists,
-	// without opening it (no ACL check: nothing of it is read); NoRef for
-	// none. A verb learns so, in the same step, whether its queue has any
-	// settings to read.
-	Open(n int, values bool, p *Plan, probe Ref) (probed bool)
+	// reports whether the queue named settingsOf (nil: none) has a config
+	// key, emq:{<queue>}:config, without opening it (no ACL check: nothing
+	// of it is read): a verb learns so, in the same step, whether its queue
+	// has any settings to read.
+	Open(n int, values bool, settingsOf []byte) (hasSettings bool)
 	// OpenDerived opens the key named by scratch ref name of p, after
 	// checking the caller's ACL key permissions on it (reads and writes),
 	// and returns its number; ok is false, with nothing opened, when the

@@ -15,9 +15,9 @@ import (
 // more. When the key exists it is read as a key the verb derives, so the
 // caller's ACL key permissions are checked on it first.
 
-// settings is what a verb knows of its queue's settings.
+// settings is what a verb knows of its queue's settings; the zero value
+// is a queue without any.
 type settings struct {
-	config    int // the config key's number; -1 when the queue has none
 	paused    bool
 	rateMax   int64 // jobs per window; 0: no limit
 	rateMs    int64
@@ -36,14 +36,13 @@ var (
 	eventsCapBound = newBound("cap", 0, math.MaxInt32)
 )
 
-// readSettings reads the queue's config when it exists, as the key named
-// by cfg (a scratch ref), and opens the events stream when they are on.
-func readSettings(s Server, p *Plan, queue []byte, cfg Ref, exists bool) (settings, error) {
-	st := settings{config: -1}
+// readSettings reads the queue's config when it exists, and opens the
+// events stream when they are on.
+func readSettings(s Server, p *Plan, queue []byte, exists bool) (st settings, err error) {
 	if !exists {
 		return st, nil
 	}
-	k, ok := s.OpenDerived(p, cfg)
+	k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Config))
 	if !ok {
 		return st, errNoPerm
 	}
@@ -55,13 +54,11 @@ func readSettings(s Server, p *Plan, queue []byte, cfg Ref, exists bool) (settin
 func (st *settings) read(s Server, p *Plan, queue []byte, k int) error {
 	switch s.Type(k) {
 	case Empty:
-		st.config = k
 		return nil
 	case Hash:
 	default:
 		return errors.ErrWrongType
 	}
-	st.config = k
 	v := s.HashGet(p, k, settingFields)
 	st.paused = v[0].Found
 	max, okMax := ParseInt(v[1].Bytes)

@@ -36,7 +36,7 @@ func appendBatch(c Call, r batchRules) error {
 
 	// reads: the key's type; the stream's top is checked by the first write
 	s := c.Server
-	s.Open(1, false, p, NoRef)
+	s.Open(1, false, nil)
 	typ := s.Type(0)
 	if typ != Empty && typ != Stream {
 		return errors.ErrWrongType

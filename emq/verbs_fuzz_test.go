@@ -43,17 +43,17 @@ type fakeServer struct {
 
 // Open opens the declared keys and reports whether the probed key exists:
 // a queue's config, which the fake holds among its rows.
-func (s *fakeServer) Open(n int, values bool, p *Plan, probe Ref) bool {
+func (s *fakeServer) Open(n int, values bool, settingsOf []byte) bool {
 	s.opens++
 	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
 		s.t.Fatalf("Open(%d), call %d: a verb opens its declared keys once", n, s.opens)
 	}
 	s.opened = n
-	if probe == NoRef || s.queue == nil {
+	if settingsOf == nil || s.queue == nil {
 		return false
 	}
-	return s.queue.rows[string(p.ScratchBytes(probe))].typ != Empty
+	return s.queue.rows[keys.Set(string(settingsOf), keys.Config)].typ != Empty
 }
 
 // ExpireAt: the fake's keys never expire.

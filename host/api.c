@@ -61,6 +61,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     int (*busy)(const char *) = NULL;
     if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
     release_constants();
+    emq_release_config_names();
     memset(&api, 0, sizeof(api));
     api.GetApi = get_api;
     FETCH(SetModuleAttribs);

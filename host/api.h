@@ -123,6 +123,9 @@ typedef struct {
 // api is the table emq_init fills; a function the server lacks stays NULL.
 extern emq_api api;
 
+// emq_release_config_names drops call.c's cache of config key names.
+void emq_release_config_names(void);
+
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);
 

@@ -64,28 +64,63 @@ static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
     c->types[k] = api.KeyType(c->keys[k]);
 }
 
+// A queue's config key, emq:{<queue>}:config (package keys' layout), is
+// asked after by every verb of the queue: the strings naming them are kept
+// in a small direct-mapped cache, so that asking makes and frees none.
+#define CONFIG_NAMES 256
+static ValkeyModuleString *config_names[CONFIG_NAMES];
+
+static const char config_head[] = "emq:{", config_tail[] = "}:config";
+#define CONFIG_HEAD (sizeof(config_head) - 1)
+#define CONFIG_TAIL (sizeof(config_tail) - 1)
+
+// config_name returns the string naming queue's config key, from the cache.
+static ValkeyModuleString *config_name(const char *queue, size_t qlen) {
+    uint32_t h = 2166136261u; // FNV-1a
+    for (size_t i = 0; i < qlen; i++) h = (h ^ (uint8_t)queue[i]) * 16777619u;
+    ValkeyModuleString **slot = &config_names[h % CONFIG_NAMES];
+    size_t len = CONFIG_HEAD + qlen + CONFIG_TAIL;
+    if (*slot) {
+        size_t have;
+        const char *s = api.StringPtrLen(*slot, &have);
+        if (have == len && memcmp(s + CONFIG_HEAD, queue, qlen) == 0) return *slot;
+        api.FreeString(NULL, *slot);
+    }
+    char *name = api.Alloc(len);
+    memcpy(name, config_head, CONFIG_HEAD);
+    memcpy(name + CONFIG_HEAD, queue, qlen);
+    memcpy(name + CONFIG_HEAD + qlen, config_tail, CONFIG_TAIL);
+    *slot = api.CreateString(NULL, name, len);
+    api.Free(name);
+    return *slot;
+}
+
+// emq_release_config_names empties the cache, so a load starts clean.
+void emq_release_config_names(void) {
+    for (int i = 0; i < CONFIG_NAMES; i++) {
+        if (config_names[i]) api.FreeString(NULL, config_names[i]);
+        config_names[i] = NULL;
+    }
+}
+
 // emq_open opens the call's first n keys. Reading a string's bytes (values)
 // decodes an int or embstr string into a raw one, so only a verb that needs
-// the bytes asks for them. It reports whether the key named by probe (when
-// probelen > 0) exists, neither opening nor touching it: one crossing
+// the bytes asks for them. When queue is not NULL it reports whether that
+// queue has a config key, neither opening nor touching it: one crossing
 // answers what a verb must know of a queue's settings before it opens them.
-int emq_open(emq_call *c, int n, int values, const char *probe, size_t probelen) {
+int emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
         int k = add_key(c);
         open_key(c, k, c->argv[2 + i]);
         if (values) emq_read_value(c, k);
     }
-    if (!probelen) return 0;
-    ValkeyModuleString *name = api.CreateString(NULL, probe, probelen);
-    int exists;
-    if (api.KeyExists) {
-        exists = api.KeyExists(c->ctx, name);
-    } else { // Redis 7.0 before KeyExists: open it to look
-        ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
-        exists = key && api.KeyType(key) != EMQ_KEY_EMPTY;
-        if (key) api.CloseKey(key);
-    }
-    api.FreeString(NULL, name);
+    if (!queue) return 0;
+    ValkeyModuleString *name = config_name(queue, qlen);
+    if (api.KeyExists) return api.KeyExists(c->ctx, name);
+    // Redis 7.0 before KeyExists: open it to look
+    ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
+    int exists = key && api.KeyType(key) != EMQ_KEY_EMPTY;
+    if (key) api.CloseKey(key);
     return exists;
 }
 

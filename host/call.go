@@ -75,17 +75,14 @@ func emqServe(c *C.emq_call, verb C.int) {
 
 // Open opens the call's first n keys for writing and learns their types,
 // and with values the bytes of the strings among them; it reports whether
-// the key p's scratch ref probe names exists (NoRef: none).
-func (c *Call) Open(n int, values bool, p *emq.Plan, probe emq.Ref) bool {
+// the queue settingsOf (nil: none) has a config key.
+func (c *Call) Open(n int, values bool, settingsOf []byte) bool {
 	v := C.int(0)
 	if values {
 		v = 1
 	}
-	var name []byte
-	if probe != emq.NoRef {
-		name = p.ScratchBytes(probe)
-	}
-	return C.emq_open((*C.emq_call)(c), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(name))), C.size_t(len(name))) != 0
+	return C.emq_open((*C.emq_call)(c), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
+		C.size_t(len(settingsOf))) != 0
 }
 
 // OpenDerived opens the key p's scratch ref name names, if the caller may
