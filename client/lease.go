@@ -127,7 +127,7 @@ func (w *worker) renew(batch []*heldJob) ([]*heldJob, time.Time) {
 			hj.due = now.Add(w.every)
 			w.renewals.insert(hj)
 		} else {
-			w.lose(hj, "no extension confirmed in time")
+			w.lose(hj, overdue)
 		}
 		hj = next
 	}
@@ -145,8 +145,14 @@ func (w *worker) renew(batch []*heldJob) ([]*heldJob, time.Time) {
 		for i, hj := range batch {
 			calls[i] = hj.job.extendCall()
 		}
+		// The pipeline's context may not bound it: valkey-go dials a lost
+		// connection again under its own dial timeout, and a command may
+		// wait on another's dial. A watchdog ends the overdue leases' handlers
+		// on time whatever the pipeline does.
 		ctx, cancel := context.WithDeadline(w.base, until)
+		watchdog := time.AfterFunc(time.Until(until), w.loseOverdue)
 		replies := runVerbs(ctx, w.q.c, calls)
+		watchdog.Stop()
 		cancel()
 		w.mu.Lock()
 		for i, hj := range batch {
@@ -175,6 +181,24 @@ func (w *worker) renew(batch []*heldJob) ([]*heldJob, time.Time) {
 		return batch, time.Time{}
 	}
 	return batch, w.renewals.head.due
+}
+
+// overdue is why a lease whose extension was not confirmed in time is lost.
+const overdue = "no extension confirmed in time"
+
+// loseOverdue loses every held job whose extension was not confirmed by
+// its deadline.
+func (w *worker) loseOverdue() {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for hj := w.renewals.head; hj != nil; {
+		next := hj.next
+		if !hj.deadline.After(now) {
+			w.lose(hj, overdue)
+		}
+		hj = next
+	}
 }
 
 // lose gives up hj's lease: it is no longer renewed and its handler's

@@ -741,6 +741,76 @@ func TestWorkLeaseLostToAPartition(t *testing.T) {
 	}
 }
 
+// TestWorkLeaseEndsWhenTheClientHangs: a handler's lease ends on time even
+// when the client library stops returning — valkey-go dials a lost
+// connection under its own timeout, whatever the caller's deadline — so
+// the lease's promise rests on the worker's own clock.
+func TestWorkLeaseEndsWhenTheClientHangs(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			const lease = time.Second
+			q := newQueue(t, n, "hanging", Policy{Lease: lease})
+			_, err := q.Enqueue(ctx(t), []byte("h"))
+			require.NoError(t, err)
+			vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.s.Addr}, DisableCache: true})
+			require.NoError(t, err)
+			t.Cleanup(vk.Close)
+			hc := &hangingClient{Client: vk, released: make(chan struct{})}
+			t.Cleanup(hc.release)
+			qA, err := New(hc).Queue(q.name, n.m, q.policy)
+			require.NoError(t, err)
+
+			started, ended := make(chan struct{}), make(chan error, 1)
+			stopA := working(t, qA, func(ctx context.Context, _ *Job) error {
+				close(started)
+				<-ctx.Done()
+				ended <- context.Cause(ctx)
+				return ctx.Err()
+			}, WorkOptions{Grace: 50 * time.Millisecond})
+			<-started
+			hc.hang()
+			hungAt := time.Now()
+			select {
+			case cause := <-ended:
+				assert.ErrorIs(t, cause, ErrLeaseLost)
+				assert.Less(t, time.Since(hungAt), lease, "ended within the lease it had")
+			case <-time.After(5 * time.Second):
+				t.Fatal("the handler kept running while its client hung")
+			}
+			hc.release()
+			require.NoError(t, stopA())
+		})
+	}
+}
+
+// hangingClient is a valkey.Client whose commands, once hung, wait until
+// released, ignoring their contexts.
+type hangingClient struct {
+	valkey.Client
+	hung     atomic.Bool
+	released chan struct{}
+	once     sync.Once
+}
+
+func (h *hangingClient) hang()    { h.hung.Store(true) }
+func (h *hangingClient) release() { h.once.Do(func() { close(h.released) }) }
+
+func (h *hangingClient) wait() {
+	if h.hung.Load() {
+		<-h.released
+	}
+}
+
+func (h *hangingClient) Do(ctx context.Context, cmd valkey.Completed) valkey.ValkeyResult {
+	h.wait()
+	return h.Client.Do(ctx, cmd)
+}
+
+func (h *hangingClient) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	h.wait()
+	return h.Client.DoMulti(ctx, cmds...)
+}
+
 // proxy forwards TCP connections to a server until cut, after which it
 // drops every byte both ways, as a network partition does.
 type proxy struct {
