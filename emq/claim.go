@@ -147,7 +147,7 @@ const fromNew = -1
 // settings, its rate window and schedules — checking every type.
 func openTurn(c Call, queue []byte) (*turn, error) {
 	s, p := c.Server, c.Plan
-	st, err := openQueue(s, p, queue, 4, false)
+	st, err := openQueueWith(s, p, queue, 4, false, allSettings)
 	if err != nil {
 		return nil, err
 	}

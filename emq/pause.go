@@ -82,5 +82,5 @@ func openControl(s Server, p *Plan, queue []byte, second KeyType) (settings, err
 		return settings{}, errors.ErrWrongType
 	}
 	var st settings
-	return st, st.read(s, p, queue, 0)
+	return st, st.read(s, p, queue, 0, allSettings)
 }

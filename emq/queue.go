@@ -90,9 +90,14 @@ func queueKey(p *Plan, queue []byte, name string) Ref {
 // openQueue opens the call's first n keys — a job row first when job is
 // true, then sorted sets — refusing WRONGTYPE unless the row is a hash or
 // absent and the sets sorted sets or absent, then reads the queue's
-// settings (which may refuse too: WRONGTYPE, NOPERM), all before any
-// stored state is judged.
+// settings, eventsSettings only (which may refuse too: WRONGTYPE, NOPERM),
+// all before any stored state is judged.
 func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, error) {
+	return openQueueWith(s, p, queue, n, job, eventsSettings)
+}
+
+// openQueueWith is openQueue reading the settings fields given.
+func openQueueWith(s Server, p *Plan, queue []byte, n int, job bool, fields []Ref) (settings, error) {
 	exists := s.Open(n, false, queue)
 	from := 0
 	if job {
@@ -107,7 +112,7 @@ func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, erro
 	if !exists { // most queues: nothing more to read
 		return settings{}, nil
 	}
-	return readSettings(s, p, queue, exists)
+	return readSettings(s, p, queue, fields)
 }
 
 // leasedKeys checks EXTEND's and ACK's keys, the job key and the active

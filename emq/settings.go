@@ -26,8 +26,13 @@ type settings struct {
 	events    eventLog
 }
 
-// settingFields are the config's fields, in settings' order.
-var settingFields = []Ref{refPaused, refRateMax, refRateMs, refEvents, refRepeatSeq}
+// The config fields a verb reads: every one (a claim turn, the setting
+// verbs, REPEAT), or only events — all the others need — for a listpack
+// scan and a string less per field not needed.
+var (
+	allSettings    = []Ref{refPaused, refRateMax, refRateMs, refEvents, refRepeatSeq}
+	eventsSettings = []Ref{refEvents}
+)
 
 // The bounds of the settings, as their verbs check them (docs/commands.md).
 var (
@@ -36,22 +41,19 @@ var (
 	eventsCapBound = newBound("cap", 0, math.MaxInt32)
 )
 
-// readSettings reads the queue's config when it exists, and opens the
-// events stream when they are on.
-func readSettings(s Server, p *Plan, queue []byte, exists bool) (st settings, err error) {
-	if !exists {
-		return st, nil
-	}
+// readSettings reads fields of the queue's config, a derived key, and
+// opens the events stream when they are on.
+func readSettings(s Server, p *Plan, queue []byte, fields []Ref) (st settings, err error) {
 	k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Config))
 	if !ok {
 		return st, errNoPerm
 	}
-	return st, st.read(s, p, queue, k)
+	return st, st.read(s, p, queue, k, fields)
 }
 
-// read reads config key k, a hash or absent, into st and opens the events
-// stream when they are on.
-func (st *settings) read(s Server, p *Plan, queue []byte, k int) error {
+// read reads fields of config key k, a hash or absent, into st and opens
+// the events stream when they are on.
+func (st *settings) read(s Server, p *Plan, queue []byte, k int, fields []Ref) error {
 	switch s.Type(k) {
 	case Empty:
 		return nil
@@ -59,18 +61,27 @@ func (st *settings) read(s Server, p *Plan, queue []byte, k int) error {
 	default:
 		return errors.ErrWrongType
 	}
-	v := s.HashGet(p, k, settingFields)
-	st.paused = v[0].Found
-	max, okMax := ParseInt(v[1].Bytes)
-	ms, okMs := ParseInt(v[2].Bytes)
-	if okMax && okMs && max > 0 && ms > 0 {
+	var max, ms int64
+	for i, v := range s.HashGet(p, k, fields) {
+		n, ok := ParseInt(v.Bytes)
+		if !ok || n <= 0 {
+			n = 0
+		}
+		switch fields[i] {
+		case refPaused:
+			st.paused = v.Found
+		case refRateMax:
+			max = n
+		case refRateMs:
+			ms = n
+		case refEvents:
+			st.eventsCap = n
+		case refRepeatSeq:
+			st.repeatSeq = n
+		}
+	}
+	if max > 0 && ms > 0 {
 		st.rateMax, st.rateMs = max, ms
-	}
-	if n, ok := ParseInt(v[3].Bytes); ok && n > 0 {
-		st.eventsCap = n
-	}
-	if n, ok := ParseInt(v[4].Bytes); ok && n > 0 {
-		st.repeatSeq = n
 	}
 	if st.eventsCap == 0 {
 		return nil
