@@ -3,6 +3,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -557,11 +558,16 @@ func clusterFailover(t *testing.T, path string, jobs int, scripts bool) {
 			}
 			dups++
 			extras += len(rs) - 1
+			// The processes' logs are read in turn, so a job's runs are in
+			// no order: its first is the earliest.
+			first := slices.MinFunc(rs, func(a, b jobRun) int {
+				return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.attempt, b.attempt))
+			})
 			var by *event
 			for _, e := range []*event{kill, failover} {
 				// Claimed before the loss: it ran by the time the cluster
 				// was back, give or take a slot's wait (prefetch).
-				if e.shards[rs[0].shard] && rs[0].at.Before(e.back.Add(time.Second)) && rs[0].at.After(e.at.Add(-failoverPolicy().Lease)) {
+				if e.shards[first.shard] && first.at.Before(e.back.Add(time.Second)) && first.at.After(e.at.Add(-failoverPolicy().Lease)) {
 					by = e
 					break
 				}
