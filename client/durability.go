@@ -112,6 +112,8 @@ func (c *Client) withDurability(d Durability) (*Client, error) {
 	waiting := *c
 	waiting.vk = durableClient{Client: c.vk, d: d, unwaited: map[string]bool{
 		c.scripts.claim.sha1: true, c.scripts.extend.sha1: true, c.scripts.stalledCheck.sha1: true,
+		// and the scripts that write nothing (flags=no-writes)
+		scheduleScripts.now.sha1: true, scheduleScripts.due.sha1: true, scheduleScripts.repeats.sha1: true,
 	}}
 	return &waiting, nil
 }
@@ -124,7 +126,7 @@ func (c *Client) withDurability(d Durability) (*Client, error) {
 type durableClient struct {
 	valkey.Client
 	d        Durability
-	unwaited map[string]bool // SHA1s of the lease traffic's scripts
+	unwaited map[string]bool // SHA1s of the lease traffic's scripts and the read-only ones
 }
 
 // leaseVerbs are the verbs whose writes wait for nothing, besides the

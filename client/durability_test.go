@@ -147,6 +147,23 @@ func TestDurability(t *testing.T) {
 				assert.Equal(t, before+1, waits(r.s), "the ack waits")
 			})
 
+			t.Run("what writes nothing waits for nothing: a worker looking for due schedule ticks, listing the schedules", func(t *testing.T) {
+				q := newQueue(t, r.node, "lookonly", Policy{Durability: Durability{Replicas: 1}})
+				_, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				_, _, err = q.tickFallback(ctx(t))
+				require.NoError(t, err)
+				before := waits(r.s)
+				for range 3 {
+					_, err = q.Schedules(ctx(t))
+					require.NoError(t, err)
+					made, _, err := q.tickFallback(ctx(t))
+					require.NoError(t, err)
+					assert.Zero(t, made)
+				}
+				assert.Equal(t, before, waits(r.s))
+			})
+
 			t.Run("a negative replica count or timeout is refused and writes nothing", func(t *testing.T) {
 				for _, d := range []Durability{{Replicas: -1}, {Replicas: 1, Timeout: -time.Second}} {
 					_, err := r.c.Queue("refused", r.m, Policy{Durability: d})
