@@ -32,11 +32,30 @@ static void *grow(void *arr, const void *inline_arr, int *cap, int n, size_t siz
     return p;
 }
 
-// hold keeps s until the call ends and returns its held index.
+#ifdef EMQ_MOVE_HELD
+// move_held, in test builds only (host/move_emqtest.go), moves the held
+// array to new memory and poisons the old, so that a read through a
+// pointer to the array taken before a hold fails at once, not only when
+// the hold happens to grow it.
+static void move_held(emq_call *c) {
+    size_t size = sizeof(*c->held) * (size_t)c->capheld;
+    ValkeyModuleString **p = api.Alloc(size);
+    memcpy(p, c->held, size);
+    memset(c->held, 0xA5, size);
+    if (c->held != c->inline_held) api.Free(c->held);
+    c->held = p;
+}
+#endif
+
+// hold keeps s until the call ends and returns its held index. It may
+// move c->held: read the array only after it returns.
 static int hold(emq_call *c, ValkeyModuleString *s) {
     if (c->nheld == c->capheld) {
         c->held = grow(c->held, c->inline_held, &c->capheld, c->nheld + 1, sizeof(*c->held));
     }
+#ifdef EMQ_MOVE_HELD
+    move_held(c);
+#endif
     c->held[c->nheld] = s;
     return c->nheld++;
 }

@@ -8,7 +8,10 @@
 // server keeps answering and logs no module warning, and that memory comes
 // back. The test build's EMQ.PANIC proves a panic in a handler is survived,
 // and its EMQ.FAULTNEXT that a write failing part way through a plan is
-// reported, counted and logged.
+// reported, counted and logged. The test build also moves a call's held
+// strings to new memory at every hold and poisons the old array, so a read
+// through a stale pointer to it crashes at once: PARK's torture and a small
+// run of the mix go to that build too.
 //
 // A third of the valid and mutated calls take jobs through their lifecycle
 // (docs/commands.md) in queues of their own — enqueue, claim, extend, ack,

@@ -111,6 +111,7 @@ type gen struct {
 	node       uint32
 	seq        uint64 // ids minted so far
 	validShare int    // valid calls in ten
+	testBuild  bool   // the server runs the emqtest build, which serves EMQ.PANIC
 
 	jobs      []jobModel
 	streams   map[string][]entryModel

@@ -95,6 +95,21 @@ func TestTorture(t *testing.T) {
 		goRetained, allocatorStep)
 }
 
+// TestTortureMovedHeld sends the torture's mix, in small, to the emqtest
+// build, whose calls move their held strings at every hold: every verb's
+// reads through the held array stay right when it moves under them.
+func TestTortureMovedHeld(t *testing.T) {
+	cfg := loadConfig(t)
+	s := startTestModule(t)
+	gens := newWorkers(cfg.seed^0x4e1d, "", mixed)
+	for _, g := range gens {
+		g.testBuild = true
+	}
+	run(t, s, gens, 2, cfg.warmup, cfg.digestBatch)
+	assert.True(t, s.Running())
+	assert.Empty(t, s.ModuleWarnings(), "the server log holds no module warning")
+}
+
 // run plants the workers' wrong-typed keys, then sends rounds of their
 // traffic, each followed by a refused batch under DEBUG DIGEST, with PING
 // answering throughout, and checks every reply and, at the end, the data.
