@@ -304,8 +304,10 @@ func runSoak(o options) (section, body string, err error) {
 	gcs := last.goGCs - first.goGCs
 	fmt.Fprintf(&out, "Go GC cycles during the soak: %d.\n", gcs)
 	if gcs > 0 {
-		fmt.Fprintf(&out, "The Go heap saws: what the calls allocate is collected every ~%d calls, so its range says little; "+
-			"its drift (last quarter against first) says whether it grows.\n", last.calls/gcs)
+		fmt.Fprintf(&out, "The Go heap saws: what the calls allocate is collected every ~%d calls, so its range says little. "+
+			"What a collection keeps includes the data of the call whose allocation started it, up to a call's worth; "+
+			"what stays between calls is the least it keeps, so its floor's drift (the last quarter's least against the first's) "+
+			"says whether it grows.\n", last.calls/gcs)
 	}
 	return section, out.String(), nil
 }

@@ -30,7 +30,9 @@ func TestSteady(t *testing.T) {
 		steady bool
 	}{
 		{"jitter without growth is steady", []float64{50, 60, 70, 80, 100, 110, 90, 100, 100, 110, 90, 100, 100, 110, 90, 100, 100, 110, 90, 100}, true},
+		{"spikes that come late, over a floor that stays, are steady", []float64{50, 60, 70, 80, 90, 91, 90, 90, 91, 90, 90, 120, 90, 130, 90, 125, 90, 130, 90, 120}, true},
 		{"growth is not steady", []float64{100, 100, 100, 100, 101, 102, 103, 104, 105, 106, 107, 108}, false},
+		{"a floor that rises under the spikes is not steady", []float64{50, 60, 70, 80, 100, 130, 100, 130, 100, 130, 103, 130, 104, 130, 105, 130, 106, 130, 107, 130}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
