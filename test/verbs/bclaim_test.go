@@ -171,14 +171,35 @@ func waitInfo(t testing.TB, s *valkeytest.Server, field string, want int64) {
 }
 
 // blockB sends BCLAIM on a connection of its own and waits until the
-// server counts one more blocked worker.
+// server lists that connection as blocked. (Not by INFO's count of blocked
+// workers: a waiter served a moment ago may leave the count only in the
+// server's next event loop, after its client has read the reply.)
 func blockB(t testing.TB, s *valkeytest.Server, leaseMs, timeoutMs int) *conn {
 	t.Helper()
-	before := valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers")
 	c := dial(t, s)
+	id, err := c.do("CLIENT", "ID")
+	require.NoError(t, err)
 	c.send(bclaim(leaseMs, timeoutMs)...)
-	waitInfo(t, s, "emq_blocked_workers", before+1)
-	return c
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		line, err := s.Do("CLIENT", "LIST", "ID", strconv.FormatInt(id.(int64), 10)).ToString()
+		require.NoError(t, err)
+		if flags := clientField(line, "flags"); strings.Contains(flags, "b") {
+			return c
+		}
+		require.True(t, time.Now().Before(deadline), "the BCLAIM never blocked: %s", line)
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// clientField is a field of a CLIENT LIST line.
+func clientField(line, name string) string {
+	for _, f := range strings.Fields(line) {
+		if v, ok := strings.CutPrefix(f, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func TestBClaimServesAtOnceWhenAJobIsClaimable(t *testing.T) {
