@@ -83,32 +83,43 @@ static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
     c->types[k] = api.KeyType(c->keys[k]);
 }
 
-// A queue's config key, emq:{<queue>}:config (package keys' layout), is
-// asked after by every verb of the queue: the strings naming them are kept
-// in a small direct-mapped cache, so that asking makes and frees none.
+// A queue's config key is asked after by every verb of the queue: the
+// strings naming them are kept in a small direct-mapped cache, so that
+// asking makes and frees none.
 #define CONFIG_NAMES 256
 static ValkeyModuleString *config_names[CONFIG_NAMES];
 
-static const char config_head[] = "emq:{", config_tail[] = "}:config";
-#define CONFIG_HEAD (sizeof(config_head) - 1)
-#define CONFIG_TAIL (sizeof(config_tail) - 1)
+// What stands before and after the queue's name in its config key, as
+// package keys lays it out (emq_config_layout, at load).
+static char config_head[16], config_tail[16];
+static size_t head_len, tail_len;
+
+// emq_config_layout sets the config key's layout: head + queue + tail. It
+// reports 0 when a part is too long to keep.
+int emq_config_layout(const char *head, size_t hlen, const char *tail, size_t tlen) {
+    if (hlen > sizeof(config_head) || tlen > sizeof(config_tail)) return 0;
+    memcpy(config_head, head, hlen);
+    memcpy(config_tail, tail, tlen);
+    head_len = hlen, tail_len = tlen;
+    return 1;
+}
 
 // config_name returns the string naming queue's config key, from the cache.
 static ValkeyModuleString *config_name(const char *queue, size_t qlen) {
     uint32_t h = 2166136261u; // FNV-1a
     for (size_t i = 0; i < qlen; i++) h = (h ^ (uint8_t)queue[i]) * 16777619u;
     ValkeyModuleString **slot = &config_names[h % CONFIG_NAMES];
-    size_t len = CONFIG_HEAD + qlen + CONFIG_TAIL;
+    size_t len = head_len + qlen + tail_len;
     if (*slot) {
         size_t have;
         const char *s = api.StringPtrLen(*slot, &have);
-        if (have == len && memcmp(s + CONFIG_HEAD, queue, qlen) == 0) return *slot;
+        if (have == len && memcmp(s + head_len, queue, qlen) == 0) return *slot;
         api.FreeString(NULL, *slot);
     }
     char *name = api.Alloc(len);
-    memcpy(name, config_head, CONFIG_HEAD);
-    memcpy(name + CONFIG_HEAD, queue, qlen);
-    memcpy(name + CONFIG_HEAD + qlen, config_tail, CONFIG_TAIL);
+    memcpy(name, config_head, head_len);
+    memcpy(name + head_len, queue, qlen);
+    memcpy(name + head_len + qlen, config_tail, tail_len);
     *slot = api.CreateString(NULL, name, len);
     api.Free(name);
     return *slot;

@@ -13,6 +13,7 @@ import (
 	"unsafe"
 
 	"github.com/echomq/emq/emq"
+	"github.com/echomq/emq/keys"
 )
 
 // Loader sets the module up when the server loads it: it registers
@@ -107,6 +108,13 @@ func (m *Module) Init(name string, version int) error {
 	defer C.free(unsafe.Pointer(cname))
 	if C.emq_init(m.ctx, cname, C.int(version)) != 0 {
 		return fmt.Errorf("a module named %s is loaded already", name)
+	}
+	head, tail := keys.Around(keys.Config)
+	chead, ctail := C.CString(head), C.CString(tail)
+	defer C.free(unsafe.Pointer(chead))
+	defer C.free(unsafe.Pointer(ctail))
+	if C.emq_config_layout(chead, C.size_t(len(head)), ctail, C.size_t(len(tail))) == 0 {
+		return fmt.Errorf("the config key's layout %q + queue + %q is too long", head, tail)
 	}
 	// A second load in one process (after a first that failed) starts from
 	// clean state; a load refused above leaves the serving module alone.

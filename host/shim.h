@@ -206,6 +206,7 @@ const char *emq_string_ptr(ValkeyModuleString *s, size_t *len);
 void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
 
 // Serving one call (call.c, apply.c).
+int emq_config_layout(const char *head, size_t hlen, const char *tail, size_t tlen);
 int emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
 void emq_read_value(emq_call *c, int k);
 long long emq_expire_at(emq_call *c, int k);

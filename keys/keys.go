@@ -149,6 +149,11 @@ func AppendRepeat(dst, queue, name []byte) []byte {
 // Set returns the key of the queue's set (PendingSet, ActiveSet, …).
 func Set(queue, set string) string { return prefix + queue + "}:" + set }
 
+// Around returns what stands before and after a queue's name in the key of
+// its set (or other one-segment key: Config, …): Set(queue, set) is head +
+// queue + tail.
+func Around(set string) (head, tail string) { return prefix, "}:" + set }
+
 // Pending returns the pending set key of queue.
 func Pending(queue string) string { return Set(queue, PendingSet) }
 
