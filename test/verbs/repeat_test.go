@@ -129,6 +129,20 @@ func TestALimitedScheduleFinishesAndStaysListed(t *testing.T) {
 	assert.Equal(t, "inf", score, "never due")
 	require.Equal(t, int64(1), integer(t, s, q.unrepeat("twice")...))
 	assert.Empty(t, schedules(t, s, q))
+
+	// an end 100 ms on: at most its 3 ticks (30, 60, 90 ms), none after
+	must(t, s, q.repeat("ended", "@every 30ms", "", "p", 0, 0, time.Now().Add(100*time.Millisecond).UnixMilli(), 0)...)
+	made = 0
+	for end := time.Now().Add(400 * time.Millisecond); time.Now().Before(end); time.Sleep(35 * time.Millisecond) {
+		made += len(claimJobs(t, s, q.claim(longLease, 10, 5)...))
+	}
+	assert.True(t, made >= 1 && made <= 3, "jobs made before the end: %d", made)
+	sc = schedules(t, s, q)
+	require.Len(t, sc, 1)
+	assert.Equal(t, "0", sc[0]["next"])
+	score, err = s.Do("ZSCORE", keys.Set(q.name, keys.Repeats), "ended").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "inf", score, "never due")
 }
 
 // TestBadSchedulesAreRefusedAndWriteNothing: a cron field out of range, an
