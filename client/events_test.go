@@ -338,8 +338,9 @@ func TestEventGroup(t *testing.T) {
 				for _, id := range enqueued {
 					assert.Equal(t, 1, seen[id], "job %s's event", id)
 				}
-				assert.Positive(t, counts[0])
-				assert.Positive(t, counts[1])
+				for i, c := range counts { // the first batches: 100 each, of 250
+					assert.GreaterOrEqual(t, c, eventsBatch, "consumer %d's share", i)
+				}
 				assert.Zero(t, pending(t, n, "shared", "tail"), "every event handled is acknowledged")
 			})
 			t.Run("the event a loop breaks on comes back first to the same consumer, then the rest of its batch", func(t *testing.T) {
