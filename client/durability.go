@@ -318,20 +318,14 @@ func redirectOf(err error) (addr string, ask, ok bool) {
 	return addr, ok, ok
 }
 
-// applied takes the replies of a round trip whose writes stand even when
+// applied reads the reply of a round trip whose writes stand even when
 // their durability fell short (a worker's settle call: the jobs were
-// settled and claimed on the primary): each NotDurableError is replaced by
-// the reply it carries, and the first is returned.
-func applied(rs []valkey.ValkeyResult) error {
-	var first error
-	for i, r := range rs {
-		var e *NotDurableError
-		if errors.As(r.Error(), &e) {
-			rs[i] = e.reply
-			if first == nil {
-				first = e
-			}
-		}
+// settled and claimed on the primary): a NotDurableError gives back the
+// reply it carries, and itself as the error.
+func applied(r valkey.ValkeyResult) (valkey.ValkeyResult, error) {
+	var e *NotDurableError
+	if errors.As(r.Error(), &e) {
+		return e.reply, e
 	}
-	return first
+	return r, nil
 }

@@ -123,9 +123,8 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 // primary: its reply is read as the writes it carries, and ErrNotDurable
 // comes back with the jobs it claimed.
 func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func() *Job, claimed []*Job) ([]*Job, error) {
-	rs := []valkey.ValkeyResult{r}
-	short := applied(rs)
-	claimed, err := q.settleReply(rs[0], ss, alloc, claimed)
+	r, short := applied(r)
+	claimed, err := q.settleReply(r, ss, alloc, claimed)
 	return claimed, cmp.Or(err, short)
 }
 
