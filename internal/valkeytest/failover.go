@@ -16,7 +16,7 @@ func (c *Cluster) Failover(t testing.TB, replica *Server) {
 	if i < 0 {
 		t.Fatalf("valkeytest: %s is not a replica of the cluster", replica.Addr)
 	}
-	primary := c.Primaries[i/c.replicasEach()]
+	primary := c.Primaries[i/c.each]
 	mustOK(t, replica, "CLUSTER", "FAILOVER")
 	waitFor(t, "the replica to take over", func() error {
 		if r := replica.InfoField("replication", "role"); r != "master" {
@@ -36,10 +36,10 @@ func (c *Cluster) Failover(t testing.TB, replica *Server) {
 func (c *Cluster) Kill(t testing.TB, primary *Server) (promoted *Server) {
 	t.Helper()
 	i := slices.Index(c.Primaries, primary)
-	if i < 0 || c.replicasEach() == 0 {
+	if i < 0 || c.each == 0 {
 		t.Fatalf("valkeytest: %s is not a primary with a replica", primary.Addr)
 	}
-	promoted = c.Replicas[i*c.replicasEach()]
+	promoted = c.Replicas[i*c.each]
 	primary.Kill()
 	waitFor(t, "the replica to be voted in", func() error {
 		if r := promoted.InfoField("replication", "role"); r != "master" {
@@ -85,7 +85,6 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 	if err != nil {
 		t.Fatalf("valkeytest: restarting %s: %v", killed.Addr, err)
 	}
-	t.Cleanup(s.Stop)
 	s.ownDir, killed.ownDir = killed.ownDir, false // the directory goes with the node that uses it
 	for _, list := range [][]*Server{c.Nodes, c.Primaries, c.Replicas} {
 		if i := slices.Index(list, killed); i >= 0 {
@@ -102,6 +101,3 @@ func (c *Cluster) trade(primary, replica *Server) {
 	i, j := slices.Index(c.Primaries, primary), slices.Index(c.Replicas, replica)
 	c.Primaries[i], c.Replicas[j] = replica, primary
 }
-
-// replicasEach is how many replicas each primary started with.
-func (c *Cluster) replicasEach() int { return c.each }
