@@ -33,7 +33,6 @@ import (
 	"time"
 
 	"github.com/echomq/emq/client"
-	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,7 +69,6 @@ type Dashboard struct {
 	csrfKey []byte
 	user    string
 	pass    string
-	minter  *ids.Minter // queue handles need one; the actions mint nothing
 	rate    *throughput
 	handler http.Handler
 }
@@ -97,11 +95,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if _, err := rand.Read(d.csrfKey); err != nil {
 		return nil, err
 	}
-	m, err := ids.NewMinter(ids.MaxNode)
-	if err != nil {
-		return nil, err
-	}
-	d.minter = m
+	var err error
 	if d.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
@@ -234,7 +228,7 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 
 // queue is a handle on queue name for an action.
 func (d *Dashboard) queue(name string) (*client.Queue, error) {
-	return d.cfg.Client.Queue(name, d.minter, client.Policy{})
+	return d.cfg.Client.Queue(name, nil, client.Policy{}) // the actions mint nothing
 }
 
 // parsePages parses each page with the layout.

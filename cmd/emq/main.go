@@ -142,10 +142,7 @@ func run(ctx context.Context, args []string, e env) int {
 	defer s.close()
 	if err := cmd.run(ctx, s, pos); err != nil {
 		fmt.Fprintf(e.stderr, "emq %s: %v\n", cmd.name, err)
-		if code := exitCode(err); code != exitOK {
-			return code
-		}
-		return exitFailed
+		return exitCode(err)
 	}
 	return exitOK
 }
