@@ -13,9 +13,10 @@ import (
 // config hash (a paused or limited queue with no job) and its schedules.
 var queueKeys = []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet, keys.Config, keys.Repeats}
 
-// scanPattern matches the keys of queueKeys and, of a queue's other keys,
-// none: a job row's segment starts with j, a topic's stream and failure
-// counts with s and f. A name holds no '}', so the * stops at the tag's end.
+// scanPattern matches the keys of queueKeys, and of a queue's other keys
+// only its schedule rows (repeat:<name>, which repeats' r lets in): a job
+// row's segment starts with j, a topic's stream and failure counts with s
+// and f. A name holds no '}', so the * stops at the tag's end.
 const scanPattern = "emq:{*}:[pacdr]*"
 
 // scanTimeout bounds a discovery refreshed in the background.
@@ -49,7 +50,8 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 
 // Refresh scans every primary for queues now, caches the list and returns
 // it. Each SCAN call visits at most Options.ScanCount slots of the keyspace
-// and replies only the keys of scanPattern — at most six per queue.
+// and replies only the keys of scanPattern — a queue's six and its
+// schedule rows.
 func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
 	in.scan.Lock()
 	defer in.scan.Unlock()

@@ -50,7 +50,7 @@ type Options struct {
 // The defaults of [Options].
 const (
 	DefaultScanCount = 1000
-	DefaultCacheFor  = 5 * time.Second
+	DefaultCacheFor  = time.Minute
 )
 
 // Inspector reads the queues of one server or cluster. It is safe for
