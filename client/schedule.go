@@ -62,13 +62,11 @@ func newAdmission(opts []EnqueueOption) *admission {
 // admitCall is the admission of job id with payload: EMQ.ENQUEUE when a is
 // nil, else EMQ.SCHEDULE as a says.
 func (q *Queue) admitCall(id ids.ID, payload []byte, a *admission) verbCall {
-	text := id.String()
-	job, body := keys.Job(q.name, text), valkey.BinaryString(payload)
 	if a == nil {
-		return verbCall{verb: emq.Enqueue, cp: CapEnqueue, keys: []string{job, q.pending},
-			args: []string{text, body}, script: q.c.admit}
+		return q.c.enqueueCall(q.name, id, payload)
 	}
-	return verbCall{verb: emq.Schedule, cp: CapSchedule, keys: []string{job, q.pending, q.delayed},
-		args:   []string{text, body, strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10)},
+	text := id.String()
+	return verbCall{verb: emq.Schedule, cp: CapSchedule, keys: []string{keys.Job(q.name, text), q.pending, q.delayed},
+		args:   []string{text, valkey.BinaryString(payload), strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10)},
 		script: q.c.scripts.schedule}
 }

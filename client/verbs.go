@@ -39,14 +39,14 @@ type Envelope struct {
 // (state pending, attempts 0, payload) and adds id to the pending set. It
 // reports false, writing nothing, when the job row already exists.
 func (c *Client) Enqueue(ctx context.Context, queue string, id ids.ID, payload []byte) (admitted bool, err error) {
-	job, pending, text := keys.Job(queue, id.String()), keys.Pending(queue), id.String()
-	if err := check(emq.Enqueue, "2", job, pending, text, string(payload)); err != nil {
-		return false, err
-	}
-	cmd := c.vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys(job, pending).Args(text, valkey.BinaryString(payload)).Build()
-	return call(ctx, c, CapEnqueue, cmd, admittedReply, func() (bool, error) {
-		return admittedReply(c.admit.Exec(ctx, c.vk, []string{job, pending}, []string{text, valkey.BinaryString(payload)}))
-	})
+	return runVerb(ctx, c, c.enqueueCall(queue, id, payload), admittedReply)
+}
+
+// enqueueCall is EMQ.ENQUEUE of job id with payload to queue.
+func (c *Client) enqueueCall(queue string, id ids.ID, payload []byte) verbCall {
+	text := id.String()
+	return verbCall{verb: emq.Enqueue, cp: CapEnqueue, keys: []string{keys.Job(queue, text), keys.Pending(queue)},
+		args: []string{text, valkey.BinaryString(payload)}, script: c.admit}
 }
 
 func admittedReply(r valkey.ValkeyResult) (bool, error) {
