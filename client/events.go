@@ -257,10 +257,8 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 		}
 		g.own = ""
 	}
-	if g.reclaim.idle > 0 {
-		if entries, err := g.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
-			return entries, err
-		}
+	if entries, err := g.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
+		return entries, err
 	}
 	read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Block(eventsBlock.Milliseconds()).
 		Streams().Key(g.key).Id(">").Build().UnblockOnCancel()

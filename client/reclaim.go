@@ -11,7 +11,8 @@ import (
 
 // reclaimer takes over a consumer group's entries that stayed delivered
 // and unacknowledged past idle (XAUTOCLAIM), for consumer name: a pass over
-// the group's pending entries, then none until idle/2 after it ended.
+// the group's pending entries, then none until idle/2 after it ended. An
+// idle of 0 or less takes nothing over.
 type reclaimer struct {
 	key, group, name string
 	idle             time.Duration
@@ -27,7 +28,7 @@ func newReclaimer(key, group, name string, idle time.Duration, count int64) recl
 // take returns the next entries idle past idle, when it is time to look,
 // or none.
 func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRangeEntry, error) {
-	if time.Since(r.passed) < r.idle/2 {
+	if r.idle <= 0 || time.Since(r.passed) < r.idle/2 {
 		return nil, nil
 	}
 	reply, err := vk.Do(ctx, vk.B().Xautoclaim().Key(r.key).Group(r.group).Consumer(r.name).
