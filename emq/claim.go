@@ -110,9 +110,11 @@ type turn struct {
 	batch int
 	st    settings
 	// the rate window: the limiter's key (-1 without a limit), the jobs it
-	// delivered and when it ends
+	// delivered, when it ends, and whether the limiter holds it already
+	// (with its expiry) or this turn begins it
 	limiter         int
 	used, windowEnd int64
+	windowStored    bool
 	repeats         int // the schedules' key; -1 when the queue has none
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
@@ -147,7 +149,7 @@ const fromNew = -1
 // settings, its rate window and schedules — checking every type.
 func openTurn(c Call, queue []byte) (*turn, error) {
 	s, p := c.Server, c.Plan
-	st, err := openQueueWith(s, p, queue, 4, false, allSettings)
+	st, err := openQueue(s, p, queue, 4, false)
 	if err != nil {
 		return nil, err
 	}
@@ -158,9 +160,9 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		}
 	}
 	if st.rateMax > 0 {
-		k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Limiter))
-		if !ok {
-			return nil, errNoPerm
+		k, err := settingsKey(s, p, queue, keys.Limiter, st.limiter)
+		if err != nil {
+			return nil, err
 		}
 		t.limiter, t.windowEnd = k, t.now+st.rateMs
 		switch s.Type(k) {
@@ -168,7 +170,7 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		case String:
 			if end := s.ExpireAt(k); end > t.now {
 				t.used, _ = ParseInt(s.Value(k))
-				t.used, t.windowEnd = max(t.used, 0), end
+				t.used, t.windowEnd, t.windowStored = max(t.used, 0), end, true
 			}
 		default:
 			return nil, errors.ErrWrongType
@@ -223,7 +225,7 @@ func (t *turn) run(a claimArgs) error {
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
-	t.limiter, t.used, t.windowEnd, t.repeats = -1, 0, 0, -1
+	t.limiter, t.used, t.windowEnd, t.windowStored, t.repeats = -1, 0, 0, false, -1
 	t.cands, t.done, t.sorted, t.filled = t.cands[:0], t.done[:0], false, 0
 	return t
 }
@@ -301,7 +303,12 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
 	if t.limiter >= 0 && delivered > 0 {
 		t.used += int64(delivered)
-		p.write(Write{Op: SetPXAt, Key: int32(t.limiter), Count: t.used, AtMs: t.windowEnd})
+		op := SetPXAt
+		if t.windowStored { // the expiry stays
+			op = SetKeepTTL
+		}
+		p.write(Write{Op: op, Key: int32(t.limiter), Count: t.used, AtMs: t.windowEnd})
+		t.windowStored = true
 	}
 	return delivered, again, nil
 }

@@ -2,6 +2,7 @@ package emq
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -64,14 +65,8 @@ func (s *fakeServer) OpenDerived(p *Plan, name Ref) (int, bool) {
 	if s.queue == nil || s.opens != 1 || name&refKind != refScratch {
 		s.t.Fatalf("OpenDerived: a verb of v0.1, before Open, or of a name not in the scratch")
 	}
-	if s.queue.deny {
-		return 0, false
-	}
-	key := string(p.ScratchBytes(name))
-	s.queue.names = append(s.queue.names, key)
-	s.types = append(s.types, s.queue.rows[key].typ)
-	s.opened++
-	return s.opened - 1, true
+	k := s.openProbed(string(p.ScratchBytes(name)))
+	return k, k >= 0
 }
 
 // HashGet reads fields of hash key k.
@@ -91,6 +86,22 @@ func (s *fakeServer) HashGet(_ *Plan, k int, fields []Ref) []Value {
 			continue
 		}
 		out = append(out, Value{Bytes: []byte(v), Ref: s.hold(v), Found: true})
+	}
+	return out
+}
+
+// HashFields reads every field of key k with its value, in field order.
+func (s *fakeServer) HashFields(k int) []Value {
+	if s.queue == nil || k >= s.opened {
+		s.t.Fatalf("HashFields(%d) of a key not opened", k)
+	}
+	row := s.queue.rows[s.queue.names[k]]
+	if row.typ != Hash {
+		return nil
+	}
+	var out []Value
+	for _, f := range slices.Sorted(maps.Keys(row.fields)) {
+		out = append(out, Value{Bytes: []byte(f), Ref: NoRef, Found: true}, Value{Bytes: []byte(row.fields[f]), Ref: NoRef, Found: true})
 	}
 	return out
 }

@@ -82,5 +82,5 @@ func openControl(s Server, p *Plan, queue []byte, second KeyType) (settings, err
 		return settings{}, errors.ErrWrongType
 	}
 	var st settings
-	return st, st.read(s, p, queue, 0, allSettings)
+	return st, st.read(s, p, queue, declaredConfig(s, 0))
 }

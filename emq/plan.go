@@ -39,6 +39,9 @@ const (
 	// the stream's next ID (XADD's *), then trims the stream to about
 	// Count entries (MAXLEN ~).
 	XAddAuto
+	// SetKeepTTL stores the integer Count, keeping the key's expiry: a
+	// later write of the window SetPXAt began.
+	SetKeepTTL
 
 	// NumOps is one more than the largest Op, for arrays indexed by Op.
 	NumOps = iota + 1

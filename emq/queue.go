@@ -90,15 +90,10 @@ func queueKey(p *Plan, queue []byte, name string) Ref {
 // openQueue opens the call's first n keys — a job row first when job is
 // true, then sorted sets — refusing WRONGTYPE unless the row is a hash or
 // absent and the sets sorted sets or absent, then reads the queue's
-// settings, eventsSettings only (which may refuse too: WRONGTYPE, NOPERM),
-// all before any stored state is judged.
+// settings (which may refuse too: WRONGTYPE, NOPERM), all before any
+// stored state is judged.
 func openQueue(s Server, p *Plan, queue []byte, n int, job bool) (settings, error) {
-	return openQueueWith(s, p, queue, n, job, eventsSettings)
-}
-
-// openQueueWith is openQueue reading the settings fields given.
-func openQueueWith(s Server, p *Plan, queue []byte, n int, job bool, fields []Ref) (settings, error) {
-	exists := s.Open(n, false, queue)
+	found := s.Open(n, false, queue)
 	from := 0
 	if job {
 		if t := s.Type(0); t != Empty && t != Hash {
@@ -109,10 +104,7 @@ func openQueueWith(s Server, p *Plan, queue []byte, n int, job bool, fields []Re
 	if err := zsets(s, from, n); err != nil {
 		return settings{}, err
 	}
-	if !exists { // most queues: nothing more to read
-		return settings{}, nil
-	}
-	return readSettings(s, p, queue, fields)
+	return readSettings(s, p, queue, found)
 }
 
 // leasedKeys checks EXTEND's and ACK's keys, the job key and the active

@@ -275,7 +275,7 @@ func repeat(c Call) error {
 		return errors.ErrWrongType
 	}
 	var st settings
-	if err := st.read(s, p, r.queue, 2, allSettings); err != nil {
+	if err := st.read(s, p, r.queue, declaredConfig(s, 2)); err != nil {
 		return err
 	}
 	number, made, last := int64(0), int64(0), int64(0)

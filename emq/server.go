@@ -40,12 +40,12 @@ type Member struct {
 // rows a claim pops) are numbered after them as they are opened.
 type Server interface {
 	// Open opens the call's first n keys for writing and learns their types;
-	// with values, it also reads the bytes of those that hold strings. It
-	// reports whether the queue named settingsOf (nil: none) has a config
-	// key, emq:{<queue>}:config, without opening it (no ACL check: nothing
-	// of it is read): a verb learns so, in the same step, whether its queue
-	// has any settings to read.
-	Open(n int, values bool, settingsOf []byte) (hasSettings bool)
+	// with values, it also reads the bytes of those that hold strings. When
+	// settingsOf names a queue (nil: none) it looks, in the same step, for
+	// the queue's settings keys (SettingsKeys): a queue without a config
+	// pays one lookup more, and one with settings no further step to open
+	// them.
+	Open(n int, values bool, settingsOf []byte) SettingsKeys
 	// OpenDerived opens the key named by scratch ref name of p, after
 	// checking the caller's ACL key permissions on it (reads and writes),
 	// and returns its number; ok is false, with nothing opened, when the
@@ -56,11 +56,17 @@ type Server interface {
 	// Value returns the bytes of string key k (nil for another type), read
 	// by Open with values or now; valid until the call ends.
 	Value(k int) []byte
-	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none.
+	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none;
+	// a derived string's was read when it was opened.
 	ExpireAt(k int) int64
 	// HashGet reads the fields of hash key k (refs of p); the values are
 	// valid until the call ends, the slice until the next HashGet.
 	HashGet(p *Plan, k int, fields []Ref) []Value
+	// HashFields reads every field of hash key k (none for another type)
+	// with its value, alternating, in one pass: cheaper than HashGet for a
+	// small hash whose fields are mostly absent. They are copies, whose Ref
+	// is NoRef, valid until the next HashFields or Open.
+	HashFields(k int) []Value
 	// ZRange reads at most limit members of sorted set key k whose score is
 	// at most max (below max, with exclusive), lowest first; valid until
 	// the call ends, the slice until the next ZRange.
@@ -93,6 +99,26 @@ type Server interface {
 	// reports as an errors.Internal refusal naming the writes made.
 	Apply(p *Plan) error
 }
+
+// SettingsKeys is what Server.Open found of a queue's settings keys: its
+// config, emq:{<queue>}:config, and those the config names — the limiter
+// when it has rate_max, the events stream when it has events. Each is the
+// number of the key, opened as a derived key (ACL-checked; a string's
+// bytes and expiry read with it); NoKey when there is no config, or the
+// config does not name the key; or Denied when the caller's ACL key
+// permissions deny it: nothing opened, read or logged, and the verb that
+// needs it refuses through OpenDerived, which logs the denial.
+type SettingsKeys struct {
+	Config, Limiter, Events int
+	// Fields are the config's fields and values, as HashFields reads them.
+	Fields []Value
+}
+
+// What SettingsKeys holds for a key besides its number.
+const (
+	NoKey  = -1 // none, or not looked for
+	Denied = -2 // the caller may not touch it
+)
 
 // ErrNotAboveTop is Apply's refusal of a plan whose first append is not
 // above its stream's top; nothing was written.

@@ -21,18 +21,11 @@ type settings struct {
 	paused    bool
 	rateMax   int64 // jobs per window; 0: no limit
 	rateMs    int64
+	limiter   int   // the limiter as Server.Open found it, when limited
 	eventsCap int64 // the events stream's cap; 0: off
 	repeatSeq int64 // the last schedule number handed out; 0: none
 	events    eventLog
 }
-
-// The config fields a verb reads: every one (a claim turn, the setting
-// verbs, REPEAT), or only events — all the others need — for a listpack
-// scan and a string less per field not needed.
-var (
-	allSettings    = []Ref{refPaused, refRateMax, refRateMs, refEvents, refRepeatSeq}
-	eventsSettings = []Ref{refEvents}
-)
 
 // The bounds of the settings, as their verbs check them (docs/commands.md).
 var (
@@ -41,54 +34,85 @@ var (
 	eventsCapBound = newBound("cap", 0, math.MaxInt32)
 )
 
-// readSettings reads fields of the queue's config, a derived key, and
-// opens the events stream when they are on.
-func readSettings(s Server, p *Plan, queue []byte, fields []Ref) (st settings, err error) {
-	k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Config))
-	if !ok {
-		return st, errNoPerm
+// The config fields whose presence names a settings key a verb derives
+// from it (SettingsKeys): the limiter's and the events stream's.
+var (
+	LimiterField = Constants[refRateMax&RefIndex]
+	EventsField  = Constants[refEvents&RefIndex]
+)
+
+// readSettings reads the queue's settings from its keys as Server.Open
+// found them.
+func readSettings(s Server, p *Plan, queue []byte, found SettingsKeys) (st settings, err error) {
+	if found.Config == NoKey {
+		return st, nil
 	}
-	return st, st.read(s, p, queue, k, fields)
+	if found.Config, err = settingsKey(s, p, queue, keys.Config, found.Config); err != nil {
+		return st, err
+	}
+	return st, st.read(s, p, queue, found)
 }
 
-// read reads fields of config key k, a hash or absent, into st and opens
-// the events stream when they are on.
-func (st *settings) read(s Server, p *Plan, queue []byte, k int, fields []Ref) error {
-	switch s.Type(k) {
+// declaredConfig is the SettingsKeys of a config that is the declared key
+// k of a verb: its fields read, the keys it names not opened.
+func declaredConfig(s Server, k int) SettingsKeys {
+	return SettingsKeys{Config: k, Limiter: NoKey, Events: NoKey, Fields: s.HashFields(k)}
+}
+
+// settingsKey is queue's settings key name as Server.Open found it (k):
+// its number, or, when Open did not open it, the key opened now. A key
+// the caller may not touch is NOPERM, logged in ACL LOG.
+func settingsKey(s Server, p *Plan, queue []byte, name string, k int) (int, error) {
+	if k >= 0 {
+		return k, nil
+	}
+	k, ok := s.OpenDerived(p, queueKey(p, queue, name))
+	if !ok {
+		return 0, errNoPerm
+	}
+	return k, nil
+}
+
+// read reads the config, key found.Config — a hash or absent — whose
+// fields and values are found.Fields, into st and, when events are on,
+// opens the events stream (found.Events, or now).
+func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) error {
+	switch s.Type(found.Config) {
 	case Empty:
 		return nil
 	case Hash:
 	default:
 		return errors.ErrWrongType
 	}
+	fields := found.Fields
 	var max, ms int64
-	for i, v := range s.HashGet(p, k, fields) {
-		n, ok := ParseInt(v.Bytes)
+	for i := 0; i+1 < len(fields); i += 2 {
+		n, ok := ParseInt(fields[i+1].Bytes)
 		if !ok || n <= 0 {
 			n = 0
 		}
-		switch fields[i] {
-		case refPaused:
-			st.paused = v.Found
-		case refRateMax:
+		switch field := fields[i].Bytes; {
+		case named(field, refPaused):
+			st.paused = true
+		case named(field, refRateMax):
 			max = n
-		case refRateMs:
+		case named(field, refRateMs):
 			ms = n
-		case refEvents:
+		case named(field, refEvents):
 			st.eventsCap = n
-		case refRepeatSeq:
+		case named(field, refRepeatSeq):
 			st.repeatSeq = n
 		}
 	}
 	if max > 0 && ms > 0 {
-		st.rateMax, st.rateMs = max, ms
+		st.rateMax, st.rateMs, st.limiter = max, ms, found.Limiter
 	}
 	if st.eventsCap == 0 {
 		return nil
 	}
-	e, ok := s.OpenDerived(p, queueKey(p, queue, keys.Events))
-	if !ok {
-		return errNoPerm
+	e, err := settingsKey(s, p, queue, keys.Events, found.Events)
+	if err != nil {
+		return err
 	}
 	if t := s.Type(e); t != Empty && t != Stream {
 		return errors.ErrWrongType
@@ -96,6 +120,9 @@ func (st *settings) read(s Server, p *Plan, queue []byte, k int, fields []Ref) e
 	st.events = eventLog{key: e, cap: st.eventsCap}
 	return nil
 }
+
+// named reports whether b is the text of constant r.
+func named(b []byte, r Ref) bool { return string(b) == Constants[r&RefIndex] }
 
 // eventLog appends a queue's lifecycle events to its events stream, when
 // the queue turned them on (docs/commands.md, "Lifecycle events").

@@ -41,19 +41,47 @@ type fakeServer struct {
 	plan    Plan // a copy of the plan Apply was given
 }
 
-// Open opens the declared keys and reports whether the probed key exists:
-// a queue's config, which the fake holds among its rows.
-func (s *fakeServer) Open(n int, values bool, settingsOf []byte) bool {
+// Open opens the declared keys and looks for the probed keys: a queue's
+// config, which the fake holds among its rows, and those it names.
+func (s *fakeServer) Open(n int, values bool, settingsOf []byte) SettingsKeys {
 	s.opens++
 	s.values = values
 	if s.opens > 1 || n < 1 || n > len(s.types) {
 		s.t.Fatalf("Open(%d), call %d: a verb opens its declared keys once", n, s.opens)
 	}
 	s.opened = n
+	found := SettingsKeys{Config: NoKey, Limiter: NoKey, Events: NoKey}
 	if settingsOf == nil || s.queue == nil {
-		return false
+		return found
 	}
-	return s.queue.rows[keys.Set(string(settingsOf), keys.Config)].typ != Empty
+	queue := string(settingsOf)
+	config := keys.Set(queue, keys.Config)
+	if s.queue.rows[config].typ == Empty {
+		return found
+	}
+	if found.Config = s.openProbed(config); found.Config < 0 {
+		return found
+	}
+	found.Fields = s.HashFields(found.Config)
+	fields := s.queue.rows[config].fields
+	if _, ok := fields[LimiterField]; ok {
+		found.Limiter = s.openProbed(keys.Set(queue, keys.Limiter))
+	}
+	if _, ok := fields[EventsField]; ok {
+		found.Events = s.openProbed(keys.Set(queue, keys.Events))
+	}
+	return found
+}
+
+// openProbed opens a key Open looked for: its number, or Denied.
+func (s *fakeServer) openProbed(name string) int {
+	if s.queue.deny {
+		return Denied
+	}
+	s.queue.names = append(s.queue.names, name)
+	s.types = append(s.types, s.queue.rows[name].typ)
+	s.opened++
+	return s.opened - 1
 }
 
 // ExpireAt: the fake's keys never expire.

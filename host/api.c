@@ -61,7 +61,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     int (*busy)(const char *) = NULL;
     if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
     release_constants();
-    emq_release_config_names();
+    emq_release_settings_names();
     memset(&api, 0, sizeof(api));
     api.GetApi = get_api;
     FETCH(SetModuleAttribs);
@@ -73,6 +73,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(AddACLCategory);
     FETCH(StringPtrLen);
     FETCH(CreateString);
+    FETCH(RetainString);
     FETCH(FreeString);
     FETCH(OpenKey);
     FETCH(CloseKey);
@@ -87,6 +88,9 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(SetAbsExpire);
     FETCH(HashSet);
     FETCH(HashGet);
+    FETCH(ScanCursorCreate);
+    FETCH(ScanCursorDestroy);
+    FETCH(ScanKey);
     FETCH(ZsetAdd);
     FETCH(ZsetRem);
     FETCH(ZsetFirstInScoreRange);

@@ -7,6 +7,7 @@
 
 typedef struct ValkeyModuleCommand ValkeyModuleCommand;
 typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
+typedef struct ValkeyModuleScanCursor ValkeyModuleScanCursor;
 
 // Module API constants we use (valkeymodule.h).
 #define API_OK 0
@@ -40,6 +41,7 @@ typedef struct {
     int (*AddACLCategory)(ValkeyModuleCtx *, const char *);
     const char *(*StringPtrLen)(const ValkeyModuleString *, size_t *);
     ValkeyModuleString *(*CreateString)(ValkeyModuleCtx *, const char *, size_t);
+    void (*RetainString)(ValkeyModuleCtx *, ValkeyModuleString *);
     void (*FreeString)(ValkeyModuleCtx *, ValkeyModuleString *);
     ValkeyModuleKey *(*OpenKey)(ValkeyModuleCtx *, ValkeyModuleString *, int);
     void (*CloseKey)(ValkeyModuleKey *);
@@ -54,6 +56,10 @@ typedef struct {
     int (*SetAbsExpire)(ValkeyModuleKey *, long long);
     int (*HashSet)(ValkeyModuleKey *, int, ...);
     int (*HashGet)(ValkeyModuleKey *, int, ...);
+    ValkeyModuleScanCursor *(*ScanCursorCreate)(void);
+    void (*ScanCursorDestroy)(ValkeyModuleScanCursor *);
+    int (*ScanKey)(ValkeyModuleKey *, ValkeyModuleScanCursor *,
+                   void (*)(ValkeyModuleKey *, ValkeyModuleString *, ValkeyModuleString *, void *), void *);
     int (*ZsetAdd)(ValkeyModuleKey *, double, ValkeyModuleString *, int *);
     int (*ZsetRem)(ValkeyModuleKey *, ValkeyModuleString *, int *);
     int (*ZsetFirstInScoreRange)(ValkeyModuleKey *, double, double, int, int);
@@ -123,8 +129,8 @@ typedef struct {
 // api is the table emq_init fills; a function the server lacks stays NULL.
 extern emq_api api;
 
-// emq_release_config_names drops call.c's cache of config key names.
-void emq_release_config_names(void);
+// emq_release_settings_names drops call.c's caches of settings key names.
+void emq_release_settings_names(void);
 
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);

@@ -165,18 +165,35 @@ static int xack(applier *a, const emq_op *op) {
     return 1;
 }
 
-// setpxat stores the count in place — the key keeps its slot in the keyspace,
-// and the next read finds plain bytes — then sets the absolute expiry.
+// store_count writes op->count's digits, also into digits, in place of the
+// string's bytes — the key keeps its slot in the keyspace, and the next
+// read finds plain bytes — and returns their length.
+static size_t store_count(applier *a, const emq_op *op, char *digits) {
+    size_t n = (size_t)fmt_i64(digits, op->count), len;
+    api.StringTruncate(key(a, op), n);
+    memcpy(api.StringDMA(key(a, op), &len, OPEN_WRITE), digits, n);
+    return n;
+}
+
+// setpxat stores the count, then sets the absolute expiry: a window's first
+// write.
 static int setpxat(applier *a, const emq_op *op) {
     char digits[24];
-    int n = fmt_i64(digits, op->count);
-    size_t len;
-    api.StringTruncate(key(a, op), (size_t)n);
-    memcpy(api.StringDMA(key(a, op), &len, OPEN_WRITE), digits, (size_t)n);
+    size_t n = store_count(a, op, digits);
     api.SetAbsExpire(key(a, op), op->at_ms);
-    api.Replicate(a->c->ctx, "SET", "sbcl", name(a, op), digits, (size_t)n, "PXAT", op->at_ms);
+    api.Replicate(a->c->ctx, "SET", "sbcl", name(a, op), digits, n, "PXAT", op->at_ms);
     api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STRING, "incrby", name(a, op));
     api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "expire", name(a, op));
+    return 1;
+}
+
+// setkeepttl stores the count and keeps the key's expiry: a later write of
+// the same window.
+static int setkeepttl(applier *a, const emq_op *op) {
+    char digits[24];
+    size_t n = store_count(a, op, digits);
+    api.Replicate(a->c->ctx, "SET", "sbc", name(a, op), digits, n, "KEEPTTL");
+    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_STRING, "incrby", name(a, op));
     return 1;
 }
 
@@ -290,6 +307,7 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
             case EMQ_OP_SETPXAT: rc = setpxat(&a, op); break;
             case EMQ_OP_HDEL: rc = hdel(&a, op); break;
             case EMQ_OP_XADD_AUTO: rc = xadd_auto(&a, op, &ids[nids]); break;
+            case EMQ_OP_SETKEEPTTL: rc = setkeepttl(&a, op); break;
             }
         }
         if (rc < 0) {

@@ -71,9 +71,12 @@ static int add_key(emq_call *c) {
         c->types = grow(c->types, c->inline_types, &cap, c->nkeys + 1, sizeof(*c->types));
         cap = c->capkeys;
         c->values = grow(c->values, c->inline_values, &cap, c->nkeys + 1, sizeof(*c->values));
+        cap = c->capkeys;
+        c->expires = grow(c->expires, c->inline_expires, &cap, c->nkeys + 1, sizeof(*c->expires));
         c->capkeys = cap;
     }
     memset(&c->values[c->nkeys], 0, sizeof(c->values[0]));
+    c->expires[c->nkeys] = EMQ_UNREAD;
     return c->nkeys++;
 }
 
@@ -83,75 +86,148 @@ static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
     c->types[k] = api.KeyType(c->keys[k]);
 }
 
-// A queue's config key is asked after by every verb of the queue: the
-// strings naming them are kept in a small direct-mapped cache, so that
-// asking makes and frees none.
-#define CONFIG_NAMES 256
-static ValkeyModuleString *config_names[CONFIG_NAMES];
+// A queue's settings keys — its config, and the limiter and events stream
+// the config names — are asked after by every verb of the queue: the
+// strings naming them are kept in small direct-mapped caches, one per
+// kind, so that asking makes and frees none.
+#define SETTINGS_NAMES 256
+static ValkeyModuleString *settings_names[EMQ_NUM_SETTINGS][SETTINGS_NAMES];
 
-// What stands before and after the queue's name in its config key, as
-// package keys lays it out (emq_config_layout, at load).
-static char config_head[16], config_tail[16];
-static size_t head_len, tail_len;
+// Each kind's layout, as package keys lays it out: head + queue + tail;
+// and, but for the config, the config field whose presence names it
+// (emq_settings_layout, at load).
+typedef struct {
+    char head[16], tail[16], field[16];
+    size_t hlen, tlen, flen;
+} settings_layout;
 
-// emq_config_layout sets the config key's layout: head + queue + tail. It
-// reports 0 when a part is too long to keep.
-int emq_config_layout(const char *head, size_t hlen, const char *tail, size_t tlen) {
-    if (hlen > sizeof(config_head) || tlen > sizeof(config_tail)) return 0;
-    memcpy(config_head, head, hlen);
-    memcpy(config_tail, tail, tlen);
-    head_len = hlen, tail_len = tlen;
+static settings_layout layouts[EMQ_NUM_SETTINGS];
+
+// emq_settings_layout sets the layout of settings key kind. It reports 0
+// when a part is too long to keep.
+int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tail, size_t tlen, const char *field,
+                        size_t flen) {
+    settings_layout *l = &layouts[kind];
+    if (kind < 0 || kind >= EMQ_NUM_SETTINGS || hlen > sizeof(l->head) || tlen > sizeof(l->tail) ||
+        flen > sizeof(l->field)) {
+        return 0;
+    }
+    memcpy(l->head, head, hlen);
+    memcpy(l->tail, tail, tlen);
+    if (flen) memcpy(l->field, field, flen);
+    l->hlen = hlen, l->tlen = tlen, l->flen = flen;
     return 1;
 }
 
-// config_name returns the string naming queue's config key, from the cache.
-static ValkeyModuleString *config_name(const char *queue, size_t qlen) {
-    uint32_t h = 2166136261u; // FNV-1a
+// queue_hash is a queue's slot in the caches (FNV-1a).
+static uint32_t queue_hash(const char *queue, size_t qlen) {
+    uint32_t h = 2166136261u;
     for (size_t i = 0; i < qlen; i++) h = (h ^ (uint8_t)queue[i]) * 16777619u;
-    ValkeyModuleString **slot = &config_names[h % CONFIG_NAMES];
-    size_t len = head_len + qlen + tail_len;
+    return h;
+}
+
+// settings_name returns the string naming queue's settings key kind, from
+// the cache; h is queue_hash(queue).
+static ValkeyModuleString *settings_name(int kind, const char *queue, size_t qlen, uint32_t h) {
+    const settings_layout *l = &layouts[kind];
+    ValkeyModuleString **slot = &settings_names[kind][h % SETTINGS_NAMES];
+    size_t len = l->hlen + qlen + l->tlen;
     if (*slot) {
         size_t have;
         const char *s = api.StringPtrLen(*slot, &have);
-        if (have == len && memcmp(s + head_len, queue, qlen) == 0) return *slot;
+        if (have == len && memcmp(s + l->hlen, queue, qlen) == 0) return *slot;
         api.FreeString(NULL, *slot);
     }
     char *name = api.Alloc(len);
-    memcpy(name, config_head, head_len);
-    memcpy(name + head_len, queue, qlen);
-    memcpy(name + head_len + qlen, config_tail, tail_len);
+    memcpy(name, l->head, l->hlen);
+    memcpy(name + l->hlen, queue, qlen);
+    memcpy(name + l->hlen + qlen, l->tail, l->tlen);
     *slot = api.CreateString(NULL, name, len);
     api.Free(name);
     return *slot;
 }
 
-// emq_release_config_names empties the cache, so a load starts clean.
-void emq_release_config_names(void) {
-    for (int i = 0; i < CONFIG_NAMES; i++) {
-        if (config_names[i]) api.FreeString(NULL, config_names[i]);
-        config_names[i] = NULL;
+// emq_release_settings_names empties the caches, so a load starts clean.
+void emq_release_settings_names(void) {
+    for (int kind = 0; kind < EMQ_NUM_SETTINGS; kind++) {
+        for (int i = 0; i < SETTINGS_NAMES; i++) {
+            if (settings_names[kind][i]) api.FreeString(NULL, settings_names[kind][i]);
+            settings_names[kind][i] = NULL;
+        }
     }
+}
+
+// exists reports whether key name exists, neither opening nor touching it.
+static int exists(emq_call *c, ValkeyModuleString *name) {
+    if (api.KeyExists) return api.KeyExists(c->ctx, name);
+    // Redis 7.0 before KeyExists: open it to look
+    ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
+    int found = key && api.KeyType(key) != EMQ_KEY_EMPTY;
+    if (key) api.CloseKey(key);
+    return found;
+}
+
+static int may_touch(emq_call *c, ValkeyModuleString *name, int log);
+
+// open_derived opens a derived key the caller may touch, holding its name
+// until the call ends, and reads a string's bytes and expiry with it.
+static int open_derived(emq_call *c, ValkeyModuleString *name) {
+    hold(c, name);
+    int k = add_key(c);
+    open_key(c, k, name);
+    if (c->types[k] == EMQ_KEY_STRING) {
+        emq_read_value(c, k);
+        emq_expire_at(c, k);
+    }
+    return k;
+}
+
+// open_settings_key opens queue's settings key kind as a derived key and
+// records its number in c->settings — or EMQ_DENIED, opening nothing and
+// logging nothing, when the caller may not touch it — and returns it.
+static int open_settings_key(emq_call *c, int kind, const char *queue, size_t qlen, uint32_t h) {
+    ValkeyModuleString *name = settings_name(kind, queue, qlen, h);
+    if (!may_touch(c, name, 0)) return c->settings[kind] = EMQ_DENIED;
+    // the cache may let the name go before the call ends (a nested call's)
+    api.RetainString(NULL, name);
+    return c->settings[kind] = open_derived(c, name);
+}
+
+// has_field reports whether the fields emq_hash_fields read hold field.
+static int has_field(const emq_call *c, const char *field, size_t len) {
+    for (int i = 0; i + 1 < c->npairs; i += 2) {
+        if (c->pairs[i].bytes.len == len && memcmp(c->pairs[i].bytes.ptr, field, len) == 0) return 1;
+    }
+    return 0;
 }
 
 // emq_open opens the call's first n keys. Reading a string's bytes (values)
 // decodes an int or embstr string into a raw one, so only a verb that needs
-// the bytes asks for them. When queue is not NULL it reports whether that
-// queue has a config key, neither opening nor touching it: one crossing
-// answers what a verb must know of a queue's settings before it opens them.
-int emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
+// the bytes asks for them. When queue is not NULL it looks for that queue's
+// settings keys in the same crossing, so that a queue without settings
+// costs one lookup, and one with them no more crossings: into
+// c->settings, the config's number (EMQ_NO_KEY when there is none), with
+// a hash's fields read into c->pairs, then the limiter's and the events
+// stream's when the config has the field naming each (else EMQ_NO_KEY).
+// A key the caller may not touch is EMQ_DENIED: nothing opened, nothing
+// logged — the verb refuses through emq_open_derived, which logs.
+void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
         int k = add_key(c);
         open_key(c, k, c->argv[2 + i]);
         if (values) emq_read_value(c, k);
     }
-    if (!queue) return 0;
-    ValkeyModuleString *name = config_name(queue, qlen);
-    if (api.KeyExists) return api.KeyExists(c->ctx, name);
-    // Redis 7.0 before KeyExists: open it to look
-    ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
-    int exists = key && api.KeyType(key) != EMQ_KEY_EMPTY;
-    if (key) api.CloseKey(key);
-    return exists;
+    c->npairs = 0;
+    for (int kind = 0; kind < EMQ_NUM_SETTINGS; kind++) c->settings[kind] = EMQ_NO_KEY;
+    if (!queue) return;
+    uint32_t h = queue_hash(queue, qlen);
+    if (!exists(c, settings_name(EMQ_SETTINGS_CONFIG, queue, qlen, h))) return;
+    int config = open_settings_key(c, EMQ_SETTINGS_CONFIG, queue, qlen, h);
+    if (config < 0) return;
+    emq_hash_fields(c, config);
+    for (int kind = EMQ_SETTINGS_CONFIG + 1; kind < EMQ_NUM_SETTINGS; kind++) {
+        if (has_field(c, layouts[kind].field, layouts[kind].flen)) open_settings_key(c, kind, queue, qlen, h);
+    }
 }
 
 // emq_read_value reads the bytes of key k, when it holds a string and they
@@ -162,8 +238,11 @@ void emq_read_value(emq_call *c, int k) {
     c->values[k].cap = c->values[k].len;
 }
 
-// emq_expire_at returns key k's absolute expiry (Unix ms), -1 for none.
-long long emq_expire_at(emq_call *c, int k) { return api.GetAbsExpire ? api.GetAbsExpire(c->keys[k]) : -1; }
+// emq_expire_at reads key k's absolute expiry (Unix ms), -1 for none,
+// into c->expires[k] and returns it.
+long long emq_expire_at(emq_call *c, int k) {
+    return c->expires[k] = api.GetAbsExpire ? api.GetAbsExpire(c->keys[k]) : -1;
+}
 
 // caller_user returns the ACL user the call runs as, or NULL for none — a
 // client with no user is unrestricted, as the server treats it. A client
@@ -190,32 +269,29 @@ static ValkeyModuleUser *caller_user(emq_call *c) {
 }
 
 // may_touch checks the caller's ACL key permissions on a derived key, as a
-// script's server.call would, and logs a denial in ACL LOG as it would: a
-// client with no user (a timer's, a replication link's) may.
-static int may_touch(emq_call *c, ValkeyModuleString *name) {
+// script's server.call would, and with log logs a denial in ACL LOG as it
+// would: a client with no user (a timer's, a replication link's) may.
+static int may_touch(emq_call *c, ValkeyModuleString *name, int log) {
     if (!api.ACLCheckKeyPermissions) return 1;
     if (!c->user_looked) {
         c->user_looked = 1;
         c->user = caller_user(c);
     }
     if (!c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK) return 1;
-    if (api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
+    if (log && api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
     return 0;
 }
 
 // emq_open_derived opens the key a verb derived, named by bytes it
-// computed; it returns the key's number, or -1 (nothing opened) when the
-// caller may not touch it.
+// computed, reading a string's bytes and expiry with it; it returns the
+// key's number, or -1 (nothing opened) when the caller may not touch it.
 int emq_open_derived(emq_call *c, const char *name, size_t len) {
     ValkeyModuleString *s = api.CreateString(NULL, name, len);
-    if (!may_touch(c, s)) {
+    if (!may_touch(c, s, 1)) {
         api.FreeString(NULL, s);
         return -1;
     }
-    hold(c, s);
-    int k = add_key(c);
-    open_key(c, k, s);
-    return k;
+    return open_derived(c, s);
 }
 
 // emq_resolve returns the string a ref names.
@@ -254,6 +330,61 @@ emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const
         v->found = 1;
     }
     return c->hvals;
+}
+
+// pair_scan is emq_hash_fields' scan in progress: the strings it is handed
+// live only through its callback, so their bytes are copied into
+// c->pairbuf, each value's ptr holding its offset until the scan ends.
+typedef struct {
+    emq_call *c;
+    int n;
+    size_t used;
+} pair_scan;
+
+static void copy_scanned(pair_scan *ps, ValkeyModuleString *s) {
+    emq_call *c = ps->c;
+    size_t len;
+    const char *bytes = api.StringPtrLen(s, &len);
+    c->pairs = grow(c->pairs, c->inline_pairs, &c->cappairs, ps->n + 1, sizeof(*c->pairs));
+    if (ps->used + len > c->cappairbuf) {
+        size_t cap = c->cappairbuf * 2;
+        while (cap < ps->used + len) cap *= 2;
+        char *buf = api.Alloc(cap);
+        memcpy(buf, c->pairbuf, ps->used);
+        if (c->pairbuf != c->inline_pairbuf) api.Free(c->pairbuf);
+        c->pairbuf = buf;
+        c->cappairbuf = cap;
+    }
+    if (len) memcpy(c->pairbuf + ps->used, bytes, len);
+    emq_value *v = &c->pairs[ps->n++];
+    v->bytes.ptr = (const char *)(uintptr_t)ps->used;
+    v->bytes.len = v->bytes.cap = len;
+    v->ref = EMQ_NO_REF;
+    v->found = 1;
+    ps->used += len;
+}
+
+static void scanned_pair(ValkeyModuleKey *key, ValkeyModuleString *field, ValkeyModuleString *value, void *ps) {
+    (void)key;
+    copy_scanned(ps, field);
+    copy_scanned(ps, value);
+}
+
+// emq_hash_fields reads every field of hash key k with its value,
+// alternating, into c->pairs (copies, with no ref) and returns how many
+// strings that is: 0 for another type. One scan of the hash, where
+// emq_hash_get looks for each field: the cheaper read of a small hash
+// whose fields are mostly absent, as a queue's config.
+int emq_hash_fields(emq_call *c, int k) {
+    c->npairs = 0;
+    if (c->types[k] != EMQ_KEY_HASH) return 0;
+    pair_scan ps = {c, 0, 0};
+    ValkeyModuleScanCursor *cursor = api.ScanCursorCreate();
+    while (api.ScanKey(c->keys[k], cursor, scanned_pair, &ps)) {
+    }
+    api.ScanCursorDestroy(cursor);
+    for (int i = 0; i < ps.n; i++) c->pairs[i].bytes.ptr = c->pairbuf + (uintptr_t)c->pairs[i].bytes.ptr;
+    return c->npairs = ps.n;
 }
 
 // emq_zrange reads into c->members at most limit members of sorted set key
@@ -394,11 +525,14 @@ static void finish(emq_call *c, emq_arg *inline_args) {
         api.Free(c->names);
         api.Free(c->types);
         api.Free(c->values);
+        api.Free(c->expires);
     }
     if (c->held != c->inline_held) api.Free(c->held);
     if (c->hvals) api.Free(c->hvals);
     if (c->members) api.Free(c->members);
     if (c->fields) api.Free(c->fields);
+    if (c->pairs != c->inline_pairs) api.Free(c->pairs);
+    if (c->pairbuf != c->inline_pairbuf) api.Free(c->pairbuf);
     if (c->args != inline_args) api.Free(c->args);
 }
 
@@ -417,9 +551,14 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.names = c.inline_names;
     c.types = c.inline_types;
     c.values = c.inline_values;
+    c.expires = c.inline_expires;
     c.capkeys = EMQ_INLINE_KEYS;
     c.held = c.inline_held;
     c.capheld = EMQ_INLINE_HELD;
+    c.pairs = c.inline_pairs;
+    c.cappairs = EMQ_INLINE_PAIRS;
+    c.pairbuf = c.inline_pairbuf;
+    c.cappairbuf = EMQ_INLINE_PAIRBUF;
     c.waiter = waiter;
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
     emqServe(&c, verb);

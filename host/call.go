@@ -74,15 +74,35 @@ func emqServe(c *C.emq_call, verb C.int) {
 }
 
 // Open opens the call's first n keys for writing and learns their types,
-// and with values the bytes of the strings among them; it reports whether
-// the queue settingsOf (nil: none) has a config key.
-func (c *Call) Open(n int, values bool, settingsOf []byte) bool {
+// and with values the bytes of the strings among them; for the queue
+// settingsOf (nil: none) it looks for the settings keys.
+func (c *Call) Open(n int, values bool, settingsOf []byte) emq.SettingsKeys {
 	v := C.int(0)
 	if values {
 		v = 1
 	}
-	return C.emq_open((*C.emq_call)(c), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
-		C.size_t(len(settingsOf))) != 0
+	C.emq_open((*C.emq_call)(c), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
+		C.size_t(len(settingsOf)))
+	return emq.SettingsKeys{
+		Config:  int(c.settings[C.EMQ_SETTINGS_CONFIG]),
+		Limiter: int(c.settings[C.EMQ_SETTINGS_LIMITER]),
+		Events:  int(c.settings[C.EMQ_SETTINGS_EVENTS]),
+		Fields:  c.pairsRead(),
+	}
+}
+
+// HashFields reads every field of hash key k with its value, copied.
+func (c *Call) HashFields(k int) []emq.Value {
+	C.emq_hash_fields((*C.emq_call)(c), C.int(k))
+	return c.pairsRead()
+}
+
+// pairsRead is what the last emq_hash_fields read, in place.
+func (c *Call) pairsRead() []emq.Value {
+	if c.npairs == 0 {
+		return nil
+	}
+	return unsafe.Slice((*emq.Value)(unsafe.Pointer(c.pairs)), int(c.npairs))
 }
 
 // OpenDerived opens the key p's scratch ref name names, if the caller may
@@ -120,8 +140,14 @@ func (c *Call) Value(k int) []byte {
 	return *(*[]byte)(unsafe.Pointer(v))
 }
 
-// ExpireAt returns key k's absolute expiry in Unix ms, or -1 for none.
-func (c *Call) ExpireAt(k int) int64 { return int64(C.emq_expire_at((*C.emq_call)(c), C.int(k))) }
+// ExpireAt returns key k's absolute expiry in Unix ms, or -1 for none,
+// reading it unless the key's opening did.
+func (c *Call) ExpireAt(k int) int64 {
+	if at := unsafe.Slice(c.expires, int(c.nkeys))[k]; at != C.EMQ_UNREAD {
+		return int64(at)
+	}
+	return int64(C.emq_expire_at((*C.emq_call)(c), C.int(k)))
+}
 
 // HashGet reads fields of hash key k, in place.
 func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {

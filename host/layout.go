@@ -73,6 +73,7 @@ var (
 	_ = [1]struct{}{}[emq.SetPXAt-C.EMQ_OP_SETPXAT]
 	_ = [1]struct{}{}[emq.HDel-C.EMQ_OP_HDEL]
 	_ = [1]struct{}{}[emq.XAddAuto-C.EMQ_OP_XADD_AUTO]
+	_ = [1]struct{}{}[emq.SetKeepTTL-C.EMQ_OP_SETKEEPTTL]
 	_ = [1]struct{}{}[emq.NumOps-C.EMQ_NUM_OPS]
 	_ = [1]struct{}{}[C.EMQ_NUM_OPS-emq.NumOps]
 
@@ -88,4 +89,11 @@ var (
 
 	_ = [1]struct{}{}[emq.RefHeld-C.EMQ_REF_HELD<<30]
 	_ = [1]struct{}{}[C.EMQ_REF_HELD<<30-emq.RefHeld]
+	_ = [1]struct{}{}[emq.NoRef-C.EMQ_NO_REF]
+	_ = [1]struct{}{}[C.EMQ_NO_REF-emq.NoRef]
+
+	_ = [1]struct{}{}[emq.NoKey-C.EMQ_NO_KEY]
+	_ = [1]struct{}{}[C.EMQ_NO_KEY-emq.NoKey]
+	_ = [1]struct{}{}[emq.Denied-C.EMQ_DENIED]
+	_ = [1]struct{}{}[C.EMQ_DENIED-emq.Denied]
 )

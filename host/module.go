@@ -109,18 +109,26 @@ func (m *Module) Init(name string, version int) error {
 	if C.emq_init(m.ctx, cname, C.int(version)) != 0 {
 		return fmt.Errorf("a module named %s is loaded already", name)
 	}
-	head, tail := keys.Around(keys.Config)
-	chead, ctail := C.CString(head), C.CString(tail)
-	defer C.free(unsafe.Pointer(chead))
-	defer C.free(unsafe.Pointer(ctail))
-	if C.emq_config_layout(chead, C.size_t(len(head)), ctail, C.size_t(len(tail))) == 0 {
-		return fmt.Errorf("the config key's layout %q + queue + %q is too long", head, tail)
+	for kind, key := range settingsLayouts {
+		head, tail := keys.Around(key.name)
+		if C.emq_settings_layout(C.int(kind), cBytes(head), C.size_t(len(head)), cBytes(tail), C.size_t(len(tail)),
+			cBytes(key.field), C.size_t(len(key.field))) == 0 {
+			return fmt.Errorf("the layout of the %s key, %q + queue + %q, is too long", key.name, head, tail)
+		}
 	}
 	// A second load in one process (after a first that failed) starts from
 	// clean state; a load refused above leaves the serving module alone.
 	handlers, sweeper, frames, depth, infoFunc, nconfigs = nil, nil, nil, 0, nil, 0
 	resetWaits()
 	return nil
+}
+
+// settingsLayouts are a queue's settings keys (emq.SettingsKeys) in the
+// order C numbers them: each key's name and the config field naming it.
+var settingsLayouts = [C.EMQ_NUM_SETTINGS]struct{ name, field string }{
+	C.EMQ_SETTINGS_CONFIG:  {keys.Config, ""},
+	C.EMQ_SETTINGS_LIMITER: {keys.Limiter, emq.LimiterField},
+	C.EMQ_SETTINGS_EVENTS:  {keys.Events, emq.EventsField},
 }
 
 // Has reports whether the server serves the module API function name (as in

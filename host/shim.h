@@ -98,6 +98,7 @@ enum {
     EMQ_OP_SETPXAT,
     EMQ_OP_HDEL,
     EMQ_OP_XADD_AUTO,
+    EMQ_OP_SETKEEPTTL,
     EMQ_NUM_OPS,
 };
 
@@ -120,8 +121,27 @@ enum {
     EMQ_REF_SCRATCH = 2,
     EMQ_REF_HELD = 3,
 };
+#define EMQ_NO_REF 0xFFFFFFFFu // names nothing (emq.NoRef)
 #define EMQ_REF_KIND(r) ((r) >> 30)
 #define EMQ_REF_INDEX(r) ((r) & ((1u << 30) - 1))
+
+// A queue's settings keys (emq.SettingsKeys), as emq_open numbers them.
+enum {
+    EMQ_SETTINGS_CONFIG,
+    EMQ_SETTINGS_LIMITER,
+    EMQ_SETTINGS_EVENTS,
+    EMQ_NUM_SETTINGS,
+};
+
+// What emq_open found of a settings key besides a key number (emq.NoKey,
+// emq.Denied).
+enum {
+    EMQ_NO_KEY = -1,
+    EMQ_DENIED = -2,
+};
+
+// An expiry not read yet (emq_call.expires).
+#define EMQ_UNREAD (-2LL)
 
 // Key types, as the module API numbers them.
 enum {
@@ -156,6 +176,8 @@ enum {
 // Keys, held strings and read results kept inline up to these counts.
 #define EMQ_INLINE_KEYS 8
 #define EMQ_INLINE_HELD 16
+#define EMQ_INLINE_PAIRS 12
+#define EMQ_INLINE_PAIRBUF 128
 
 // One command in flight: lives on the C stack of the command handler.
 typedef struct emq_call {
@@ -170,7 +192,8 @@ typedef struct emq_call {
     ValkeyModuleKey **keys;
     ValkeyModuleString **names;
     int *types;
-    emq_arg *values; // a string key's bytes, when read
+    emq_arg *values;     // a string key's bytes, when read
+    long long *expires;  // a derived string key's expiry, read when opened; EMQ_UNREAD otherwise
     // strings the server made for this call, freed when it ends
     int nheld, capheld;
     ValkeyModuleString **held;
@@ -184,13 +207,21 @@ typedef struct emq_call {
     uint64_t top_ms, top_seq; // emq_stream_top's answer
     emq_value *fields; // emq_stream_entry's answer
     int capfields;
+    int settings[EMQ_NUM_SETTINGS]; // emq_open's answer: the queue's settings keys
+    emq_value *pairs; // emq_hash_fields' answer: fields and values, alternating, copied into pairbuf
+    int npairs, cappairs;
+    char *pairbuf;
+    size_t cappairbuf;
     emq_arg text; // emq_pending_owner's answer: an owner or an error reply
     uint64_t waiter;          // a wake-up: the waiting client it serves (wait.go); 0 for a command
     ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];
     int inline_types[EMQ_INLINE_KEYS];
     emq_arg inline_values[EMQ_INLINE_KEYS];
+    long long inline_expires[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_held[EMQ_INLINE_HELD];
+    emq_value inline_pairs[EMQ_INLINE_PAIRS];
+    char inline_pairbuf[EMQ_INLINE_PAIRBUF];
 } emq_call;
 
 // Loading and registering (api.c).
@@ -206,12 +237,14 @@ const char *emq_string_ptr(ValkeyModuleString *s, size_t *len);
 void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
 
 // Serving one call (call.c, apply.c).
-int emq_config_layout(const char *head, size_t hlen, const char *tail, size_t tlen);
-int emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
+int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tail, size_t tlen, const char *field,
+                        size_t flen);
+void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
 void emq_read_value(emq_call *c, int k);
 long long emq_expire_at(emq_call *c, int k);
 int emq_open_derived(emq_call *c, const char *name, size_t len);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
+int emq_hash_fields(emq_call *c, int k);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
 void emq_stream_top(emq_call *c, int k);
 int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);

@@ -221,7 +221,10 @@ func (w *jobWorkload) round(t *testing.T) {
 	do(claim(w.queue, 60_000, 5, 3)) // sweeps, claims nothing
 	do(control("EMQ.RESUME", w.queue))
 	do(control("EMQ.LIMIT", w.queue, "5", "50"))
-	for i, j := range claimed(t, do(claim(w.queue, 60_000, 6, 3))) {
+	// two claims in one window: the first starts it (SET … PXAT), the
+	// second continues it (SET … KEEPTTL) and is limited
+	jobs := claimed(t, do(claim(w.queue, 60_000, 2, 3)))
+	for i, j := range append(jobs, claimed(t, do(claim(w.queue, 60_000, 6, 3)))...) {
 		switch i % 5 {
 		case 0:
 			do(ack(w.queue, j.id, j.attempt, 0))

@@ -22,6 +22,9 @@ import (
 // wrongType is the server's own WRONGTYPE reply, which the verbs reuse.
 const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
+// errNoPerm is the refusal of a key outside the caller's ACL key patterns.
+const errNoPerm = "NOPERM No permissions to access a key"
+
 // arityErr is the server's arity refusal of command name, which it spells
 // as the module registered it.
 func arityErr(name string) string {

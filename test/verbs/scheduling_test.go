@@ -364,6 +364,58 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 		must(t, s, q.enqueue(id, "p")...)
 		require.Len(t, claimJobs(t, s, q.claim(longLease, 1, 5)...), 1)
 	})
+	// each settings key outside the caller's patterns: NOPERM, logged in
+	// ACL LOG once, naming it; a declared key's WRONGTYPE comes first, and
+	// logs nothing
+	sets := []string{"~emq:{set}:pending", "~emq:{set}:active", "~emq:{set}:delayed", "~emq:{set}:dead", "~emq:{set}:job:*"}
+	denied := []struct {
+		name, key string
+		setup     [][]string
+		call      []string
+		want      string
+	}{
+		{"the config of a paused queue", q.config(), [][]string{q.pause()}, q.claim(longLease, 1, 5), errNoPerm},
+		{"the limiter of a limited queue", keys.Set(q.name, keys.Limiter), [][]string{q.limit(5, 1000)}, q.claim(longLease, 1, 5), errNoPerm},
+		{"the events stream, with events on", keys.Set(q.name, keys.Events), [][]string{q.events(10)}, q.enqueue(id, "p"), errNoPerm},
+		{"the config, after a declared key of the wrong type", q.config(), [][]string{q.pause(), {"SET", q.sets()[1], "x"}},
+			q.claim(longLease, 1, 5), wrongType},
+	}
+	for _, c := range denied {
+		t.Run(c.name+" outside the caller's key patterns", func(t *testing.T) {
+			flush(t, s)
+			for _, cmd := range c.setup {
+				must(t, s, cmd...)
+			}
+			allowed := sets
+			if c.key != q.config() {
+				allowed = append(slices.Clone(sets), "~"+q.config())
+			}
+			must(t, s, append([]string{"ACL", "SETUSER", "worker", "reset", "on", "nopass", "+@all"}, allowed...)...)
+			t.Cleanup(func() { s.Do("ACL", "DELUSER", "worker") })
+			must(t, s, "ACL", "LOG", "RESET")
+			digest, err := s.Do("DEBUG", "DIGEST").ToString()
+			require.NoError(t, err)
+			c2 := dial(t, s)
+			_, err = c2.do("AUTH", "worker", "x")
+			require.NoError(t, err)
+			_, err = c2.do(c.call...)
+			require.EqualError(t, err, c.want)
+			after, err := s.Do("DEBUG", "DIGEST").ToString()
+			require.NoError(t, err)
+			assert.Equal(t, digest, after, "nothing written")
+			log, err := s.Do("ACL", "LOG").ToArray()
+			require.NoError(t, err)
+			if c.want == wrongType {
+				assert.Empty(t, log, "a refusal before the settings keys logs no denial")
+				return
+			}
+			require.Len(t, log, 1, "one denial, logged once")
+			entry, err := log[0].AsStrMap()
+			require.NoError(t, err)
+			assert.Equal(t, "key", entry["reason"])
+			assert.Equal(t, c.key, entry["object"])
+		})
+	}
 	t.Run("a config outside the caller's key patterns is NOPERM", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.pause()...)
