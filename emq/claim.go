@@ -136,8 +136,11 @@ type candidate struct {
 	// the fields a job moved by a sweep gets in pending: promotedFields or
 	// stalledFields
 	fields []Ref
-	// a tick's job: its payload, which its row, made this turn, will hold
-	payload Value
+	// what a claim reads of the row (claimFields), when read with its
+	// opening (read) — a tick's job: its payload, which its row, made this
+	// turn, will hold
+	row  jobRow
+	read bool
 }
 
 // fromNew marks a candidate whose row this turn made (a schedule's tick):
@@ -177,7 +180,7 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		}
 	}
 	if st.repeatSeq > 0 {
-		k, ok := s.OpenDerived(p, queueKey(p, queue, keys.Repeats))
+		k, _, ok := s.OpenDerived(p, queueKey(p, queue, keys.Repeats), nil)
 		if !ok {
 			return nil, errNoPerm
 		}
@@ -275,11 +278,11 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			if t.isDone(m.Bytes) {
 				continue // an id in two sets at once, taken already: once
 			}
-			k, err := openJob(s, p, t.queue, m.Bytes)
+			k, v, err := openJob(s, p, t.queue, m.Bytes, claimFields)
 			if err != nil {
 				return 0, false, err
 			}
-			cand = candidate{member: m, job: k, from: claimPending}
+			cand = candidate{member: m, job: k, from: claimPending, row: claimedRow(v), read: true}
 		case j < len(t.cands):
 			cand = t.cands[j]
 			j++
@@ -366,16 +369,15 @@ func (t *turn) markDone(id []byte) {
 func (t *turn) take(a claimArgs, cand candidate) bool {
 	s, p := t.s, t.p
 	id := cand.member.Ref
-	var row jobRow
-	if cand.from == fromNew {
-		row = jobRow{payload: cand.payload}
-	} else {
-		if s.Type(cand.job) != Hash {
-			p.zrem(cand.from, id)
-			p.Count(DanglingDropped, 1)
-			return false
-		}
-		row = readClaimed(s, p, cand.job)
+	row := cand.row
+	switch {
+	case cand.from == fromNew: // its row is made this turn
+	case s.Type(cand.job) != Hash:
+		p.zrem(cand.from, id)
+		p.Count(DanglingDropped, 1)
+		return false
+	case !cand.read:
+		row = claimedRow(s.HashGet(p, cand.job, claimFields))
 	}
 	stalled := cand.from == claimActive
 	if exhausted(s, p, cand.job, row, a.maxAttempts) {

@@ -60,13 +60,22 @@ func (s *fakeServer) hold(b string) Ref {
 	return RefHeld | Ref(len(s.held)-1)
 }
 
-// OpenDerived opens a job row a verb derived, unless the ACL denies it.
-func (s *fakeServer) OpenDerived(p *Plan, name Ref) (int, bool) {
+// OpenDerived opens a job row a verb derived, unless the ACL denies it,
+// and reads fields of it.
+func (s *fakeServer) OpenDerived(p *Plan, name Ref, fields []Ref) (int, []Value, bool) {
 	if s.queue == nil || s.opens != 1 || name&refKind != refScratch {
 		s.t.Fatalf("OpenDerived: a verb of v0.1, before Open, or of a name not in the scratch")
 	}
 	k := s.openProbed(string(p.ScratchBytes(name)))
-	return k, k >= 0
+	switch {
+	case k < 0:
+		return k, nil, false
+	case len(fields) == 0:
+		return k, nil, true
+	case s.types[k] != Hash:
+		return k, make([]Value, len(fields)), true
+	}
+	return k, s.HashGet(p, k, fields), true
 }
 
 // HashGet reads fields of hash key k.

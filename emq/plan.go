@@ -79,7 +79,8 @@ var Constants = []string{"id", "state", "pending", "attempts", "0", "payload", "
 	"priority", "result", "repeat", "paused", "1", "rate_max", "rate_ms", "events", "repeat_seq",
 	"event", "job", "attempt", "lease", "at", "result_size", "window", "max", "added", "scheduled",
 	"promoted", "claimed", "extended", "completed", "failed", "stalled", "removed", "resumed",
-	"limited", "spec", "tz", "start", "end", "limit", "number", "made", "next", "last"}
+	"limited", "spec", "tz", "start", "end", "limit", "number", "made", "next", "last",
+	"2", "3", "4", "5", "6", "7", "8", "9"}
 
 // References to Constants, in their order.
 const (
@@ -143,8 +144,21 @@ const (
 	refMade
 	refNext
 	refLast
+	refTwo
+	refThree
+	refFour
+	refFive
+	refSix
+	refSeven
+	refEight
+	refNine
 	numConstants = iota
 )
+
+// digits are the constants naming 0 … 9: the numbers a plan writes most
+// (a first attempt, a small count) need no scratch, and the host made
+// their strings once, at load.
+var digits = [...]Ref{refZero, refOne, refTwo, refThree, refFour, refFive, refSix, refSeven, refEight, refNine}
 
 // Span is a run of a plan's scratch bytes.
 type Span struct {
@@ -272,8 +286,12 @@ func (p *Plan) String(s string) Ref {
 	return p.span(off)
 }
 
-// Decimal writes v's decimal text into the scratch and returns a ref to it.
+// Decimal returns a ref to v's decimal text: a constant for 0 … 9, else
+// written into the scratch.
 func (p *Plan) Decimal(v int64) Ref {
+	if v >= 0 && v < int64(len(digits)) {
+		return digits[v]
+	}
 	off := len(p.Scratch)
 	p.Scratch = strconv.AppendInt(p.Scratch, v, 10)
 	return p.span(off)

@@ -161,10 +161,8 @@ func readJob(s Server, p *Plan, k int) jobRow {
 	return jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1])}
 }
 
-// readClaimed reads the attempts and payload of the job row at key k, a
-// hash, which a claim takes.
-func readClaimed(s Server, p *Plan, k int) jobRow {
-	v := s.HashGet(p, k, claimFields)
+// claimedRow is the row a claim takes, of which v are the claimFields.
+func claimedRow(v []Value) jobRow {
 	return jobRow{attempts: attemptsOf(v[0]), payload: v[1]}
 }
 
@@ -201,11 +199,17 @@ var priorityFields = []Ref{refPriority}
 // priorityOf is the pending score of the job at key k: its row's priority,
 // 0 when absent or not a priority.
 func priorityOf(s Server, p *Plan, k int) float64 {
-	v, ok := ParseInt(s.HashGet(p, k, priorityFields)[0].Bytes)
-	if !ok || v < 0 || v > math.MaxInt32 {
+	return priorityScore(s.HashGet(p, k, priorityFields)[0])
+}
+
+// priorityScore is the pending score of a row whose priority field is v:
+// 0 when absent or not a priority.
+func priorityScore(v Value) float64 {
+	n, ok := ParseInt(v.Bytes)
+	if !ok || n < 0 || n > math.MaxInt32 {
 		return 0
 	}
-	return float64(v)
+	return float64(n)
 }
 
 // activeUnder reports whether the row is active under attempt: the lease
@@ -232,14 +236,15 @@ func leasedJob(s Server, p *Plan, k int, attempt int64) (jobRow, error) {
 	return row, nil
 }
 
-// openJob opens the job row of id in queue: a key the verb derives, so the
-// caller's ACL key permissions are checked on it first.
-func openJob(s Server, p *Plan, queue, id []byte) (int, error) {
+// openJob opens the job row of id in queue — a key the verb derives, so
+// the caller's ACL key permissions are checked on it first — reading
+// fields of it in the same step (Server.OpenDerived).
+func openJob(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, error) {
 	off := len(p.Scratch)
 	p.Scratch = keys.AppendJob(p.Scratch, queue, id)
-	k, ok := s.OpenDerived(p, p.span(off))
+	k, v, ok := s.OpenDerived(p, p.span(off), fields)
 	if !ok {
-		return 0, errNoPerm
+		return 0, nil, errNoPerm
 	}
-	return k, nil
+	return k, v, nil
 }

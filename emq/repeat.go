@@ -398,14 +398,13 @@ func repeats(c Call) error {
 	for _, m := range names {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
-		k, ok := s.OpenDerived(p, p.span(off))
+		k, v, ok := s.OpenDerived(p, p.span(off), scheduleFields)
 		if !ok {
 			return errNoPerm
 		}
 		if s.Type(k) != Hash {
 			continue // a name without its row: not a schedule
 		}
-		v := s.HashGet(p, k, scheduleFields)
 		p.reply(ReplyArray, 0, 2+2*int64(len(scheduleFields)))
 		p.reply(ReplyBulk, p.String("name"), 0)
 		p.reply(ReplyBulk, m.Ref, 0)
@@ -435,7 +434,7 @@ func (t *turn) tick() error {
 	for _, m := range s.ZRange(t.repeats, float64(t.now), false, t.batch) {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, t.queue, m.Bytes)
-		k, ok := s.OpenDerived(p, p.span(off))
+		k, v, ok := s.OpenDerived(p, p.span(off), scheduleFields)
 		if !ok {
 			return errNoPerm
 		}
@@ -444,17 +443,17 @@ func (t *turn) tick() error {
 			p.Count(DanglingDropped, 1)
 			continue
 		}
-		if err := t.tickOne(m, k); err != nil {
+		if err := t.tickOne(m, k, v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// tickOne makes the job of schedule m's due tick, its row at key k.
-func (t *turn) tickOne(m Member, k int) error {
+// tickOne makes the job of schedule m's due tick, its row at key k, whose
+// scheduleFields are v.
+func (t *turn) tickOne(m Member, k int, v []Value) error {
 	s, p := t.s, t.p
-	v := s.HashGet(p, k, scheduleFields)
 	sc, err := parseRule(v[schedSpec].Bytes, v[schedTZ].Bytes)
 	number, okN := ParseInt(v[schedNumber].Bytes)
 	if err != nil || !okN || number < 1 || number > maxScheduleNumber {
@@ -486,7 +485,7 @@ func (t *turn) tickOne(m Member, k int) error {
 	off := len(p.Scratch)
 	p.Scratch = id.Append(p.Scratch)
 	idRef := p.span(off)
-	job, err := openJob(s, p, t.queue, p.ScratchBytes(idRef))
+	job, _, err := openJob(s, p, t.queue, p.ScratchBytes(idRef), nil)
 	if err != nil {
 		return err
 	}
@@ -503,7 +502,7 @@ func (t *turn) tickOne(m Member, k int) error {
 			refPriority, v[schedPriority].Ref, refRepeat, m.Ref)
 	}
 	member := Member{Bytes: p.ScratchBytes(idRef), Ref: idRef, Score: float64(priority)}
-	t.cands = append(t.cands, candidate{member: member, job: job, from: fromNew, payload: payload})
+	t.cands = append(t.cands, candidate{member: member, job: job, from: fromNew, row: jobRow{payload: payload}, read: true})
 	if t.st.events.on() {
 		t.st.events.job(p, refAdded, idRef, 0, refPriority, p.Decimal(priority), refRepeat, m.Ref)
 	}

@@ -17,6 +17,10 @@ var Revive = &Verb{Name: "EMQ.REVIVE", Arity: 5, Keys: 3, Cap: "revive",
 	Check: func(a [][]byte, _ int64) error { _, _, err := checkRevive(a); return err },
 	Run:   revive}
 
+// reviveFields are what REVIVE reads of the row: stateFields, then the
+// priority it goes back to pending at.
+var reviveFields = []Ref{refState, refAttempts, refPriority}
+
 func revive(c Call) error {
 	// shape and fence
 	queue, id, err := checkRevive(c.Args)
@@ -33,7 +37,8 @@ func revive(c Call) error {
 	if s.Type(0) == Empty {
 		return errNoJob
 	}
-	row := readJob(s, p, 0)
+	v := s.HashGet(p, 0, reviveFields)
+	row := jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1])}
 	if string(row.state) != "dead" {
 		return errNotDead
 	}
@@ -42,7 +47,7 @@ func revive(c Call) error {
 	ref := p.Bytes(id)
 	p.zrem(2, ref)
 	p.hset(0, refState, refPending, refRevived, p.Decimal(row.attempts))
-	p.zadd(1, ref, priorityOf(s, p, 0))
+	p.zadd(1, ref, priorityScore(v[2]))
 	p.replyInt(1)
 	st.events.job(p, refRevived, ref, row.attempts)
 	p.Count(JobsRevived, 1)

@@ -48,9 +48,11 @@ type Server interface {
 	Open(n int, values bool, settingsOf []byte) SettingsKeys
 	// OpenDerived opens the key named by scratch ref name of p, after
 	// checking the caller's ACL key permissions on it (reads and writes),
-	// and returns its number; ok is false, with nothing opened, when the
-	// caller may not touch it.
-	OpenDerived(p *Plan, name Ref) (k int, ok bool)
+	// and returns its number; when it holds a hash, it reads fields (refs
+	// of p) of it in the same step, as HashGet does — values holds one per
+	// field, zero for another type, valid as HashGet's. ok is false, with
+	// nothing opened, when the caller may not touch it.
+	OpenDerived(p *Plan, name Ref, fields []Ref) (k int, values []Value, ok bool)
 	// Type returns the type of key k, as found when it was opened.
 	Type(k int) KeyType
 	// Value returns the bytes of string key k (nil for another type), read

@@ -66,7 +66,7 @@ func settingsKey(s Server, p *Plan, queue []byte, name string, k int) (int, erro
 	if k >= 0 {
 		return k, nil
 	}
-	k, ok := s.OpenDerived(p, queueKey(p, queue, name))
+	k, _, ok := s.OpenDerived(p, queueKey(p, queue, name), nil)
 	if !ok {
 		return 0, errNoPerm
 	}

@@ -86,7 +86,7 @@ func settle(c Call) error {
 func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	s, p := t.s, t.p
 	id := args[st.id]
-	k, err := openJob(s, p, t.queue, id)
+	k, _, err := openJob(s, p, t.queue, id, nil)
 	if err != nil {
 		return err
 	}

@@ -61,18 +61,22 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 		if t.isDone(m.Bytes) {
 			continue
 		}
-		k, err := openJob(s, p, t.queue, m.Bytes)
+		read := priorityFields
+		if t.st.events.on() {
+			read = priorityAttemptsFields
+		}
+		k, v, err := openJob(s, p, t.queue, m.Bytes, read)
 		if err != nil {
 			return err
 		}
-		c, ok := swept(s, p, m, k, set)
+		c, ok := swept(s, p, m, k, set, v[0])
 		if !ok {
 			continue
 		}
 		c.fields = fields
 		t.cands = append(t.cands, c)
 		if t.st.events.on() {
-			attempts, _ := ParseInt(s.HashGet(p, k, attemptsFields)[0].Bytes)
+			attempts, _ := ParseInt(v[1].Bytes)
 			t.st.events.job(p, event, m.Ref, attempts)
 		}
 		p.Count(counter, 1)
@@ -80,19 +84,19 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 	return nil
 }
 
-// attemptsFields is the field a sweep reads for a moved job's event, when
-// the queue records events.
-var attemptsFields = []Ref{refAttempts}
+// priorityAttemptsFields are the fields a sweep reads of a moved job when
+// the queue records events: its priority, and its attempts for the event.
+var priorityAttemptsFields = []Ref{refPriority, refAttempts}
 
-// swept reads the row at key k of member m of set key set, moved by a
-// sweep: a candidate scored by its priority, or, when the row is gone or
-// not a hash, its id's removal from the set and false.
-func swept(s Server, p *Plan, m Member, k, set int) (candidate, bool) {
+// swept makes the row at key k of member m of set key set, moved by a
+// sweep, a candidate scored by its priority — or, when the row is gone or
+// not a hash, plans its id's removal from the set and returns false.
+func swept(s Server, p *Plan, m Member, k, set int, priority Value) (candidate, bool) {
 	if s.Type(k) != Hash {
 		p.zrem(set, m.Ref)
 		p.Count(DanglingDropped, 1)
 		return candidate{}, false
 	}
-	m.Score = priorityOf(s, p, k)
+	m.Score = priorityScore(priority)
 	return candidate{member: m, job: k, from: set}, true
 }

@@ -283,15 +283,27 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int log) {
 }
 
 // emq_open_derived opens the key a verb derived, named by bytes it
-// computed, reading a string's bytes and expiry with it; it returns the
-// key's number, or -1 (nothing opened) when the caller may not touch it.
-int emq_open_derived(emq_call *c, const char *name, size_t len) {
+// computed, reading a string's bytes and expiry with it, and n fields of a
+// hash into c->hvals as emq_hash_get does (zero values for another type);
+// it returns the key's number, or -1 (nothing opened) when the caller may
+// not touch it.
+int emq_open_derived(emq_call *c, const char *name, size_t len, const uint32_t *fields, int n, const char *scratch,
+                     const emq_span *spans) {
     ValkeyModuleString *s = api.CreateString(NULL, name, len);
     if (!may_touch(c, s, 1)) {
         api.FreeString(NULL, s);
         return -1;
     }
-    return open_derived(c, s);
+    int k = open_derived(c, s);
+    if (n > 0) {
+        if (c->types[k] == EMQ_KEY_HASH) {
+            emq_hash_get(c, k, fields, n, scratch, spans);
+        } else {
+            c->hvals = grow(c->hvals, NULL, &c->caphvals, n, sizeof(*c->hvals));
+            memset(c->hvals, 0, sizeof(*c->hvals) * (size_t)n);
+        }
+    }
+    return k;
 }
 
 // emq_resolve returns the string a ref names.

@@ -106,11 +106,15 @@ func (c *Call) pairsRead() []emq.Value {
 }
 
 // OpenDerived opens the key p's scratch ref name names, if the caller may
-// touch it.
-func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref) (int, bool) {
+// touch it, reading fields of a hash in place.
+func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref, fields []emq.Ref) (int, []emq.Value, bool) {
 	b := p.ScratchBytes(name)
-	k := C.emq_open_derived((*C.emq_call)(c), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)))
-	return int(k), k >= 0
+	k := C.emq_open_derived((*C.emq_call)(c), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
+	if k < 0 || len(fields) == 0 {
+		return int(k), nil, k >= 0
+	}
+	return int(k), unsafe.Slice((*emq.Value)(unsafe.Pointer(c.hvals)), len(fields)), true
 }
 
 // Type returns the type of key k.
