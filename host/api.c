@@ -78,7 +78,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(OpenKey);
     FETCH(CloseKey);
     FETCH(KeyType);
-    FETCH(KeyExists);
+    FETCH(GetOpenKeyModesAll);
     FETCH(GetAbsExpire);
     FETCH(StreamTrimByLength);
     FETCH(ValueLength);
@@ -145,6 +145,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(CreateTimer);
     FETCH(StopTimer);
     FETCH(SubscribeToKeyspaceEvents);
+    emq_probe_modes();
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and

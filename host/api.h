@@ -13,6 +13,10 @@ typedef struct ValkeyModuleScanCursor ValkeyModuleScanCursor;
 #define API_OK 0
 #define OPEN_READ (1 << 0)
 #define OPEN_WRITE (1 << 1)
+#define OPEN_KEY_NOTOUCH (1 << 16)
+#define OPEN_KEY_NONOTIFY (1 << 17)
+#define OPEN_KEY_NOSTATS (1 << 18)
+#define OPEN_KEY_NOEXPIRE (1 << 19)
 #define ZADD_ADDED (1 << 2)
 #define ZADD_UPDATED (1 << 3)
 #define NOTIFY_GENERIC (1 << 2)
@@ -46,7 +50,7 @@ typedef struct {
     ValkeyModuleKey *(*OpenKey)(ValkeyModuleCtx *, ValkeyModuleString *, int);
     void (*CloseKey)(ValkeyModuleKey *);
     int (*KeyType)(ValkeyModuleKey *);
-    int (*KeyExists)(ValkeyModuleCtx *, ValkeyModuleString *);
+    int (*GetOpenKeyModesAll)(void);
     long long (*GetAbsExpire)(ValkeyModuleKey *);
     long long (*StreamTrimByLength)(ValkeyModuleKey *, int, long long);
     size_t (*ValueLength)(ValkeyModuleKey *);
@@ -131,6 +135,10 @@ extern emq_api api;
 
 // emq_release_settings_names drops call.c's caches of settings key names.
 void emq_release_settings_names(void);
+
+// emq_probe_modes sets the modes call.c looks for a queue's config with,
+// from what the server serves (at load).
+void emq_probe_modes(void);
 
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);

@@ -157,14 +157,15 @@ void emq_release_settings_names(void) {
     }
 }
 
-// exists reports whether key name exists, neither opening nor touching it.
-static int exists(emq_call *c, ValkeyModuleString *name) {
-    if (api.KeyExists) return api.KeyExists(c->ctx, name);
-    // Redis 7.0 before KeyExists: open it to look
-    ValkeyModuleKey *key = api.OpenKey(c->ctx, name, OPEN_READ);
-    int found = key && api.KeyType(key) != EMQ_KEY_EMPTY;
-    if (key) api.CloseKey(key);
-    return found;
+// The modes the config is looked for with: read-only, and where the server
+// can, without a trace — no LRU/LFU touch, no keyspace hit or miss
+// counted, no keymiss event, no lazy expiry — as befits a lookup of a key
+// the caller did not name. Redis 7.0 knows only NOTOUCH.
+static int probe_modes = OPEN_READ | OPEN_KEY_NOTOUCH;
+
+void emq_probe_modes(void) {
+    int quiet = OPEN_KEY_NOTOUCH | OPEN_KEY_NONOTIFY | OPEN_KEY_NOSTATS | OPEN_KEY_NOEXPIRE;
+    probe_modes = OPEN_READ | (api.GetOpenKeyModesAll ? api.GetOpenKeyModesAll() & quiet : OPEN_KEY_NOTOUCH);
 }
 
 static int may_touch(emq_call *c, ValkeyModuleString *name, int log);
@@ -221,9 +222,23 @@ void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     for (int kind = 0; kind < EMQ_NUM_SETTINGS; kind++) c->settings[kind] = EMQ_NO_KEY;
     if (!queue) return;
     uint32_t h = queue_hash(queue, qlen);
-    if (!exists(c, settings_name(EMQ_SETTINGS_CONFIG, queue, qlen, h))) return;
-    int config = open_settings_key(c, EMQ_SETTINGS_CONFIG, queue, qlen, h);
-    if (config < 0) return;
+    ValkeyModuleString *name = settings_name(EMQ_SETTINGS_CONFIG, queue, qlen, h);
+    // read-only, a missing key opens as NULL: the one lookup most queues pay
+    ValkeyModuleKey *key = api.OpenKey(c->ctx, name, probe_modes);
+    if (!key) return;
+    if (!may_touch(c, name, 0)) {
+        api.CloseKey(key);
+        c->settings[EMQ_SETTINGS_CONFIG] = EMQ_DENIED;
+        return;
+    }
+    // the cache may let the name go before the call ends (a nested call's)
+    api.RetainString(NULL, name);
+    hold(c, name);
+    int config = add_key(c);
+    c->names[config] = name;
+    c->keys[config] = key;
+    c->types[config] = api.KeyType(key);
+    c->settings[EMQ_SETTINGS_CONFIG] = config;
     emq_hash_fields(c, config);
     for (int kind = EMQ_SETTINGS_CONFIG + 1; kind < EMQ_NUM_SETTINGS; kind++) {
         if (has_field(c, layouts[kind].field, layouts[kind].flen)) open_settings_key(c, kind, queue, qlen, h);

@@ -433,3 +433,48 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 		assert.Nil(t, reply)
 	})
 }
+
+// TestLookingForTheSettingsLeavesNoTrace: every verb of a queue looks for
+// its config, a key the caller did not name. Where the server can open a
+// key without effects (every Valkey, Redis 7.2 and later) that lookup
+// counts no keyspace hit or miss; Redis 7.0 counts the lookup, a miss when
+// the queue has no config (docs/commands.md).
+func TestLookingForTheSettingsLeavesNoTrace(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("trace")
+	stats := func() (hits, misses int64) {
+		info := valkeytest.InfoInts(s.Info("stats"))
+		return info["keyspace_hits"], info["keyspace_misses"]
+	}
+	ids := jobIDs(2)
+	quiet := !s.Product().Before("redis", 7, 2)
+	for _, c := range []struct {
+		name  string
+		setup [][]string
+		calls [][]string
+	}{
+		{"a queue without a config", nil, [][]string{q.enqueue(ids[0], "p"), q.claim(longLease, 1, 5), q.claim(longLease, 1, 5)}},
+		{"a paused queue", [][]string{q.pause(), q.enqueue(ids[1], "p")}, [][]string{q.claim(longLease, 1, 5), q.enqueue(ids[1], "p")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			for _, cmd := range c.setup {
+				must(t, s, cmd...)
+			}
+			hits, misses := stats()
+			for _, call := range c.calls {
+				require.NoError(t, s.Do(call...).NonValkeyError())
+			}
+			afterHits, afterMisses := stats()
+			switch {
+			case quiet:
+				assert.Equal(t, hits, afterHits, "no keyspace hit counted")
+				assert.Equal(t, misses, afterMisses, "no keyspace miss counted")
+			case c.setup == nil:
+				assert.Equal(t, int64(len(c.calls)), afterMisses-misses, "Redis 7.0: each probe of an absent config is a miss")
+			default:
+				assert.Equal(t, int64(len(c.calls)), afterHits-hits, "Redis 7.0: each probe of a config is a hit")
+			}
+		})
+	}
+}
