@@ -11,9 +11,10 @@ import (
 // paused, the rate limit (rate_max jobs per rate_ms), the events stream's
 // cap (events) and the last number handed to a schedule (repeat_seq). A
 // queue that sets none has no config key, and a verb learns so in the step
-// that opens its own keys (Server.Open's probe): such a queue pays nothing
-// more. When the key exists it is read as a key the verb derives, so the
-// caller's ACL key permissions are checked on it first.
+// that opens its own keys (Server.Open), by one lookup that leaves no
+// trace: such a queue pays nothing more. When the key exists it is read as
+// a key the verb derives, so the caller's ACL key permissions are checked
+// on it first.
 
 // settings is what a verb knows of its queue's settings; the zero value
 // is a queue without any.
