@@ -2,7 +2,11 @@ package valkeytest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +86,15 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 		t.Fatalf("valkeytest: %s is running", killed.Addr)
 	}
 	s, err := Launch(killed.Opts)
+	if err != nil && strings.Contains(err.Error(), "corrupted cluster config file") {
+		// Valkey 8.0 can write a replica's shard-id apart from its
+		// primary's and then refuse the nodes.conf it wrote
+		// (valkey-io/valkey#2171); later versions take the primary's on
+		// load. Do what they do, and start it again.
+		if fixed, ferr := alignShardIDs(filepath.Join(killed.Dir, "nodes.conf")); ferr == nil && fixed {
+			s, err = Launch(killed.Opts)
+		}
+	}
 	if err != nil {
 		t.Fatalf("valkeytest: restarting %s: %v", killed.Addr, err)
 	}
@@ -100,4 +113,40 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 func (c *Cluster) trade(primary, replica *Server) {
 	i, j := slices.Index(c.Primaries, primary), slices.Index(c.Replicas, replica)
 	c.Primaries[i], c.Replicas[j] = replica, primary
+}
+
+// shardID is a nodes.conf line's shard-id field.
+var shardID = regexp.MustCompile(`shard-id=[0-9a-f]+`)
+
+// alignShardIDs gives each replica in the nodes.conf at path its
+// primary's shard-id, as a server that loads the file does from Valkey
+// 8.1 on, and reports whether it changed the file.
+func alignShardIDs(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, err
+	}
+	lines := strings.Split(string(b), "\n")
+	shards := map[string]string{} // a node's id: its shard-id field
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) > 3 {
+			shards[f[0]] = shardID.FindString(f[1])
+		}
+	}
+	changed := false
+	for i, l := range lines {
+		f := strings.Fields(l)
+		if len(f) <= 3 || !slices.Contains(strings.Split(f[2], ","), "slave") {
+			continue
+		}
+		own, primary := shardID.FindString(f[1]), shards[f[3]]
+		if own != "" && primary != "" && own != primary {
+			lines[i] = strings.Replace(l, own, primary, 1)
+			changed = true
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	return true, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644)
 }
