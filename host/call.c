@@ -80,10 +80,16 @@ static int add_key(emq_call *c) {
     return c->nkeys++;
 }
 
-static void open_key(emq_call *c, int k, ValkeyModuleString *name) {
+// open_key opens name for reading and writing.
+static ValkeyModuleKey *open_key(emq_call *c, ValkeyModuleString *name) {
+    return api.OpenKey(c->ctx, name, OPEN_READ | OPEN_WRITE);
+}
+
+// set_key makes key number k the handle key, opened on name.
+static void set_key(emq_call *c, int k, ValkeyModuleString *name, ValkeyModuleKey *key) {
     c->names[k] = name;
-    c->keys[k] = api.OpenKey(c->ctx, name, OPEN_READ | OPEN_WRITE);
-    c->types[k] = api.KeyType(c->keys[k]);
+    c->keys[k] = key;
+    c->types[k] = api.KeyType(key);
 }
 
 // A queue's settings keys — its config, and the limiter and events stream
@@ -170,12 +176,13 @@ void emq_probe_modes(void) {
 
 static int may_touch(emq_call *c, ValkeyModuleString *name, int log);
 
-// open_derived opens a derived key the caller may touch, holding its name
-// until the call ends, and reads a string's bytes and expiry with it.
-static int open_derived(emq_call *c, ValkeyModuleString *name) {
+// open_derived numbers a derived key the caller may touch, opened as key,
+// holding its name until the call ends, and reads a string's bytes and
+// expiry with it.
+static int open_derived(emq_call *c, ValkeyModuleString *name, ValkeyModuleKey *key) {
     hold(c, name);
     int k = add_key(c);
-    open_key(c, k, name);
+    set_key(c, k, name, key);
     if (c->types[k] == EMQ_KEY_STRING) {
         emq_read_value(c, k);
         emq_expire_at(c, k);
@@ -183,15 +190,18 @@ static int open_derived(emq_call *c, ValkeyModuleString *name) {
     return k;
 }
 
-// open_settings_key opens queue's settings key kind as a derived key and
-// records its number in c->settings — or EMQ_DENIED, opening nothing and
-// logging nothing, when the caller may not touch it — and returns it.
-static int open_settings_key(emq_call *c, int kind, const char *queue, size_t qlen, uint32_t h) {
-    ValkeyModuleString *name = settings_name(kind, queue, qlen, h);
-    if (!may_touch(c, name, 0)) return c->settings[kind] = EMQ_DENIED;
+// open_settings_key opens settings key kind, named name, as a derived key
+// — key when the caller opened it already to look, else opened now — and
+// records its number in c->settings; or EMQ_DENIED, with nothing opened
+// and nothing logged, when the caller may not touch it. It returns that.
+static int open_settings_key(emq_call *c, int kind, ValkeyModuleString *name, ValkeyModuleKey *key) {
+    if (!may_touch(c, name, 0)) {
+        if (key) api.CloseKey(key);
+        return c->settings[kind] = EMQ_DENIED;
+    }
     // the cache may let the name go before the call ends (a nested call's)
     api.RetainString(NULL, name);
-    return c->settings[kind] = open_derived(c, name);
+    return c->settings[kind] = open_derived(c, name, key ? key : open_key(c, name));
 }
 
 // has_field reports whether the fields emq_hash_fields read hold field.
@@ -215,7 +225,7 @@ static int has_field(const emq_call *c, const char *field, size_t len) {
 void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
         int k = add_key(c);
-        open_key(c, k, c->argv[2 + i]);
+        set_key(c, k, c->argv[2 + i], open_key(c, c->argv[2 + i]));
         if (values) emq_read_value(c, k);
     }
     c->npairs = 0;
@@ -226,22 +236,12 @@ void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     // read-only, a missing key opens as NULL: the one lookup most queues pay
     ValkeyModuleKey *key = api.OpenKey(c->ctx, name, probe_modes);
     if (!key) return;
-    if (!may_touch(c, name, 0)) {
-        api.CloseKey(key);
-        c->settings[EMQ_SETTINGS_CONFIG] = EMQ_DENIED;
-        return;
-    }
-    // the cache may let the name go before the call ends (a nested call's)
-    api.RetainString(NULL, name);
-    hold(c, name);
-    int config = add_key(c);
-    c->names[config] = name;
-    c->keys[config] = key;
-    c->types[config] = api.KeyType(key);
-    c->settings[EMQ_SETTINGS_CONFIG] = config;
+    int config = open_settings_key(c, EMQ_SETTINGS_CONFIG, name, key);
+    if (config < 0) return;
     emq_hash_fields(c, config);
     for (int kind = EMQ_SETTINGS_CONFIG + 1; kind < EMQ_NUM_SETTINGS; kind++) {
-        if (has_field(c, layouts[kind].field, layouts[kind].flen)) open_settings_key(c, kind, queue, qlen, h);
+        if (!has_field(c, layouts[kind].field, layouts[kind].flen)) continue;
+        open_settings_key(c, kind, settings_name(kind, queue, qlen, h), NULL);
     }
 }
 
@@ -309,7 +309,7 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, const uint32_t *
         api.FreeString(NULL, s);
         return -1;
     }
-    int k = open_derived(c, s);
+    int k = open_derived(c, s, open_key(c, s));
     if (n > 0) {
         if (c->types[k] == EMQ_KEY_HASH) {
             emq_hash_get(c, k, fields, n, scratch, spans);
