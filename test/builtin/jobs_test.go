@@ -484,3 +484,31 @@ func TestTransactionsAndScriptsRunTheLifecycleVerbs(t *testing.T) {
 		assert.Empty(t, r.Warnings())
 	})
 }
+
+// TestALimiterWindowReachesAModulelessReplica: the claim that starts a
+// rate window (SET … PXAT) and the one that continues it (SET … KEEPTTL)
+// leave a replica without the module the primary's count and expiry
+// instant.
+func TestALimiterWindowReachesAModulelessReplica(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	m, err := ids.NewMinter(22)
+	require.NoError(t, err)
+	ok(t, p, control("EMQ.LIMIT", "win", "5", "600000").argv()...)
+	for range 3 {
+		ok(t, p, enqueue("win", m.Mint(ids.Job), "p").argv()...)
+	}
+	require.Len(t, claimed(t, p.Do(claim("win", 60_000, 1, 3).argv()...)), 1)
+	require.Len(t, claimed(t, p.Do(claim("win", 60_000, 2, 3).argv()...)), 2)
+	valkeytest.WaitReplicated(t, p, r)
+	limiter := keys.Set("win", keys.Limiter)
+	at := num(t, p, "PEXPIRETIME", limiter)
+	require.Positive(t, at, "the window's end")
+	for _, s := range []*valkeytest.Server{p, r} {
+		n, err := s.Do("GET", limiter).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "3", n, "%s: both claims counted in one window", s.Addr)
+		assert.Equal(t, at, num(t, s, "PEXPIRETIME", limiter), "%s: the expiry the window began with", s.Addr)
+	}
+	assert.Equal(t, digest(t, p), digest(t, r))
+}
