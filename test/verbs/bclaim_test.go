@@ -159,15 +159,9 @@ func claimedID(t testing.TB, reply any) string {
 // waitInfo waits until INFO emq's field is want.
 func waitInfo(t testing.TB, s *valkeytest.Server, field string, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := valkeytest.InfoInt(s.Info("emq"), field)
-		if got == want {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "INFO %s is %d, want %d", field, got, want)
-		time.Sleep(2 * time.Millisecond)
-	}
+	waitFor(t, fmt.Sprintf("INFO %s to be %d", field, want), func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), field) == want
+	})
 }
 
 // blockB sends BCLAIM on a connection of its own and waits until the
@@ -180,16 +174,12 @@ func blockB(t testing.TB, s *valkeytest.Server, leaseMs, timeoutMs int) *conn {
 	id, err := c.do("CLIENT", "ID")
 	require.NoError(t, err)
 	c.send(bclaim(leaseMs, timeoutMs)...)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, "the BCLAIM to block", func() bool {
 		line, err := s.Do("CLIENT", "LIST", "ID", strconv.FormatInt(id.(int64), 10)).ToString()
 		require.NoError(t, err)
-		if flags := clientField(line, "flags"); strings.Contains(flags, "b") {
-			return c
-		}
-		require.True(t, time.Now().Before(deadline), "the BCLAIM never blocked: %s", line)
-		time.Sleep(time.Millisecond)
-	}
+		return strings.Contains(clientField(line, "flags"), "b")
+	})
+	return c
 }
 
 // clientField is a field of a CLIENT LIST line.

@@ -265,13 +265,13 @@ func serverMs(t *testing.T, s *valkeytest.Server) int64 {
 	return parts[0]*1000 + parts[1]/1000
 }
 
-// waitFor polls cond every few milliseconds for up to five seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+// waitFor polls cond every few milliseconds for up to ten seconds.
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		require.True(t, time.Now().Before(deadline), "timed out waiting for %s", what)
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 
