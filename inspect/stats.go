@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -84,17 +85,27 @@ func Sum(nodes []NodeStats) []Field {
 
 // ParseInfo reads the integer fields of an INFO reply, in order.
 func ParseInfo(text string) []Field {
-	text = strings.TrimPrefix(text, "txt:") // RESP3's verbatim string keeps its format
 	var out []Field
-	for _, line := range strings.Split(text, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
+	for name, value := range InfoFields(text) {
 		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
 			out = append(out, Field{Name: name, Value: n})
 		}
 	}
 	return out
+}
+
+// InfoFields yields each field of an INFO reply with its value, in order,
+// skipping the section headers; the text may be RESP2's bulk string or
+// RESP3's verbatim string (its "txt:" format kept).
+func InfoFields(text string) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		text = strings.TrimPrefix(text, "txt:")
+		for line := range strings.Lines(text) {
+			line = strings.TrimRight(line, "\r\n")
+			name, value, ok := strings.Cut(line, ":")
+			if ok && !strings.HasPrefix(line, "#") && !yield(name, value) {
+				return
+			}
+		}
+	}
 }

@@ -1,19 +1,15 @@
 package valkeytest
 
 import (
+	"maps"
 	"strconv"
-	"strings"
+
+	"github.com/echomq/emq/inspect"
 )
 
 // ParseInfo reads the text of an INFO reply into field → value.
 func ParseInfo(text string) map[string]string {
-	fields := map[string]string{}
-	for _, line := range strings.Split(text, "\r\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && !strings.HasPrefix(line, "#") {
-			fields[k] = v
-		}
-	}
-	return fields
+	return maps.Collect(inspect.InfoFields(text))
 }
 
 // InfoInt returns the integer field name of INFO fields, or 0 if absent.
