@@ -53,7 +53,7 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 			ss[i].cause = s.Err.Error()
 		}
 	}
-	if err := check(emq.Settle, append([]string{"4", q.pending, q.active, q.delayed, q.dead}, q.settleArgs(ss, count)...)...); err != nil {
+	if err := check(emq.Settle, q.settleCall(ss, count).line()...); err != nil {
 		return nil, nil, err
 	}
 	claimed, err := q.settle(ctx, ss, count, newJob, nil)
@@ -102,19 +102,10 @@ const maxSettlements = 1000
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
 // it claimed.
 func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
-	native, err := q.c.nodes.serves(ctx, q.slot, CapSettle)
+	r, err := runVerb(ctx, q.c, q.settleCall(ss, n), func(r valkey.ValkeyResult) (valkey.ValkeyResult, error) { return r, nil })
 	if err != nil {
 		return claimed, settleFailed(ss, err)
 	}
-	if native {
-		r := q.c.vk.Do(ctx, q.settleCommand(ss, n))
-		if !unknownCommand(r.Error()) {
-			return q.settleApplied(r, ss, alloc, claimed)
-		}
-		q.c.nodes.forget(q.slot) // the node lost the module: the script instead
-	}
-	args := append(q.settleArgs(ss, n), sweepBatch)
-	r := q.c.scripts.settle.Exec(ctx, q.c.vk, []string{q.pending, q.active, q.delayed, q.dead}, args)
 	return q.settleApplied(r, ss, alloc, claimed)
 }
 
@@ -128,10 +119,13 @@ func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func
 	return claimed, cmp.Or(err, short)
 }
 
-// settleCommand is EMQ.SETTLE of ss and a claim of n.
-func (q *Queue) settleCommand(ss []settlement, n int) valkey.Completed {
-	return q.c.vk.B().Arbitrary(emq.Settle.Name, "4").Keys(q.pending, q.active, q.delayed, q.dead).
-		Args(q.settleArgs(ss, n)...).Build()
+// settleCall is EMQ.SETTLE of ss and a claim of n, unchecked (its
+// callers check it, or made it of checked parts); its script,
+// SettleScript, takes the sweep batch after the same arguments.
+func (q *Queue) settleCall(ss []settlement, n int) verbCall {
+	args := q.settleArgs(ss, n)
+	return verbCall{name: emq.Settle.Name, cp: CapSettle, keys: []string{q.pending, q.active, q.delayed, q.dead},
+		args: args, script: q.c.scripts.settle, scriptArgs: append(args, sweepBatch)}
 }
 
 // settleArgs are EMQ.SETTLE's arguments after its keys, for ss and a claim

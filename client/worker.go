@@ -116,8 +116,7 @@ func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
 func (q *Queue) checkPolicy() error {
 	id, _ := ids.New(ids.Job, 0, 0, 0)
 	probe := []settlement{{job: &Job{q: q, ID: id, Attempt: 1}}}
-	cmd := q.settleCommand(probe, maxClaimCount)
-	return check(emq.Settle, cmd.Commands()[1:]...)
+	return check(emq.Settle, q.settleCall(probe, maxClaimCount).line()...)
 }
 
 // maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
