@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -416,4 +417,48 @@ func migrateSlot(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valke
 		must(t, s, "CLUSTER", "SETSLOT", sl, "NODE", cl.ID(t, to))
 	}
 	cl.Wait(t)
+}
+
+// TestCrewRoomCounts: what a crew of many queues keeps of its members as
+// their claims and jobs come and go — every held and asked job, every queue
+// not dry — is what walking the members would count, so each member's
+// want and share are the same without the walk.
+func TestCrewRoomCounts(t *testing.T) {
+	queues := make([]*Queue, 64)
+	for i := range queues {
+		queues[i] = &Queue{name: ShardName("room", i), policy: Policy{Lease: time.Minute}}
+	}
+	c := newCrew(context.Background(), nil, WorkOptions{Concurrency: 50, Prefetch: 20}, queues)
+	c.handling = time.Millisecond
+	for _, m := range c.members {
+		m.tripping = 4 * time.Millisecond // with handling, a prefetch of opts.Prefetch
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for step := range 20000 {
+		w := c.members[rng.IntN(len(c.members))]
+		switch rng.IntN(5) {
+		case 0:
+			w.hold(1)
+		case 1:
+			if w.held > 0 {
+				w.hold(-1)
+			}
+		case 2:
+			w.ask(rng.IntN(4))
+		case 3:
+			w.ask(-rng.IntN(w.asked + 1))
+		case 4:
+			w.setDry(rng.IntN(3) == 0)
+		}
+		load, busy := 0, 0
+		for _, m := range c.members {
+			load += m.held + m.asked
+			if !m.dry {
+				busy++
+			}
+		}
+		room := 50 + 20
+		require.Equal(t, min(room-load, maxClaimCount), w.want(), "step %d", step)
+		require.Equal(t, (room+busy-1)/max(busy, 1), w.share(), "step %d", step)
+	}
 }

@@ -40,7 +40,7 @@ func (w *worker) waitLoop() {
 		} else {
 			reserved = n
 		}
-		w.asked += reserved
+		w.ask(reserved)
 		w.mu.Unlock()
 
 		sent := time.Now()
@@ -48,9 +48,9 @@ func (w *worker) waitLoop() {
 		claimed, err = w.blockingClaim(&b, n, claimed[:0])
 		w.logClaimed(claimed)
 		w.mu.Lock()
-		w.asked -= reserved
+		w.ask(-reserved)
 		if len(claimed) == n { // the queue may hold more: the settler claims again
-			w.dry = false
+			w.setDry(false)
 			w.settleWake.Signal()
 		}
 		w.take(claimed, sent)

@@ -152,6 +152,10 @@ type crew struct {
 	// handling is a handler's run, a moving average; 0 until measured.
 	handling time.Duration
 	slots    []*heldJob // the job each handler slot runs
+	// load is the members' held and asked jobs, busy how many are not dry:
+	// kept as those change (hold, ask, setDry), so that want and share are
+	// O(1) however many queues the crew works.
+	load, busy int
 }
 
 // worker is what a crew keeps of one queue: its settle calls, its waiter
@@ -170,9 +174,9 @@ type worker struct {
 	settleWake sync.Cond    // the settler's: an outcome or room to claim
 	claimWake  sync.Cond    // the waiter's: the queue is dry and there is room
 	finished   []settlement // outcomes waiting for the next settle call
-	held       int          // claimed jobs neither finished nor handed back
-	asked      int          // jobs the claims in flight asked for
-	dry        bool         // the last claim found fewer than it asked for: the waiter takes over
+	held       int          // claimed jobs neither finished nor handed back (hold)
+	asked      int          // jobs the claims in flight asked for (ask)
+	dry        bool         // the last claim found fewer than it asked for: the waiter takes over (setDry)
 	waiterDone bool
 	// tripping is a settle call's round trip, a moving average; with the
 	// crew's handling it sizes the prefetch. 0 until measured.
@@ -216,6 +220,7 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 		// A dry queue of several may claim one job beyond the room (standing).
 		ready: make(chan *heldJob, opts.Concurrency+opts.Prefetch+len(queues)),
 		slots: make([]*heldJob, opts.Concurrency),
+		busy:  len(queues),
 	}
 	c.stop, c.halt = context.WithCancel(ctx)
 	c.idle.L = &c.mu
@@ -379,7 +384,7 @@ func (w *worker) finish(hj *heldJob, err error) {
 // room for a claim. w.mu is held.
 func (w *worker) release(hj *heldJob, state jobState) {
 	hj.state = state
-	w.held--
+	w.hold(-1)
 	w.renewals.remove(hj)
 	if w.dry {
 		w.claimWake.Signal()
@@ -387,14 +392,37 @@ func (w *worker) release(hj *heldJob, state jobState) {
 	w.nudge()
 }
 
-// nudge wakes the settlers of the crew's other queues that are not dry:
-// w made room, or went dry, so their share may have grown. w.mu is held.
+// nudge wakes the settlers of the crew's other queues that may claim now:
+// w made room, or went dry, so their share may have grown. Only those are
+// woken: a settler woken to find no room would only wait again, and a
+// crew may work a thousand queues. w.mu is held.
 func (w *worker) nudge() {
+	if w.want() <= 0 {
+		return // no room for any: each one's claimable is at most want
+	}
 	for _, m := range w.members {
-		if m != w && !m.dry {
+		if m != w && m.claimable() > 0 {
 			m.settleWake.Signal()
 		}
 	}
+}
+
+// hold counts n more jobs held (n < 0: fewer). w.mu is held.
+func (w *worker) hold(n int) { w.held += n; w.load += n }
+
+// ask counts n more jobs asked for by claims in flight (n < 0: fewer).
+// w.mu is held.
+func (w *worker) ask(n int) { w.asked += n; w.load += n }
+
+// setDry marks whether the queue's last claim found it dry. w.mu is held.
+func (w *worker) setDry(dry bool) {
+	switch {
+	case dry && !w.dry:
+		w.busy--
+	case !dry && w.dry:
+		w.busy++
+	}
+	w.dry = dry
 }
 
 // handBack queues hj's failure with backoff 0, so another worker may claim
@@ -413,11 +441,7 @@ func (w *worker) handBack(hj *heldJob, cause string) {
 // want is how many more jobs the crew may claim: room for one per slot
 // and the prefetch. w.mu is held.
 func (w *worker) want() int {
-	load := 0
-	for _, m := range w.members {
-		load += m.held + m.asked
-	}
-	return min(w.opts.Concurrency+w.prefetch()-load, maxClaimCount)
+	return min(w.opts.Concurrency+w.prefetch()-w.load, maxClaimCount)
 }
 
 // share is how many jobs one queue that is not dry may hold or ask for:
@@ -425,14 +449,8 @@ func (w *worker) want() int {
 // calls keep claiming its own jobs leaves the others theirs. A dry one
 // waits in a blocking claim instead (waitLoop). w.mu is held.
 func (w *worker) share() int {
-	busy := 0
-	for _, m := range w.members {
-		if !m.dry {
-			busy++
-		}
-	}
 	room := w.opts.Concurrency + w.prefetch()
-	return (room + busy - 1) / max(busy, 1)
+	return (room + w.busy - 1) / max(w.busy, 1)
 }
 
 // standing reports whether the queue's blocking claim waits whatever the
@@ -500,7 +518,7 @@ func (w *worker) settleLoop() {
 		clear(w.finished[left:])
 		w.finished = w.finished[:left]
 		n := max(w.claimable(), 0)
-		w.asked += n
+		w.ask(n)
 		w.mu.Unlock()
 
 		sent := time.Now()
@@ -539,7 +557,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	w.logClaimed(claimed)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.asked -= n
+	w.ask(-n)
 	w.tripping = average(w.tripping, now.Sub(sent))
 	for i := range batch {
 		s := &batch[i]
@@ -562,7 +580,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	case err != nil:
 		failed = true
 	case n > 0 && len(claimed) < n:
-		w.dry = true
+		w.setDry(true)
 		w.claimWake.Signal()
 		w.nudge()
 	}
@@ -575,7 +593,7 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 	for _, j := range claimed {
 		hj := j.held
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
-		w.held++
+		w.hold(1)
 		if w.stopping {
 			w.handBack(hj, errHandedBack)
 			continue
