@@ -87,14 +87,15 @@ func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable
 // Unwrap is the wait's own failure, if any.
 func (e *NotDurableError) Unwrap() error { return e.Err }
 
-// Admit admits job id with payload, as Enqueue does with an id it mints:
-// for a producer that retries an Enqueue whose outcome it does not know (a
-// lost connection, ErrNotDurable) under the same id. It reports false when
-// the job exists — the earlier try landed — which needs the policy's Keep
-// to outlast the retries: a job acknowledged and deleted meanwhile is
-// admitted again.
-func (q *Queue) Admit(ctx context.Context, id ids.ID, payload []byte) (bool, error) {
-	return q.c.Enqueue(ctx, q.name, id, payload)
+// Admit admits job id with payload, as Enqueue does with an id it mints,
+// and with the same options: for a producer that retries an Enqueue whose
+// outcome it does not know (a lost connection, ErrNotDurable) under the
+// same id and options ([After] counts again from the retry; [At] keeps its
+// time). It reports false when the job exists — the earlier try landed —
+// which needs the policy's Keep to outlast the retries: a job acknowledged
+// and deleted meanwhile is admitted again.
+func (q *Queue) Admit(ctx context.Context, id ids.ID, payload []byte, opts ...EnqueueOption) (bool, error) {
+	return runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
 }
 
 // withDurability is c, its calls waiting as d asks, or c itself when d

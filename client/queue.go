@@ -121,7 +121,7 @@ var ErrExists = errors.New("client: the job exists")
 // options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	id := q.minter.Mint(ids.Job)
-	admitted, err := runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
+	admitted, err := q.Admit(ctx, id, payload, opts...)
 	if err == nil && !admitted {
 		err = fmt.Errorf("%w: %s", ErrExists, id)
 	}

@@ -51,13 +51,23 @@ func TestEnqueueOptions(t *testing.T) {
 			assert.Equal(t, []string{soon.String() + "/1", zero.String() + "/1", past.String() + "/1"}, claimedIDs(jobs),
 				"priority 0 first, by id — the due job promoted in the same turn among them")
 
-			ids, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("a"), []byte("b")}, Priority(2), At(time.Now().Add(time.Hour)))
+			batch, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("a"), []byte("b")}, Priority(2), At(time.Now().Add(time.Hour)))
 			require.NoError(t, err)
-			for _, id := range ids {
+			for _, id := range batch {
 				info := job(id)
 				assert.Equal(t, StateDelayed, info.State)
 				assert.Equal(t, 2, info.Priority)
 			}
+
+			retried := n.m.Mint(ids.Job)
+			for try, want := range []bool{true, false} {
+				admitted, err := q.Admit(ctx(t), retried, []byte("retried"), Priority(3), At(time.Now().Add(time.Hour)))
+				require.NoError(t, err)
+				assert.Equal(t, want, admitted, "try %d: Admit takes Enqueue's options, and a retry lands once", try+1)
+			}
+			info = job(retried)
+			assert.Equal(t, StateDelayed, info.State)
+			assert.Equal(t, 3, info.Priority)
 
 			_, err = q.Enqueue(ctx(t), nil, Priority(-1))
 			requireRefusal(t, err, emqerrors.Shape)
