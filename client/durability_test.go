@@ -18,13 +18,17 @@ import (
 )
 
 // waits is how many WAIT and WAITAOF commands s has run.
-func waits(s *valkeytest.Server) int64 {
+func waits(s *valkeytest.Server) int64 { return calls(s, "wait", "waitaof") }
+
+// calls is how many times s ran the commands named (INFO commandstats).
+func calls(s *valkeytest.Server, names ...string) int64 {
 	stats := s.Info("commandstats")
-	calls := func(name string) int64 {
+	total := int64(0)
+	for _, name := range names {
 		n, _ := strconv.ParseInt(strings.TrimPrefix(strings.Split(stats["cmdstat_"+name], ",")[0], "calls="), 10, 64)
-		return n
+		total += n
 	}
-	return calls("wait") + calls("waitaof")
+	return total
 }
 
 // replicated is a primary with one replica, and a node of the primary.
@@ -110,15 +114,37 @@ func TestDurability(t *testing.T) {
 						waitAOFRewritten(t, r.replica)
 					}
 					q := newQueue(t, r.node, "aof"+strconv.Itoa(replicas), Policy{Durability: Durability{Replicas: replicas, AOF: true}})
-					_, err := q.Enqueue(ctx(t), []byte("p"))
+					waitaofs, plainWaits := calls(r.s, "waitaof"), calls(r.s, "wait")
+					id, err := q.Enqueue(ctx(t), []byte("p"))
 					if !r.s.HasCommand("WAITAOF") { // Redis 7.0
 						require.ErrorIs(t, err, ErrNotDurable)
 						assert.Contains(t, err.Error(), "unknown command")
 						continue
 					}
 					require.NoError(t, err, "WAITAOF 1 %d", replicas)
+					assert.Equal(t, waitaofs+1, calls(r.s, "waitaof"), "one WAITAOF")
+					assert.Equal(t, plainWaits, calls(r.s, "wait"), "no WAIT")
+					if replicas == 1 {
+						assert.True(t, exists(t, r.replica, keys.Job(q.name, id.String())))
+					}
 				}
 				must(t, r.replica, "CONFIG", "SET", "appendonly", "no")
+			})
+
+			t.Run("AOF on a replica without appendonly: ErrNotDurable, fsynced by the primary and by 0 of 1 replicas", func(t *testing.T) {
+				if !r.s.HasCommand("WAITAOF") {
+					t.Log("Redis 7.0 has no WAITAOF: the case above covers its refusal")
+					return
+				}
+				q := newQueue(t, r.node, "aofshort", Policy{Durability: Durability{Replicas: 1, AOF: true, Timeout: 100 * time.Millisecond}})
+				id, err := q.Enqueue(ctx(t), []byte("p"))
+				var nd *NotDurableError
+				require.ErrorAs(t, err, &nd)
+				assert.True(t, nd.Local, "the primary fsynced it")
+				assert.Zero(t, nd.Replicas)
+				assert.NoError(t, nd.Err, "the wait itself answered")
+				assert.Contains(t, err.Error(), "fsynced by the primary true, by 0 of 1 replicas within 100ms")
+				assert.True(t, exists(t, r.s, keys.Job(q.name, id.String())), "the write stands")
 			})
 
 			t.Run("AOF on a primary without appendonly: ErrNotDurable with the server's refusal", func(t *testing.T) {
