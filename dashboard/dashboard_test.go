@@ -130,6 +130,16 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, "40m00s ago")
 		assert.Contains(t, body, `id="tab-pending" href="?state=pending">pending <span class="n">3</span>`)
 	})
+	t.Run("the pending tab lists claim order with each job's priority", func(t *testing.T) {
+		_, body := w.get(t, "/queues/emails?state=pending")
+		var at []int
+		for _, id := range []ids.ID{f.EmailsPending[1], f.EmailsPending[2], f.EmailsPending[0]} {
+			at = append(at, strings.Index(body, id.String()))
+		}
+		assert.True(t, at[0] > 0 && at[1] > at[0] && at[2] > at[1], "priority 0 in mint order, then priority 2: %v", at)
+		row := body[at[2]:]
+		assert.Contains(t, row[:strings.Index(row, "</tr>")], `<td class="num">2</td>`, "the last row's priority")
+	})
 	t.Run("a queue page lists its schedules and says whether its events are on", func(t *testing.T) {
 		_, body := w.get(t, "/queues/invoices")
 		assert.Contains(t, body, `<span id="events">events on, about 100 kept</span>`)
@@ -379,7 +389,7 @@ func TestMetrics(t *testing.T) {
 		`emq_queue_paused{queue="payments"} 1`,
 		`emq_queue_rate_limit{queue="payments"} 10`,
 		`emq_queue_rate_window_seconds{queue="payments"} 1`,
-		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3595`,
+		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3594`,
 		`# TYPE emq_jobs_dead_total counter`,
 		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
 		`# TYPE emq_blocked_workers gauge`,

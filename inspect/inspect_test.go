@@ -72,8 +72,8 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, int64(7), emails.Total())
 		assert.False(t, emails.Paused)
 		assert.Equal(t, "-", emails.Limit.String())
-		assert.Equal(t, f.EmailsPending[0].String(), emails.Head)
-		assert.Equal(t, time.Hour-5*time.Second, emails.HeadAge, "the head was minted 5 s after T0")
+		assert.Equal(t, f.EmailsPending[1].String(), emails.Head, "the oldest pending job waits at priority 2")
+		assert.Equal(t, time.Hour-6*time.Second, emails.HeadAge, "the head was minted 6 s after T0")
 		payments := sums[1]
 		assert.True(t, payments.Paused)
 		assert.Equal(t, inspect.Limit{Max: 10, Window: time.Second}, payments.Limit)
@@ -97,6 +97,7 @@ func TestReadingQueues(t *testing.T) {
 	})
 	t.Run("pending jobs page in claim order", func(t *testing.T) {
 		var got []string
+		var priorities []int64
 		for offset := 0; ; offset += 2 {
 			rows, total, err := in.Jobs(ctx(t), "emails", inspect.Pending, offset, 2)
 			require.NoError(t, err)
@@ -106,10 +107,13 @@ func TestReadingQueues(t *testing.T) {
 			}
 			for _, r := range rows {
 				got = append(got, r.ID)
+				priorities = append(priorities, r.Priority)
 				assert.True(t, r.At().IsZero(), "a pending score is a priority, not a time")
 			}
 		}
-		assert.Equal(t, []string{f.EmailsPending[0].String(), f.EmailsPending[1].String(), f.EmailsPending[2].String()}, got)
+		assert.Equal(t, []string{f.EmailsPending[1].String(), f.EmailsPending[2].String(), f.EmailsPending[0].String()}, got,
+			"priority 0 first, in mint order, then priority 2")
+		assert.Equal(t, []int64{0, 0, queuetest.EmailsPriority}, priorities)
 	})
 	t.Run("a page outside 1 … MaxPage is refused", func(t *testing.T) {
 		for _, page := range [][2]int{{-1, 10}, {0, 0}, {0, inspect.MaxPage + 1}} {

@@ -108,7 +108,7 @@ func TestCLIReads(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &qs))
 				require.Len(t, qs, 3)
 				assert.Equal(t, queueJSON{Queue: "emails", Pending: 3, Active: 1, Delayed: 1, Dead: 2,
-					OldestPending: f.EmailsPending[0].String(), OldestAgeMs: (time.Hour - 5*time.Second).Milliseconds()}, qs[0])
+					OldestPending: f.EmailsPending[1].String(), OldestAgeMs: (time.Hour - 6*time.Second).Milliseconds()}, qs[0])
 				assert.Equal(t, queueJSON{Queue: "payments", Pending: 2, Paused: true, LimitMax: 10, LimitWindowMs: 1000,
 					OldestPending: f.PaymentsPending[0].String(), OldestAgeMs: (time.Hour - 8*time.Second).Milliseconds()}, qs[2])
 			})

@@ -29,13 +29,18 @@ var (
 	Expires = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// EmailsPriority is the priority of the fixture's first pending email.
+const EmailsPriority = 2
+
 // InvoicePayload is the payload of the fixture's dead invoice.
 const InvoicePayload = "invoice 2025-12 for ACME Corp, 3 lines, rendered as PDF and mailed to billing@acme.example"
 
 // Fixture names what Fill made.
 type Fixture struct {
 	// Emails holds 3 pending jobs, 1 active, 1 delayed, 2 dead ones and
-	// the row of 1 done.
+	// the row of 1 done. The first pending job was admitted at priority
+	// EmailsPriority, the others at 0: it is the oldest but the last in
+	// pending's order, and the head of pending is the second.
 	EmailsPending     []ids.ID
 	EmailsActive      ids.ID
 	EmailsDelayed     ids.ID
@@ -92,7 +97,14 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 		t.Fatalf("queuetest: ack %s: %v", f.EmailsDone, err)
 	}
 	for i, j := range f.EmailsPending {
-		enqueue(t, ctx, c, "emails", j, "to: user"+string(rune('1'+i))+"@example.com")
+		payload := "to: user" + string(rune('1'+i)) + "@example.com"
+		var opts []client.EnqueueOption
+		if i == 0 {
+			opts = append(opts, client.Priority(EmailsPriority))
+		}
+		if ok, err := thrice.Admit(ctx, j, []byte(payload), opts...); err != nil || !ok {
+			t.Fatalf("queuetest: admit %s: %v (admitted %t)", j, err, ok)
+		}
 	}
 
 	for _, j := range f.PaymentsPending {
