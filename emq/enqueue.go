@@ -90,8 +90,11 @@ func admissionKeys(a [][]byte, idArg int, sets ...string) ([]byte, error) {
 	if _, ok := ids.Parse(ids.Job, keyID); !ok {
 		return nil, ErrJobKind
 	}
-	if _, ok := ids.Parse(ids.Job, a[idArg]); !ok {
-		return nil, ErrJobKind
+	sameID := bytes.Equal(keyID, a[idArg])
+	if !sameID { // the same bytes parse the same: one parse for both
+		if _, ok := ids.Parse(ids.Job, a[idArg]); !ok {
+			return nil, ErrJobKind
+		}
 	}
 	if !same {
 		if len(sets) == 1 {
@@ -99,7 +102,7 @@ func admissionKeys(a [][]byte, idArg int, sets ...string) ([]byte, error) {
 		}
 		return nil, errKeysQueues
 	}
-	if !bytes.Equal(keyID, a[idArg]) {
+	if !sameID {
 		return nil, errJobID
 	}
 	return queue, nil

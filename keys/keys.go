@@ -49,8 +49,8 @@ func split(key []byte, kind string) (name, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	key = key[len(prefix):]
-	end := bytes.IndexByte(key, '}')
-	if end < 0 || !ValidName(key[:end]) {
+	end := nameEnd(key)
+	if end <= 0 {
 		return nil, nil, false
 	}
 	name, key = key[:end], key[end+1:]
@@ -58,6 +58,21 @@ func split(key []byte, kind string) (name, rest []byte, ok bool) {
 		return nil, nil, false
 	}
 	return name, key[1+len(kind):], true
+}
+
+// nameEnd is the index of the '}' that ends the name key starts with, or
+// -1 when a '{' or NUL comes first or there is none: one pass for what
+// bytes.IndexByte and ValidName would check in two.
+func nameEnd(key []byte) int {
+	for i, c := range key {
+		switch c {
+		case '}':
+			return i
+		case '{', 0:
+			return -1
+		}
+	}
+	return -1
 }
 
 // SplitJob splits emq:{<queue>}:job:<id>. The id is one segment: a ':' in
