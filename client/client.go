@@ -105,20 +105,33 @@ func (c *Client) Native(ctx context.Context, cp Cap, name string) (bool, error) 
 // fallback runs instead and the node is asked again on the next call.
 func call[T any](ctx context.Context, c *Client, cp Cap, cmd valkey.Completed,
 	reply func(valkey.ValkeyResult) (T, error), fallback func() (T, error)) (T, error) {
-	slot := slotOf(cmd)
-	native, err := c.nodes.serves(ctx, slot, cp)
-	if err != nil {
+	r, sent, err := c.sendNative(ctx, slotOf(cmd), cp, func() valkey.Completed { return cmd })
+	switch {
+	case err != nil:
 		var zero T
 		return zero, err
-	}
-	if native {
-		r := c.vk.Do(ctx, cmd)
-		if !unknownCommand(r.Error()) {
-			return reply(r)
-		}
-		c.nodes.forget(slot)
+	case sent:
+		return reply(r)
 	}
 	return fallback()
+}
+
+// sendNative sends the command cmd makes — made only then — where the
+// node serving slot serves cp, and reports whether it ran there: not when
+// the node does not serve cp, nor when it answered "unknown command" (it
+// lost the module, and is asked again next time); the caller's fallback
+// runs then.
+func (c *Client) sendNative(ctx context.Context, slot uint16, cp Cap, cmd func() valkey.Completed) (valkey.ValkeyResult, bool, error) {
+	native, err := c.nodes.serves(ctx, slot, cp)
+	if err != nil || !native {
+		return valkey.ValkeyResult{}, false, err
+	}
+	r := c.vk.Do(ctx, cmd())
+	if unknownCommand(r.Error()) {
+		c.nodes.forget(slot)
+		return valkey.ValkeyResult{}, false, nil
+	}
+	return r, true, nil
 }
 
 // slotOf is the cluster slot of a command built with its keys.

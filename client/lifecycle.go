@@ -98,18 +98,29 @@ func (v verbCall) scriptCommand(b valkey.Builder) valkey.Completed {
 // runVerb checks v, then runs it natively or as its script and reads the
 // reply with reply; a refusal of either comes back as a *errors.Refusal.
 func runVerb[T any](ctx context.Context, c *Client, v verbCall, reply func(valkey.ValkeyResult) (T, error)) (T, error) {
-	name := v.name
 	if v.verb != nil {
 		if err := check(v.verb, v.line()...); err != nil {
 			var zero T
 			return zero, err
 		}
-		name = v.verb.Name
 	}
-	v.verb, v.name = nil, name
-	return call(ctx, c, v.cp, v.command(c.vk.B()), reply, func() (T, error) {
-		return reply(v.script.Exec(ctx, c.vk, v.keys, v.scriptArguments()))
-	})
+	cmd := v.command(c.vk.B())
+	r, err := c.runAt(ctx, slotOf(cmd), &v, func() valkey.Completed { return cmd })
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return reply(r)
+}
+
+// runAt runs v natively — the command cmd makes — where the node serving
+// slot serves its verb, else as its script.
+func (c *Client) runAt(ctx context.Context, slot uint16, v *verbCall, cmd func() valkey.Completed) (valkey.ValkeyResult, error) {
+	r, sent, err := c.sendNative(ctx, slot, v.cp, cmd)
+	if err != nil || sent {
+		return r, err
+	}
+	return v.script.Exec(ctx, c.vk, v.keys, v.scriptArguments()), nil
 }
 
 // runVerbs sends calls, whose keys are all in one slot, as one pipeline:

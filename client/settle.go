@@ -102,7 +102,8 @@ const maxSettlements = 1000
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
 // it claimed.
 func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
-	r, err := runVerb(ctx, q.c, q.settleCall(ss, n), func(r valkey.ValkeyResult) (valkey.ValkeyResult, error) { return r, nil })
+	v := q.settleCall(ss, n)
+	r, err := q.c.runAt(ctx, q.slot, &v, func() valkey.Completed { return v.command(q.c.vk.B()) })
 	if err != nil {
 		return claimed, settleFailed(ss, err)
 	}
