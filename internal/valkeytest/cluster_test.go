@@ -3,7 +3,11 @@ package valkeytest_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,4 +127,30 @@ func TestClusterFailoverKillAndRestart(t *testing.T) {
 		assert.Equal(t, strconv.Itoa(promoted.Port), back.InfoField("replication", "master_port"))
 		assert.Equal(t, "ok", back.ClusterInfo("cluster_state"))
 	})
+}
+
+// TestRestartRepairsAShardIDApart: a killed primary whose nodes.conf puts
+// its replica in another shard than itself starts again — Valkey 8.0
+// refuses such a file (valkey-io/valkey#2171) and Restart repairs it, as
+// later versions do on load — and rejoins as that replica's replica.
+func TestRestartRepairsAShardIDApart(t *testing.T) {
+	c := valkeytest.StartCluster(t, 3, 1, valkeytest.Options{})
+	primary := c.Primaries[0]
+	promoted := c.Kill(t, primary)
+	path := filepath.Join(primary.Dir, "nodes.conf")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	apart := false
+	for i, l := range lines {
+		if strings.Contains(l, "slave") && !strings.Contains(l, "myself") && strings.Contains(l, c.ID(t, promoted)) {
+			lines[i] = regexp.MustCompile(`shard-id=[0-9a-f]+`).ReplaceAllString(l, "shard-id="+strings.Repeat("e", 40))
+			apart = lines[i] != l
+		}
+	}
+	require.True(t, apart, "the killed primary's nodes.conf lists its replica:\n%s", b)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644))
+	back := c.Restart(t, primary)
+	assert.Equal(t, strconv.Itoa(promoted.Port), back.InfoField("replication", "master_port"))
+	assert.Equal(t, "ok", back.ClusterInfo("cluster_state"))
 }
