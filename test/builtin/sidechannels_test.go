@@ -1,10 +1,8 @@
 package builtin
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -248,7 +246,7 @@ func TestMonitorAndSlowlogShowVerbsAsSent(t *testing.T) {
 	ok(t, s, "CONFIG", "SET", "slowlog-log-slower-than", "0")
 	ok(t, s, "CONFIG", "SET", "slowlog-max-len", "1024")
 	ok(t, s, "SLOWLOG", "RESET")
-	monitor := startMonitor(t, s)
+	monitor := s.Monitor(t)
 	calls, _ := oneOfEach(m, "mon")
 	calls = append(calls, caps, enqueue("mon", m.Mint(ids.Msg), "p"))
 	for _, c := range calls {
@@ -261,7 +259,7 @@ func TestMonitorAndSlowlogShowVerbsAsSent(t *testing.T) {
 			for _, a := range c.argv() {
 				quoted = append(quoted, strconv.Quote(a))
 			}
-			monitor.expect(t, strings.Join(quoted, " "))
+			monitored(t, monitor, strings.Join(quoted, " "))
 		}
 	})
 
@@ -282,38 +280,11 @@ func TestMonitorAndSlowlogShowVerbsAsSent(t *testing.T) {
 	})
 }
 
-// monitor reads a MONITOR connection's lines.
-type monitor struct {
-	conn net.Conn
-	r    *bufio.Reader
-}
-
-// startMonitor opens a connection to s and turns it into a MONITOR.
-func startMonitor(t *testing.T, s *valkeytest.Server) *monitor {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	mon := &monitor{conn: conn, r: bufio.NewReader(conn)}
-	_, err = conn.Write([]byte("MONITOR\r\n"))
-	require.NoError(t, err)
-	require.Equal(t, "+OK\r\n", mon.line(t))
-	return mon
-}
-
-func (mon *monitor) line(t *testing.T) string {
-	t.Helper()
-	require.NoError(t, mon.conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	line, err := mon.r.ReadString('\n')
-	require.NoError(t, err)
-	return line
-}
-
-// expect reads lines until one ends with the quoted command.
-func (mon *monitor) expect(t *testing.T, quoted string) {
+// monitored reads mon's lines until one ends with the quoted command.
+func monitored(t *testing.T, mon *valkeytest.Monitor, quoted string) {
 	t.Helper()
 	for {
-		if strings.HasSuffix(strings.TrimRight(mon.line(t), "\r\n"), "] "+quoted) {
+		if strings.HasSuffix(mon.Line(t), "] "+quoted) {
 			return
 		}
 	}
