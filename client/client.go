@@ -52,6 +52,7 @@ type Client struct {
 	admit    *luaScript
 	failures *valkey.Lua
 	scripts  lifecycleScripts
+	ticks    *tickWakes // shared with the client's copies (withDurability)
 }
 
 // Option configures a [Client].
@@ -81,6 +82,7 @@ func New(vk valkey.Client, opts ...Option) *Client {
 		admit:    newLuaScript(AdmitScript),
 		failures: valkey.NewLuaScript(FailuresIncrScript),
 		scripts:  newLifecycleScripts(),
+		ticks:    new(tickWakes),
 	}
 	for _, o := range opts {
 		o(c)

@@ -108,9 +108,12 @@
 // queue and by its timer while workers wait. On a node without it the
 // client sets, lists and removes schedules with scripts that write the
 // verbs' rows (REPEAT first reads the server's clock: two round trips),
-// and the worker makes the ticks, every 50 ms while it works (natively it
-// only looks, every Poll, whether the node still serves EMQ.REPEAT):
-// due.lua reads the due schedules and the
+// and the worker makes the ticks while it works (natively it only looks,
+// every Poll, whether the node still serves EMQ.REPEAT). It looks when
+// the next tick it knows of comes — at least 50 ms and at most Poll
+// apart, every Poll while the queue has no tick to come — and at once
+// when a Repeat through the same Client sets one of the queue's
+// schedules: due.lua reads the due schedules, the next one's time and the
 // server's clock, the client computes each tick's job id and next tick
 // with the module's own code (package emq), and tick.lua writes what the
 // claim turn would — the job row, its pending entry, its added event, the
@@ -122,8 +125,10 @@
 //     the queue, none are; the next run makes one job for the first tick
 //     missed, however many were (as the server does after a restart).
 //   - A tick is made when a client's run comes, not at its time: late by
-//     up to the run's interval, and in a call of its own, so a claim takes
-//     the job on its next turn rather than in the turn that made it.
+//     up to the run's interval (50 ms at the shortest), and in a call of
+//     its own, so a claim takes the job on its next turn rather than in
+//     the turn that made it. A schedule another client sets, or replaces
+//     to tick sooner, is seen at the worker's next look: within Poll.
 //   - The next tick is computed from the server's clock read one round
 //     trip before the write; a tick that comes due in between waits for
 //     the next run. The client's copy of the rule (package emq, robfig/cron)

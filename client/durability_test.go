@@ -177,13 +177,13 @@ func TestDurability(t *testing.T) {
 				q := newQueue(t, r.node, "lookonly", Policy{Durability: Durability{Replicas: 1}})
 				_, err := q.Schedules(ctx(t))
 				require.NoError(t, err)
-				_, _, err = q.tickFallback(ctx(t))
+				_, _, _, err = q.tickFallback(ctx(t))
 				require.NoError(t, err)
 				before := waits(r.s)
 				for range 3 {
 					_, err = q.Schedules(ctx(t))
 					require.NoError(t, err)
-					made, _, err := q.tickFallback(ctx(t))
+					made, _, _, err := q.tickFallback(ctx(t))
 					require.NoError(t, err)
 					assert.Zero(t, made)
 				}

@@ -170,7 +170,7 @@ func decodeEveryKind(t *testing.T, n node) {
 	require.NoError(t, err)
 	time.Sleep(time.Until(tick.Add(10 * time.Millisecond)))
 	if !n.native { // natively the claim turn makes the tick's job
-		made, _, err := q.tickFallback(ctx(t))
+		made, _, _, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		require.Equal(t, 1, made)
 	}

@@ -72,6 +72,9 @@ func (q *Queue) Repeat(ctx context.Context, name, spec string, payload []byte, o
 	first, err := call(ctx, q.c, CapRepeat, cmd, intReply, func() (int64, error) {
 		return q.repeatScripted(ctx, name, line)
 	})
+	if err == nil {
+		q.c.ticks.wake(q.name) // its workers without the module: the schedule's first tick may be the next
+	}
 	return tickTime(first), err
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -222,7 +223,7 @@ func TestTicks(t *testing.T) {
 				require.Empty(t, jobs, "paused")
 			},
 			"fallback": func() {
-				made, _, err := scripted.tickFallback(ctx(t))
+				made, _, _, err := scripted.tickFallback(ctx(t))
 				require.NoError(t, err)
 				require.Equal(t, 1, made)
 			},
@@ -236,7 +237,7 @@ func TestTicks(t *testing.T) {
 				once[keys.Job(name, tickJob(t, tick, 1).String())], "%s: the tick's job", order[0])
 			restore(false)
 			if order[1] == "fallback" {
-				made, _, err := scripted.tickFallback(ctx(t))
+				made, _, _, err := scripted.tickFallback(ctx(t))
 				require.NoError(t, err)
 				assert.Zero(t, made, "the job exists: a tick made twice is one job")
 			} else {
@@ -260,7 +261,7 @@ func TestTicks(t *testing.T) {
 		require.NoError(t, err)
 		made := 0
 		for time.Since(start) < 2*time.Second {
-			n, _, err := q.tickFallback(ctx(t))
+			n, _, _, err := q.tickFallback(ctx(t))
 			require.NoError(t, err)
 			made += n
 			time.Sleep(5 * time.Millisecond)
@@ -293,7 +294,7 @@ func TestTicks(t *testing.T) {
 		must(t, s, "ZADD", repeats, "1", "ghost")
 		for range 2 {
 			time.Sleep(20 * time.Millisecond)
-			made, _, err := q.tickFallback(ctx(t))
+			made, _, _, err := q.tickFallback(ctx(t))
 			require.NoError(t, err)
 			assert.Equal(t, 1, made)
 		}
@@ -303,7 +304,7 @@ func TestTicks(t *testing.T) {
 		require.Len(t, list, 1)
 		assert.Equal(t, int64(2), list[0].Made)
 		assert.True(t, list[0].Next.IsZero(), "finished")
-		made, _, err := q.tickFallback(ctx(t))
+		made, _, _, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		assert.Zero(t, made)
 		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
@@ -314,7 +315,7 @@ func TestTicks(t *testing.T) {
 		_, err := q.Repeat(ctx(t), "r", "@every 10ms", nil, RepeatOptions{Start: time.Now().Add(-time.Minute)})
 		require.NoError(t, err)
 		time.Sleep(20 * time.Millisecond)
-		made, _, err := q.tickFallback(ctx(t))
+		made, _, _, err := q.tickFallback(ctx(t))
 		require.NoError(t, err)
 		assert.Zero(t, made)
 		assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
@@ -411,6 +412,55 @@ func TestWorkRunsTheSchedules(t *testing.T) {
 				assert.Equal(t, 1, k, "%s handled once", id)
 			}
 			assert.InDelta(t, 15, len(seen), 3, "one job per tick")
+		})
+	}
+}
+
+// TestAWorkerLooksForTicksWhenOneComes: a worker that makes its queue's
+// ticks itself (no module) looks for due ones when the next tick it knows
+// of comes, at most Poll apart — not every 50 ms whatever the schedules —
+// and sees within Poll a schedule another client sets; with the module it
+// never looks (the server makes the ticks).
+func TestAWorkerLooksForTicksWhenOneComes(t *testing.T) {
+	const poll = 400 * time.Millisecond
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q := newQueue(t, n, "looking", Policy{})
+			other, err := New(n.s.Client()).Queue("looking", n.m, Policy{})
+			require.NoError(t, err)
+			var handled atomic.Int64
+			wctx, stop := context.WithCancel(ctx(t))
+			done := make(chan error, 1)
+			go func() {
+				done <- q.Work(wctx, func(context.Context, *Job) error { handled.Add(1); return nil },
+					WorkOptions{Poll: poll})
+			}()
+			defer func() { stop(); require.NoError(t, <-done) }()
+			looks := func(d time.Duration) int {
+				return strings.Count(strings.Join(n.s.Monitor(t).For(t, d), "\n"), scheduleScripts.due.sha1)
+			}
+			time.Sleep(100 * time.Millisecond) // its first look
+
+			idle := looks(2 * time.Second)
+			_, err = other.Repeat(ctx(t), "daily", "@daily", []byte("p"), RepeatOptions{})
+			require.NoError(t, err)
+			far := looks(2 * time.Second)
+			_, err = other.Repeat(ctx(t), "quick", "@every 200ms", []byte("p"), RepeatOptions{})
+			require.NoError(t, err)
+			set := time.Now()
+			require.Eventually(t, func() bool { return handled.Load() > 0 }, 5*time.Second, 5*time.Millisecond)
+			first := time.Since(set)
+			t.Logf("%s: looks in 2 s with no schedule %d, with one a day away %d; another client's @every 200ms: first job after %v",
+				n, idle, far, first)
+			if n.native {
+				assert.Zero(t, idle+far, "the server makes the ticks")
+				return
+			}
+			assert.LessOrEqual(t, idle, 8, "about one look per Poll, not one per 50 ms (40)")
+			assert.LessOrEqual(t, far, 8)
+			assert.Less(t, first, poll+400*time.Millisecond, "seen within Poll, made within its first 200 ms")
+			quick := looks(time.Second)
+			assert.GreaterOrEqual(t, quick, 3, "a look per tick of a 200 ms schedule")
 		})
 	}
 }

@@ -637,37 +637,57 @@ func (w *worker) logClaimed(claimed []*Job) {
 	}
 }
 
-// tickEvery is how often a worker makes its queue's schedule ticks on a
-// node without the module: an "@every" schedule shorter than it ticks late.
+// tickEvery is how often at most a worker looks for its queue's due
+// schedule ticks on a node without the module: an "@every" schedule
+// shorter than it ticks late.
 const tickEvery = 50 * time.Millisecond
 
 // tickLoop makes the queue's due schedule ticks where the node serving it
 // does not (a node without the module: there no claim turn makes them),
-// every tickEvery until the stop; where the node does, it looks again
-// every Poll, in case the node changes.
+// looking again when the next tick it knows of comes (tickPause), or at
+// once when a Repeat through the same Client sets one of the queue's
+// schedules; where the node does make them, it looks again every Poll, in
+// case the node changes.
 func (w *worker) tickLoop() {
+	wake := w.q.c.ticks.add(w.q.name)
+	defer w.q.c.ticks.remove(w.q.name, wake)
 	for w.stop.Err() == nil {
-		made, native, err := w.q.tickFallback(w.stop)
+		made, native, until, err := w.q.tickFallback(w.stop)
 		switch {
 		case err != nil && w.stop.Err() == nil:
 			w.log.Error("schedule ticks", "err", err)
 		case made > 0:
 			w.log.Debug("schedule ticks", "jobs", made)
 		}
-		if native {
-			w.sleep(w.crew.opts.Poll)
-		} else {
-			w.sleep(tickEvery)
-		}
+		w.sleepOr(tickPause(native, until, err, w.crew.opts.Poll), wake)
 	}
 }
 
+// tickPause is how long the tick loop waits before it looks again: Poll
+// where the node makes the ticks, or when the queue has no tick to come;
+// else until the next tick it knows of (until), at least tickEvery — and
+// tickEvery after an error — and at most Poll, so that a schedule another
+// client sets is seen within Poll.
+func tickPause(native bool, until time.Duration, err error, poll time.Duration) time.Duration {
+	switch {
+	case err != nil && !native:
+		return tickEvery
+	case native || until < 0:
+		return poll
+	}
+	return min(max(until, tickEvery), poll)
+}
+
 // sleep pauses for d, or until the worker stops.
-func (w *worker) sleep(d time.Duration) {
+func (w *worker) sleep(d time.Duration) { w.sleepOr(d, nil) }
+
+// sleepOr pauses for d, until the worker stops, or until wake receives.
+func (w *worker) sleepOr(d time.Duration, wake <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-w.stop.Done():
 	case <-t.C:
+	case <-wake:
 	}
 }
