@@ -637,9 +637,9 @@ func (w *worker) logClaimed(claimed []*Job) {
 	}
 }
 
-// tickEvery is how often at most a worker looks for its queue's due
-// schedule ticks on a node without the module: an "@every" schedule
-// shorter than it ticks late.
+// tickEvery is the shortest pause between a worker's looks for its
+// queue's due schedule ticks on a node without the module: an "@every"
+// schedule shorter than it ticks late.
 const tickEvery = 50 * time.Millisecond
 
 // tickLoop makes the queue's due schedule ticks where the node serving it
