@@ -211,9 +211,9 @@ func (t *turn) run(a claimArgs) error {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
 		p.Wait = Wait{Queue: t.queue, On: claimPending, TimeoutMs: a.timeout,
-			Due: [3]int{claimDelayed, claimActive, t.repeats}, Again: again}
+			Due: [3]Due{{Key: claimDelayed}, {Key: claimActive, After: true}, {Key: t.repeats}}, Again: again}
 		if t.limiter >= 0 && t.used >= t.st.rateMax {
-			p.Wait.DueAt = t.windowEnd
+			p.Wait.WindowEnd = t.windowEnd
 		}
 	case delivered == 0:
 		p.Replies[head] = Reply{Kind: ReplyNullArray}

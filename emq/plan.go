@@ -249,19 +249,28 @@ func (p *Plan) Reset() {
 }
 
 // Wait is a blocking verb's request to wait: for a job of Queue, until key
-// On is signalled ready or TimeoutMs passes (0: forever). The sorted sets
-// of keys Due (-1: none) hold the times the queue next needs a sweep (their
-// lowest scores), and DueAt (0: none) is one more such time: at the first
-// of them the host wakes the waiters itself. Again asks the host to run
-// the verb again at once, still waiting: the turn stopped on its budget
-// with more of the queue left to look at.
+// On is signalled ready or TimeoutMs passes (0: forever). Due names the
+// times the queue next needs a sweep, and WindowEnd (0: none) is one more,
+// the end of a rate window, which passes just after it (the limiter
+// expires then): at the first of them the host wakes the waiters itself.
+// Again asks the host to run the verb again at once, still waiting: the
+// turn stopped on its budget with more of the queue left to look at.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int
 	TimeoutMs int64
-	Due       [3]int
-	DueAt     int64
+	Due       [3]Due
+	WindowEnd int64
 	Again     bool
+}
+
+// Due is a sorted set whose lowest score is a time the queue needs a
+// sweep: key Key (-1: none); at that millisecond (a job due, a schedule's
+// tick) or, when After, just after it (a lease passes strictly after its
+// deadline).
+type Due struct {
+	Key   int
+	After bool
 }
 
 // Oversized reports whether p grew past what is worth keeping between

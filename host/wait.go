@@ -182,16 +182,16 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
-	for _, k := range w.Due {
-		if k < 0 {
+	for _, d := range w.Due {
+		if d.Key < 0 {
 			continue
 		}
-		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
-			arm(c.ctx, q, score)
+		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(d.Key))); !math.IsInf(score, 1) {
+			arm(c.ctx, q, score, d.After)
 		}
 	}
-	if w.DueAt > 0 {
-		arm(c.ctx, q, float64(w.DueAt))
+	if w.WindowEnd > 0 {
+		arm(c.ctx, q, float64(w.WindowEnd), true)
 	}
 	if w.Again { // the turn stopped on its budget: look again at once
 		C.emq_signal_ready(c.ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
@@ -202,15 +202,20 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 // (a built-in ZADD of a huge score) is looked at again then.
 const maxPeriodMs = math.MaxInt32
 
-// arm makes q's timer due at score (Unix ms) unless it is due sooner. The
-// due time is clamped to now … now + maxPeriodMs, so no score — negative,
-// huge, infinite — arms a timer in the past or one whose time wraps.
-func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
+// arm makes q's timer fire when a sweep first acts on score (Unix ms):
+// in its millisecond, or with after in the next (a lease passes strictly
+// after its deadline, a rate window when its limiter expires) — unless
+// the timer fires sooner already. The time is clamped to now … now +
+// maxPeriodMs, so no score — negative, huge, infinite — arms a timer in
+// the past or one whose time wraps.
+func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64, after bool) {
 	now := int64(C.emq_now_ms())
 	at := now
 	switch {
-	case score > float64(now+maxPeriodMs):
+	case score >= float64(now+maxPeriodMs):
 		at = now + maxPeriodMs
+	case after && score >= float64(now):
+		at = int64(math.Floor(score)) + 1
 	case score > float64(now):
 		at = int64(math.Ceil(score))
 	}
@@ -221,9 +226,8 @@ func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64) {
 		C.emq_stop_timer(ctx, q.timer)
 		delete(timers, q.token)
 	}
-	// one past the due time: a sweep takes leases that passed strictly
 	lastToken++
-	q.timer = C.emq_create_timer(ctx, C.longlong(at-now+1), C.uint64_t(lastToken))
+	q.timer = C.emq_create_timer(ctx, C.longlong(at-now), C.uint64_t(lastToken))
 	q.token, q.at = lastToken, at
 	timers[lastToken] = q
 }
@@ -257,7 +261,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 	q.timer, q.token = 0, 0
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
-	retry := func() { arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs)) }
+	retry := func() { arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs), false) }
 	guard(ctx, "timer", retry, func() {
 		injectPanic("timer")
 		if C.emq_timer_may_sweep(ctx) == 0 {
@@ -277,7 +281,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 func emqWaitPaused(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	guard(ctx, "wait paused", nil, func() {
 		if w, ok := waiters[uint64(id)]; ok {
-			arm(ctx, w.queue, float64(int64(C.emq_now_ms())+retryMs))
+			arm(ctx, w.queue, float64(int64(C.emq_now_ms())+retryMs), false)
 		}
 	})
 }
@@ -302,26 +306,27 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 }
 
 // dueSets are a queue's sorted sets scored by when the queue next needs a
-// sweep: due jobs, lease deadlines, schedules' next ticks.
-var dueSets = []string{keys.DelayedSet, keys.ActiveSet, keys.Repeats}
+// sweep: due jobs, lease deadlines (passed just after them), schedules'
+// next ticks.
+var dueSets = []struct {
+	name  string
+	after bool
+}{{keys.DelayedSet, false}, {keys.ActiveSet, true}, {keys.Repeats, false}}
 
 //export emqQueueDue
 func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double) {
 	guard(ctx, "queue due", nil, func() {
 		injectPanic("queue due")
 		name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
-		var queue []byte
-		ok := false
 		for _, set := range dueSets {
-			if queue, ok = keys.SplitSet(name, set); ok {
-				break
+			queue, ok := keys.SplitSet(name, set.name)
+			if !ok {
+				continue
 			}
-		}
-		if !ok {
+			if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
+				arm(ctx, q, float64(score), set.after)
+			}
 			return
-		}
-		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
-			arm(ctx, q, float64(score))
 		}
 	})
 }

@@ -387,6 +387,7 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 			var lates []time.Duration
 			for i := range 5 {
 				flush(t, s)
+				before := s.Info("emq")
 				late := dueDelivery(t, s, func() (string, int64) {
 					id := enqueueB(t, s, i)
 					must(t, s, claimB(c.lease)...)
@@ -399,6 +400,15 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 				})
 				require.Less(t, late, time.Second, "even on a loaded machine")
 				lates = append(lates, late)
+				// the timer fires when the sweep acts — a due job in its
+				// millisecond, a lease just after its deadline — so its one
+				// wake-up is served, none finds nothing
+				after := s.Info("emq")
+				delta := func(field string) int64 {
+					return valkeytest.InfoInt(after, field) - valkeytest.InfoInt(before, field)
+				}
+				require.Equal(t, int64(1), delta("emq_timers_fired"), "one timer")
+				require.Zero(t, delta("emq_wakeups_idle"), "no wake-up found nothing")
 			}
 			t.Logf("delivered after the due time: p50 %v, max %v", p50(lates), slices.Max(lates))
 			// the promise is 100 ms; the median holds it where one late
