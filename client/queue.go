@@ -70,6 +70,7 @@ type Queue struct {
 	policy Policy
 
 	pending, active, delayed, dead string
+	sets                           []string // the four above, a claim's and a settle call's keys; never written
 	config, events                 string
 	// The policy's numbers as the verbs take them.
 	leaseMs, keepMs, maxAttempts string
@@ -96,14 +97,16 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 		return nil, err
 	}
 	pending := keys.Pending(name)
-	return &Queue{
+	q := &Queue{
 		c: c, name: name, minter: minter, policy: p,
 		pending: pending, active: keys.Set(name, keys.ActiveSet),
 		delayed: keys.Set(name, keys.DelayedSet), dead: keys.Set(name, keys.DeadSet),
 		config: keys.Set(name, keys.Config), events: keys.Set(name, keys.Events),
 		leaseMs: millis(p.Lease), keepMs: millis(p.Keep), maxAttempts: strconv.Itoa(p.MaxAttempts),
 		slot: slotOf(c.vk.B().Arbitrary(emq.Claim.Name).Keys(pending).Build()),
-	}, nil
+	}
+	q.sets = []string{q.pending, q.active, q.delayed, q.dead}
+	return q, nil
 }
 
 // Name is the queue's name.
@@ -253,7 +256,7 @@ func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, time
 func (q *Queue) claimCall(n int) verbCall {
 	args := []string{q.leaseMs, strconv.Itoa(n), q.maxAttempts}
 	return verbCall{verb: emq.Claim, cp: CapClaim,
-		keys: []string{q.pending, q.active, q.delayed, q.dead}, args: args,
+		keys: q.sets, args: args,
 		script: q.c.scripts.claim, scriptArgs: append(args[:3:3], sweepBatch)}
 }
 

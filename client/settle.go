@@ -125,7 +125,7 @@ func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func
 // SettleScript, takes the sweep batch after the same arguments.
 func (q *Queue) settleCall(ss []settlement, n int) verbCall {
 	args := q.settleArgs(ss, n)
-	return verbCall{name: emq.Settle.Name, cp: CapSettle, keys: []string{q.pending, q.active, q.delayed, q.dead},
+	return verbCall{name: emq.Settle.Name, cp: CapSettle, keys: q.sets,
 		args: args, script: q.c.scripts.settle, scriptArgs: append(args, sweepBatch)}
 }
 
