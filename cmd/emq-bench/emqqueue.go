@@ -11,13 +11,13 @@ import (
 
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
-	"github.com/echomq/emq/keys"
 )
 
 // emqSystems are emq's two ways of running a queue, side by side with
-// BullMQ and the floor: the Go client's Queue.Work natively (EMQ.ENQUEUE,
-// EMQ.BCLAIM, EMQ.ACK, EMQ.FAIL) and the same client on its Lua scripts
-// (client.WithoutModule: the runs share one server, which loads the module).
+// BullMQ and the floor: the Go client's Queue.EnqueueMany and Queue.Work
+// natively (EMQ.ENQUEUE or EMQ.SCHEDULE, EMQ.SETTLE, EMQ.BCLAIM) and the
+// same client on its Lua scripts (client.WithoutModule: the runs share one
+// server, which loads the module).
 func emqSystems() []systemDef {
 	return []systemDef{
 		{name: systemEmqNative, start: goSystemOf(openEmq())},
@@ -60,38 +60,25 @@ func (e *emqQueue) Close() { e.vk.Close() }
 
 // Enqueue admits the jobs as a user would: a batch with Queue.EnqueueMany,
 // one pipeline, as BullMQ's addBulk and the floor's pipeline do; a single
-// job (the latency step) with Client.Enqueue, under the harness's id. A
-// delayed job is written as the delayed job the module's layout has — its
-// row and a delayed entry, the batch in one pipeline — since version 0.2
-// has no delayed ENQUEUE; a claim promotes it when due. All the jobs of a
-// run share its mode.
+// job (the latency step) with Queue.Admit, under the harness's id. A
+// delayed job is admitted with client.After — EMQ.SCHEDULE, or its script
+// on the fallback — as BullMQ's users add one with a delay. All the jobs
+// of a run share its mode.
 func (e *emqQueue) Enqueue(ctx context.Context, jobs []benchJob) error {
-	switch {
-	case jobs[0].Delay > 0:
-		return e.enqueueDelayed(ctx, jobs)
-	case len(jobs) == 1:
-		_, err := e.c.Enqueue(ctx, e.queue, jobs[0].ID, jobs[0].Payload)
+	var opts []client.EnqueueOption
+	if d := jobs[0].Delay; d > 0 {
+		opts = append(opts, client.After(d))
+	}
+	if len(jobs) == 1 {
+		_, err := e.q.Admit(ctx, jobs[0].ID, jobs[0].Payload, opts...)
 		return err
 	}
 	payloads := make([][]byte, len(jobs))
 	for i, j := range jobs {
 		payloads[i] = j.Payload
 	}
-	_, err := e.q.EnqueueMany(ctx, payloads)
+	_, err := e.q.EnqueueMany(ctx, payloads, opts...)
 	return err
-}
-
-func (e *emqQueue) enqueueDelayed(ctx context.Context, jobs []benchJob) error {
-	b, now := e.vk.B(), time.Now()
-	cmds := make(valkey.Commands, 0, 2*len(jobs))
-	for _, j := range jobs {
-		id := j.ID.String()
-		cmds = append(cmds,
-			b.Hset().Key(keys.Job(e.queue, id)).FieldValue().FieldValue("state", "delayed").
-				FieldValue("attempts", "0").FieldValue("payload", valkey.BinaryString(j.Payload)).Build(),
-			b.Zadd().Key(keys.Set(e.queue, keys.DelayedSet)).ScoreMember().ScoreMember(float64(now.Add(j.Delay).UnixMilli()), id).Build())
-	}
-	return firstError(e.vk.DoMulti(ctx, cmds...))
 }
 
 // Work runs the client's worker until ctx ends. The worker tells nothing

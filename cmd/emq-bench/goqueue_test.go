@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // lingeringQueue is a goQueue in memory whose Work handles every job
@@ -136,8 +138,24 @@ func TestGoSystemsSettleEveryJob(t *testing.T) {
 				require.NoError(t, err)
 				defer sys.close()
 
+				require.NoError(t, s.Do("CONFIG", "RESETSTAT").Error())
 				_, err = sys.enqueue()
 				require.NoError(t, err)
+				if mode == modeDelayed && def.name != systemFloor {
+					// emq admits a delayed job as its users do, with
+					// client.After: EMQ.SCHEDULE, or its script on the
+					// fallback.
+					delayed, err := s.Do("ZCARD", keys.Set(benchQueue, keys.DelayedSet)).AsInt64()
+					require.NoError(t, err)
+					assert.EqualValues(t, run.jobs, delayed, "every job waits in the delayed set")
+					schedules, scripts := calls(s, "EMQ.SCHEDULE"), calls(s, "evalsha")
+					if def.name == systemEmqFallback {
+						assert.Zero(t, schedules, "the fallback sends no EMQ.SCHEDULE")
+						assert.GreaterOrEqual(t, scripts, run.jobs, "the schedule script admits each job")
+					} else {
+						assert.Equal(t, run.jobs, schedules, "one EMQ.SCHEDULE a job")
+					}
+				}
 				time.Sleep(run.delay)
 				d, err := sys.drain()
 				require.NoError(t, err)
@@ -156,4 +174,12 @@ func TestGoSystemsSettleEveryJob(t *testing.T) {
 			})
 		}
 	}
+}
+
+// calls is how many calls of command the server counted since its stats
+// were reset (INFO commandstats), 0 for none.
+func calls(s *valkeytest.Server, command string) int {
+	var n int
+	fmt.Sscanf(s.InfoField("commandstats", "cmdstat_"+command), "calls=%d,", &n)
+	return n
 }

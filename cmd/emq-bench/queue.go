@@ -370,6 +370,11 @@ func queueSetup(cfg queueConfig, pinning string) string {
 // aboutSystems says what each measured system is and runs with.
 func aboutSystems(cfg queueConfig) []string {
 	var out []string
+	if cfg.systems.MatchString(systemEmqNative) || cfg.systems.MatchString(systemEmqFallback) {
+		out = append(out, systemEmqNative+", "+systemEmqFallback+": the Go client as its users run it — Queue.EnqueueMany "+
+			"(client.After in the delayed mode) and Queue.Work, on the module's verbs, and on the client's Lua scripts "+
+			"for the fallback (emqqueue.go)")
+	}
 	if cfg.systems.MatchString(systemBullMQ) {
 		out = append(out, fmt.Sprintf("%s: %s, as its users run it — Queue.addBulk and a Worker, each making its own "+
 			"connections from host and port; every option at its default except, on every job, removeOnComplete: true "+
