@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,4 +261,31 @@ func TestPickSystems(t *testing.T) {
 	t.Run("the filter picks by name", func(t *testing.T) {
 		assert.Equal(t, []string{systemFloor}, names(pickSystems(defs, regexp.MustCompile("plain"))))
 	})
+}
+
+// The report says what each system it measured runs, and nothing of the
+// ones it did not.
+func TestAboutSystems(t *testing.T) {
+	emq := systemEmqNative + ", " + systemEmqFallback + ": the Go client as its users run it — Queue.EnqueueMany " +
+		"(client.After in the delayed mode) and Queue.Work, on the module's verbs, and on the client's Lua scripts " +
+		"for the fallback (emqqueue.go)"
+	tests := []struct {
+		name, systems string
+		want          []string // each line's beginning
+	}{
+		{"emq native alone", "^emq native$", []string{emq}},
+		{"emq fallback alone", "^emq fallback$", []string{emq}},
+		{"both emq systems, one line", "^emq (native|fallback)$", []string{emq}},
+		{"the floor alone", "^plain-command floor$", []string{systemFloor + ": HSET + ZADD to enqueue"}},
+		{"emq and the client floor", "^emq (native|client floor)$", []string{emq, systemClientFloor + ": emq's verbs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := aboutSystems(queueConfig{systems: regexp.MustCompile(tt.systems)})
+			require.Len(t, got, len(tt.want))
+			for i, w := range tt.want {
+				assert.Truef(t, strings.HasPrefix(got[i], w), "line %d: %q", i, got[i])
+			}
+		})
+	}
 }
