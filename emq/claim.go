@@ -211,7 +211,7 @@ func (t *turn) run(a claimArgs) error {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
 		p.Wait = Wait{Queue: t.queue, On: claimPending, TimeoutMs: a.timeout,
-			Due: [3]Due{{Key: claimDelayed}, {Key: claimActive, After: true}, {Key: t.repeats}}, Again: again}
+			Due: [len(DueSets)]int{claimDelayed, claimActive, t.repeats}, Again: again}
 		if t.limiter >= 0 && t.used >= t.st.rateMax {
 			p.Wait.WindowEnd = t.windowEnd
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/keys"
 )
 
 // Op is a built-in write a plan can make. Each is applied with the
@@ -249,27 +250,33 @@ func (p *Plan) Reset() {
 }
 
 // Wait is a blocking verb's request to wait: for a job of Queue, until key
-// On is signalled ready or TimeoutMs passes (0: forever). Due names the
-// times the queue next needs a sweep, and WindowEnd (0: none) is one more,
-// the end of a rate window, which passes just after it (the limiter
-// expires then): at the first of them the host wakes the waiters itself.
-// Again asks the host to run the verb again at once, still waiting: the
-// turn stopped on its budget with more of the queue left to look at.
+// On is signalled ready or TimeoutMs passes (0: forever). Due are the keys
+// (-1: none) of the queue's DueSets, in their order, whose lowest scores
+// are the times the queue next needs a sweep, and WindowEnd (0: none) is
+// one more, the end of a rate window, which passes just after it (the
+// limiter expires then): at the first of them the host wakes the waiters
+// itself. Again asks the host to run the verb again at once, still
+// waiting: the turn stopped on its budget with more of the queue left to
+// look at.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int
 	TimeoutMs int64
-	Due       [3]Due
+	Due       [len(DueSets)]int
 	WindowEnd int64
 	Again     bool
 }
 
-// Due is a sorted set whose lowest score is a time the queue needs a
-// sweep: key Key (-1: none); at that millisecond (a job due, a schedule's
-// tick) or, when After, just after it (a lease passes strictly after its
-// deadline).
-type Due struct {
-	Key   int
+// DueSets are a queue's sorted sets scored by when it next needs a sweep:
+// due jobs, lease deadlines, schedules' next ticks. A sweep acts on a
+// score in its millisecond (a job due, a tick) or, when After, in the next
+// (a lease passes strictly after its deadline).
+var DueSets = [...]DueSet{{Set: keys.DelayedSet}, {Set: keys.ActiveSet, After: true}, {Set: keys.Repeats}}
+
+// DueSet is one of DueSets: the set's name in a queue's layout, and
+// whether a sweep acts just after its scores.
+type DueSet struct {
+	Set   string
 	After bool
 }
 

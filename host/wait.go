@@ -182,12 +182,12 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
-	for _, d := range w.Due {
-		if d.Key < 0 {
+	for i, k := range w.Due {
+		if k < 0 {
 			continue
 		}
-		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(d.Key))); !math.IsInf(score, 1) {
-			arm(c.ctx, q, score, d.After)
+		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
+			arm(c.ctx, q, score, emq.DueSets[i].After)
 		}
 	}
 	if w.WindowEnd > 0 {
@@ -305,26 +305,22 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	})
 }
 
-// dueSets are a queue's sorted sets scored by when the queue next needs a
-// sweep: due jobs, lease deadlines (passed just after them), schedules'
-// next ticks.
-var dueSets = []struct {
-	name  string
-	after bool
-}{{keys.DelayedSet, false}, {keys.ActiveSet, true}, {keys.Repeats, false}}
-
+// emqQueueDue is told by on_zadd (wait.c) that key, one of a queue's
+// DueSets, has score first: the queue's timer is armed for it when the
+// queue has waiters.
+//
 //export emqQueueDue
 func emqQueueDue(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t, score C.double) {
 	guard(ctx, "queue due", nil, func() {
 		injectPanic("queue due")
 		name := unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n))
-		for _, set := range dueSets {
-			queue, ok := keys.SplitSet(name, set.name)
+		for _, set := range emq.DueSets {
+			queue, ok := keys.SplitSet(name, set.Set)
 			if !ok {
 				continue
 			}
 			if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 {
-				arm(ctx, q, float64(score), set.after)
+				arm(ctx, q, float64(score), set.After)
 			}
 			return
 		}
