@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,18 +17,7 @@ import (
 )
 
 // waits is how many WAIT and WAITAOF commands s has run.
-func waits(s *valkeytest.Server) int64 { return calls(s, "wait", "waitaof") }
-
-// calls is how many times s ran the commands named (INFO commandstats).
-func calls(s *valkeytest.Server, names ...string) int64 {
-	stats := s.Info("commandstats")
-	total := int64(0)
-	for _, name := range names {
-		n, _ := strconv.ParseInt(strings.TrimPrefix(strings.Split(stats["cmdstat_"+name], ",")[0], "calls="), 10, 64)
-		total += n
-	}
-	return total
-}
+func waits(s *valkeytest.Server) int64 { return s.Calls("wait", "waitaof") }
 
 // replicated is a primary with one replica, and a node of the primary.
 type replicated struct {
@@ -114,7 +102,7 @@ func TestDurability(t *testing.T) {
 						waitAOFRewritten(t, r.replica)
 					}
 					q := newQueue(t, r.node, "aof"+strconv.Itoa(replicas), Policy{Durability: Durability{Replicas: replicas, AOF: true}})
-					waitaofs, plainWaits := calls(r.s, "waitaof"), calls(r.s, "wait")
+					waitaofs, plainWaits := r.s.Calls("waitaof"), r.s.Calls("wait")
 					id, err := q.Enqueue(ctx(t), []byte("p"))
 					if !r.s.HasCommand("WAITAOF") { // Redis 7.0
 						require.ErrorIs(t, err, ErrNotDurable)
@@ -122,8 +110,8 @@ func TestDurability(t *testing.T) {
 						continue
 					}
 					require.NoError(t, err, "WAITAOF 1 %d", replicas)
-					assert.Equal(t, waitaofs+1, calls(r.s, "waitaof"), "one WAITAOF")
-					assert.Equal(t, plainWaits, calls(r.s, "wait"), "no WAIT")
+					assert.Equal(t, waitaofs+1, r.s.Calls("waitaof"), "one WAITAOF")
+					assert.Equal(t, plainWaits, r.s.Calls("wait"), "no WAIT")
 					if replicas == 1 {
 						assert.True(t, exists(t, r.replica, keys.Job(q.name, id.String())))
 					}

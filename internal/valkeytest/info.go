@@ -3,6 +3,7 @@ package valkeytest
 import (
 	"maps"
 	"strconv"
+	"strings"
 
 	"github.com/echomq/emq/inspect"
 )
@@ -39,4 +40,18 @@ func (s *Server) Info(sections ...string) map[string]string {
 // InfoField returns one field of INFO section, or "" if absent.
 func (s *Server) InfoField(section, field string) string {
 	return s.Info(section)[field]
+}
+
+// Calls is how many times s ran the commands named, together, since its
+// stats were last reset (INFO commandstats; a subcommand as
+// "client|unblock", a module's command in its own case).
+func (s *Server) Calls(names ...string) int64 {
+	stats := s.Info("commandstats")
+	total := int64(0)
+	for _, name := range names {
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats["cmdstat_"+name], "calls="), ",")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		total += n
+	}
+	return total
 }
