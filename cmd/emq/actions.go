@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -185,19 +186,30 @@ func (s *session) warnUnknown(ctx context.Context, queue string) error {
 }
 
 var enqueueCmd = &command{
-	name: "enqueue", args: "<queue> <payload>", summary: "add a job, for trying things (EMQ.ENQUEUE); prints its id",
+	name: "enqueue", args: "<queue> <payload>",
+	summary: "add a job, for trying things (EMQ.ENQUEUE, or EMQ.SCHEDULE with --delay or --priority); prints its id",
 	detail: `The payload is the argument as given, or standard input when it is "-".
 The id is minted with the snowflake node --node: keep it apart from your
-producers' nodes.`,
-	examples: []string{`emq enqueue emails '{"to":"ann@example.com"}'`, "emq enqueue emails - < job.json"},
-	minArgs:  2, maxArgs: 2,
+producers' nodes. --delay keeps the job in the delayed set until then
+(this machine's clock); --priority admits it ahead of higher numbers.`,
+	examples: []string{`emq enqueue emails '{"to":"ann@example.com"}'`, "emq enqueue emails - < job.json",
+		`emq enqueue emails '{"to":"bob@example.com"}' --delay 10m --priority 1`},
+	minArgs: 2, maxArgs: 2,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.UintVar(&o.node, "node", ids.MaxNode, "snowflake node of the minted id (0 … 1023)")
+		fs.DurationVar(&o.delay, "delay", 0, "claimable this long from now, not at once")
+		fs.Int64Var(&o.priority, "priority", 0, "claimed before jobs of a higher number (0 … 2147483647)")
 	},
 	run: runEnqueue,
 }
 
 func runEnqueue(ctx context.Context, s *session, args []string) error {
+	if s.o.delay < 0 {
+		return usageError("--delay %v: want 0 or more", s.o.delay)
+	}
+	if s.o.priority < 0 || s.o.priority > math.MaxInt32 {
+		return usageError("--priority %d: want 0 … %d", s.o.priority, math.MaxInt32)
+	}
 	payload := []byte(args[1])
 	if args[1] == "-" {
 		var err error
@@ -209,7 +221,14 @@ func runEnqueue(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	id, err := q.Enqueue(ctx, payload)
+	var opts []client.EnqueueOption
+	if s.o.delay > 0 {
+		opts = append(opts, client.After(s.o.delay))
+	}
+	if s.o.priority > 0 {
+		opts = append(opts, client.Priority(int(s.o.priority)))
+	}
+	id, err := q.Enqueue(ctx, payload, opts...)
 	if err != nil {
 		return err
 	}

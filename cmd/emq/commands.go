@@ -57,6 +57,8 @@ type options struct {
 	json       bool
 	timeout    time.Duration
 	node       uint
+	delay      time.Duration
+	priority   int64
 
 	state         string
 	limit, offset int

@@ -11,6 +11,7 @@
 //	emq revive emails --all
 //	emq pause emails
 //	emq tail emails
+//	emq --addr 10.0.0.5:6379 enqueue emails '{"to":"ann@example.com"}' --delay 10m
 //	emq dash --listen 127.0.0.1:8080 --write
 //
 // Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad
@@ -97,6 +98,7 @@ func exitCode(err error) int {
 // run runs the command line args (without the program's name) and returns
 // the exit code.
 func run(ctx context.Context, args []string, e env) int {
+	args = commandFirst(args, e)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
 			if cmd := lookup(args[1]); cmd != nil {
@@ -145,6 +147,22 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitCode(err)
 	}
 	return exitOK
+}
+
+// commandFirst moves the common flags given before the command (emq
+// --addr host:port queues) to after it, where the command parses them;
+// args that do not start so are returned as they are.
+func commandFirst(args []string, e env) []string {
+	if len(args) == 0 || !strings.HasPrefix(args[0], "-") {
+		return args
+	}
+	fs := (&command{}).flagSet(&options{}, e)
+	if fs.Parse(args) != nil || fs.NArg() == 0 {
+		return args // help, or a flag only a command takes: run says which
+	}
+	rest := fs.Args()
+	flags := args[:len(args)-len(rest)]
+	return append(append([]string{rest[0]}, flags...), rest[1:]...)
 }
 
 // parseInterleaved parses flags anywhere among the positional arguments

@@ -217,6 +217,24 @@ func TestCLIActions(t *testing.T) {
 		assert.Contains(t, j.stdout, `"payload": "-hello-"`)
 		assert.Contains(t, j.stdout, `"state": "pending"`)
 	})
+	t.Run("enqueue --delay --priority admits a delayed job at its priority", func(t *testing.T) {
+		r := emq(t, s.Addr, "enqueue", "later", "x", "--delay", "1h", "--priority", "7")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		j := emq(t, s.Addr, "job", "later", strings.TrimSpace(r.stdout), "--json")
+		require.Equal(t, exitOK, j.code, j.stderr)
+		assert.Contains(t, j.stdout, `"state": "delayed"`)
+		assert.Contains(t, j.stdout, `"priority": 7`)
+	})
+	t.Run("the common flags may come before the command", func(t *testing.T) {
+		port, err := valkeytest.FreePort()
+		require.NoError(t, err)
+		r := emq(t, "127.0.0.1:"+strconv.Itoa(port), "--addr", s.Addr, "--json", "queues")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, `"queue": "emails"`)
+		r = emq(t, s.Addr, "--state", "dead", "jobs", "emails")
+		assert.Equal(t, exitUsage, r.code, "a command's own flag goes after it")
+		assert.Contains(t, r.stderr, `no command "--state"`)
+	})
 	t.Run("bad usage exits 2 and writes nothing", func(t *testing.T) {
 		before := emq(t, s.Addr, "queues", "--json").stdout
 		for _, args := range [][]string{
@@ -237,6 +255,9 @@ func TestCLIActions(t *testing.T) {
 			{"pause", "bad{name}"},
 			{"enqueue", "emails"},
 			{"enqueue", "bad{name}", "x"},
+			{"enqueue", "emails", "x", "--priority", "-1"},
+			{"enqueue", "emails", "x", "--priority", "2147483648"},
+			{"enqueue", "emails", "x", "--delay", "-1s"},
 			{"queues", "--bogus"},
 			{},
 		} {
