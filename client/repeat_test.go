@@ -119,6 +119,25 @@ func TestRepeat(t *testing.T) {
 				_, err := q.Unrepeat(ctx(t), "r{1}")
 				requireRefusal(t, err, emqerrors.Layout)
 			})
+			t.Run("a config that lost its numbering numbers a new schedule above the queue's", func(t *testing.T) {
+				const name = "renumber"
+				q := newQueue(t, n, name, Policy{})
+				number := func(schedule string) string { return hash(t, n, keys.Repeat(name, schedule))["number"] }
+				for _, schedule := range []string{"a", "b"} {
+					_, err := q.Repeat(ctx(t), schedule, "@daily", nil, RepeatOptions{})
+					require.NoError(t, err)
+				}
+				require.Equal(t, "2", number("b"))
+				must(t, n.s, "DEL", keys.Set(name, keys.Config)) // "reset the queue's settings"
+				_, err := q.Repeat(ctx(t), "c", "@daily", nil, RepeatOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, "3", number("c"), "the config deleted")
+				must(t, n.s, "HSET", keys.Set(name, keys.Config), "repeat_seq", "abc")
+				_, err = q.Repeat(ctx(t), "d", "@daily", nil, RepeatOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, "4", number("d"), "repeat_seq not a number")
+				assert.Equal(t, "4", str(t, n, "HGET", keys.Set(name, keys.Config), "repeat_seq"))
+			})
 			t.Run("keys of another type are refused with WRONGTYPE and nothing is written", func(t *testing.T) {
 				q := newQueue(t, n, "typed", Policy{})
 				must(t, n.s, "SET", keys.Set("typed", keys.Repeats), "x")
@@ -251,6 +270,26 @@ func TestTicks(t *testing.T) {
 		assert.Equal(t, "1", sched["made"])
 		assert.Equal(t, strconv.FormatInt(tick.UnixMilli(), 10), sched["last"])
 		assert.Equal(t, strconv.FormatInt(tick.Add(time.Hour).UnixMilli(), 10), sched["next"], "the next tick after now")
+	})
+	t.Run("two schedules given one number by hand make one job of a tick they share, and the server lives", func(t *testing.T) {
+		n := nativeNode(t)
+		const name = "twins"
+		q := newQueue(t, n, name, Policy{})
+		tick := time.UnixMilli(time.Now().Add(300 * time.Millisecond).UnixMilli())
+		for _, schedule := range []string{"a", "b"} {
+			_, err := q.Repeat(ctx(t), schedule, "@every 1h", []byte(schedule), RepeatOptions{Start: tick.Add(-time.Hour)})
+			require.NoError(t, err)
+		}
+		must(t, n.s, "HSET", keys.Repeat(name, "b"), "number", "1")
+		time.Sleep(time.Until(tick.Add(20 * time.Millisecond)))
+		jobs, err := q.Claim(ctx(t), 2)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1, "one id, one job")
+		assert.Equal(t, tickJob(t, tick, 1), jobs[0].ID)
+		assert.Equal(t, "PONG", str(t, n, "PING"))
+		for _, schedule := range []string{"a", "b"} {
+			assert.Equal(t, strconv.FormatInt(tick.UnixMilli(), 10), hash(t, n, keys.Repeat(name, schedule))["last"], "%s moved on", schedule)
+		}
 	})
 	t.Run("the fallback run every few ms makes about one job per tick of an @every 100ms", func(t *testing.T) {
 		s, m := moduleless(t)

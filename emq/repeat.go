@@ -55,7 +55,7 @@ var (
 	limitJobsBound  = newBound("limit", 0, math.MaxInt32)
 	errRepeatLayout = static(errors.Layout, "repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes")
 	errEndBefore    = static(errors.Shape, "end_ms must be after start_ms")
-	errNoTick       = static(errors.Shape, "the schedule has no tick before end_ms")
+	errNoTick       = static(errors.Shape, "the schedule has no tick to come before end_ms and before 2093-09-06, where job ids end")
 	errNumbers      = static(errors.State, "the queue has numbered all the schedules it can (4194303)")
 	errScheduleRow  = static(errors.State, "the schedule's row is not one EMQ.REPEAT wrote")
 )
@@ -77,14 +77,20 @@ type rule struct {
 // to the millisecond (the library's rounds to seconds).
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// parseRule reads a schedule's spec and time zone.
+// parseRule reads a schedule's spec, then its time zone.
 func parseRule(spec, tz []byte) (rule, error) {
-	var sc rule
-	loc, err := location(tz)
+	sc, err := parseSpec(spec)
 	if err != nil {
 		return sc, err
 	}
-	sc.loc = loc
+	sc.loc, err = location(tz)
+	return sc, err
+}
+
+// parseSpec reads a schedule's spec: an interval or a cron rule.
+func parseSpec(spec []byte) (rule, error) {
+	var sc rule
+	var err error
 	text := string(spec)
 	if d, ok := strings.CutPrefix(text, "@every "); ok {
 		dur, err := time.ParseDuration(strings.TrimSpace(d))
@@ -144,11 +150,15 @@ func (sc rule) after(t int64) int64 {
 		}
 		next = at.UnixMilli()
 	}
-	if sc.end > 0 && next > sc.end {
+	if (sc.end > 0 && next > sc.end) || next > lastTickMs {
 		return 0
 	}
 	return next
 }
+
+// lastTickMs is the last millisecond a tick's job id holds (2093-09-…):
+// a schedule has no tick after it.
+const lastTickMs = ids.EpochMs + ids.MaxMs
 
 // repeatedWallClock reports whether at's local time happened already,
 // earlier that day: when clocks go back, the hour before the change comes
@@ -288,8 +298,18 @@ func repeat(c Call) error {
 		number = n
 		made, _ = ParseInt(v[schedMade].Bytes)
 		last, _ = ParseInt(v[schedLast].Bytes)
-	} else if number = st.repeatSeq + 1; number > maxScheduleNumber {
-		return errNumbers
+	} else {
+		seq := st.repeatSeq
+		if seq == 0 && set == ZSet {
+			// the numbering is lost (the config deleted, or its repeat_seq
+			// not a number) while schedules exist: go on above theirs
+			if seq, err = highestNumber(s, p, r.queue); err != nil {
+				return err
+			}
+		}
+		if number = seq + 1; number > maxScheduleNumber {
+			return errNumbers
+		}
 	}
 
 	// plan
@@ -308,6 +328,27 @@ func repeat(c Call) error {
 	// apply
 	return s.Apply(p)
 }
+
+// highestNumber is the highest number of the queue's schedules, key 1 of
+// the call: O(S), for a queue whose config lost its repeat_seq.
+func highestNumber(s Server, p *Plan, queue []byte) (int64, error) {
+	var highest int64
+	for _, m := range s.ZRange(1, math.Inf(1), false, maxScheduleNumber) {
+		off := len(p.Scratch)
+		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
+		_, v, ok := s.OpenDerived(p, p.span(off), numberFields)
+		if !ok {
+			return 0, errNoPerm
+		}
+		if n, ok := ParseInt(v[0].Bytes); ok && n > highest && n <= maxScheduleNumber {
+			highest = n
+		}
+	}
+	return highest, nil
+}
+
+// numberFields is what highestNumber reads of a schedule's row.
+var numberFields = []Ref{refNumber}
 
 // tickScore is a schedule's score in the queue's schedules: its next
 // tick, or +inf once it has none (it is listed, never due).
@@ -485,6 +526,9 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	off := len(p.Scratch)
 	p.Scratch = id.Append(p.Scratch)
 	idRef := p.span(off)
+	if t.made(p.ScratchBytes(idRef)) {
+		return nil // two schedules numbered alike (repeat_seq lowered by hand) tick as one job
+	}
 	job, _, err := openJob(s, p, t.queue, p.ScratchBytes(idRef), nil)
 	if err != nil {
 		return err
@@ -508,4 +552,16 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	}
 	p.Count(RepeatsTicked, 1)
 	return nil
+}
+
+// made reports whether the turn made the job id already: schedules given
+// one number tick alike, and a second row of the same key made in one
+// turn would be a second key of one name.
+func (t *turn) made(id []byte) bool {
+	for _, c := range t.cands {
+		if c.from == fromNew && bytes.Equal(c.member.Bytes, id) {
+			return true
+		}
+	}
+	return false
 }

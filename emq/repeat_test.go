@@ -78,6 +78,15 @@ func TestARuleTicksAsItsSpecSays(t *testing.T) {
 		assert.Equal(t, int64(2000), sc.nextAfter(1000, 4))
 		assert.Zero(t, sc.nextAfter(1000, 5))
 	})
+	t.Run("no tick after the last millisecond a job id holds", func(t *testing.T) {
+		sc, err := parseRule([]byte("@every 1h"), nil)
+		require.NoError(t, err)
+		sc.start = lastTickMs - int64(90*time.Minute/time.Millisecond)
+		assert.Equal(t, lastTickMs-int64(30*time.Minute/time.Millisecond), sc.after(sc.start))
+		assert.Zero(t, sc.after(lastTickMs-1), "the next would be past 2093-09-06")
+		_, ok := tickID(lastTickMs, 1)
+		assert.True(t, ok, "the last tick has its id")
+	})
 }
 
 func TestBadRulesAreShapeRefusals(t *testing.T) {

@@ -22,7 +22,19 @@ if row_type == 'hash' then
   end
   made, last = parse_int(v[2]) or 0, parse_int(v[3]) or 0
 else
-  number, made, last = st.repeat_seq + 1, 0, 0
+  local seq = st.repeat_seq
+  if seq == 0 and key_type(repeats) == 'zset' then
+    -- the numbering is lost (the config deleted, or its repeat_seq not a
+    -- number) while schedules exist: go on above theirs
+    for _, name in ipairs(redis.call('ZRANGE', repeats, 0, -1)) do
+      local other = queue_key(repeats, 'repeat:' .. name)
+      local n = key_type(other) == 'hash' and parse_int(redis.call('HGET', other, 'number'))
+      if n and n > seq and n <= MAX_NUMBER then
+        seq = n
+      end
+    end
+  end
+  number, made, last = seq + 1, 0, 0
   if number > MAX_NUMBER then
     return redis.error_reply('EMQSTATE the queue has numbered all the schedules it can (4194303)')
   end

@@ -23,9 +23,10 @@ const (
 	// benchEventsCap is the events stream's cap: above any phase's
 	// entries, so no append trims.
 	benchEventsCap = 100_000
-	// benchRepeatStartMs is every schedule's start, 2100-01-01: no
-	// schedule is due while the benchmark runs.
-	benchRepeatStartMs = 4102444800000
+	// benchRepeatStartMs is every schedule's start, 2090-01-01: no
+	// schedule is due while the benchmark runs (and a job id holds its
+	// ticks, up to 2093-09-06).
+	benchRepeatStartMs = 3786912000000
 )
 
 // settingRow is base's native verb in two settings of its queue: a (the

@@ -151,7 +151,10 @@ func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("bad")
 	must(t, s, q.repeat("good", "@hourly", "", "p", 0, 0, 0, 0)...)
-	far := int64(4102444800000)
+	// far is 2100-01-01 and lastTick the last millisecond a job id holds,
+	// 2093-09-06
+	far, lastTick := int64(4102444800000), int64(ids.EpochMs+ids.MaxMs)
+	const noTick = "the schedule has no tick to come before end_ms and before 2093-09-06, where job ids end"
 	for _, c := range []struct {
 		name string
 		args []string
@@ -160,11 +163,13 @@ func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
 		{"a minute out of range", q.repeat("r", "60 * * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "60 * * * *": end of range (60) above maximum (59): 60`},
 		{"four fields", q.repeat("r", "* * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "* * * *": expected exactly 5 fields, found 4: [* * * *]`},
 		{"an unknown zone", q.repeat("r", "@daily", "Europe/Nowhere", "p", 0, 0, 0, 0), `EMQSHAPE unknown time zone "Europe/Nowhere"`},
+		{"a bad spec and an unknown zone: the spec first", q.repeat("r", "bad", "Europe/Nowhere", "p", 0, 0, 0, 0), `EMQSHAPE spec "bad": expected exactly 5 fields, found 1: [bad]`},
 		{"an interval of 0", q.repeat("r", "@every 0s", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "@every 0s": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
 		{"an interval of less than a millisecond", q.repeat("r", "@every 10us", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "@every 10us": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
 		{"a time zone inside the spec", q.repeat("r", "CRON_TZ=UTC @daily", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "CRON_TZ=UTC @daily": give the time zone as the tz argument`},
 		{"an end before the start", q.repeat("r", "@daily", "", "p", 0, far, far-1, 0), "EMQSHAPE end_ms must be after start_ms"},
-		{"no tick before the end", q.repeat("r", "@yearly", "", "p", 0, far, far+1000, 0), "EMQSHAPE the schedule has no tick before end_ms"},
+		{"no tick before the end", q.repeat("r", "@yearly", "", "p", 0, far, far+1000, 0), "EMQSHAPE " + noTick},
+		{"no tick a job id holds", q.repeat("r", "@daily", "", "p", 0, lastTick, 0, 0), "EMQSHAPE " + noTick},
 		{"a priority out of range", q.repeat("r", "@daily", "", "p", 1<<31, 0, 0, 0), "EMQSHAPE priority must be an integer from 0 to 2147483647"},
 		{"a limit out of range", q.repeat("r", "@daily", "", "p", 0, 0, 0, 1<<31), "EMQSHAPE limit must be an integer from 0 to 2147483647"},
 		{"a name too long", q.repeat(string(make([]byte, 201)), "@daily", "", "p", 0, 0, 0, 0), "EMQLAYOUT repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes"},
