@@ -388,3 +388,36 @@ func TestEventGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestAFullEventsStreamRefusesAndWritesNothing: an events stream whose top
+// is the last stream ID there is (an XADD by hand) takes no entry, and a
+// verb that would append one is refused EMQORDER with nothing written —
+// not its transition made and its event lost — natively and on the
+// scripts.
+func TestAFullEventsStreamRefusesAndWritesNothing(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			const name = "full"
+			q := newQueue(t, n, name, Policy{})
+			_, err := q.SetEvents(ctx(t), 100)
+			require.NoError(t, err)
+			id, err := q.Enqueue(ctx(t), []byte("a"))
+			require.NoError(t, err)
+			must(t, n.s, "XADD", keys.Set(name, keys.Events), "18446744073709551615-18446744073709551615", "f", "v")
+			before := digest(t, n.s)
+			_, err = q.Enqueue(ctx(t), []byte("b"))
+			requireRefusal(t, err, emqerrors.Order)
+			_, err = q.Claim(ctx(t), 1)
+			requireRefusal(t, err, emqerrors.Order)
+			_, err = q.Pause(ctx(t))
+			requireRefusal(t, err, emqerrors.Order)
+			assert.Equal(t, before, digest(t, n.s), "nothing written")
+
+			must(t, n.s, "DEL", keys.Set(name, keys.Events))
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+			assert.Equal(t, id, jobs[0].ID, "a stream deleted takes entries again")
+		})
+	}
+}

@@ -93,12 +93,14 @@ type Server interface {
 	// NowMs returns the server's clock in Unix milliseconds, read once when
 	// the command started.
 	NowMs() int64
-	// Apply makes every write of p, in order, replicates them as the
-	// built-ins they stand for, and replies p.Replies. It returns
-	// ErrNotAboveTop, having written and replied nothing, when p's first
-	// write is an XAdd whose ID is not above its stream's top: the one
-	// check only the write itself can do. Any other failure is a bug it
-	// reports as an errors.Internal refusal naming the writes made.
+	// Apply makes every write of p — its XAddAuto appends to the events
+	// stream first, then the others in order — replicates them as the
+	// built-ins they stand for, and replies p.Replies. Having written and
+	// replied nothing, it returns ErrNotAboveTop when p's first write is an
+	// XAdd whose ID is not above its stream's top, and ErrEventsFull when
+	// the events stream takes no entry: the checks only the write itself
+	// can do. Any other failure is a bug it reports as an errors.Internal
+	// refusal naming the writes made.
 	Apply(p *Plan) error
 }
 
@@ -125,3 +127,8 @@ const (
 // ErrNotAboveTop is Apply's refusal of a plan whose first append is not
 // above its stream's top; nothing was written.
 var ErrNotAboveTop = static(errors.Order, "the first entry is not above the stream top")
+
+// ErrEventsFull is Apply's refusal of a plan whose queue's events stream
+// takes no more entries: its top is the last stream ID there is (written
+// by hand). Nothing was written.
+var ErrEventsFull = static(errors.Order, "the events stream's top is the last ID there is: delete the stream, or turn events off")

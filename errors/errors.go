@@ -30,7 +30,8 @@ const (
 	// Count: the stored failure count is not an integer or would overflow.
 	Count
 	// Order: a stream ID is not above the stream's top, or the batch is not
-	// strictly increasing.
+	// strictly increasing; or a queue's events stream takes no entry, its
+	// top the last ID there is.
 	Order
 	// Internal: an ERR reply — the server's own arity refusal, or the
 	// module failing (a recovered panic); never a rule of docs/commands.md.

@@ -268,16 +268,42 @@ static void reply(applier *a, const id_text *ids) {
     if (a->p->nreplies > 0) c->replied = 1;
 }
 
+// make_write makes op, the plan's done-th write made, as a write returns.
+static int make_write(applier *a, const emq_op *op, int done, id_text *id) {
+    if (emq_fault_write && emq_fault_write == done + 1) {
+        emq_fault_write = 0;
+        return -EIO;
+    }
+    if (op->key < 0 || op->key >= a->c->nkeys) return -EINVAL;
+    switch (op->op) {
+    case EMQ_OP_HSET: return hset(a, op);
+    case EMQ_OP_ZADD: return zadd(a, op);
+    case EMQ_OP_ZREM: return zrem(a, op);
+    case EMQ_OP_DEL: return del(a, op);
+    case EMQ_OP_PEXPIREAT: return pexpireat(a, op);
+    case EMQ_OP_XADD: return xadd(a, op, id);
+    case EMQ_OP_XACK: return xack(a, op);
+    case EMQ_OP_SETPXAT: return setpxat(a, op);
+    case EMQ_OP_HDEL: return hdel(a, op);
+    case EMQ_OP_XADD_AUTO: return xadd_auto(a, op, id);
+    case EMQ_OP_SETKEEPTTL: return setkeepttl(a, op);
+    }
+    return -EINVAL;
+}
+
 // Keys marked written on the stack up to this many.
 #define INLINE_WRITTEN 64
 
-// emq_apply makes the writes of a plan in order, signals the key wake
-// ready (-1: none), then replies. It returns
-// the number of writes made: all of them, having replied; -1 with nothing
-// written or replied if the first write is an append the stream refuses as
-// not above its top; or fewer, without a reply, if a later write failed —
-// which the verb ruled out before it planned, so it is a bug, logged here
-// and reported by the caller.
+// emq_apply makes the writes of a plan — the appends to a queue's events
+// stream first, then the others in order — signals the key wake ready (-1:
+// none), then replies. The events come first because a stream may refuse
+// an append (its top the last ID there is), and a refusal then leaves
+// nothing written. It returns the number of writes made: all of them,
+// having replied; with nothing written or replied, -1 if the first write
+// is an append the stream refuses as not above its top, -2 if it is an
+// events append the stream refuses; or fewer, without a reply, if a later
+// write failed — which the verb ruled out before it planned, so it is a
+// bug, logged here and reported by the caller.
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
               const char *scratch, const emq_span *spans, int wake) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
@@ -289,39 +315,29 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     char inline_written[INLINE_WRITTEN];
     char *written = c->nkeys > INLINE_WRITTEN ? api.Alloc((size_t)c->nkeys) : inline_written;
     memset(written, 0, (size_t)c->nkeys);
-    for (; done < p->nops; done++) {
-        const emq_op *op = &p->ops[done];
-        int rc = -EINVAL;
-        if (emq_fault_write && emq_fault_write == done + 1) {
-            emq_fault_write = 0;
-            rc = -EIO;
-        } else if (op->key >= 0 && op->key < c->nkeys) {
-            switch (op->op) {
-            case EMQ_OP_HSET: rc = hset(&a, op); break;
-            case EMQ_OP_ZADD: rc = zadd(&a, op); break;
-            case EMQ_OP_ZREM: rc = zrem(&a, op); break;
-            case EMQ_OP_DEL: rc = del(&a, op); break;
-            case EMQ_OP_PEXPIREAT: rc = pexpireat(&a, op); break;
-            case EMQ_OP_XADD: rc = xadd(&a, op, &ids[nids]); break;
-            case EMQ_OP_XACK: rc = xack(&a, op); break;
-            case EMQ_OP_SETPXAT: rc = setpxat(&a, op); break;
-            case EMQ_OP_HDEL: rc = hdel(&a, op); break;
-            case EMQ_OP_XADD_AUTO: rc = xadd_auto(&a, op, &ids[nids]); break;
-            case EMQ_OP_SETKEEPTTL: rc = setkeepttl(&a, op); break;
+    // the events stream's appends first, then the other writes in order
+    for (int pass = 0, failed = 0; pass < 2 && !failed; pass++) {
+        for (int i = 0; i < p->nops; i++) {
+            const emq_op *op = &p->ops[i];
+            if ((op->op == EMQ_OP_XADD_AUTO) != (pass == 0)) continue;
+            int rc = make_write(&a, op, done, &ids[nids]);
+            if (rc < 0) {
+                // the stream's own refusal of the first append: not above its
+                // top (EDOM), or the top is the last ID there is (EFBIG)
+                if (done == 0 && (rc == -EDOM || rc == -EFBIG)) {
+                    refused = op->op == EMQ_OP_XADD ? 1 : op->op == EMQ_OP_XADD_AUTO ? 2 : 0;
+                }
+                if (!refused) {
+                    api.Log(c->ctx, "warning", "emq: write %d of %d failed (errno %d) after %d were made", done + 1,
+                            p->nops, -rc, done);
+                }
+                failed = 1;
+                break;
             }
+            if (op->op == EMQ_OP_XADD) nids++;
+            if (rc > 0) written[op->key] = 1;
+            done++;
         }
-        if (rc < 0) {
-            // the stream's own refusal of the first append: not above its
-            // top (EDOM), or the top is the last ID there is (EFBIG)
-            refused = done == 0 && op->op == EMQ_OP_XADD && (rc == -EDOM || rc == -EFBIG);
-            if (!refused) {
-                api.Log(c->ctx, "warning", "emq: write %d of %d failed (errno %d) after %d were made", done + 1,
-                        p->nops, -rc, done);
-            }
-            break;
-        }
-        if (op->op == EMQ_OP_XADD) nids++;
-        if (rc > 0) written[op->key] = 1;
     }
     for (int k = 0; k < c->nkeys; k++) {
         if (written[k]) api.SignalModifiedKey(c->ctx, c->names[k]);
@@ -333,5 +349,5 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     }
     if (ids != inline_ids) api.Free(ids);
     if (written != inline_written) api.Free(written);
-    return refused ? -1 : done;
+    return refused ? -refused : done;
 }

@@ -232,8 +232,10 @@ func (c *Call) Apply(p *emq.Plan) error {
 	switch {
 	case done == len(p.Writes):
 		return nil
-	case done < 0:
+	case done == -1:
 		return emq.ErrNotAboveTop
+	case done == -2:
+		return emq.ErrEventsFull
 	default:
 		return emqerrors.New(emqerrors.Internal, "emq: write %d of %d failed after %d were made (see the server log)",
 			done+1, len(p.Writes), done)

@@ -6,6 +6,7 @@
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local NOJOB = 'EMQNOJOB the job key names no job'
 local LEASE = 'EMQLEASE the job is not active under this attempt'
+local EVENTS_FULL = "EMQORDER the events stream's top is the last ID there is: delete the stream, or turn events off"
 
 -- now_ms is the server's clock (TIME) in milliseconds.
 local function now_ms()
@@ -83,6 +84,22 @@ local function queue_key(key, name)
   return string.sub(key, 1, string.find(key, '}:', 1, true) + 1) .. name
 end
 
+-- full reports whether the stream takes no more entries: its top is the
+-- last ID there is (written by hand). The verbs learn so from their first
+-- write, made before the others; a script asks first.
+local function full(stream)
+  local ok, info = pcall(redis.call, 'XINFO', 'STREAM', stream)
+  if not ok then
+    return false
+  end
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      return info[i + 1] == '18446744073709551615-18446744073709551615'
+    end
+  end
+  return false
+end
+
 -- settings reads the settings of the queue of key, as the verbs do, from
 -- its config hash when that exists: paused (the field is there), the rate
 -- limit (rate_max and rate_ms both positive integers), the events stream's
@@ -111,8 +128,12 @@ local function settings(key)
   local cap = parse_int(v[4])
   if cap and cap > 0 then
     local events = queue_key(key, 'events')
-    if wrong_type(key_type(events), 'stream') then
+    local t = key_type(events)
+    if wrong_type(t, 'stream') then
       return nil, redis.error_reply(WRONGTYPE)
+    end
+    if t == 'stream' and full(events) then
+      return nil, redis.error_reply(EVENTS_FULL)
     end
     st.events, st.cap = events, cap
   end
