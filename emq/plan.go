@@ -255,8 +255,9 @@ func (p *Plan) Reset() {
 // are the times the queue next needs a sweep, and WindowEnd (0: none) is
 // one more, the end of a rate window, which passes just after it (the
 // limiter expires then): at the first of them the host wakes the waiters
-// itself. Again asks the host to run the verb again at once, still
-// waiting: the turn stopped on its budget with more of the queue left to
+// itself. Again asks the host to run the verb again soon, still waiting —
+// on the event loop's next pass, so that other clients are served between
+// turns: the turn stopped on its budget with more of the queue left to
 // look at.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits

@@ -193,8 +193,12 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	if w.WindowEnd > 0 {
 		arm(c.ctx, q, float64(w.WindowEnd), true)
 	}
-	if w.Again { // the turn stopped on its budget: look again at once
-		C.emq_signal_ready(c.ctx, (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending))), C.size_t(len(q.pending)))
+	if w.Again {
+		// the turn stopped on its budget: look again on the event loop's
+		// next pass, by the timer — signalled ready now, the server would
+		// run turn after turn before it serves anyone else, and a backlog
+		// of jobs no claim delivers (budgets spent) would stall it
+		arm(c.ctx, q, float64(int64(C.emq_now_ms())), false)
 	}
 }
 

@@ -357,6 +357,37 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 	}
 }
 
+// TestABacklogNoClaimDeliversLetsOthersIn: a BCLAIM over pending ids no
+// claim delivers (rows gone, budgets spent) works through them a turn of
+// count + sweep-batch per pass of the event loop, serving other clients
+// between turns — not all in one pass, which stalled the server for as
+// long as the backlog took (seconds for a few hundred thousand).
+func TestABacklogNoClaimDeliversLetsOthersIn(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const backlog = 50_000
+	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], 0, string.format('zz-%06d', i)) end return 1",
+		"1", bq.pending, strconv.Itoa(backlog))
+	w := dial(t, s)
+	w.send(bclaim(100_000, 30_000)...)
+	partly := 0 // answers that found the backlog part worked through
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		left, err := s.Do("ZCARD", bq.pending).AsInt64()
+		require.NoError(t, err)
+		if left == 0 {
+			break
+		}
+		if left < backlog {
+			partly++
+		}
+		require.True(t, time.Now().Before(deadline), "%d ids left", left)
+	}
+	require.Positive(t, partly, "another client was served while the worker's turns went on")
+	id := enqueueB(t, s, 1)
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got), "the worker waits on, and gets the next job")
+}
+
 // dueDelivery makes a job due at dueMs (server clock) by setup, blocks a
 // worker, and returns how long after its due time the worker got it.
 func dueDelivery(t *testing.T, s *valkeytest.Server, setup func() (id string, dueMs int64)) time.Duration {
