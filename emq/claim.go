@@ -163,7 +163,7 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		}
 	}
 	if st.rateMax > 0 {
-		k, err := settingsKey(s, p, queue, keys.Limiter, st.limiter)
+		k, err := settingsKey(s, p, queue, keys.Limiter, LimiterAccess, st.limiter)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +180,7 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		}
 	}
 	if st.repeatSeq > 0 {
-		k, _, ok := s.OpenDerived(p, queueKey(p, queue, keys.Repeats), nil)
+		k, _, ok := s.OpenDerived(p, queueKey(p, queue, keys.Repeats), AccessReadWrite, nil)
 		if !ok {
 			return nil, errNoPerm
 		}

@@ -62,7 +62,7 @@ func (s *fakeServer) hold(b string) Ref {
 
 // OpenDerived opens a job row a verb derived, unless the ACL denies it,
 // and reads fields of it.
-func (s *fakeServer) OpenDerived(p *Plan, name Ref, fields []Ref) (int, []Value, bool) {
+func (s *fakeServer) OpenDerived(p *Plan, name Ref, _ Access, fields []Ref) (int, []Value, bool) {
 	if s.queue == nil || s.opens != 1 || name&refKind != refScratch {
 		s.t.Fatalf("OpenDerived: a verb of v0.1, before Open, or of a name not in the scratch")
 	}

@@ -242,7 +242,7 @@ func leasedJob(s Server, p *Plan, k int, attempt int64) (jobRow, error) {
 func openJob(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, error) {
 	off := len(p.Scratch)
 	p.Scratch = keys.AppendJob(p.Scratch, queue, id)
-	k, v, ok := s.OpenDerived(p, p.span(off), fields)
+	k, v, ok := s.OpenDerived(p, p.span(off), AccessReadWrite, fields)
 	if !ok {
 		return 0, nil, errNoPerm
 	}

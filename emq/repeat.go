@@ -336,7 +336,7 @@ func highestNumber(s Server, p *Plan, queue []byte) (int64, error) {
 	for _, m := range s.ZRange(1, math.Inf(1), false, maxScheduleNumber) {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
-		_, v, ok := s.OpenDerived(p, p.span(off), numberFields)
+		_, v, ok := s.OpenDerived(p, p.span(off), AccessRead, numberFields)
 		if !ok {
 			return 0, errNoPerm
 		}
@@ -439,7 +439,7 @@ func repeats(c Call) error {
 	for _, m := range names {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
-		k, v, ok := s.OpenDerived(p, p.span(off), scheduleFields)
+		k, v, ok := s.OpenDerived(p, p.span(off), AccessRead, scheduleFields)
 		if !ok {
 			return errNoPerm
 		}
@@ -475,7 +475,7 @@ func (t *turn) tick() error {
 	for _, m := range s.ZRange(t.repeats, float64(t.now), false, t.batch) {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, t.queue, m.Bytes)
-		k, v, ok := s.OpenDerived(p, p.span(off), scheduleFields)
+		k, v, ok := s.OpenDerived(p, p.span(off), AccessReadWrite, scheduleFields)
 		if !ok {
 			return errNoPerm
 		}

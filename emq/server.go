@@ -47,12 +47,12 @@ type Server interface {
 	// them.
 	Open(n int, values bool, settingsOf []byte) SettingsKeys
 	// OpenDerived opens the key named by scratch ref name of p, after
-	// checking the caller's ACL key permissions on it (reads and writes),
-	// and returns its number; when it holds a hash, it reads fields (refs
-	// of p) of it in the same step, as HashGet does — values holds one per
-	// field, zero for another type, valid as HashGet's. ok is false, with
-	// nothing opened, when the caller may not touch it.
-	OpenDerived(p *Plan, name Ref, fields []Ref) (k int, values []Value, ok bool)
+	// checking that the caller's ACL key permissions allow the verb's
+	// access to it, and returns its number; when it holds a hash, it reads
+	// fields (refs of p) of it in the same step, as HashGet does — values
+	// holds one per field, zero for another type, valid as HashGet's. ok
+	// is false, with nothing opened, when the caller may not touch it.
+	OpenDerived(p *Plan, name Ref, access Access, fields []Ref) (k int, values []Value, ok bool)
 	// Type returns the type of key k, as found when it was opened.
 	Type(k int) KeyType
 	// Value returns the bytes of string key k (nil for another type), read
@@ -103,6 +103,27 @@ type Server interface {
 	// refusal naming the writes made.
 	Apply(p *Plan) error
 }
+
+// Access is what a verb does with a key it derives, which the caller's
+// ACL key permissions must allow, as a script's server.call of the
+// built-in it stands for would need: read it, write it, or both.
+type Access uint8
+
+// The accesses to a derived key.
+const (
+	AccessRead      Access = 1 << iota // its value is read
+	AccessWrite                        // it is written: made, changed or deleted
+	AccessReadWrite = AccessRead | AccessWrite
+)
+
+// The access verbs make to a queue's settings keys (SettingsKeys): the
+// config is read (its own verbs declare it), the limiter read and
+// written, the events stream appended to.
+const (
+	ConfigAccess  = AccessRead
+	LimiterAccess = AccessReadWrite
+	EventsAccess  = AccessWrite
+)
 
 // SettingsKeys is what Server.Open found of a queue's settings keys: its
 // config, emq:{<queue>}:config, and those the config names — the limiter

@@ -48,7 +48,7 @@ func readSettings(s Server, p *Plan, queue []byte, found SettingsKeys) (st setti
 	if found.Config == NoKey {
 		return st, nil
 	}
-	if found.Config, err = settingsKey(s, p, queue, keys.Config, found.Config); err != nil {
+	if found.Config, err = settingsKey(s, p, queue, keys.Config, ConfigAccess, found.Config); err != nil {
 		return st, err
 	}
 	return st, st.read(s, p, queue, found)
@@ -61,13 +61,13 @@ func declaredConfig(s Server, k int) SettingsKeys {
 }
 
 // settingsKey is queue's settings key name as Server.Open found it (k):
-// its number, or, when Open did not open it, the key opened now. A key
-// the caller may not touch is NOPERM, logged in ACL LOG.
-func settingsKey(s Server, p *Plan, queue []byte, name string, k int) (int, error) {
+// its number, or, when Open did not open it, the key opened now for
+// access. A key the caller may not touch is NOPERM, logged in ACL LOG.
+func settingsKey(s Server, p *Plan, queue []byte, name string, access Access, k int) (int, error) {
 	if k >= 0 {
 		return k, nil
 	}
-	k, _, ok := s.OpenDerived(p, queueKey(p, queue, name), nil)
+	k, _, ok := s.OpenDerived(p, queueKey(p, queue, name), access, nil)
 	if !ok {
 		return 0, errNoPerm
 	}
@@ -111,7 +111,7 @@ func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) er
 	if st.eventsCap == 0 {
 		return nil
 	}
-	e, err := settingsKey(s, p, queue, keys.Events, found.Events)
+	e, err := settingsKey(s, p, queue, keys.Events, EventsAccess, found.Events)
 	if err != nil {
 		return err
 	}

@@ -105,6 +105,7 @@ static ValkeyModuleString *settings_names[EMQ_NUM_SETTINGS][SETTINGS_NAMES];
 typedef struct {
     char head[16], tail[16], field[16];
     size_t hlen, tlen, flen;
+    int access; // EMQ_READ and EMQ_WRITE: what verbs do with the key
 } settings_layout;
 
 static settings_layout layouts[EMQ_NUM_SETTINGS];
@@ -112,7 +113,7 @@ static settings_layout layouts[EMQ_NUM_SETTINGS];
 // emq_settings_layout sets the layout of settings key kind. It reports 0
 // when a part is too long to keep.
 int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tail, size_t tlen, const char *field,
-                        size_t flen) {
+                        size_t flen, int access) {
     settings_layout *l = &layouts[kind];
     if (kind < 0 || kind >= EMQ_NUM_SETTINGS || hlen > sizeof(l->head) || tlen > sizeof(l->tail) ||
         flen > sizeof(l->field)) {
@@ -121,7 +122,7 @@ int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tai
     memcpy(l->head, head, hlen);
     memcpy(l->tail, tail, tlen);
     if (flen) memcpy(l->field, field, flen);
-    l->hlen = hlen, l->tlen = tlen, l->flen = flen;
+    l->hlen = hlen, l->tlen = tlen, l->flen = flen, l->access = access;
     return 1;
 }
 
@@ -174,7 +175,7 @@ void emq_probe_modes(void) {
     probe_modes = OPEN_READ | (api.GetOpenKeyModesAll ? api.GetOpenKeyModesAll() & quiet : OPEN_KEY_NOTOUCH);
 }
 
-static int may_touch(emq_call *c, ValkeyModuleString *name, int log);
+static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log);
 
 // open_derived numbers a derived key the caller may touch, opened as key,
 // holding its name until the call ends, and reads a string's bytes and
@@ -195,7 +196,7 @@ static int open_derived(emq_call *c, ValkeyModuleString *name, ValkeyModuleKey *
 // records its number in c->settings; or EMQ_DENIED, with nothing opened
 // and nothing logged, when the caller may not touch it. It returns that.
 static int open_settings_key(emq_call *c, int kind, ValkeyModuleString *name, ValkeyModuleKey *key) {
-    if (!may_touch(c, name, 0)) {
+    if (!may_touch(c, name, layouts[kind].access, 0)) {
         if (key) api.CloseKey(key);
         return c->settings[kind] = EMQ_DENIED;
     }
@@ -283,16 +284,18 @@ static ValkeyModuleUser *caller_user(emq_call *c) {
     return user;
 }
 
-// may_touch checks the caller's ACL key permissions on a derived key, as a
-// script's server.call would, and with log logs a denial in ACL LOG as it
-// would: a client with no user (a timer's, a replication link's) may.
-static int may_touch(emq_call *c, ValkeyModuleString *name, int log) {
+// may_touch checks that the caller's ACL key permissions allow access
+// (EMQ_READ, EMQ_WRITE) to a derived key, as a script's server.call of
+// the built-in would, and with log logs a denial in ACL LOG as it would:
+// a client with no user (a timer's, a replication link's) may.
+static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log) {
     if (!api.ACLCheckKeyPermissions) return 1;
     if (!c->user_looked) {
         c->user_looked = 1;
         c->user = caller_user(c);
     }
-    if (!c->user || api.ACLCheckKeyPermissions(c->user, name, KEY_ACCESS | KEY_UPDATE | KEY_DELETE) == API_OK) return 1;
+    int flags = (access & EMQ_READ ? KEY_ACCESS : 0) | (access & EMQ_WRITE ? KEY_UPDATE | KEY_DELETE : 0);
+    if (!c->user || api.ACLCheckKeyPermissions(c->user, name, flags) == API_OK) return 1;
     if (log && api.ACLAddLogEntry) api.ACLAddLogEntry(c->ctx, c->user, name, ACL_LOG_KEY);
     return 0;
 }
@@ -302,10 +305,10 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int log) {
 // hash into c->hvals as emq_hash_get does (zero values for another type);
 // it returns the key's number, or -1 (nothing opened) when the caller may
 // not touch it.
-int emq_open_derived(emq_call *c, const char *name, size_t len, const uint32_t *fields, int n, const char *scratch,
-                     const emq_span *spans) {
+int emq_open_derived(emq_call *c, const char *name, size_t len, int access, const uint32_t *fields, int n,
+                     const char *scratch, const emq_span *spans) {
     ValkeyModuleString *s = api.CreateString(NULL, name, len);
-    if (!may_touch(c, s, 1)) {
+    if (!may_touch(c, s, access, 1)) {
         api.FreeString(NULL, s);
         return -1;
     }

@@ -106,11 +106,11 @@ func (c *Call) pairsRead() []emq.Value {
 }
 
 // OpenDerived opens the key p's scratch ref name names, if the caller may
-// touch it, reading fields of a hash in place.
-func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref, fields []emq.Ref) (int, []emq.Value, bool) {
+// access it so, reading fields of a hash in place.
+func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref, access emq.Access, fields []emq.Ref) (int, []emq.Value, bool) {
 	b := p.ScratchBytes(name)
 	k := C.emq_open_derived((*C.emq_call)(c), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
-		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
+		C.int(access), (*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
 	if k < 0 || len(fields) == 0 {
 		return int(k), nil, k >= 0
 	}

@@ -96,4 +96,9 @@ var (
 	_ = [1]struct{}{}[C.EMQ_NO_KEY-emq.NoKey]
 	_ = [1]struct{}{}[emq.Denied-C.EMQ_DENIED]
 	_ = [1]struct{}{}[C.EMQ_DENIED-emq.Denied]
+
+	_ = [1]struct{}{}[emq.AccessRead-C.EMQ_READ]
+	_ = [1]struct{}{}[C.EMQ_READ-emq.AccessRead]
+	_ = [1]struct{}{}[emq.AccessWrite-C.EMQ_WRITE]
+	_ = [1]struct{}{}[C.EMQ_WRITE-emq.AccessWrite]
 )

@@ -112,7 +112,7 @@ func (m *Module) Init(name string, version int) error {
 	for kind, key := range settingsLayouts {
 		head, tail := keys.Around(key.name)
 		if C.emq_settings_layout(C.int(kind), cBytes(head), C.size_t(len(head)), cBytes(tail), C.size_t(len(tail)),
-			cBytes(key.field), C.size_t(len(key.field))) == 0 {
+			cBytes(key.field), C.size_t(len(key.field)), C.int(key.access)) == 0 {
 			return fmt.Errorf("the layout of the %s key, %q + queue + %q, is too long", key.name, head, tail)
 		}
 	}
@@ -124,11 +124,15 @@ func (m *Module) Init(name string, version int) error {
 }
 
 // settingsLayouts are a queue's settings keys (emq.SettingsKeys) in the
-// order C numbers them: each key's name and the config field naming it.
-var settingsLayouts = [C.EMQ_NUM_SETTINGS]struct{ name, field string }{
-	C.EMQ_SETTINGS_CONFIG:  {keys.Config, ""},
-	C.EMQ_SETTINGS_LIMITER: {keys.Limiter, emq.LimiterField},
-	C.EMQ_SETTINGS_EVENTS:  {keys.Events, emq.EventsField},
+// order C numbers them: each key's name, the config field naming it, and
+// the access verbs make to it.
+var settingsLayouts = [C.EMQ_NUM_SETTINGS]struct {
+	name, field string
+	access      emq.Access
+}{
+	C.EMQ_SETTINGS_CONFIG:  {keys.Config, "", emq.ConfigAccess},
+	C.EMQ_SETTINGS_LIMITER: {keys.Limiter, emq.LimiterField, emq.LimiterAccess},
+	C.EMQ_SETTINGS_EVENTS:  {keys.Events, emq.EventsField, emq.EventsAccess},
 }
 
 // Has reports whether the server serves the module API function name (as in

@@ -133,6 +133,12 @@ enum {
     EMQ_NUM_SETTINGS,
 };
 
+// What a verb does with a key it derives (emq.Access).
+enum {
+    EMQ_READ = 1,
+    EMQ_WRITE = 2,
+};
+
 // What emq_open found of a settings key besides a key number (emq.NoKey,
 // emq.Denied).
 enum {
@@ -238,12 +244,12 @@ void emq_log(ValkeyModuleCtx *ctx, const char *level, const char *msg);
 
 // Serving one call (call.c, apply.c).
 int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tail, size_t tlen, const char *field,
-                        size_t flen);
+                        size_t flen, int access);
 void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
 void emq_read_value(emq_call *c, int k);
 long long emq_expire_at(emq_call *c, int k);
-int emq_open_derived(emq_call *c, const char *name, size_t len, const uint32_t *fields, int n, const char *scratch,
-                     const emq_span *spans);
+int emq_open_derived(emq_call *c, const char *name, size_t len, int access, const uint32_t *fields, int n,
+                     const char *scratch, const emq_span *spans);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_hash_fields(emq_call *c, int k);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);

@@ -432,6 +432,62 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 		require.NoError(t, err, "no config: nothing to be denied")
 		assert.Nil(t, reply)
 	})
+	t.Run("each settings key needs only the access a verb makes: config read, limiter both, events write", func(t *testing.T) {
+		config, limiter, events := "emq:{set}:config", "emq:{set}:limiter", "emq:{set}:events"
+		for _, c := range []struct {
+			name            string
+			grant           []string
+			enqueue, claimd string // the refusals; "" for served
+		}{
+			{"granted so", []string{"%R~" + config, "~" + limiter, "%W~" + events}, "", ""},
+			{"a config it may only write", []string{"%W~" + config, "~" + limiter, "%W~" + events}, errNoPerm, errNoPerm},
+			{"a limiter it may only read", []string{"%R~" + config, "%R~" + limiter, "%W~" + events}, "", errNoPerm},
+			{"an events stream it may only read", []string{"%R~" + config, "~" + limiter, "%R~" + events}, errNoPerm, errNoPerm},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				flush(t, s)
+				must(t, s, q.limit(5, 60_000)...)
+				must(t, s, q.events(10)...)
+				must(t, s, append([]string{"ACL", "SETUSER", "worker", "reset", "on", "nopass", "+@all"}, append(slices.Clone(sets), c.grant...)...)...)
+				t.Cleanup(func() { s.Do("ACL", "DELUSER", "worker") })
+				w := dial(t, s)
+				_, err := w.do("AUTH", "worker", "x")
+				require.NoError(t, err)
+				for i, step := range []struct {
+					call []string
+					want string
+				}{{q.enqueue(id, "p"), c.enqueue}, {q.claim(longLease, 1, 5), c.claimd}} {
+					if i == 1 && c.enqueue != "" {
+						must(t, s, q.enqueue(id, "p")...) // a job for the claim to be refused
+					}
+					before, err := s.Do("DEBUG", "DIGEST").ToString()
+					require.NoError(t, err)
+					reply, err := w.do(step.call...)
+					if step.want == "" {
+						require.NoError(t, err, "%q", step.call)
+						assert.NotNil(t, reply, "%q", step.call)
+						continue
+					}
+					require.EqualError(t, err, step.want, "%q", step.call)
+					after, err := s.Do("DEBUG", "DIGEST").ToString()
+					require.NoError(t, err)
+					assert.Equal(t, before, after, "%q wrote nothing", step.call)
+				}
+			})
+		}
+	})
+	t.Run("EMQ.REPEATS lists for a user who may only read the queue", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, q.repeat("r", "@every 1h", "", "p", 0, 0, 0, 0)...)
+		must(t, s, "ACL", "SETUSER", "reader", "reset", "on", "nopass", "+@all", "%R~emq:{set}:*")
+		t.Cleanup(func() { s.Do("ACL", "DELUSER", "reader") })
+		r := dial(t, s)
+		_, err := r.do("AUTH", "reader", "x")
+		require.NoError(t, err)
+		list, err := r.do("EMQ.REPEATS", "1", keys.Set(q.name, keys.Repeats))
+		require.NoError(t, err)
+		assert.Len(t, list, 1)
+	})
 }
 
 // TestLookingForTheSettingsLeavesNoTrace: every verb of a queue looks for
