@@ -66,12 +66,19 @@ func integer(name, summary string) host.ArgSpec {
 	return host.ArgSpec{Name: name, Type: host.ArgInteger, Summary: summary}
 }
 
-// claimArgs documents a claim's arguments, followed by more.
-func claimArgs(more ...host.ArgSpec) []host.ArgSpec {
+// The counts a claim takes: a claim's, and SETTLE's, which may settle only.
+const (
+	claimCount  = "the most jobs to claim, 1 to 1000"
+	settleCount = "the most jobs to claim after settling, 0 to 1000 (0: settle only)"
+)
+
+// claimArgs documents a claim's arguments, its count as count says,
+// followed by more.
+func claimArgs(count string, more ...host.ArgSpec) []host.ArgSpec {
 	args := append([]host.ArgSpec{numkeysArg}, queueSets("pending", "active", "delayed", "dead")...)
 	args = append(args,
 		integer("lease_ms", "the lease, in ms"),
-		integer("count", "the most jobs to claim, 1 to 1000"),
+		integer("count", count),
 		integer("max_attempts", "a job claimed this many times goes to dead instead"))
 	return append(args, more...)
 }
@@ -156,7 +163,7 @@ var table = []Row{
 			Summary:    "Claims up to count jobs under a lease, after promoting due delayed jobs and requeueing stalled ones.",
 			Complexity: "O((count + B) * log(N)) where B is emq.sweep-batch and N the size of the queue's sets.",
 			Since:      since02,
-			Args:       claimArgs(),
+			Args:       claimArgs(claimCount),
 		},
 	},
 	{
@@ -167,7 +174,7 @@ var table = []Row{
 			Summary:    "Claims as EMQ.CLAIM does; when nothing is claimable, blocks until a job is or the timeout passes.",
 			Complexity: "O((count + B) * log(N)) per turn where B is emq.sweep-batch and N the size of the queue's sets.",
 			Since:      since02,
-			Args:       claimArgs(integer("timeout_ms", "how long to wait, in ms; 0 waits forever")),
+			Args:       claimArgs(claimCount, integer("timeout_ms", "how long to wait, in ms; 0 waits forever")),
 		},
 	},
 	{
@@ -340,7 +347,7 @@ var table = []Row{
 			Summary:    "Settles the jobs a worker finished (ACK, DONE with a result, FAIL) and claims the next ones, in one turn.",
 			Complexity: "O((n + count + B) * log(N)) where n is the settlements, B emq.sweep-batch and N the size of the queue's sets.",
 			Since:      since03,
-			Args: append(claimArgs(), integer("n", "the number of settlements, 0 to 1000"),
+			Args: append(claimArgs(settleCount), integer("n", "the number of settlements, 0 to 1000"),
 				host.ArgSpec{Name: "settlement", Type: host.ArgBlock, Multiple: true, Optional: true, Sub: []host.ArgSpec{
 					{Name: "kind", Type: host.ArgString, Summary: "ACK <id> <attempt> <keep_ms>, DONE <id> <attempt> <keep_ms> <result> or FAIL <id> <attempt> <backoff_ms> <error>"},
 					{Name: "id", Type: host.ArgString, Summary: "the JOB id"},

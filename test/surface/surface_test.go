@@ -211,6 +211,17 @@ func TestCommandDocsHintOneEntryForPublish(t *testing.T) {
 	})
 }
 
+// The count a claim takes, as valkey-cli's help shows it: SETTLE's may be
+// 0 (settle only), a claim's not.
+func TestCommandDocsSayTheCountsTheClaimsTake(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for verb, bounds := range map[string]string{"EMQ.CLAIM": "1 to 1000", "EMQ.BCLAIM": "1 to 1000", "EMQ.SETTLE": "0 to 1000"} {
+		t.Run(verb, func(t *testing.T) {
+			assert.Contains(t, mustString(t, docArg(t, s, verb, "count")["summary"]), bounds)
+		})
+	}
+}
+
 func TestGetKeys(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	cases := []struct {
