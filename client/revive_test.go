@@ -54,3 +54,24 @@ func TestAReviveNeverMakesAStaleTokenValid(t *testing.T) {
 		})
 	}
 }
+
+// TestAJobAtTheLastAttemptGoesToDead: a job whose attempts reached the last
+// attempt there is (2^31−1, written by hand) has none left to hand out,
+// however it was revived: a claim sends it to dead, natively and on the
+// scripts, rather than hand out an attempt no verb takes.
+func TestAJobAtTheLastAttemptGoesToDead(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q := newQueue(t, n, "last", Policy{MaxAttempts: 3})
+			id, err := q.Enqueue(ctx(t), []byte("p"))
+			require.NoError(t, err)
+			row := keys.Job("last", id.String())
+			must(t, n.s, "HSET", row, "attempts", "2147483647", "revived", "2147483647")
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Empty(t, jobs)
+			assert.Equal(t, "dead", str(t, n, "HGET", row, "state"))
+			assert.Equal(t, "2147483647", str(t, n, "HGET", row, "attempts"), "no attempt handed out")
+		})
+	}
+}

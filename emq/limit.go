@@ -10,7 +10,7 @@ import "github.com/echomq/emq/keys"
 // 2^31−1); max 0 removes the limit. The window starts with the first
 // delivery after the last one ended, and emq:{q}:limiter counts it. It
 // wakes the queue's waiting workers (a raised limit may let them claim)
-// and replies 1.
+// and replies 1; a limit as it was already is no write, no event.
 var Limit = &Verb{Name: "EMQ.LIMIT", Arity: 6, Keys: 2, Cap: "limit",
 	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkLimit(a); return err },
 	Run:   limit}
@@ -23,7 +23,7 @@ var rateFields = []Ref{refRateMax, refRateMs}
 
 func limit(c Call) error {
 	// shape and fence
-	queue, max, _, err := checkLimit(c.Args)
+	queue, max, window, err := checkLimit(c.Args)
 	if err != nil {
 		return err
 	}
@@ -36,14 +36,18 @@ func limit(c Call) error {
 	}
 
 	// plan
-	if max == 0 {
+	switch {
+	case max == 0 && !st.rateSet, max == st.rateMax && window == st.rateMs:
+		// as it was: nothing changes, nothing to record
+	case max == 0:
 		p.write(Write{Op: HDel, Key: 0}, rateFields...)
 		st.events.queue(p, refLimited, refMax, refZero, refWindow, refZero)
-	} else {
+		p.wake(1)
+	default:
 		p.hset(0, refRateMax, Arg(limitMax), refRateMs, Arg(limitWindow))
 		st.events.queue(p, refLimited, refMax, Arg(limitMax), refWindow, Arg(limitWindow))
+		p.wake(1)
 	}
-	p.wake(1)
 	p.replyInt(1)
 
 	// apply

@@ -181,10 +181,14 @@ var revivedFields = []Ref{refRevived}
 // of max attempts: attempts − revived, revived being the attempts it had
 // when REVIVE last brought it back (0 if never). Attempts never go back, so
 // no attempt handed out is ever valid again; revived is read only when
-// attempts alone reach max.
+// attempts alone reach max. A job whose attempts reached the last attempt
+// there is (2^31−1) has none left, whatever it was revived with.
 func exhausted(s Server, p *Plan, k int, row jobRow, max int64) bool {
-	if row.attempts < max {
+	switch {
+	case row.attempts < max:
 		return false
+	case row.attempts >= math.MaxInt32:
+		return true
 	}
 	revived, ok := ParseInt(s.HashGet(p, k, revivedFields)[0].Bytes)
 	if !ok || revived < 0 || revived > row.attempts {

@@ -22,6 +22,7 @@ type settings struct {
 	paused    bool
 	rateMax   int64 // jobs per window; 0: no limit
 	rateMs    int64
+	rateSet   bool  // the config holds rate_max or rate_ms, whatever their values
 	limiter   int   // the limiter as Server.Open found it, when limited
 	eventsCap int64 // the events stream's cap; 0: off
 	repeatSeq int64 // the last schedule number handed out; 0: none
@@ -96,9 +97,9 @@ func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) er
 		case named(field, refPaused):
 			st.paused = true
 		case named(field, refRateMax):
-			max = n
+			max, st.rateSet = n, true
 		case named(field, refRateMs):
-			ms = n
+			ms, st.rateSet = n, true
 		case named(field, refEvents):
 			st.eventsCap = n
 		case named(field, refRepeatSeq):

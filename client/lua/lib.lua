@@ -102,7 +102,8 @@ end
 
 -- settings reads the settings of the queue of key, as the verbs do, from
 -- its config hash when that exists: paused (the field is there), the rate
--- limit (rate_max and rate_ms both positive integers), the events stream's
+-- limit (rate_max and rate_ms both positive integers; rate_set when either
+-- field is there), the events stream's
 -- cap (a positive integer; the stream, when on, must be a stream or absent)
 -- and repeat_seq. It returns them, or nil and the WRONGTYPE reply.
 local function settings(key)
@@ -117,6 +118,7 @@ local function settings(key)
   end
   local v = redis.call('HMGET', config, 'paused', 'rate_max', 'rate_ms', 'events', 'repeat_seq')
   st.paused = v[1] ~= false
+  st.rate_set = v[2] ~= false or v[3] ~= false
   local max, ms = parse_int(v[2]), parse_int(v[3])
   if max and ms and max > 0 and ms > 0 then
     st.rate_max, st.rate_ms = max, ms
@@ -217,6 +219,9 @@ end
 -- exhausted reports whether a job with attempts (a number) and revived (as
 -- stored, or nil) has used its budget of max attempts: attempts - revived.
 local function exhausted(attempts, revived, max)
+  if attempts >= 2147483647 then
+    return true -- the last attempt there is: none left to hand out
+  end
   revived = parse_int(revived)
   if revived == nil or revived < 0 or revived > attempts then
     revived = 0

@@ -5,7 +5,11 @@ local st, refused = open_control('zset')
 if not st then
   return refused
 end
-if ARGV[1] == '0' then
+local max, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+if (max == 0 and not st.rate_set) or (max == st.rate_max and window == st.rate_ms) then
+  return 1 -- as it was: nothing changes, nothing to record
+end
+if max == 0 then
   redis.call('HDEL', KEYS[1], 'rate_max', 'rate_ms')
   emit(st, 'limited', 'max', '0', 'window', '0')
 else

@@ -80,7 +80,9 @@ func TestEveryTransitionAppendsItsEvent(t *testing.T) {
 	step("PAUSE again: no transition", q.pause())
 	step("RESUME", q.resume(), "event resumed")
 	step("LIMIT", q.limit(5, 1000), "event limited max 5 window 1000")
+	step("LIMIT as it was: no transition", q.limit(5, 1000))
 	step("LIMIT off", q.limit(0, 1), "event limited max 0 window 0")
+	step("LIMIT off again: no transition", q.limit(0, 1))
 	must(t, s, q.repeat("r", "@every 20ms", "", "tick", 1, 0, 0, 1)...)
 	time.Sleep(40 * time.Millisecond)
 	events := newEvents(t, s, q, &seen) // a claim's tick
