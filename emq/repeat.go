@@ -526,7 +526,7 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	off := len(p.Scratch)
 	p.Scratch = id.Append(p.Scratch)
 	idRef := p.span(off)
-	if t.made(p.ScratchBytes(idRef)) {
+	if t.minted(p.ScratchBytes(idRef)) {
 		return nil // two schedules numbered alike (repeat_seq lowered by hand) tick as one job
 	}
 	job, _, err := openJob(s, p, t.queue, p.ScratchBytes(idRef), nil)
@@ -554,10 +554,10 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	return nil
 }
 
-// made reports whether the turn made the job id already: schedules given
-// one number tick alike, and a second row of the same key made in one
-// turn would be a second key of one name.
-func (t *turn) made(id []byte) bool {
+// minted reports whether the turn made a tick's job under id already:
+// schedules given one number tick alike, and a second row of one key made
+// in one turn would be a second key of one name (the server asserts).
+func (t *turn) minted(id []byte) bool {
 	for _, c := range t.cands {
 		if c.from == fromNew && bytes.Equal(c.member.Bytes, id) {
 			return true
