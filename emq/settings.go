@@ -160,6 +160,9 @@ func (e eventLog) job(p *Plan, name, id Ref, attempt int64, more ...Ref) {
 	e.append(p, from)
 }
 
+// append plans the entry whose fields are p.Refs[from:]. The count of
+// EventsAppended is also how the host knows a plan has entries, which it
+// makes before the other writes (Server.Apply).
 func (e eventLog) append(p *Plan, from int) {
 	p.writeSince(Write{Op: XAddAuto, Key: int32(e.key), Count: e.cap}, from)
 	p.Count(EventsAppended, 1)

@@ -294,8 +294,8 @@ static int make_write(applier *a, const emq_op *op, int done, id_text *id) {
 // Keys marked written on the stack up to this many.
 #define INLINE_WRITTEN 64
 
-// emq_apply makes the writes of a plan — the appends to a queue's events
-// stream first, then the others in order — signals the key wake ready (-1:
+// emq_apply makes the writes of a plan — the nevents appends to a queue's
+// events stream first, then the others in order — signals the key wake ready (-1:
 // none), then replies. The events come first because a stream may refuse
 // an append (its top the last ID there is), and a refusal then leaves
 // nothing written. It returns the number of writes made: all of them,
@@ -305,7 +305,7 @@ static int make_write(applier *a, const emq_op *op, int done, id_text *id) {
 // write failed — which the verb ruled out before it planned, so it is a
 // bug, logged here and reported by the caller.
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
-              const char *scratch, const emq_span *spans, int wake) {
+              const char *scratch, const emq_span *spans, int wake, int nevents) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
     const emq_plan *p = &plan;
     applier a = {c, p, {0}};
@@ -315,11 +315,12 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     char inline_written[INLINE_WRITTEN];
     char *written = c->nkeys > INLINE_WRITTEN ? api.Alloc((size_t)c->nkeys) : inline_written;
     memset(written, 0, (size_t)c->nkeys);
-    // the events stream's appends first, then the other writes in order
-    for (int pass = 0, failed = 0; pass < 2 && !failed; pass++) {
+    // the events stream's appends first (nevents of them), then the other
+    // writes in order
+    for (int pass = nevents > 0 ? 0 : 1, failed = 0; pass < 2 && !failed; pass++) {
         for (int i = 0; i < p->nops; i++) {
             const emq_op *op = &p->ops[i];
-            if ((op->op == EMQ_OP_XADD_AUTO) != (pass == 0)) continue;
+            if (nevents > 0 && (op->op == EMQ_OP_XADD_AUTO) != (pass == 0)) continue;
             int rc = make_write(&a, op, done, &ids[nids]);
             if (rc < 0) {
                 // the stream's own refusal of the first append: not above its

@@ -222,13 +222,14 @@ func serverRefusal(command, text string) error {
 func (c *Call) NowMs() int64 { return int64(c.now_ms) }
 
 // Apply makes p's writes and replies, in one crossing into C, which reads
-// the plan in place (see layout.go).
+// the plan in place (see layout.go); the count of its events appends tells
+// C whether it has any to make first.
 func (c *Call) Apply(p *emq.Plan) error {
 	done := int(C.emq_apply((*C.emq_call)(c),
 		(*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes))), C.int(len(p.Writes)),
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(p.Refs))),
 		(*C.emq_reply)(unsafe.Pointer(unsafe.SliceData(p.Replies))), C.int(len(p.Replies)),
-		scratch(p), spans(p), C.int(p.Wake-1)))
+		scratch(p), spans(p), C.int(p.Wake-1), C.int(p.Counts[emq.EventsAppended])))
 	switch {
 	case done == len(p.Writes):
 		return nil

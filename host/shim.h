@@ -258,7 +258,7 @@ int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);
 int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,
                       const emq_span *spans);
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
-              const char *scratch, const emq_span *spans, int wake);
+              const char *scratch, const emq_span *spans, int wake, int nevents);
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
 extern int emq_fault_write; // test builds: the write of the next plan to fail, from 1
 
