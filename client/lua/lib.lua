@@ -103,9 +103,10 @@ end
 -- settings reads the settings of the queue of key, as the verbs do, from
 -- its config hash when that exists: paused (the field is there), the rate
 -- limit (rate_max and rate_ms both positive integers; rate_set when either
--- field is there), the events stream's
--- cap (a positive integer; the stream, when on, must be a stream or absent)
--- and repeat_seq. It returns them, or nil and the WRONGTYPE reply.
+-- field is there), the events stream's cap (a positive integer; the
+-- stream, when on, must be a stream or absent, and take entries) and
+-- repeat_seq. It returns them, or nil and the refusal: WRONGTYPE, or
+-- EMQORDER for an events stream that takes no entry.
 local function settings(key)
   local st = { paused = false, rate_max = 0, rate_ms = 0, repeat_seq = 0 }
   local config = queue_key(key, 'config')
