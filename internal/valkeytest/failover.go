@@ -87,10 +87,13 @@ func (c *Cluster) Restart(t testing.TB, killed *Server) *Server {
 	}
 	s, err := Launch(killed.Opts)
 	if err != nil && strings.Contains(err.Error(), "corrupted cluster config file") {
-		// Valkey 8.0 can write a replica's shard-id apart from its
-		// primary's and then refuse the nodes.conf it wrote
-		// (valkey-io/valkey#2171); later versions take the primary's on
-		// load. Do what they do, and start it again.
+		// Valkey 8.0 and 8.1 can write a replica's shard-id apart from
+		// its primary's and then refuse the nodes.conf they wrote
+		// (valkey-io/valkey#2171; 8.1.1 panics, and its crash report
+		// then crashes too, valkey-io/valkey#3170, so the reason is
+		// found only in the whole log, which Launch's error carries);
+		// later versions take the primary's on load (#2174). Do what
+		// they do, and start it again.
 		if fixed, ferr := alignShardIDs(filepath.Join(killed.Dir, "nodes.conf")); ferr == nil && fixed {
 			s, err = Launch(killed.Opts)
 		}

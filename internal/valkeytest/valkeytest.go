@@ -188,7 +188,7 @@ func launch(bin string, opts Options) (*Server, error) {
 	for time.Now().Before(deadline) {
 		select {
 		case <-s.done:
-			return nil, fmt.Errorf("%s on port %d exited at start:\n%s", bin, port, s.LogTail(20))
+			return nil, fmt.Errorf("%s on port %d exited at start:\n%s", bin, port, s.Log())
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
