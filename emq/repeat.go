@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones from Go's own copy: the server's /usr/share/zoneinfo may be missing
+	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
 
@@ -95,16 +96,16 @@ func parseSpec(spec []byte) (rule, error) {
 	if d, ok := strings.CutPrefix(text, "@every "); ok {
 		dur, err := time.ParseDuration(strings.TrimSpace(d))
 		if err != nil || dur < time.Millisecond || dur%time.Millisecond != 0 || dur > (1<<40)*time.Millisecond {
-			return sc, errors.New(errors.Shape, "spec %q: @every takes a duration of whole milliseconds from 1ms to 1099511627776ms", text)
+			return sc, errors.New(errors.Shape, "spec %q: @every takes a duration of whole milliseconds from 1ms to 1099511627776ms", clip(text))
 		}
 		sc.every = dur.Milliseconds()
 		return sc, nil
 	}
 	if strings.HasPrefix(text, "TZ=") || strings.HasPrefix(text, "CRON_TZ=") {
-		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", text)
+		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", clip(text))
 	}
 	if sc.cron, err = cronParser.Parse(text); err != nil {
-		return sc, errors.New(errors.Shape, "spec %q: %v", text, err)
+		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(err.Error()))
 	}
 	return sc, nil
 }
@@ -116,13 +117,30 @@ func location(tz []byte) (*time.Location, error) {
 	}
 	name := string(tz)
 	if name == "Local" || strings.ContainsAny(name, " \t") {
-		return nil, errors.New(errors.Shape, "unknown time zone %q", name)
+		return nil, errors.New(errors.Shape, "unknown time zone %q", clip(name))
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
-		return nil, errors.New(errors.Shape, "unknown time zone %q", name)
+		return nil, errors.New(errors.Shape, "unknown time zone %q", clip(name))
 	}
 	return loc, nil
+}
+
+// clipAt is how much of an argument a refusal quotes back: Valkey's own
+// errors quote at most 128 bytes of what they refuse.
+const clipAt = 128
+
+// clip is text cut to clipAt bytes at a character boundary, marked with
+// "…" when cut, so a refused 100 KB argument is not echoed whole.
+func clip(text string) string {
+	if len(text) <= clipAt {
+		return text
+	}
+	cut := clipAt
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + "…"
 }
 
 // after returns the schedule's first tick after t (Unix ms), or 0 when it

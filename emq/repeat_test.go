@@ -1,6 +1,7 @@
 package emq
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,11 @@ func TestBadRulesAreShapeRefusals(t *testing.T) {
 		{"* * * * *", "Mars/Olympus", `unknown time zone "Mars/Olympus"`},
 		{"* * * * *", "Local", `unknown time zone "Local"`},
 		{"", "", `spec "": empty spec string`},
+		// A refusal quotes at most 128 bytes of what it refuses, as
+		// Valkey's own errors do, cut at a character's start.
+		{"@every " + strings.Repeat("9", 200), "", `spec "@every ` + strings.Repeat("9", 121) + `…": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
+		{"* * * * * " + strings.Repeat("é", 100), "", `spec "* * * * * ` + strings.Repeat("é", 59) + `…": expected exactly 5 fields, found 6: [* * * * * ` + strings.Repeat("é", 40) + `…`},
+		{"* * * * *", strings.Repeat("Z", 1000), `unknown time zone "` + strings.Repeat("Z", 128) + `…"`},
 	} {
 		t.Run(tc.spec+" "+tc.tz, func(t *testing.T) {
 			_, err := parseRule([]byte(tc.spec), []byte(tc.tz))
