@@ -157,8 +157,8 @@
 //	id, err = s.Shard(customer).Enqueue(ctx, payload) // a customer's jobs in order
 //	err = s.Work(ctx, handle, client.WorkOptions{Concurrency: 32})
 //
-// [Policy].Durability makes a queue's writes that admit or settle jobs
-// wait until replicas hold them (WAIT) or their AOF has them (WAITAOF), in
+// [Policy].Durability makes a queue's writes that admit, claim or settle
+// jobs wait until replicas hold them (WAIT) or their AOF has them (WAITAOF), in
 // the same round trip, and return [ErrNotDurable] when they do not in
 // time; [Queue.Admit] retries an enqueue under its id. docs/CLUSTER.md
 // says what each level survives, and what a failover did to a running

@@ -33,10 +33,18 @@ import (
 //   - AOF: a crash or power loss of every node, as each restarts from its
 //     AOF (appendonly yes on them; Redis before 7.2 has no WAITAOF).
 //
-// The lease traffic waits for nothing — claims, extensions, stalled
-// checks: what a failover loses of it is a lease, and the job runs again,
-// as at-least-once delivery allows. EMQ.SETTLE carries its claim with its
-// settlements, so the claim waits with them.
+// Claims wait too (EMQ.CLAIM, EMQ.BCLAIM once it claims, EMQ.SETTLE with
+// its settlements): a lease's token is its attempt, and a claim a
+// failover loses leaves the job at its earlier attempt on the promoted
+// replica, whose next claim hands the same attempt out again — the worker
+// holding the lost claim could then settle the job under its new holder's
+// token. A claim confirmed by Replicas replicas survives the failover that
+// promotes one of them; jobs whose claim was not confirmed come with
+// ErrNotDurable (claimed on the primary: run them or not, knowing that). The
+// rest of the lease traffic waits for nothing — extensions, stalled
+// checks: what a failover loses of it is a lease's extension or a requeue,
+// and the job runs again under a new attempt, as at-least-once delivery
+// allows.
 type Durability struct {
 	// Replicas is how many replicas must confirm each write.
 	Replicas int
@@ -112,7 +120,7 @@ func (c *Client) withDurability(d Durability) (*Client, error) {
 	}
 	waiting := *c
 	waiting.vk = durableClient{Client: c.vk, d: d, unwaited: map[string]bool{
-		c.scripts.claim.sha1: true, c.scripts.extend.sha1: true, c.scripts.stalledCheck.sha1: true,
+		c.scripts.extend.sha1: true, c.scripts.stalledCheck.sha1: true,
 		// and the scripts that write nothing (flags=no-writes)
 		scheduleScripts.now.sha1: true, scheduleScripts.due.sha1: true, scheduleScripts.repeats.sha1: true,
 	}}
@@ -122,8 +130,9 @@ func (c *Client) withDurability(d Durability) (*Client, error) {
 // durableClient is a valkey-go client whose round trips carrying a write
 // that is not lease traffic end with WAIT (or WAITAOF), on the same
 // connection: WAIT counts the replicas holding the writes of the
-// connection it is sent on. Blocking commands and dedicated connections
-// (a waiting BCLAIM) pass through.
+// connection it is sent on. Blocking commands but EMQ.BCLAIM, and
+// dedicated connections (the worker's waiting BCLAIM, which waits by
+// [Client.confirmOn]), pass through.
 type durableClient struct {
 	valkey.Client
 	d        Durability
@@ -133,17 +142,19 @@ type durableClient struct {
 // leaseVerbs are the verbs whose writes wait for nothing, besides the
 // read-only ones.
 var leaseVerbs = map[string]bool{
-	emq.Claim.Name: true, emq.BClaim.Name: true, emq.Extend.Name: true, emq.StalledCheck.Name: true,
+	emq.Extend.Name: true, emq.StalledCheck.Name: true,
 	emq.Repeats.Name: true, "EMQ.CAPS": true,
 }
 
 // waited reports whether cmd is a write whose round trip waits.
 func (c durableClient) waited(cmd valkey.Completed) bool {
-	if cmd.IsBlock() {
-		return false
-	}
 	line := cmd.Commands()
-	switch name := strings.ToUpper(line[0]); {
+	name := strings.ToUpper(line[0])
+	if cmd.IsBlock() {
+		// Its wait, pipelined behind it, runs once it claims or times out.
+		return name == emq.BClaim.Name
+	}
+	switch {
 	case name == "EVALSHA":
 		return !c.unwaited[line[1]]
 	case name == "EVAL":
@@ -303,6 +314,20 @@ func (d Durability) confirmed(r valkey.ValkeyResult) *NotDurableError {
 		return nil
 	}
 	return e
+}
+
+// confirmOn waits on dc, the connection a claim went on, for the claim's
+// copies as c's durability asks: nil when it asks for none or they are
+// confirmed. key routes the wait on a cluster's dedicated connection.
+func (c *Client) confirmOn(ctx context.Context, dc valkey.DedicatedClient, key string) error {
+	d, ok := c.vk.(durableClient)
+	if !ok {
+		return nil
+	}
+	if short := d.d.confirmed(dc.Do(ctx, d.wait().SetSlot(key))); short != nil {
+		return short
+	}
+	return nil
 }
 
 // redirectOf reports whether err redirects a command to another node:

@@ -146,19 +146,67 @@ func TestDurability(t *testing.T) {
 				require.Error(t, nd.Err)
 			})
 
-			t.Run("the lease traffic waits for nothing", func(t *testing.T) {
+			t.Run("a claim waits, the rest of the lease traffic waits for nothing", func(t *testing.T) {
 				q := newQueue(t, r.node, "lease", Policy{Durability: Durability{Replicas: 1}})
 				_, err := q.Enqueue(ctx(t), nil)
 				require.NoError(t, err)
 				before := waits(r.s)
 				j := claimOne(t, q)
+				assert.Equal(t, before+1, waits(r.s), "the claim waits")
+				assert.Equal(t, "active", str(t, node{s: r.replica}, "HGET", keys.Job(q.name, j.ID.String()), "state"), "the replica holds the claim")
 				_, err = j.Extend(ctx(t))
 				require.NoError(t, err)
 				_, err = q.StalledCheck(ctx(t), 10)
 				require.NoError(t, err)
-				assert.Equal(t, before, waits(r.s))
+				assert.Equal(t, before+1, waits(r.s))
 				require.NoError(t, j.Ack(ctx(t)))
-				assert.Equal(t, before+1, waits(r.s), "the ack waits")
+				assert.Equal(t, before+2, waits(r.s), "the ack waits")
+			})
+
+			// A claim a failover loses leaves the job at its earlier
+			// attempt on the promoted replica, which would hand the same
+			// attempt (the lease's token) out again: the caller learns
+			// which claims no replica confirmed.
+			t.Run("a claim no replica confirms: its jobs come with ErrNotDurable; a claim of nothing waits for nothing", func(t *testing.T) {
+				q := newQueue(t, r.node, "claimshort", Policy{Durability: Durability{Replicas: 2, Timeout: 20 * time.Millisecond}})
+				for range 2 {
+					_, err := q.Enqueue(ctx(t), nil)
+					require.ErrorIs(t, err, ErrNotDurable)
+				}
+				jobs, err := q.Claim(ctx(t), 1)
+				require.ErrorIs(t, err, ErrNotDurable)
+				require.Len(t, jobs, 1, "the job is claimed on the primary")
+				assert.Equal(t, int64(1), jobs[0].Attempt)
+				jobs, err = q.BClaim(ctx(t), 1, time.Second)
+				require.ErrorIs(t, err, ErrNotDurable)
+				require.Len(t, jobs, 1)
+				jobs, err = q.Claim(ctx(t), 1)
+				require.NoError(t, err, "nothing claimed: nothing to confirm")
+				assert.Empty(t, jobs)
+				jobs, err = q.BClaim(ctx(t), 1, 10*time.Millisecond)
+				require.NoError(t, err)
+				assert.Empty(t, jobs)
+			})
+
+			t.Run("a worker's blocking claim waits; a shortfall is logged and its job runs", func(t *testing.T) {
+				q := newQueue(t, r.node, "waitershort", Policy{Durability: Durability{Replicas: 2, Timeout: 20 * time.Millisecond}})
+				var logs logBuffer
+				ran := make(chan ids.ID, 1)
+				stop := working(t, q, func(_ context.Context, j *Job) error {
+					ran <- j.ID
+					return nil
+				}, WorkOptions{Concurrency: 1, Poll: time.Second, Logger: logs.logger()})
+				time.Sleep(100 * time.Millisecond) // the worker waits in its blocking claim
+				id, err := q.Enqueue(ctx(t), nil)
+				require.ErrorIs(t, err, ErrNotDurable)
+				select {
+				case got := <-ran:
+					assert.Equal(t, id, got)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the job did not run")
+				}
+				require.NoError(t, stop())
+				assert.Contains(t, logs.String(), "claim not durable")
 			})
 
 			t.Run("what writes nothing waits for nothing: a worker looking for due schedule ticks, listing the schedules", func(t *testing.T) {

@@ -164,7 +164,10 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 
 // Claim claims up to n (1 … 1000) jobs under the policy's lease; none is
 // an empty slice. One round trip; the claim first promotes the delayed
-// jobs that are due and requeues those whose lease ran out.
+// jobs that are due and requeues those whose lease ran out. With the
+// policy's Durability the claim waits for its copies, and jobs claimed but
+// not confirmed come with [ErrNotDurable]: a failover may lose the claim
+// and hand the same attempt out again (docs/CLUSTER.md).
 func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 	return runVerb(ctx, q.c, q.claimCall(n), q.claimReply)
 }
@@ -271,16 +274,21 @@ func (q *Queue) claimReply(r valkey.ValkeyResult) ([]*Job, error) {
 func newJob() *Job { return new(Job) }
 
 // readClaimed appends to jobs the jobs of a claim's reply, each made by
-// alloc.
+// alloc: with ErrNotDurable when it claimed some whose claim its wait did
+// not confirm.
 func (q *Queue) readClaimed(r valkey.ValkeyResult, alloc func() *Job, jobs []*Job) ([]*Job, error) {
+	r, short := applied(r)
 	m, err := r.ToMessage()
 	if valkey.IsValkeyNil(err) {
-		return jobs, nil
+		return jobs, nil // nothing claimed: nothing to confirm
 	}
 	if err != nil {
 		return jobs, refusal(err)
 	}
-	return q.readClaimedRows(&m, alloc, jobs)
+	if jobs, err = q.readClaimedRows(&m, alloc, jobs); err == nil && short != nil {
+		err = short
+	}
+	return jobs, err
 }
 
 // readClaimedRows reads a claim's reply as readClaimed does, from the

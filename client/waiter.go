@@ -61,6 +61,9 @@ func (w *worker) waitLoop() {
 			w.log.Error("claim refused", "err", err)
 			w.fail(err)
 			return
+		case errors.Is(err, ErrNotDurable): // its jobs run: they are claimed on the primary
+			w.log.Error("claim not durable", "err", err)
+			pause = pollFirst
 		case errors.Is(err, errRedirected):
 			w.log.Debug("blocking claim redirected", "err", err)
 			w.sleep(pause) // the nodes may redirect to each other until both know
@@ -111,7 +114,11 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 		b.at = addr
 		return claimed, fmt.Errorf("%w: %v", errRedirected, r.Error())
 	}
-	return q.readClaimed(r, w.alloc, claimed)
+	n0 := len(claimed)
+	if claimed, err = q.readClaimed(r, w.alloc, claimed); err != nil || len(claimed) == n0 {
+		return claimed, err
+	}
+	return claimed, q.c.confirmOn(w.base, b.dc, q.pending)
 }
 
 // errRedirected is a blocking claim's end by a redirect: its slot is
