@@ -131,10 +131,20 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	return id, err
 }
 
+// ErrUnknownOutcome is what EnqueueMany returns (errors.Is) when replies
+// of its pipeline were lost — a broken connection, a payload above the
+// server's proto-max-bulk-len (it closes the connection), a cancelled ctx:
+// the jobs from the first lost reply on may each be admitted or not.
+// Admit each of them again under its id and payload ([Queue.Admit]): false
+// says the first try landed.
+var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
+
 // EnqueueMany mints an id per payload and admits the jobs in one pipeline,
 // all with the same opts: one round trip for the batch. It returns the ids
-// in payload order and the first error, naming its job; the other jobs are
-// admitted regardless.
+// in payload order and the first error, naming its job; a job the server
+// refused was not admitted, and the other jobs are admitted regardless.
+// When replies were lost the error is [ErrUnknownOutcome], naming the first
+// job whose outcome is unknown.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
@@ -151,6 +161,10 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	}
 	var first error
 	for i, r := range runVerbs(ctx, q.c, calls) {
+		if lost(r.Error()) {
+			return out, errors.Join(first, fmt.Errorf("%w: jobs %s to %s (%d of %d): %w",
+				ErrUnknownOutcome, out[i], out[len(out)-1], len(out)-i, len(out), r.Error()))
+		}
 		admitted, err := admittedReply(r)
 		if err == nil && !admitted {
 			err = ErrExists
@@ -345,3 +359,10 @@ func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10
 
 // ceilMillis is d in whole milliseconds, rounded up.
 func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// lost reports whether err is no reply from the server: the command may or
+// may not have run.
+func lost(err error) bool {
+	_, replied := valkey.IsValkeyErr(err)
+	return err != nil && !replied && !errors.Is(err, ErrNotDurable)
+}

@@ -69,6 +69,30 @@ func TestQueueHandles(t *testing.T) {
 					assert.Equal(t, string(rune('a'+i)), string(j.Payload))
 				}
 			})
+			t.Run("a batch whose replies are lost names the jobs of unknown outcome, and Admit settles each", func(t *testing.T) {
+				// A payload above proto-max-bulk-len makes the server close
+				// the connection in the middle of the pipeline: the jobs
+				// before it were admitted, it and those after were not.
+				must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "1mb")
+				defer must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
+				q := newQueue(t, n, "lostreplies", Policy{Keep: time.Minute})
+				payloads := [][]byte{[]byte("a"), []byte("b"), make([]byte, 2<<20), []byte("d")}
+				got, err := q.EnqueueMany(ctx(t), payloads)
+				require.ErrorIs(t, err, ErrUnknownOutcome)
+				require.Len(t, got, len(payloads))
+				assert.Contains(t, err.Error(), "jobs "+got[0].String()+" to "+got[3].String(), "every reply was lost")
+				must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
+				landed := 0
+				for i, id := range got {
+					admitted, err := q.Admit(ctx(t), id, payloads[i])
+					require.NoError(t, err)
+					if !admitted {
+						landed++
+					}
+				}
+				assert.LessOrEqual(t, landed, 2, "the big job and those after it were not admitted by the batch")
+				assert.Equal(t, int64(len(payloads)), integer(t, n.s, "ZCARD", q.pending), "every job is pending once, after the retries")
+			})
 			t.Run("a kept job stays done for the keep", func(t *testing.T) {
 				q := newQueue(t, n, "keep", Policy{Keep: time.Hour})
 				id, err := q.Enqueue(ctx(t), nil)

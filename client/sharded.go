@@ -78,7 +78,11 @@ func (s *Sharded) Shard(key string) *Queue {
 
 // Enqueue admits payload to the next shard in turn ([Sharded.Next]), as
 // opts say ([Queue.Enqueue]), and returns the job's id. To keep jobs in
-// order, enqueue them on one shard: [Sharded.Shard] of a key.
+// order, enqueue them on one shard: [Sharded.Shard] of a key. The id does
+// not say its shard, so a producer that retries an enqueue whose outcome it
+// does not know (ErrNotDurable, a lost connection) under its id enqueues on
+// a shard it holds — `q := s.Next()`, then q.Enqueue and q.Admit — since
+// [Queue.Admit] on another shard admits a second job.
 func (s *Sharded) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	return s.Next().Enqueue(ctx, payload, opts...)
 }
@@ -87,7 +91,11 @@ func (s *Sharded) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOp
 // shard's part in one pipeline ([Queue.EnqueueMany], all with opts), the
 // shards' at once: one round trip to each node. It returns the ids in
 // payload order and each failed shard's first error, joined; the other
-// jobs are admitted regardless.
+// jobs are admitted regardless (a shard whose replies were lost:
+// [ErrUnknownOutcome]). A producer that retries under the ids
+// ([Queue.Admit]) must send each to its shard, which these ids do not
+// say: one that needs retries enqueues through a shard it picks
+// ([Sharded.Next], [Sharded.Shard]) and admits there again.
 func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
