@@ -62,6 +62,16 @@ func (j *Job) Extend(ctx context.Context) (time.Time, error) {
 // with state done.
 func (j *Job) Ack(ctx context.Context) error {
 	_, err := runVerb(ctx, j.q.c, j.ackCall(), intReply)
+	return j.settled(err)
+}
+
+// settled tells the worker running j, if any, that its handler settled it
+// (err is nil): the worker renews its lease no more and settles nothing
+// when the handler returns. It returns err.
+func (j *Job) settled(err error) error {
+	if err == nil && j.held != nil {
+		j.held.owner.settledByHandler(j.held)
+	}
 	return err
 }
 
@@ -80,7 +90,7 @@ func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration)
 		text = cause.Error()
 	}
 	state, err := runVerb(ctx, j.q.c, j.failCall(backoff, text), stringReply)
-	return State(state), err
+	return State(state), j.settled(err)
 }
 
 // extendCall is EMQ.EXTEND of the job's lease.

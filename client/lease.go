@@ -19,6 +19,7 @@ type heldJob struct {
 	// Guarded by the worker's mu.
 	state      jobState
 	lost       bool      // its lease counts as lost: it is no longer renewed
+	settled    bool      // its handler settled it (Ack, AckResult, Fail): nothing is queued for it
 	slot       int       // the handler slot running it
 	started    time.Time // when its handler started
 	listed     bool      // in the worker's renewal list

@@ -18,5 +18,5 @@ func (j *Job) AckResult(ctx context.Context, result []byte) error {
 		keys:   []string{keys.Job(j.q.name, j.ID.String()), j.q.active},
 		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(j.q.policy.Keep), valkey.BinaryString(result)},
 		script: j.q.c.scripts.ack}, intReply)
-	return err
+	return j.settled(err)
 }

@@ -17,7 +17,9 @@ import (
 
 // Handler processes one claimed job. Returning nil acknowledges the job;
 // an error fails it with the queue policy's backoff; a panic is a failure
-// too. ctx carries the values of Work's context. It ends when the handler
+// too. A handler may settle its job itself — [Job.AckResult] to keep a
+// result, [Job.FailAfter] to choose the backoff, [Job.Ack], [Job.Fail] —
+// and then what it returns settles nothing more. ctx carries the values of Work's context. It ends when the handler
 // returns, when the job's lease is lost (cause [ErrLeaseLost]) or when the
 // worker's grace period after a stop passes (cause [ErrShutdown]).
 type Handler func(ctx context.Context, job *Job) error
@@ -84,7 +86,8 @@ var (
 const errHandedBack = "handed back"
 
 // Work claims jobs of q and runs h on each until ctx ends, then stops
-// claiming, hands back the jobs no handler has started, lets the running
+// claiming, hands back the jobs no handler has started (each has spent an
+// attempt: one on its last dies; see [WorkOptions].Prefetch), lets the running
 // handlers finish for up to opts.Grace, fails the rest with backoff 0 and
 // returns. Each held job's lease is extended until its handler returns; a
 // job whose handler returns nil is acknowledged, one whose handler fails
@@ -373,11 +376,22 @@ func (w *worker) finish(hj *heldJob, err error) {
 	w.slots[hj.slot] = nil
 	w.running--
 	w.release(hj, jobFinished)
-	w.finished = append(w.finished, s)
-	w.settleWake.Signal()
+	if !hj.settled {
+		w.finished = append(w.finished, s)
+		w.settleWake.Signal()
+	}
 	if w.running == 0 {
 		w.idle.Broadcast()
 	}
+}
+
+// settledByHandler records that hj's handler settled its job itself: its
+// lease is renewed no more, and its handler's return settles nothing.
+func (w *worker) settledByHandler(hj *heldJob) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hj.settled = true
+	w.renewals.remove(hj)
 }
 
 // release lets go of hj: it is no longer held nor renewed, which makes
@@ -433,6 +447,9 @@ func (w *worker) handBack(hj *heldJob, cause string) {
 		w.running--
 	}
 	w.release(hj, jobHandedBack)
+	if hj.settled {
+		return // its handler settled it, and runs past the grace
+	}
 	w.finished = append(w.finished, settlement{job: &hj.job, fail: true, cause: cause, handBack: true})
 	w.settleWake.Signal()
 	w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", cause)

@@ -133,6 +133,37 @@ func TestWork(t *testing.T) {
 				assert.Contains(t, logs.String(), "handler panic: the handler panics")
 				assert.Contains(t, logs.String(), "msg=dead")
 			})
+			t.Run("a handler that settles its job itself: a kept result, its own backoff; Work settles nothing more", func(t *testing.T) {
+				q := newQueue(t, n, "selfsettled", Policy{Keep: time.Hour, MaxAttempts: 3})
+				var logs logBuffer
+				got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("result"), []byte("fail-later"), []byte("ack-then-error")})
+				require.NoError(t, err)
+				stop := working(t, q, func(ctx context.Context, j *Job) error {
+					switch string(j.Payload) {
+					case "result":
+						return j.AckResult(ctx, []byte("42"))
+					case "fail-later":
+						_, err := j.FailAfter(ctx, errors.New("not yet"), time.Hour)
+						return err
+					}
+					require.NoError(t, j.Ack(ctx))
+					return errors.New("after its ack: settles nothing")
+				}, WorkOptions{Concurrency: 3, Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "every job settled", func() bool { return integer(t, n.s, "EXISTS", q.pending, q.active) == 0 })
+				require.NoError(t, stop())
+				result, err := q.Job(ctx(t), got[0])
+				require.NoError(t, err)
+				assert.Equal(t, StateDone, result.State)
+				assert.Equal(t, []byte("42"), result.Result)
+				later, err := q.Job(ctx(t), got[1])
+				require.NoError(t, err)
+				assert.Equal(t, StateDelayed, later.State, "its own backoff: an hour")
+				assert.Equal(t, "not yet", later.Error)
+				acked, err := q.Job(ctx(t), got[2])
+				require.NoError(t, err)
+				assert.Equal(t, StateDone, acked.State)
+				assert.NotContains(t, logs.String(), "level=ERROR", "no settlement sent after the handler's own")
+			})
 			t.Run("a running job's lease is renewed until its handler returns", func(t *testing.T) {
 				// A lease long enough for a renewal to land on a loaded
 				// machine: 60 ms lost one in about five runs at load 18,
