@@ -196,12 +196,18 @@ producers' nodes. --delay keeps the job in the delayed set until then
 		`emq enqueue emails '{"to":"bob@example.com"}' --delay 10m --priority 1`},
 	minArgs: 2, maxArgs: 2,
 	flags: func(fs *flag.FlagSet, o *options) {
-		fs.UintVar(&o.node, "node", ids.MaxNode, "snowflake node of the minted id (0 … 1023)")
+		fs.UintVar(&o.node, "node", enqueueNode, "snowflake node of the minted id (0 … 1023)")
 		fs.DurationVar(&o.delay, "delay", 0, "claimable this long from now, not at once")
 		fs.Int64Var(&o.priority, "priority", 0, "claimed before jobs of a higher number (0 … 2147483647)")
 	},
 	run: runEnqueue,
 }
+
+// enqueueNode is emq enqueue's snowflake node unless --node says: apart
+// from the schedules' ticks, minted down from node 1023 (a queue's first
+// 4096 schedules on 1023 itself), and from the small numbers producers
+// usually take.
+const enqueueNode = 1000
 
 func runEnqueue(ctx context.Context, s *session, args []string) error {
 	if s.o.delay < 0 {

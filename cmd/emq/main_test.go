@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/stretchr/testify/assert"
@@ -216,6 +217,14 @@ func TestCLIActions(t *testing.T) {
 		require.Equal(t, exitOK, j.code, j.stderr)
 		assert.Contains(t, j.stdout, `"payload": "-hello-"`)
 		assert.Contains(t, j.stdout, `"state": "pending"`)
+		parsed, ok := ids.Parse(ids.Job, []byte(id))
+		require.True(t, ok, id)
+		assert.Equal(t, uint32(enqueueNode), parsed.Node(), "not node 1023, where a queue's schedules mint their ticks")
+		r = emq(t, s.Addr, "enqueue", "fresh", "x", "--node", "7")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		parsed, ok = ids.Parse(ids.Job, []byte(strings.TrimSpace(r.stdout)))
+		require.True(t, ok, r.stdout)
+		assert.Equal(t, uint32(7), parsed.Node())
 	})
 	t.Run("enqueue --delay --priority admits a delayed job at its priority", func(t *testing.T) {
 		r := emq(t, s.Addr, "enqueue", "later", "x", "--delay", "1h", "--priority", "7")
