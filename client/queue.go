@@ -170,11 +170,17 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 }
 
 // BClaim claims as Claim does and, when no job is claimable, waits up to
-// timeout (0: until ctx ends) for one. Natively the server blocks the call
-// on a dedicated connection of valkey-go's pool and hands it a job the
-// moment one is claimable; on a node without EMQ.BCLAIM it claims, then
-// polls with a backoff from 10 ms doubling to at most 250 ms.
+// timeout (0: until ctx ends) for one. A negative timeout — a remaining
+// time whose deadline has passed — waits for nothing: BClaim is then
+// Claim, as time.After and context.WithTimeout end at once. Natively the
+// server blocks the call on a dedicated connection of valkey-go's pool and
+// hands it a job the moment one is claimable; on a node without
+// EMQ.BCLAIM it claims, then polls with a backoff from 10 ms doubling to
+// at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+	if timeout < 0 {
+		return q.Claim(ctx, n)
+	}
 	v := q.bclaimCall(n, timeout)
 	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
@@ -197,11 +203,11 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 }
 
 // bclaimCall is EMQ.BCLAIM of n jobs under the policy, waiting up to
-// timeout (0: forever).
+// timeout, which is not negative (0: forever).
 func (q *Queue) bclaimCall(n int, timeout time.Duration) verbCall {
 	// Rounded up, as every duration sent: a timeout under 1 ms truncated
 	// to 0 would wait forever.
-	timeoutMs := min(ceilMillis(max(timeout, 0)), 1<<40) // the verb's range
+	timeoutMs := min(ceilMillis(timeout), 1<<40) // the verb's range
 	v := q.claimCall(n)
 	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
 	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))

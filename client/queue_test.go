@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -161,6 +162,30 @@ func TestQueueHandles(t *testing.T) {
 				jobs, err := newQueue(t, n, "bclaim-sub-ms", Policy{}).BClaim(c, 1, 500*time.Microsecond)
 				require.NoError(t, err, "the claim waited until its context ended")
 				assert.Empty(t, jobs)
+			})
+			t.Run("bclaim with a negative timeout returns at once, as a claim", func(t *testing.T) {
+				// A remaining time computed from a passed deadline: as
+				// time.After and context.WithTimeout treat it, not "wait
+				// until ctx ends" as 0 does.
+				for _, timeout := range []time.Duration{-time.Nanosecond, -time.Second, math.MinInt64} {
+					t.Run(timeout.String(), func(t *testing.T) {
+						c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						defer cancel()
+						q := newQueue(t, n, "bclaim-negative", Policy{})
+						jobs, err := q.BClaim(c, 1, timeout)
+						require.NoError(t, err, "the claim waited until its context ended")
+						assert.Empty(t, jobs)
+						id, err := q.Enqueue(c, nil)
+						require.NoError(t, err)
+						jobs, err = q.BClaim(c, 1, timeout)
+						require.NoError(t, err)
+						require.Len(t, jobs, 1, "a claimable job is claimed")
+						assert.Equal(t, id, jobs[0].ID)
+						require.NoError(t, jobs[0].Ack(c))
+						_, err = q.BClaim(c, 1001, timeout)
+						requireRefusal(t, err, emqerrors.Shape)
+					})
+				}
 			})
 			t.Run("a policy out of range is refused before sending", func(t *testing.T) {
 				q := newQueue(t, n, "shape", Policy{})
