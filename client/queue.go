@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
@@ -78,7 +79,10 @@ type Queue struct {
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
-// with minter (give every producing process its own snowflake node).
+// with minter (give every producing process its own snowflake node). A
+// queue that only reads, claims or admits ids of its own ([Queue.Admit])
+// may have a nil minter; its Enqueue and EnqueueMany are refused with
+// EMQSHAPE.
 func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error) {
 	if err := checkName(name, "queue"); err != nil {
 		return nil, err
@@ -123,6 +127,9 @@ var ErrExists = errors.New("client: the job exists")
 // once at priority 0, or as opts say ([At], [After], [Priority]). Without
 // options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
+	if err := q.checkMinter(); err != nil {
+		return ids.ID{}, err
+	}
 	id := q.minter.Mint(ids.Job)
 	admitted, err := q.Admit(ctx, id, payload, opts...)
 	if err == nil && !admitted {
@@ -136,6 +143,9 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 // in payload order and the first error, naming its job; the other jobs are
 // admitted regardless.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
+	if err := q.checkMinter(); err != nil {
+		return nil, err
+	}
 	if len(payloads) == 0 {
 		return nil, nil
 	}
@@ -160,6 +170,15 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 		}
 	}
 	return out, first
+}
+
+// checkMinter refuses to mint on a queue made without a minter, which
+// would panic.
+func (q *Queue) checkMinter() error {
+	if q.minter == nil {
+		return emqerrors.New(emqerrors.Shape, "queue %s has no minter: give Client.Queue one to Enqueue, or Admit ids minted elsewhere", q.name)
+	}
+	return nil
 }
 
 // Claim claims up to n (1 … 1000) jobs under the policy's lease; none is

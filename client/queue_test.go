@@ -224,3 +224,59 @@ func str(t *testing.T, n node, args ...string) string {
 	require.NoError(t, err, "%v", args)
 	return v
 }
+
+// TestQueueMisuseIsRefused: a queue used against its grain gets a clear,
+// coded refusal that writes nothing, never a panic; a nil option is
+// ignored.
+func TestQueueMisuseIsRefused(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("enqueue on a queue without a minter is refused and writes nothing", func(t *testing.T) {
+				q, err := n.c.Queue("no-minter", nil, Policy{})
+				require.NoError(t, err, "a queue without a minter is fine for reading and Admit")
+				before := digest(t, n.s)
+				_, err = q.Enqueue(ctx(t), []byte("x"))
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Contains(t, err.Error(), "no minter")
+				_, err = q.EnqueueMany(ctx(t), [][]byte{[]byte("x"), []byte("y")})
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Equal(t, before, digest(t, n.s))
+				admitted, err := q.Admit(ctx(t), n.m.Mint(ids.Job), []byte("x"))
+				require.NoError(t, err)
+				assert.True(t, admitted, "Admit takes an id minted elsewhere")
+			})
+			t.Run("a nil enqueue option is ignored", func(t *testing.T) {
+				q := newQueue(t, n, "nil-option", Policy{})
+				enqueue := map[string]func(opts ...EnqueueOption) (ids.ID, error){
+					"Enqueue": func(opts ...EnqueueOption) (ids.ID, error) { return q.Enqueue(ctx(t), nil, opts...) },
+					"EnqueueMany": func(opts ...EnqueueOption) (ids.ID, error) {
+						got, err := q.EnqueueMany(ctx(t), [][]byte{nil}, opts...)
+						if len(got) == 0 {
+							return ids.ID{}, err
+						}
+						return got[0], err
+					},
+					"Admit": func(opts ...EnqueueOption) (ids.ID, error) {
+						id := n.m.Mint(ids.Job)
+						_, err := q.Admit(ctx(t), id, nil, opts...)
+						return id, err
+					},
+				}
+				for name, admit := range enqueue {
+					t.Run(name, func(t *testing.T) {
+						priority := func(opts ...EnqueueOption) int {
+							id, err := admit(opts...)
+							require.NoError(t, err)
+							info, err := q.Job(ctx(t), id)
+							require.NoError(t, err)
+							assert.Equal(t, StatePending, info.State)
+							return info.Priority
+						}
+						assert.Equal(t, 0, priority(nil), "as without options")
+						assert.Equal(t, 3, priority(nil, Priority(3), nil), "the others apply")
+					})
+				}
+			})
+		})
+	}
+}
