@@ -45,7 +45,8 @@ type WorkOptions struct {
 	// DefaultPoll when 0. A stop ends the wait at once, whatever Poll is.
 	Poll time.Duration
 	// Renew is the fraction of the lease after which a claimed job's lease
-	// is extended, again and again until its handler returns; 1/3 when 0.
+	// is extended, again and again until its handler returns: above 0 and
+	// below 1, or 0 for 1/3. Work refuses any other value with EMQSHAPE.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
@@ -99,15 +100,30 @@ const errHandedBack = "handed back"
 // node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
 // UNBLOCK. One scheduler extends the leases due, in one pipeline.
 //
-// Work returns nil after a shutdown, or a refusal the claims met (an
-// invalid policy, a key of the wrong type), which stops it. It does not
+// Work returns nil after a shutdown, or a refusal: at its start, with
+// nothing claimed, for a nil h or opts out of range; or one the claims met
+// (an invalid policy, a key of the wrong type), which stops it. It does not
 // wait for a handler that ignores its context past the grace period: that
 // job was handed back, and its late ack or fail is refused.
 func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
-	if err := q.checkPolicy(); err != nil {
+	if err := checkWork(h, opts, q); err != nil {
 		return err
 	}
 	return newCrew(ctx, h, opts, []*Queue{q}).run()
+}
+
+// checkWork refuses what Work cannot run: a nil handler, which would fail
+// every job it claims, options out of range, and a policy out of the
+// verbs' range (q's, which every queue a crew works shares).
+func checkWork(h Handler, opts WorkOptions, q *Queue) error {
+	if h == nil {
+		return emqerrors.New(emqerrors.Shape, "work: the handler is nil")
+	}
+	// Written so that NaN is refused too.
+	if opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1) {
+		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below 1 (a fraction of the lease), or 0 for 1/3; got %v", opts.Renew)
+	}
+	return q.checkPolicy()
 }
 
 // checkPolicy runs EMQ.SETTLE's checks, once, on the numbers the policy
@@ -206,7 +222,7 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
-	if opts.Renew <= 0 || opts.Renew >= 1 {
+	if opts.Renew == 0 {
 		opts.Renew = 1.0 / 3
 	}
 	if opts.Grace <= 0 {
