@@ -17,7 +17,8 @@ import (
 
 // Handler processes one claimed job. Returning nil acknowledges the job;
 // an error fails it with the queue policy's backoff; a panic is a failure
-// too. ctx carries the values of Work's context. It ends when the handler
+// too, whose error on the job is "handler panic: <value>" (the stack goes
+// to WorkOptions.Logger, not on the job's row). ctx carries the values of Work's context. It ends when the handler
 // returns, when the job's lease is lost (cause [ErrLeaseLost]) or when the
 // worker's grace period after a stop passes (cause [ErrShutdown]).
 type Handler func(ctx context.Context, job *Job) error
@@ -53,8 +54,8 @@ type WorkOptions struct {
 	// 0, so another worker claims them at once.
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; warn:
-	// failed, dead, handed back, lease lost; error: a call that failed).
-	// Nil logs nothing.
+	// failed, dead, handed back, lease lost; error: a call that failed, a
+	// handler's panic with its stack). Nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -341,6 +342,7 @@ func (c *crew) runSlot(i int) {
 			continue
 		}
 		err := guarded(func() error { return c.h(&hj.ctx, &hj.job) })
+		logPanic(w.log, err, func() []any { return []any{"job", hj.job.text, "attempt", hj.job.Attempt} })
 		hj.ctx.end(&context.Canceled)
 		w.finish(hj, err)
 	}
@@ -361,15 +363,33 @@ func (w *worker) begin(hj *heldJob, i int) bool {
 	return true
 }
 
-// guarded runs a handler, turning a panic into an error that carries the
-// panic's value and stack.
+// guarded runs a handler, turning a panic into a *handlerPanic.
 func guarded(h func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+			err = &handlerPanic{value: p, stack: debug.Stack()}
 		}
 	}()
 	return h()
+}
+
+// handlerPanic is a handler's panic as its failure. Its text, kept on the
+// job's row, in its failed event and by the operator tools, is the panic's
+// value only; the stack — kilobytes naming the build's paths — goes to the
+// worker's log (log).
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("handler panic: %v", p.value) }
+
+// logPanic logs the stack of err when it is a handler's panic, with args
+// naming what the handler was given; the args are built only then.
+func logPanic(log *slog.Logger, err error, args func() []any) {
+	if p, ok := err.(*handlerPanic); ok {
+		log.Error("handler panic", append(args(), "panic", p.value, "stack", string(p.stack))...)
+	}
 }
 
 // finish queues the outcome of hj's handler for the next settle call.

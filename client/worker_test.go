@@ -134,6 +134,30 @@ func TestWork(t *testing.T) {
 				assert.Contains(t, logs.String(), "handler panic: the handler panics")
 				assert.Contains(t, logs.String(), "msg=dead")
 			})
+			t.Run("a panic's value is the job's error, its stack goes to the log", func(t *testing.T) {
+				q := newQueue(t, n, "panics", Policy{MaxAttempts: 1})
+				var logs logBuffer
+				id, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				stop := working(t, q, func(context.Context, *Job) error { panic("boom") },
+					WorkOptions{Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "the job is dead", func() bool { return len(jobsIn(t, n, q, "dead")) == 1 })
+				require.NoError(t, stop())
+				assert.Equal(t, "handler panic: boom", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"),
+					"the row keeps the value, not kilobytes of stack")
+				var record string
+				for line := range strings.Lines(logs.String()) {
+					if strings.Contains(line, `msg="handler panic"`) {
+						record = line
+					}
+				}
+				require.NotEmpty(t, record, "no handler panic record in:\n%s", logs.String())
+				assert.Contains(t, record, "level=ERROR")
+				assert.Contains(t, record, "job="+id.String())
+				assert.Contains(t, record, "attempt=1")
+				assert.Contains(t, record, "panic=boom")
+				assert.Contains(t, record, "runtime/debug.Stack", "the stack is logged")
+			})
 			t.Run("a running job's lease is renewed until its handler returns", func(t *testing.T) {
 				// A lease long enough for a renewal to land on a loaded
 				// machine: 60 ms lost one in about five runs at load 18,
