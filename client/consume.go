@@ -26,7 +26,9 @@ type Message struct {
 // MessageHandler processes one message. Returning nil acknowledges it; an
 // error counts a failure, and the message is delivered again once it was
 // idle for ConsumeOptions.Reclaim — or parked on the dead-letter stream
-// when its failures reach ConsumeOptions.MaxFailures.
+// when its failures reach ConsumeOptions.MaxFailures. A panic is a failure
+// too, its reason "handler panic: <value>"; its stack goes to
+// ConsumeOptions.Logger.
 type MessageHandler func(ctx context.Context, m Message) error
 
 // ConsumeOptions tune [Client.Consume]. Sub and Minter are required; zero
@@ -56,8 +58,8 @@ type ConsumeOptions struct {
 	// XAUTOCLAIM takes it over — from a consumer that died or, after a
 	// failure, from this one; 30 seconds when 0.
 	Reclaim time.Duration
-	// Logger receives a record per failure, park and error; nil logs
-	// nothing.
+	// Logger receives a record per failure, park and error, and a
+	// handler's panic with its stack (error); nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -190,6 +192,7 @@ func (k *consumer) handle(ctx context.Context, entries []valkey.XRangeEntry) err
 			continue
 		}
 		err := guarded(func() error { return k.h(ctx, m) })
+		logPanic(k.log, err, func() []any { return []any{"msg", m.Msg} })
 		if err == nil {
 			acks = append(acks, e.ID)
 			continue

@@ -103,6 +103,24 @@ func TestConsume(t *testing.T) {
 				eventually(t, "the orphan is acked", func() bool { return unacked(t, n, topic, "g") == 0 })
 				require.NoError(t, stop())
 			})
+			t.Run("a panic's value is the parked reason, its stack goes to the log", func(t *testing.T) {
+				const topic = "panics"
+				msgs := publish(t, n, topic, "boom")
+				var logs logBuffer
+				stop := consuming(t, n.c, topic, "g", "c1", func(context.Context, Message) error { panic("boom") },
+					ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m, MaxFailures: 1, Block: 20 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "the message is parked", func() bool { return len(xrange(t, n.s, keys.Stream(topic, "dlq"))) == 1 })
+				require.NoError(t, stop())
+				reason := ""
+				for _, f := range xrange(t, n.s, keys.Stream(topic, "dlq"))[0].FieldValues {
+					if f.Field == "reason" {
+						reason = f.Value
+					}
+				}
+				assert.Equal(t, "handler panic: boom", reason)
+				assert.Contains(t, logs.String(), `level=ERROR msg="handler panic"`)
+				assert.Contains(t, logs.String(), "msg="+msgs[0].String()+" panic=boom stack=\"goroutine")
+			})
 			t.Run("options without a SUB id are refused", func(t *testing.T) {
 				err := n.c.Consume(ctx(t), "t", "g", "c", func(context.Context, Message) error { return nil }, ConsumeOptions{})
 				require.Error(t, err)

@@ -43,12 +43,12 @@
 //
 // # Scheduling, priorities and the queue's settings
 //
-// Enqueue and EnqueueMany take options: [At] and [After] make a job
-// claimable at a time, [Priority] sets its priority — claims take the
-// lowest first, and jobs of one priority in the order of their ids, the
-// order they were minted; a job keeps its priority through every retry,
-// promotion, requeue and revival. With any option the admission is
-// EMQ.SCHEDULE, without EMQ.ENQUEUE.
+// Enqueue and EnqueueMany take options (a nil one is ignored): [At] and
+// [After] make a job claimable at a time, [Priority] sets its priority —
+// claims take the lowest first, and jobs of one priority in the order of
+// their ids, the order they were minted; a job keeps its priority through
+// every retry, promotion, requeue and revival. With any option the
+// admission is EMQ.SCHEDULE, without EMQ.ENQUEUE.
 //
 //	id, err := q.Enqueue(ctx, payload, client.After(time.Minute), client.Priority(1))
 //
@@ -61,10 +61,12 @@
 // [Job.AckResult], is kept on its row for the policy's Keep; with Keep 0
 // the row is deleted on ack, so a result is refused with EMQSHAPE.
 //
-// [Queue.Work] is the worker runner. One call at a time settles the jobs
-// that finished since the last — ack on success, fail with the policy's
-// backoff on an error or a panic — and claims as many as there are free
-// handler slots and room in a small prefetch buffer
+// [Queue.Work] is the worker runner; it refuses a nil handler, and a
+// [WorkOptions].Renew outside (0, 1), before it claims anything. One call
+// at a time settles the jobs that finished since the last — ack on
+// success, fail with the policy's backoff on an error or a panic (the
+// job's error "handler panic: <value>", the stack logged) — and claims as
+// many as there are free handler slots and room in a small prefetch buffer
 // ([WorkOptions].Prefetch), so a slot that frees starts its next job
 // without waiting on a round trip; when a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection. One scheduler extends

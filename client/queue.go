@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
@@ -78,7 +79,10 @@ type Queue struct {
 }
 
 // Queue returns a handle on the queue name whose Enqueue mints job ids
-// with minter (give every producing process its own snowflake node).
+// with minter (give every producing process its own snowflake node). A
+// queue that only reads, claims or admits ids of its own ([Queue.Admit])
+// may have a nil minter; its Enqueue and EnqueueMany are refused with
+// EMQSHAPE.
 func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error) {
 	if err := checkName(name, "queue"); err != nil {
 		return nil, err
@@ -123,6 +127,9 @@ var ErrExists = errors.New("client: the job exists")
 // once at priority 0, or as opts say ([At], [After], [Priority]). Without
 // options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
+	if err := q.checkMinter(); err != nil {
+		return ids.ID{}, err
+	}
 	id := q.minter.Mint(ids.Job)
 	admitted, err := q.Admit(ctx, id, payload, opts...)
 	if err == nil && !admitted {
@@ -146,6 +153,9 @@ var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 // When replies were lost the error is [ErrUnknownOutcome], naming the first
 // job whose outcome is unknown.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
+	if err := q.checkMinter(); err != nil {
+		return nil, err
+	}
 	if len(payloads) == 0 {
 		return nil, nil
 	}
@@ -176,6 +186,15 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	return out, first
 }
 
+// checkMinter refuses to mint on a queue made without a minter, which
+// would panic.
+func (q *Queue) checkMinter() error {
+	if q.minter == nil {
+		return emqerrors.New(emqerrors.Shape, "queue %s has no minter: give Client.Queue one to Enqueue, or Admit ids minted elsewhere", q.name)
+	}
+	return nil
+}
+
 // Claim claims up to n (1 … 1000) jobs under the policy's lease; none is
 // an empty slice. One round trip; the claim first promotes the delayed
 // jobs that are due and requeues those whose lease ran out. With the
@@ -187,11 +206,17 @@ func (q *Queue) Claim(ctx context.Context, n int) ([]*Job, error) {
 }
 
 // BClaim claims as Claim does and, when no job is claimable, waits up to
-// timeout (0: until ctx ends) for one. Natively the server blocks the call
-// on a dedicated connection of valkey-go's pool and hands it a job the
-// moment one is claimable; on a node without EMQ.BCLAIM it claims, then
-// polls with a backoff from 10 ms doubling to at most 250 ms.
+// timeout (0: until ctx ends) for one. A negative timeout — a remaining
+// time whose deadline has passed — waits for nothing: BClaim is then
+// Claim, as time.After and context.WithTimeout end at once. Natively the
+// server blocks the call on a dedicated connection of valkey-go's pool and
+// hands it a job the moment one is claimable; on a node without
+// EMQ.BCLAIM it claims, then polls with a backoff from 10 ms doubling to
+// at most 250 ms.
 func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Job, error) {
+	if timeout < 0 {
+		return q.Claim(ctx, n)
+	}
 	v := q.bclaimCall(n, timeout)
 	if err := check(v.verb, v.line()...); err != nil {
 		return nil, err
@@ -214,11 +239,11 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 }
 
 // bclaimCall is EMQ.BCLAIM of n jobs under the policy, waiting up to
-// timeout (0: forever).
+// timeout, which is not negative (0: forever).
 func (q *Queue) bclaimCall(n int, timeout time.Duration) verbCall {
 	// Rounded up, as every duration sent: a timeout under 1 ms truncated
 	// to 0 would wait forever.
-	timeoutMs := min(ceilMillis(max(timeout, 0)), 1<<40) // the verb's range
+	timeoutMs := min(ceilMillis(timeout), 1<<40) // the verb's range
 	v := q.claimCall(n)
 	v.verb, v.cp, v.blocking = emq.BClaim, CapBClaim, true
 	v.args = append(v.args[:len(v.args):len(v.args)], strconv.FormatInt(timeoutMs, 10))

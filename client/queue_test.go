@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -186,6 +187,30 @@ func TestQueueHandles(t *testing.T) {
 				require.NoError(t, err, "the claim waited until its context ended")
 				assert.Empty(t, jobs)
 			})
+			t.Run("bclaim with a negative timeout returns at once, as a claim", func(t *testing.T) {
+				// A remaining time computed from a passed deadline: as
+				// time.After and context.WithTimeout treat it, not "wait
+				// until ctx ends" as 0 does.
+				for _, timeout := range []time.Duration{-time.Nanosecond, -time.Second, math.MinInt64} {
+					t.Run(timeout.String(), func(t *testing.T) {
+						c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						defer cancel()
+						q := newQueue(t, n, "bclaim-negative", Policy{})
+						jobs, err := q.BClaim(c, 1, timeout)
+						require.NoError(t, err, "the claim waited until its context ended")
+						assert.Empty(t, jobs)
+						id, err := q.Enqueue(c, nil)
+						require.NoError(t, err)
+						jobs, err = q.BClaim(c, 1, timeout)
+						require.NoError(t, err)
+						require.Len(t, jobs, 1, "a claimable job is claimed")
+						assert.Equal(t, id, jobs[0].ID)
+						require.NoError(t, jobs[0].Ack(c))
+						_, err = q.BClaim(c, 1001, timeout)
+						requireRefusal(t, err, emqerrors.Shape)
+					})
+				}
+			})
 			t.Run("a policy out of range is refused before sending", func(t *testing.T) {
 				q := newQueue(t, n, "shape", Policy{})
 				_, err := q.Claim(ctx(t), 1001)
@@ -222,4 +247,60 @@ func str(t *testing.T, n node, args ...string) string {
 	v, err := n.s.Do(args...).ToString()
 	require.NoError(t, err, "%v", args)
 	return v
+}
+
+// TestQueueMisuseIsRefused: a queue used against its grain gets a clear,
+// coded refusal that writes nothing, never a panic; a nil option is
+// ignored.
+func TestQueueMisuseIsRefused(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			t.Run("enqueue on a queue without a minter is refused and writes nothing", func(t *testing.T) {
+				q, err := n.c.Queue("no-minter", nil, Policy{})
+				require.NoError(t, err, "a queue without a minter is fine for reading and Admit")
+				before := digest(t, n.s)
+				_, err = q.Enqueue(ctx(t), []byte("x"))
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Contains(t, err.Error(), "no minter")
+				_, err = q.EnqueueMany(ctx(t), [][]byte{[]byte("x"), []byte("y")})
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Equal(t, before, digest(t, n.s))
+				admitted, err := q.Admit(ctx(t), n.m.Mint(ids.Job), []byte("x"))
+				require.NoError(t, err)
+				assert.True(t, admitted, "Admit takes an id minted elsewhere")
+			})
+			t.Run("a nil enqueue option is ignored", func(t *testing.T) {
+				q := newQueue(t, n, "nil-option", Policy{})
+				enqueue := map[string]func(opts ...EnqueueOption) (ids.ID, error){
+					"Enqueue": func(opts ...EnqueueOption) (ids.ID, error) { return q.Enqueue(ctx(t), nil, opts...) },
+					"EnqueueMany": func(opts ...EnqueueOption) (ids.ID, error) {
+						got, err := q.EnqueueMany(ctx(t), [][]byte{nil}, opts...)
+						if len(got) == 0 {
+							return ids.ID{}, err
+						}
+						return got[0], err
+					},
+					"Admit": func(opts ...EnqueueOption) (ids.ID, error) {
+						id := n.m.Mint(ids.Job)
+						_, err := q.Admit(ctx(t), id, nil, opts...)
+						return id, err
+					},
+				}
+				for name, admit := range enqueue {
+					t.Run(name, func(t *testing.T) {
+						priority := func(opts ...EnqueueOption) int {
+							id, err := admit(opts...)
+							require.NoError(t, err)
+							info, err := q.Job(ctx(t), id)
+							require.NoError(t, err)
+							assert.Equal(t, StatePending, info.State)
+							return info.Priority
+						}
+						assert.Equal(t, 0, priority(nil), "as without options")
+						assert.Equal(t, 3, priority(nil, Priority(3), nil), "the others apply")
+					})
+				}
+			})
+		})
+	}
 }

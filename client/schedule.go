@@ -12,7 +12,7 @@ import (
 
 // EnqueueOption says when, and at which priority, [Queue.Enqueue] and
 // [Queue.EnqueueMany] admit a job. Any option makes the admission
-// EMQ.SCHEDULE instead of EMQ.ENQUEUE.
+// EMQ.SCHEDULE instead of EMQ.ENQUEUE; a nil option is ignored.
 type EnqueueOption func(*admission)
 
 // admission is what the options of an enqueue decided.
@@ -46,14 +46,17 @@ func Priority(p int) EnqueueOption {
 	return func(a *admission) { a.priority = p }
 }
 
-// newAdmission applies opts in order (a later time replaces an earlier);
-// nil without options.
+// newAdmission applies opts in order (a later time replaces an earlier),
+// skipping nil ones; nil without a non-nil option.
 func newAdmission(opts []EnqueueOption) *admission {
-	if len(opts) == 0 {
-		return nil
-	}
-	a := new(admission)
+	var a *admission
 	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if a == nil {
+			a = new(admission)
+		}
 		o(a)
 	}
 	return a

@@ -148,7 +148,7 @@ func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...En
 // follows the redirect; a blocking claim the node ended with one is sent
 // again to the slot's new node.
 func (s *Sharded) Work(ctx context.Context, h Handler, opts WorkOptions) error {
-	if err := s.shards[0].checkPolicy(); err != nil {
+	if err := checkWork(h, opts, s.shards[0]); err != nil {
 		return err
 	}
 	return newCrew(ctx, h, opts, s.shards).run()

@@ -17,11 +17,13 @@ import (
 
 // Handler processes one claimed job. Returning nil acknowledges the job;
 // an error fails it with the queue policy's backoff; a panic is a failure
-// too. A handler may settle its job itself — [Job.AckResult] to keep a
-// result, [Job.FailAfter] to choose the backoff, [Job.Ack], [Job.Fail] —
-// and then what it returns settles nothing more. ctx carries the values of Work's context. It ends when the handler
-// returns, when the job's lease is lost (cause [ErrLeaseLost]) or when the
-// worker's grace period after a stop passes (cause [ErrShutdown]).
+// too, whose error on the job is "handler panic: <value>" (the stack goes
+// to WorkOptions.Logger, not on the job's row). A handler may settle its
+// job itself — [Job.AckResult] to keep a result, [Job.FailAfter] to choose
+// the backoff, [Job.Ack], [Job.Fail] — and then what it returns settles
+// nothing more. ctx carries the values of Work's context. It ends when the
+// handler returns, when the job's lease is lost (cause [ErrLeaseLost]) or
+// when the worker's grace period after a stop passes (cause [ErrShutdown]).
 type Handler func(ctx context.Context, job *Job) error
 
 // WorkOptions tune [Queue.Work]. Zero fields take the defaults.
@@ -47,15 +49,16 @@ type WorkOptions struct {
 	// DefaultPoll when 0. A stop ends the wait at once, whatever Poll is.
 	Poll time.Duration
 	// Renew is the fraction of the lease after which a claimed job's lease
-	// is extended, again and again until its handler returns; 1/3 when 0.
+	// is extended, again and again until its handler returns: above 0 and
+	// below 1, or 0 for 1/3. Work refuses any other value with EMQSHAPE.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
 	// 0, so another worker claims them at once.
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; warn:
-	// failed, dead, handed back, lease lost; error: a call that failed).
-	// Nil logs nothing.
+	// failed, dead, handed back, lease lost; error: a call that failed, a
+	// handler's panic with its stack). Nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -102,15 +105,30 @@ const errHandedBack = "handed back"
 // node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
 // UNBLOCK. One scheduler extends the leases due, in one pipeline.
 //
-// Work returns nil after a shutdown, or a refusal the claims met (an
-// invalid policy, a key of the wrong type), which stops it. It does not
+// Work returns nil after a shutdown, or a refusal: at its start, with
+// nothing claimed, for a nil h or opts out of range; or one the claims met
+// (an invalid policy, a key of the wrong type), which stops it. It does not
 // wait for a handler that ignores its context past the grace period: that
 // job was handed back, and its late ack or fail is refused.
 func (q *Queue) Work(ctx context.Context, h Handler, opts WorkOptions) error {
-	if err := q.checkPolicy(); err != nil {
+	if err := checkWork(h, opts, q); err != nil {
 		return err
 	}
 	return newCrew(ctx, h, opts, []*Queue{q}).run()
+}
+
+// checkWork refuses what Work cannot run: a nil handler, which would fail
+// every job it claims, options out of range, and a policy out of the
+// verbs' range (q's, which every queue a crew works shares).
+func checkWork(h Handler, opts WorkOptions, q *Queue) error {
+	if h == nil {
+		return emqerrors.New(emqerrors.Shape, "work: the handler is nil")
+	}
+	// Written so that NaN is refused too.
+	if opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1) {
+		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below 1 (a fraction of the lease), or 0 for 1/3; got %v", opts.Renew)
+	}
+	return q.checkPolicy()
 }
 
 // checkPolicy runs EMQ.SETTLE's checks, once, on the numbers the policy
@@ -209,7 +227,7 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 	if opts.Poll <= 0 {
 		opts.Poll = DefaultPoll
 	}
-	if opts.Renew <= 0 || opts.Renew >= 1 {
+	if opts.Renew == 0 {
 		opts.Renew = 1.0 / 3
 	}
 	if opts.Grace <= 0 {
@@ -328,6 +346,7 @@ func (c *crew) runSlot(i int) {
 			continue
 		}
 		err := guarded(func() error { return c.h(&hj.ctx, &hj.job) })
+		logPanic(w.log, err, func() []any { return []any{"job", hj.job.text, "attempt", hj.job.Attempt} })
 		hj.ctx.end(&context.Canceled)
 		w.finish(hj, err)
 	}
@@ -348,15 +367,33 @@ func (w *worker) begin(hj *heldJob, i int) bool {
 	return true
 }
 
-// guarded runs a handler, turning a panic into an error that carries the
-// panic's value and stack.
+// guarded runs a handler, turning a panic into a *handlerPanic.
 func guarded(h func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+			err = &handlerPanic{value: p, stack: debug.Stack()}
 		}
 	}()
 	return h()
+}
+
+// handlerPanic is a handler's panic as its failure. Its text, kept on the
+// job's row, in its failed event and by the operator tools, is the panic's
+// value only; the stack — kilobytes naming the build's paths — goes to the
+// worker's log (log).
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string { return fmt.Sprintf("handler panic: %v", p.value) }
+
+// logPanic logs the stack of err when it is a handler's panic, with args
+// naming what the handler was given; the args are built only then.
+func logPanic(log *slog.Logger, err error, args func() []any) {
+	if p, ok := err.(*handlerPanic); ok {
+		log.Error("handler panic", append(args(), "panic", p.value, "stack", string(p.stack))...)
+	}
 }
 
 // finish queues the outcome of hj's handler for the next settle call.

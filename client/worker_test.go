@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -163,6 +164,30 @@ func TestWork(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, StateDone, acked.State)
 				assert.NotContains(t, logs.String(), "level=ERROR", "no settlement sent after the handler's own")
+			})
+			t.Run("a panic's value is the job's error, its stack goes to the log", func(t *testing.T) {
+				q := newQueue(t, n, "panics", Policy{MaxAttempts: 1})
+				var logs logBuffer
+				id, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				stop := working(t, q, func(context.Context, *Job) error { panic("boom") },
+					WorkOptions{Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "the job is dead", func() bool { return len(jobsIn(t, n, q, "dead")) == 1 })
+				require.NoError(t, stop())
+				assert.Equal(t, "handler panic: boom", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"),
+					"the row keeps the value, not kilobytes of stack")
+				var record string
+				for line := range strings.Lines(logs.String()) {
+					if strings.Contains(line, `msg="handler panic"`) {
+						record = line
+					}
+				}
+				require.NotEmpty(t, record, "no handler panic record in:\n%s", logs.String())
+				assert.Contains(t, record, "level=ERROR")
+				assert.Contains(t, record, "job="+id.String())
+				assert.Contains(t, record, "attempt=1")
+				assert.Contains(t, record, "panic=boom")
+				assert.Contains(t, record, "runtime/debug.Stack", "the stack is logged")
 			})
 			t.Run("a running job's lease is renewed until its handler returns", func(t *testing.T) {
 				// A lease long enough for a renewal to land on a loaded
@@ -934,5 +959,70 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		if _, err := dst.Write(buf[:k]); err != nil {
 			return
 		}
+	}
+}
+
+// TestWorkRefusesBadOptions: Work with a nil handler or a Renew out of
+// range is refused at its start, as Queue.Work and as Sharded.Work,
+// before it claims anything.
+func TestWorkRefusesBadOptions(t *testing.T) {
+	ok := func(context.Context, *Job) error { return nil }
+	cases := []struct {
+		name string
+		h    Handler
+		opts WorkOptions
+		want string
+	}{
+		{"a nil handler is refused", nil, WorkOptions{}, "handler"},
+		{"a Renew of the whole lease is refused", ok, WorkOptions{Renew: 1}, "renew"},
+		{"a Renew above the lease is refused", ok, WorkOptions{Renew: 5}, "renew"},
+		{"a negative Renew is refused", ok, WorkOptions{Renew: -1}, "renew"},
+		{"a NaN Renew is refused", ok, WorkOptions{Renew: math.NaN()}, "renew"},
+	}
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					q := newQueue(t, n, "refused-options", Policy{})
+					s := newSharded(t, n, "refused-options-sharded", 1, Policy{})
+					for _, work := range []struct {
+						name string
+						q    *Queue
+						run  func(context.Context) error
+					}{
+						{"Queue.Work", q, func(c context.Context) error { return q.Work(c, tc.h, tc.opts) }},
+						{"Sharded.Work", s.Shard(""), func(c context.Context) error { return s.Work(c, tc.h, tc.opts) }},
+					} {
+						id, err := work.q.Enqueue(ctx(t), nil)
+						require.NoError(t, err)
+						// Work that starts runs until its ctx ends and returns nil.
+						c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+						err = work.run(c)
+						cancel()
+						requireRefusal(t, err, emqerrors.Shape)
+						assert.Contains(t, strings.ToLower(err.Error()), tc.want, work.name)
+						info, err := work.q.Job(ctx(t), id)
+						require.NoError(t, err)
+						assert.Equal(t, StatePending, info.State, "%s claimed nothing", work.name)
+						assert.Zero(t, info.Attempts, work.name)
+						_, err = work.q.Remove(ctx(t), id)
+						require.NoError(t, err)
+					}
+				})
+			}
+			t.Run("a Renew inside the lease is taken", func(t *testing.T) {
+				q := newQueue(t, n, "renew-taken", Policy{})
+				_, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				done := make(chan struct{})
+				stop := working(t, q, func(context.Context, *Job) error { close(done); return nil }, WorkOptions{Renew: 0.9})
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the job did not run")
+				}
+				require.NoError(t, stop())
+			})
+		})
 	}
 }
