@@ -101,7 +101,7 @@ func TestDurability(t *testing.T) {
 						must(t, r.replica, "CONFIG", "SET", "appendonly", "yes", "appendfsync", "always")
 						waitAOFRewritten(t, r.replica)
 					}
-					q := newQueue(t, r.node, "aof"+strconv.Itoa(replicas), Policy{Durability: Durability{Replicas: replicas, AOF: true}})
+					q := newQueue(t, r.node, "aof"+strconv.Itoa(replicas), Policy{Durability: Durability{Replicas: replicas, AOF: true, Timeout: 5 * time.Second}}) // generous: a loaded machine fsyncs late
 					waitaofs, plainWaits := r.s.Calls("waitaof"), r.s.Calls("wait")
 					id, err := q.Enqueue(ctx(t), []byte("p"))
 					if !r.s.HasCommand("WAITAOF") { // Redis 7.0
