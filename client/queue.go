@@ -231,7 +231,8 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 		v.name = emq.BClaim.Name
 		return runVerb(ctx, q.c, v, q.claimReply)
 	}
-	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, newJob, nil)
+	wait := time.Duration(0)
+	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, &wait, newJob, nil)
 	if err == nil && len(jobs) == 0 && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -258,15 +259,20 @@ const (
 
 // pollClaim claims until a job comes, timeout passes or stop closes,
 // which it checks before every claim: none is sent once stop is closed.
-// It appends the jobs, each made by alloc, to claimed.
+// It appends the jobs, each made by alloc, to claimed. *wait is the
+// backoff, carried from call to call while the queue stays empty (the
+// worker's waiter polls again every Poll): pollFirst when 0, and again
+// once a job comes.
 func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, timeout time.Duration,
-	alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	wait *time.Duration, alloc func() *Job, claimed []*Job) ([]*Job, error) {
 	read := func(r valkey.ValkeyResult) ([]*Job, error) { return q.readClaimed(r, alloc, claimed) }
 	var deadline time.Time
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	wait := pollFirst
+	if *wait == 0 {
+		*wait = pollFirst
+	}
 	for {
 		select {
 		case <-stop:
@@ -274,10 +280,14 @@ func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, time
 		default:
 		}
 		jobs, err := runVerb(ctx, q.c, q.claimCall(n), read)
+		if len(jobs) > len(claimed) {
+			*wait = pollFirst
+		}
 		if err != nil || len(jobs) > len(claimed) {
 			return jobs, err
 		}
-		pause := wait
+		pause := *wait
+		*wait = min(2**wait, pollMax)
 		if !deadline.IsZero() {
 			left := time.Until(deadline)
 			if left <= 0 {
@@ -290,7 +300,6 @@ func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, time
 			return claimed, nil
 		case <-time.After(pause):
 		}
-		wait = min(2*wait, pollMax)
 	}
 }
 

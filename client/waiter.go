@@ -89,7 +89,7 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 		return claimed, err
 	}
 	if !native {
-		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, w.alloc, claimed)
+		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, &w.pollWait, w.alloc, claimed)
 	}
 	if err := b.open(w.base, q); err != nil {
 		return claimed, err

@@ -188,6 +188,7 @@ type worker struct {
 
 	lease, every, margin time.Duration // the lease, its renewal period, the safety margin before its end
 	alloc                func() *Job   // makes a held job
+	pollWait             time.Duration // the waiter's polling backoff on a node without EMQ.BCLAIM (its own)
 
 	renewWake  chan struct{} // the renewal list was empty and is not
 	waiterExit chan struct{} // closed when the waiter returns

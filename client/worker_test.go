@@ -189,6 +189,27 @@ func TestWork(t *testing.T) {
 				assert.Contains(t, record, "panic=boom")
 				assert.Contains(t, record, "runtime/debug.Stack", "the stack is logged")
 			})
+			t.Run("an idle worker's waiting claims back off, and the backoff carries over its Poll periods", func(t *testing.T) {
+				q := newQueue(t, n, "idle", Policy{})
+				calls := func() int64 { return n.s.Calls("emq.bclaim", "emq.claim", "evalsha", "eval") }
+				stop := working(t, q, func(context.Context, *Job) error { return nil },
+					WorkOptions{Poll: time.Second})
+				time.Sleep(1500 * time.Millisecond) // past the first backoff's steps and Poll
+				before := calls()
+				time.Sleep(2 * time.Second)
+				idle := calls() - before
+				require.NoError(t, stop())
+				if n.native {
+					assert.LessOrEqual(t, idle, int64(4), "a blocking claim per Poll at most")
+				} else {
+					// Claims 250 ms apart and a look for due schedule ticks
+					// per Poll: 12 in 2 s here. Started again at 10 ms every
+					// Poll, 20.
+					assert.LessOrEqual(t, idle, int64(15), "polls 250 ms apart once backed off")
+				}
+				_, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+			})
 			t.Run("a running job's lease is renewed until its handler returns", func(t *testing.T) {
 				// A lease long enough for a renewal to land on a loaded
 				// machine: 60 ms lost one in about five runs at load 18,
