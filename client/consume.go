@@ -92,6 +92,9 @@ func (c *Client) Consume(ctx context.Context, topic, group, name string, h Messa
 	if group == "" || name == "" {
 		return emqerrors.New(emqerrors.Shape, "group and consumer must be non-empty")
 	}
+	if h == nil {
+		return emqerrors.New(emqerrors.Shape, "consume: the handler is nil")
+	}
 	if opts.Sub.NS != ids.Sub || opts.Minter == nil {
 		return errors.New("client: ConsumeOptions needs a SUB id and a minter")
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
@@ -124,6 +125,16 @@ func TestConsume(t *testing.T) {
 			t.Run("options without a SUB id are refused", func(t *testing.T) {
 				err := n.c.Consume(ctx(t), "t", "g", "c", func(context.Context, Message) error { return nil }, ConsumeOptions{})
 				require.Error(t, err)
+			})
+			t.Run("a nil handler is refused at the start, nothing read", func(t *testing.T) {
+				_, err := n.c.Publish(ctx(t), "nilh", Envelope{ID: n.m.Mint(ids.Evt), Msg: n.m.Mint(ids.Msg), Payload: []byte("x")})
+				require.NoError(t, err)
+				err = n.c.Consume(ctx(t), "nilh", "g", "c", nil, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m})
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Stream("nilh", DefaultDLQ)))
+				groups, err := n.s.Do("XINFO", "GROUPS", keys.Stream("nilh", "msgs")).ToArray()
+				require.NoError(t, err)
+				assert.Empty(t, groups, "no group made")
 			})
 		})
 	}
