@@ -404,6 +404,39 @@ func TestMetrics(t *testing.T) {
 	assert.Equal(t, http.StatusInternalServerError, code)
 }
 
+// TestServerGone: once the server goes away, every page answers an error
+// page naming the failure after Config.Timeout, and /metrics fails, rather
+// than hold the request open.
+func TestServerGone(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	// a client of its own: the server's goes with it, this one retries
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	w := serveDashboard(t, vk, Config{Timeout: 2 * time.Second})
+	job := f.EmailsDead[0].String()
+	pages := []string{"/", "/queues/emails", "/queues/emails/jobs/" + job, "/search?id=" + job}
+	for _, path := range pages {
+		code, _ := w.get(t, path)
+		require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code, path)
+	}
+	s.Stop()
+	for _, path := range pages {
+		t.Run("page "+path+" is a 503 naming the failure", func(t *testing.T) {
+			code, body := w.get(t, path) // the client gives up after 30 s: a hung page fails here
+			assert.Equal(t, http.StatusServiceUnavailable, code)
+			assert.Contains(t, body, `<p class="flash err" id="error">`)
+			assert.Regexp(t, `id="error">[^<]*(connection refused|context deadline exceeded)`, body, "the reason")
+			assert.Contains(t, body, `<a class="brand" href="/">emq</a>`, "an error page in the layout")
+		})
+	}
+	t.Run("/metrics fails", func(t *testing.T) {
+		code, _ := w.get(t, "/metrics")
+		assert.Equal(t, http.StatusInternalServerError, code)
+	})
+}
+
 // TestThroughput: the chart counts the acks and failures between samples
 // in the minute they happened, summed over the nodes, and each queue's
 // sizes draw a sparkline.

@@ -8,9 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// scrapeTimeout bounds one scrape's reads.
-const scrapeTimeout = 10 * time.Second
-
 // Collector is a prometheus.Collector of every queue's sizes and INFO
 // emq. A scrape costs a fixed number of O(1) commands per queue (package
 // inspect's Summaries) and one INFO per primary; the list of queues comes
@@ -30,14 +27,20 @@ const scrapeTimeout = 10 * time.Second
 // marks the target down rather than keep stale numbers.
 type Collector struct {
 	in                                              *inspect.Inspector
+	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
 }
 
-// NewCollector returns a Collector reading through in.
-func NewCollector(in *inspect.Inspector) *Collector {
+// NewCollector returns a Collector reading through in, each scrape's
+// reads bounded by timeout (DefaultTimeout when 0).
+func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	q := []string{"queue"}
 	return &Collector{
 		in:         in,
+		timeout:    timeout,
 		queues:     prometheus.NewDesc("emq_queues", "Queues found by discovery.", nil, nil),
 		jobs:       prometheus.NewDesc("emq_queue_jobs", "Jobs of the queue in each state (the size of its set).", []string{"queue", "state"}, nil),
 		paused:     prometheus.NewDesc("emq_queue_paused", "1 when the queue is paused: claims deliver nothing.", q, nil),
@@ -53,7 +56,7 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
 // Collect reads the queues and INFO emq.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
 	if err := c.collect(ctx, ch); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.queues, err)

@@ -15,6 +15,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/readable"
+	"github.com/valkey-io/valkey-go"
 )
 
 // PageSize is how many jobs a queue page lists.
@@ -63,7 +64,8 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	}
 	var buf bytes.Buffer
 	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
-		d.fail(w, err)
+		d.cfg.Logger.Warn("dashboard: page", "path", r.URL.Path, "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -71,10 +73,16 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	_, _ = buf.WriteTo(w)
 }
 
-// fail answers a request the server could not serve.
-func (d *Dashboard) fail(w http.ResponseWriter, err error) {
-	d.cfg.Logger.Warn("dashboard: page", "err", err)
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+// fail answers a page whose reads failed with the error page: 502 when
+// the server replied an error (a key of the wrong type, say), 503 when it
+// did not answer (gone, or not within Config.Timeout).
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+	d.cfg.Logger.Warn("dashboard: page", "path", r.URL.Path, "err", err)
+	status, title := http.StatusServiceUnavailable, "The server did not answer"
+	if _, ok := valkey.IsValkeyErr(err); ok {
+		status, title = http.StatusBadGateway, "The server refused a read"
+	}
+	d.render(w, r, status, "error", title, err.Error())
 }
 
 // queueRow is a queue's line of the overview.
@@ -93,7 +101,7 @@ type overviewBody struct {
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	sums, err := d.cfg.Inspector.Overview(r.Context())
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	now := d.cfg.Inspector.Now()
@@ -139,12 +147,12 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, err := d.cfg.Inspector.Summary(r.Context(), name)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	q, err := d.queue(name)
@@ -154,7 +162,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	schedules, err := q.Schedules(r.Context())
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
@@ -222,7 +230,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
@@ -253,7 +261,7 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	}
 	found, err := d.cfg.Inspector.Find(r.Context(), id)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	if len(found) == 1 {
