@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -435,6 +436,44 @@ func TestServerGone(t *testing.T) {
 		code, _ := w.get(t, "/metrics")
 		assert.Equal(t, http.StatusInternalServerError, code)
 	})
+}
+
+// TestMetricsLabels: every queue name is a UTF-8 label value — a name that
+// is not UTF-8 has its stray bytes escaped — so no name fails the scrape
+// and the other queues' series are all there; of two names sharing a
+// label, the first in byte order has the series.
+func TestMetricsLabels(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	for _, c := range []struct {
+		name string
+		jobs int
+	}{
+		{`bad\xffname`, 2}, // UTF-8, spelling the escape out: first in byte order
+		{"bad\xffname", 1}, // not UTF-8: its label is the first's, so no series of its own
+		{"bad\xffname\xfe", 1},
+		{"half\xe2\x82", 1},
+		{"café", 1},
+	} {
+		for i := range c.jobs {
+			require.NoError(t, s.Do("ZADD", keys.Pending(c.name), "0", fmt.Sprintf("JOB000000000000000%d", i)).Error())
+		}
+	}
+	w := serveDashboard(t, s.Client(), Config{})
+	code, body := w.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code, body)
+	for _, line := range []string{
+		`emq_queues 8`,
+		`emq_queue_jobs{queue="emails",state="dead"} 2`,
+		`emq_queue_jobs{queue="bad\\xffname",state="pending"} 2`,
+		`emq_queue_jobs{queue="bad\\xffname\\xfe",state="pending"} 1`,
+		`emq_queue_jobs{queue="half\\xe2\\x82",state="pending"} 1`,
+		`emq_queue_jobs{queue="café",state="pending"} 1`,
+		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
+	} {
+		assert.Contains(t, body, line+"\n")
+	}
+	assert.Equal(t, 1, strings.Count(body, `emq_queue_paused{queue="bad\\xffname"}`), "one series per label")
 }
 
 // TestThroughput: the chart counts the acks and failures between samples

@@ -2,7 +2,10 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/echomq/emq/inspect"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +28,11 @@ import (
 //
 // A scrape that cannot read the server fails (HTTP 500), so Prometheus
 // marks the target down rather than keep stale numbers.
+//
+// A queue's label is its name ([queueLabel]: a name that is not UTF-8 has
+// its stray bytes escaped). Two names can share a label — one not UTF-8
+// and one spelling its escape out — and then only the first, in byte
+// order, has series: emq_queues still counts both.
 type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
@@ -69,7 +77,13 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		return err
 	}
 	ch <- prometheus.MustNewConstMetric(c.queues, prometheus.GaugeValue, float64(len(sums)))
+	labelled := make(map[string]bool, len(sums))
 	for _, s := range sums {
+		s.Queue = queueLabel(s.Queue)
+		if labelled[s.Queue] {
+			continue // a second series of one label fails the whole scrape
+		}
+		labelled[s.Queue] = true
 		for _, st := range inspect.States {
 			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(s.Counts[st]), s.Queue, string(st))
 		}
@@ -101,4 +115,25 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		}
 	}
 	return nil
+}
+
+// queueLabel is a queue's name as a label value, which Prometheus takes
+// only in UTF-8 (one name that is not failed every scrape): a UTF-8 name
+// as it is; in another, each byte that starts no character becomes \xHH,
+// as Go's %q writes it.
+func queueLabel(name string) string {
+	if utf8.ValidString(name) {
+		return name
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); {
+		r, n := utf8.DecodeRuneInString(name[i:])
+		if r == utf8.RuneError && n == 1 {
+			fmt.Fprintf(&b, `\x%02x`, name[i])
+		} else {
+			b.WriteString(name[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
