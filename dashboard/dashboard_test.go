@@ -476,6 +476,45 @@ func TestMetricsLabels(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(body, `emq_queue_paused{queue="bad\\xffname"}`), "one series per label")
 }
 
+// TestUnreadableQueue: a queue with a key of another type under its layout
+// is shown as unreadable — a row naming the error on the overview, an
+// emq_queue_unreadable series — while every other queue is listed and
+// counted, and throughput is still sampled.
+func TestUnreadableQueue(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())
+	w := serveDashboard(t, s.Client(), Config{Write: true})
+	for _, c := range []struct {
+		path string
+		code int
+		has  []string
+	}{
+		{"/", http.StatusOK, []string{`data-queue="emails"`, `<a href="/queues/emails?state=dead">2</a>`, `data-queue="payments"`,
+			`<td colspan="8" class="error unreadable">cannot read this queue: queue wt: ZCARD pending: WRONGTYPE`}},
+		{"/metrics", http.StatusOK, []string{`emq_queue_unreadable{queue="wt"} 1`, `emq_queue_jobs{queue="emails",state="dead"} 2`,
+			`emq_queues 4`}},
+		{"/queues/wt", http.StatusBadGateway, []string{`id="error">queue wt: ZCARD pending: WRONGTYPE`}},
+		{"/queues/emails", http.StatusOK, []string{`id="tab-pending"`}},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			code, body := w.get(t, c.path)
+			assert.Equal(t, c.code, code)
+			for _, h := range c.has {
+				assert.Contains(t, body, h)
+			}
+		})
+	}
+	t.Run("a throughput sample still counts", func(t *testing.T) {
+		tp := newThroughput()
+		in := inspect.New(s.Client(), inspect.Options{})
+		require.NoError(t, tp.sample(context.Background(), in))
+		assert.NotEmpty(t, tp.last, "the counters were read")
+		assert.Contains(t, tp.depths, "emails")
+		assert.NotContains(t, tp.depths, "wt")
+	})
+}
+
 // TestThroughput: the chart counts the acks and failures between samples
 // in the minute they happened, summed over the nodes, and each queue's
 // sizes draw a sparkline.

@@ -23,6 +23,7 @@ import (
 //	emq_queue_rate_limit{queue}                   jobs per window, when limited
 //	emq_queue_rate_window_seconds{queue}          the limit's window
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
+//	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
 //	emq_<counter>_total{node}                     each INFO emq counter
 //	emq_<level>{node}                             each INFO emq level (blocked workers, Go heap)
 //
@@ -37,6 +38,7 @@ type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
+	unreadable                                      *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading through in, each scrape's
@@ -55,6 +57,7 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		limit:      prometheus.NewDesc("emq_queue_rate_limit", "Jobs the queue delivers per window, when limited.", q, nil),
 		windowSecs: prometheus.NewDesc("emq_queue_rate_window_seconds", "The window of the queue's rate limit.", q, nil),
 		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending (0 when none).", q, nil),
+		unreadable: prometheus.NewDesc("emq_queue_unreadable", "1 for a queue the server refused to read (a key of its layout of another type, say): it has no other series.", q, nil),
 	}
 }
 
@@ -84,6 +87,10 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			continue // a second series of one label fails the whole scrape
 		}
 		labelled[s.Queue] = true
+		if s.Err != nil {
+			ch <- prometheus.MustNewConstMetric(c.unreadable, prometheus.GaugeValue, 1, s.Queue)
+			continue
+		}
 		for _, st := range inspect.States {
 			ch <- prometheus.MustNewConstMetric(c.jobs, prometheus.GaugeValue, float64(s.Counts[st]), s.Queue, string(st))
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/readable"
-	"github.com/valkey-io/valkey-go"
 )
 
 // PageSize is how many jobs a queue page lists.
@@ -79,7 +78,7 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
 	d.cfg.Logger.Warn("dashboard: page", "path", r.URL.Path, "err", err)
 	status, title := http.StatusServiceUnavailable, "The server did not answer"
-	if _, ok := valkey.IsValkeyErr(err); ok {
+	if inspect.Refused(err) {
 		status, title = http.StatusBadGateway, "The server refused a read"
 	}
 	d.render(w, r, status, "error", title, err.Error())

@@ -115,6 +115,14 @@ func ParseState(s string) (State, bool) {
 // is not a JOB id: no verb can act on it.
 var ErrNoJob = errors.New("inspect: no such job")
 
+// Refused reports whether err is, or wraps, an error reply of the server
+// (WRONGTYPE, NOPERM …): the server answered, and refused. Any other
+// error is a read that got no answer.
+func Refused(err error) bool {
+	var reply *valkey.ValkeyError
+	return errors.As(err, &reply) && !reply.IsNil()
+}
+
 // Node is one primary of the server or cluster: its address and a client
 // that sends to it alone.
 type Node struct {

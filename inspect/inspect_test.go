@@ -81,6 +81,24 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, map[inspect.State]int64{"pending": 0, "active": 0, "delayed": 0, "dead": 0}, sums[3].Counts)
 		assert.Empty(t, sums[3].Head, "an unknown queue is empty, not an error")
 	})
+	t.Run("a queue with a key of another type is unreadable, the others are read", func(t *testing.T) {
+		require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())
+		require.NoError(t, s.Do("HSET", keys.Set("cfg", keys.Config), "x", "1").Error())
+		require.NoError(t, s.Do("SET", keys.Pending("cfg"), "x").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Pending("wt"), keys.Pending("cfg"), keys.Set("cfg", keys.Config)) })
+		sums, err := in.Summaries(ctx(t), []string{"emails", "wt", "payments", "cfg"})
+		require.NoError(t, err)
+		require.Len(t, sums, 4)
+		assert.NoError(t, sums[0].Err)
+		assert.Equal(t, int64(7), sums[0].Total())
+		for _, broken := range []inspect.Summary{sums[1], sums[3]} {
+			assert.ErrorContains(t, broken.Err, "WRONGTYPE", broken.Queue)
+			assert.True(t, inspect.Refused(broken.Err))
+		}
+		assert.True(t, sums[2].Paused, "the queue after it read as usual")
+		_, err = in.Summary(ctx(t), "wt")
+		assert.ErrorContains(t, err, "WRONGTYPE", "asked for alone, the queue is its error")
+	})
 	t.Run("dead jobs list newest first with their errors", func(t *testing.T) {
 		rows, total, err := in.Jobs(ctx(t), "emails", inspect.Dead, 0, 10)
 		require.NoError(t, err)
