@@ -395,6 +395,7 @@ func TestMetrics(t *testing.T) {
 		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3594`,
 		`# TYPE emq_jobs_dead_total counter`,
 		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
+		`emq_node_up{node="` + s.Addr + `"} 1`,
 		`# TYPE emq_blocked_workers gauge`,
 	} {
 		assert.Contains(t, body, line+"\n")
@@ -513,6 +514,26 @@ func TestUnreadableQueue(t *testing.T) {
 		assert.Contains(t, tp.depths, "emails")
 		assert.NotContains(t, tp.depths, "wt")
 	})
+}
+
+// TestPrimaryDown: on a cluster with a primary that does not answer, the
+// pages warn which, the overview lists the other primaries' queues, and
+// /metrics answers with emq_node_up 0 for it.
+func TestPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+	w := serveDashboard(t, cl.Client(), Config{Timeout: 5 * time.Second})
+	down.Stop()
+	code, body := w.get(t, "/")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `<p class="flash err" id="down">inspect: primary `+down.Addr+` did not answer`)
+	assert.NotContains(t, body, `data-queue="emails"`)
+	code, body = w.get(t, "/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `emq_node_up{node="`+down.Addr+`"} 0`+"\n")
+	assert.Len(t, regexp.MustCompile(`emq_node_up\{node="[^"]+"\} 1\n`).FindAllString(body, -1), 2, "the two that answer are up")
+	assert.NotContains(t, body, `queue="emails"`)
 }
 
 // TestThroughput: the chart counts the acks and failures between samples

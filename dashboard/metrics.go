@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -24,11 +25,14 @@ import (
 //	emq_queue_rate_window_seconds{queue}          the limit's window
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
 //	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
+//	emq_node_up{node}                             1 for a primary read, 0 for one that did not answer
 //	emq_<counter>_total{node}                     each INFO emq counter
 //	emq_<level>{node}                             each INFO emq level (blocked workers, Go heap)
 //
 // A scrape that cannot read the server fails (HTTP 500), so Prometheus
-// marks the target down rather than keep stale numbers.
+// marks the target down rather than keep stale numbers. A cluster's
+// primary that does not answer, while others do, fails no scrape: it is
+// emq_node_up 0, and its queues and counters have no series.
 //
 // A queue's label is its name ([queueLabel]: a name that is not UTF-8 has
 // its stray bytes escaped). Two names can share a label — one not UTF-8
@@ -38,7 +42,7 @@ type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
-	unreadable                                      *prometheus.Desc
+	unreadable, up                                  *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading through in, each scrape's
@@ -57,6 +61,7 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		limit:      prometheus.NewDesc("emq_queue_rate_limit", "Jobs the queue delivers per window, when limited.", q, nil),
 		windowSecs: prometheus.NewDesc("emq_queue_rate_window_seconds", "The window of the queue's rate limit.", q, nil),
 		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending (0 when none).", q, nil),
+		up:         prometheus.NewDesc("emq_node_up", "1 for a primary that answered the scrape, 0 for one the cluster lists that did not: its queues have no series.", []string{"node"}, nil),
 		unreadable: prometheus.NewDesc("emq_queue_unreadable", "1 for a queue the server refused to read (a key of its layout of another type, say): it has no other series.", q, nil),
 	}
 }
@@ -75,9 +80,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) error {
-	sums, err := c.in.Overview(ctx)
-	if err != nil {
-		return err
+	sums, lost := c.in.Overview(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
 	}
 	ch <- prometheus.MustNewConstMetric(c.queues, prometheus.GaugeValue, float64(len(sums)))
 	labelled := make(map[string]bool, len(sums))
@@ -105,12 +110,19 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 		}
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.HeadAge.Seconds(), s.Queue)
 	}
-	nodes, err := c.in.Stats(ctx)
-	if err != nil {
-		return err
+	nodes, lost := c.in.Stats(ctx)
+	var down *inspect.UnreachableError
+	if lost != nil && !errors.As(lost, &down) {
+		return lost
+	}
+	if down != nil {
+		for _, addr := range down.Addrs {
+			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0, addr)
+		}
 	}
 	node := []string{"node"}
 	for _, n := range nodes {
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, n.Addr)
 		for _, f := range n.Fields {
 			name, kind := f.Name+"_total", prometheus.CounterValue
 			if inspect.IsLevel(f.Name) {

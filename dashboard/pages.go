@@ -47,8 +47,11 @@ type view struct {
 	CSRF     string
 	Msg, Err string
 	Nodes    []string
-	Now      time.Time
-	Body     any
+	// Down names the primaries of a cluster that did not answer: the
+	// page lacks their queues.
+	Down string
+	Now  time.Time
+	Body any
 }
 
 // render writes page name with body and status, or a 500 naming the
@@ -56,10 +59,13 @@ type view struct {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title string, body any) {
 	v := view{Title: title, Write: d.cfg.Write, CSRF: d.csrfToken(w, r), Msg: r.URL.Query().Get("msg"),
 		Err: r.URL.Query().Get("err"), Now: d.cfg.Inspector.Now(), Body: body}
-	if nodes, err := d.cfg.Inspector.Primaries(r.Context()); err == nil {
-		for _, n := range nodes {
-			v.Nodes = append(v.Nodes, n.Addr)
-		}
+	nodes, err := d.cfg.Inspector.Primaries(r.Context())
+	for _, n := range nodes {
+		v.Nodes = append(v.Nodes, n.Addr)
+	}
+	var down *inspect.UnreachableError
+	if errors.As(err, &down) {
+		v.Down = down.Error()
 	}
 	var buf bytes.Buffer
 	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
@@ -99,7 +105,7 @@ type overviewBody struct {
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	sums, err := d.cfg.Inspector.Overview(r.Context())
-	if err != nil {
+	if err != nil && !inspect.Partial(err) { // render's Down says which primary
 		d.fail(w, r, err)
 		return
 	}

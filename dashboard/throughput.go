@@ -63,19 +63,22 @@ func grown(was, is int64) int64 {
 // them to the current minute. The counters are added before the sizes are
 // read, so a queue that cannot be read stops no chart: it only has no
 // sparkline.
+//
+// With a primary of a cluster that does not answer, the others are counted
+// and the error says which was not.
 func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
-	nodes, err := in.Stats(ctx)
-	if err != nil {
-		return err
+	nodes, lost := in.Stats(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
 	}
 	m := in.Now().Unix() / 60
 	t.count(m, nodes)
 	sums, err := in.Overview(ctx)
-	if err != nil {
+	if err != nil && !inspect.Partial(err) {
 		return err
 	}
 	t.measure(m, sums)
-	return nil
+	return lost
 }
 
 // count adds the growth of the nodes' counters to minute m.

@@ -291,6 +291,55 @@ func TestClusterDiscovery(t *testing.T) {
 	})
 }
 
+// TestClusterPrimaryDown: a primary that does not answer is never left out
+// silently — the reads name it in an *UnreachableError alongside what the
+// other primaries hold, and no list that lacks it is cached.
+func TestClusterPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	in := fixed(cl.Client())
+	down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+	var kept []string
+	for _, q := range []string{"emails", "invoices", "payments"} {
+		if cl.Owner(t, cl.Slot(t, keys.Pending(q))) != down {
+			kept = append(kept, q)
+		}
+	}
+	_, err := in.Primaries(ctx(t)) // every primary answers: the list is cached
+	require.NoError(t, err)
+	down.Stop()
+	var lost *inspect.UnreachableError
+	for _, read := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"Refresh", func() (int, error) { names, err := in.Refresh(ctx(t)); return len(names), err }},
+		{"Queues", func() (int, error) { names, err := in.Queues(ctx(t)); return len(names), err }},
+		{"Overview", func() (int, error) { sums, err := in.Overview(ctx(t)); return len(sums), err }},
+		{"Stats", func() (int, error) { nodes, err := in.Stats(ctx(t)); return len(nodes) + 1, err }},
+		{"Queues again: nothing was cached", func() (int, error) { names, err := in.Queues(ctx(t)); return len(names), err }},
+	} {
+		t.Run(read.name+" names the primary down and reads the others", func(t *testing.T) {
+			n, err := read.run()
+			require.ErrorAs(t, err, &lost)
+			assert.True(t, inspect.Partial(err))
+			assert.Equal(t, []string{down.Addr}, lost.Addrs)
+			assert.Contains(t, err.Error(), "primary "+down.Addr+" did not answer")
+			if read.name == "Stats" {
+				assert.Equal(t, 3, n, "the two primaries that answer")
+			} else {
+				assert.Equal(t, len(kept), n, "the queues of the primaries that answer: %v", kept)
+			}
+		})
+	}
+	t.Run("the primaries known before are not served from the cache", func(t *testing.T) {
+		in := inspect.New(cl.Client(), inspect.Options{CacheFor: time.Hour})
+		nodes, err := in.Primaries(ctx(t))
+		require.ErrorAs(t, err, &lost)
+		assert.Len(t, nodes, 2)
+	})
+}
+
 func indexOf(t *testing.T, fields []inspect.Field, name string) int {
 	t.Helper()
 	for i, f := range fields {

@@ -140,11 +140,16 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 }
 
 // Overview summarizes every queue found ([Inspector.Queues]), in name
-// order.
+// order. With a primary of a cluster that does not answer, it summarizes
+// the queues of those that do and returns the *UnreachableError too.
 func (in *Inspector) Overview(ctx context.Context) ([]Summary, error) {
-	names, err := in.Queues(ctx)
+	names, lost := in.Queues(ctx)
+	if lost != nil && !Partial(lost) {
+		return nil, lost
+	}
+	sums, err := in.Summaries(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	return in.Summaries(ctx, names)
+	return sums, lost
 }

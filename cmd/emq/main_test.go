@@ -551,6 +551,36 @@ func TestCLIUnreadableQueue(t *testing.T) {
 	assert.Contains(t, r.stderr, "WRONGTYPE")
 }
 
+// TestCLIPrimaryDown: on a cluster with a primary that does not answer,
+// queues and stats print what the others hold, name the primary on stderr
+// and exit 1 — never a complete-looking table and exit 0.
+func TestCLIPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	down := cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
+	var seed string
+	for _, p := range cl.Primaries {
+		if p != down {
+			seed = p.Addr
+		}
+	}
+	down.Stop()
+	for _, c := range []struct{ args, stdout []string }{
+		{[]string{"queues"}, []string{"QUEUE "}},
+		{[]string{"stats"}, []string{"INFO emq summed over 2 primaries"}},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			r := emq(t, seed, c.args...)
+			assert.Equal(t, exitFailed, r.code)
+			assert.Contains(t, r.stderr, "primary "+down.Addr+" did not answer")
+			for _, out := range c.stdout {
+				assert.Contains(t, r.stdout, out)
+			}
+			assert.NotContains(t, r.stdout, "emails")
+		})
+	}
+}
+
 // TestCLIWithoutModule: on a server without the module, where the client
 // ran the verbs' scripts, the queues read the same; stats has no counters.
 func TestCLIWithoutModule(t *testing.T) {

@@ -49,10 +49,18 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sums, err := in.Overview(ctx)
-	if err != nil {
+	sums, lost := in.Overview(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
+	}
+	if err := printQueues(s, sums); err != nil {
 		return err
 	}
+	return lost // the queues of a primary that did not answer are missing: exit 1
+}
+
+// printQueues writes the summaries as a table, or as JSON.
+func printQueues(s *session, sums []inspect.Summary) error {
 	if s.o.json {
 		out := make([]queueJSON, len(sums))
 		for i, q := range sums {
