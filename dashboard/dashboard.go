@@ -55,12 +55,21 @@ type Config struct {
 	// Sample is how often the throughput chart samples INFO emq and the
 	// queues' sizes; DefaultSample when 0.
 	Sample time.Duration
+	// Timeout bounds the reads of one page, of one scrape of /metrics and
+	// of one throughput sample; DefaultTimeout when 0. A page whose reads
+	// do not finish in time is an error page, not a hung request.
+	Timeout time.Duration
 	// Logger logs failed samples and actions; slog.Default() when nil.
 	Logger *slog.Logger
 }
 
 // DefaultSample is how often a dashboard samples throughput by default.
 const DefaultSample = 10 * time.Second
+
+// DefaultTimeout bounds a page's, a scrape's or a sample's reads by
+// default: valkey-go retries a read until its context ends, so a server
+// that went away would otherwise hold every request open for good.
+const DefaultTimeout = 10 * time.Second
 
 // Dashboard is the dashboard's HTTP handler and its throughput sampler.
 type Dashboard struct {
@@ -80,6 +89,9 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	if cfg.Sample <= 0 {
 		cfg.Sample = DefaultSample
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -111,9 +123,11 @@ func (d *Dashboard) Run(ctx context.Context) {
 	tick := time.NewTicker(d.cfg.Sample)
 	defer tick.Stop()
 	for {
-		if err := d.rate.sample(ctx, d.cfg.Inspector); err != nil && ctx.Err() == nil {
+		sctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+		if err := d.rate.sample(sctx, d.cfg.Inspector); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("dashboard: sampling throughput", "err", err)
 		}
+		cancel()
 		select {
 		case <-ctx.Done():
 			return
@@ -128,17 +142,27 @@ func (d *Dashboard) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
-	mux.Handle("GET /metrics", MetricsHandler(d.cfg.Inspector))
-	mux.HandleFunc("GET /{$}", d.overview)
-	mux.HandleFunc("GET /queues/{queue}", d.queuePage)
-	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", d.jobPage)
-	mux.HandleFunc("GET /search", d.search)
+	mux.Handle("GET /metrics", MetricsHandler(d.cfg.Inspector, d.cfg.Timeout))
+	mux.HandleFunc("GET /{$}", d.page(d.overview))
+	mux.HandleFunc("GET /queues/{queue}", d.page(d.queuePage))
+	mux.HandleFunc("GET /queues/{queue}/jobs/{id}", d.page(d.jobPage))
+	mux.HandleFunc("GET /search", d.page(d.search))
 	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/revive", d.action(d.revive))
 	mux.HandleFunc("POST /queues/{queue}/revive-dead", d.action(d.reviveDead))
 	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/delete", d.action(d.remove))
 	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
 	return d.authenticate(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// page bounds a page's reads by Config.Timeout. The actions are not
+// bounded so: a bulk revival runs as long as its queue needs.
+func (d *Dashboard) page(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d.cfg.Timeout)
+		defer cancel()
+		h(w, r.WithContext(ctx))
+	}
 }
 
 // authenticate asks for Config.Auth's credentials when set.
@@ -160,10 +184,11 @@ func (d *Dashboard) authenticate(next http.Handler) http.Handler {
 }
 
 // MetricsHandler serves the Prometheus metrics of in's queues and INFO
-// emq (see [NewCollector]), as `emq metrics` does alone.
-func MetricsHandler(in *inspect.Inspector) http.Handler {
+// emq (see [NewCollector]), as `emq metrics` does alone; a scrape's reads
+// are bounded by timeout (DefaultTimeout when 0).
+func MetricsHandler(in *inspect.Inspector, timeout time.Duration) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(in))
+	reg.MustRegister(NewCollector(in, timeout))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
 }
 
@@ -238,7 +263,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, err
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "queue", "job", "search"} {
+	for _, name := range []string{"overview", "queue", "job", "search", "error"} {
 		t, err := template.Must(base.Clone()).ParseFS(assets, "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: page %s: %w", name, err)

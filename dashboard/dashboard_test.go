@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -394,6 +395,7 @@ func TestMetrics(t *testing.T) {
 		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3594`,
 		`# TYPE emq_jobs_dead_total counter`,
 		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
+		`emq_node_up{node="` + s.Addr + `"} 1`,
 		`# TYPE emq_blocked_workers gauge`,
 	} {
 		assert.Contains(t, body, line+"\n")
@@ -402,6 +404,136 @@ func TestMetrics(t *testing.T) {
 	s.Stop()
 	code, _ = w.get(t, "/metrics")
 	assert.Equal(t, http.StatusInternalServerError, code)
+}
+
+// TestServerGone: once the server goes away, every page answers an error
+// page naming the failure after Config.Timeout, and /metrics fails, rather
+// than hold the request open.
+func TestServerGone(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	f := queuetest.Fill(t, s.Client())
+	// a client of its own: the server's goes with it, this one retries
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	w := serveDashboard(t, vk, Config{Timeout: 2 * time.Second})
+	job := f.EmailsDead[0].String()
+	pages := []string{"/", "/queues/emails", "/queues/emails/jobs/" + job, "/search?id=" + job}
+	for _, path := range pages {
+		code, _ := w.get(t, path)
+		require.Contains(t, []int{http.StatusOK, http.StatusSeeOther}, code, path)
+	}
+	s.Stop()
+	for _, path := range pages {
+		t.Run("page "+path+" is a 503 naming the failure", func(t *testing.T) {
+			code, body := w.get(t, path) // the client gives up after 30 s: a hung page fails here
+			assert.Equal(t, http.StatusServiceUnavailable, code)
+			assert.Contains(t, body, `<p class="flash err" id="error">`)
+			assert.Regexp(t, `id="error">[^<]*(connection refused|context deadline exceeded)`, body, "the reason")
+			assert.Contains(t, body, `<a class="brand" href="/">emq</a>`, "an error page in the layout")
+		})
+	}
+	t.Run("/metrics fails", func(t *testing.T) {
+		code, _ := w.get(t, "/metrics")
+		assert.Equal(t, http.StatusInternalServerError, code)
+	})
+}
+
+// TestMetricsLabels: every queue name is a UTF-8 label value — a name that
+// is not UTF-8 has its stray bytes escaped — so no name fails the scrape
+// and the other queues' series are all there; of two names sharing a
+// label, the first in byte order has the series.
+func TestMetricsLabels(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	for _, c := range []struct {
+		name string
+		jobs int
+	}{
+		{`bad\xffname`, 2}, // UTF-8, spelling the escape out: first in byte order
+		{"bad\xffname", 1}, // not UTF-8: its label is the first's, so no series of its own
+		{"bad\xffname\xfe", 1},
+		{"half\xe2\x82", 1},
+		{"café", 1},
+	} {
+		for i := range c.jobs {
+			require.NoError(t, s.Do("ZADD", keys.Pending(c.name), "0", fmt.Sprintf("JOB000000000000000%d", i)).Error())
+		}
+	}
+	w := serveDashboard(t, s.Client(), Config{})
+	code, body := w.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code, body)
+	for _, line := range []string{
+		`emq_queues 8`,
+		`emq_queue_jobs{queue="emails",state="dead"} 2`,
+		`emq_queue_jobs{queue="bad\\xffname",state="pending"} 2`,
+		`emq_queue_jobs{queue="bad\\xffname\\xfe",state="pending"} 1`,
+		`emq_queue_jobs{queue="half\\xe2\\x82",state="pending"} 1`,
+		`emq_queue_jobs{queue="café",state="pending"} 1`,
+		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
+	} {
+		assert.Contains(t, body, line+"\n")
+	}
+	assert.Equal(t, 1, strings.Count(body, `emq_queue_paused{queue="bad\\xffname"}`), "one series per label")
+}
+
+// TestUnreadableQueue: a queue with a key of another type under its layout
+// is shown as unreadable — a row naming the error on the overview, an
+// emq_queue_unreadable series — while every other queue is listed and
+// counted, and throughput is still sampled.
+func TestUnreadableQueue(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())
+	w := serveDashboard(t, s.Client(), Config{Write: true})
+	for _, c := range []struct {
+		path string
+		code int
+		has  []string
+	}{
+		{"/", http.StatusOK, []string{`data-queue="emails"`, `<a href="/queues/emails?state=dead">2</a>`, `data-queue="payments"`,
+			`<td colspan="8" class="error unreadable">cannot read this queue: queue wt: ZCARD pending: WRONGTYPE`}},
+		{"/metrics", http.StatusOK, []string{`emq_queue_unreadable{queue="wt"} 1`, `emq_queue_jobs{queue="emails",state="dead"} 2`,
+			`emq_queues 4`}},
+		{"/queues/wt", http.StatusBadGateway, []string{`id="error">queue wt: ZCARD pending: WRONGTYPE`}},
+		{"/queues/emails", http.StatusOK, []string{`id="tab-pending"`}},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			code, body := w.get(t, c.path)
+			assert.Equal(t, c.code, code)
+			for _, h := range c.has {
+				assert.Contains(t, body, h)
+			}
+		})
+	}
+	t.Run("a throughput sample still counts", func(t *testing.T) {
+		tp := newThroughput()
+		in := inspect.New(s.Client(), inspect.Options{})
+		require.NoError(t, tp.sample(context.Background(), in))
+		assert.NotEmpty(t, tp.last, "the counters were read")
+		assert.Contains(t, tp.depths, "emails")
+		assert.NotContains(t, tp.depths, "wt")
+	})
+}
+
+// TestPrimaryDown: on a cluster with a primary that does not answer, the
+// pages warn which, the overview lists the other primaries' queues, and
+// /metrics answers with emq_node_up 0 for it.
+func TestPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+	w := serveDashboard(t, cl.Client(), Config{Timeout: 5 * time.Second})
+	down.Stop()
+	code, body := w.get(t, "/")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `<p class="flash err" id="down">inspect: primary `+down.Addr+` did not answer`)
+	assert.NotContains(t, body, `data-queue="emails"`)
+	code, body = w.get(t, "/metrics")
+	assert.Equal(t, http.StatusOK, code)
+	assert.Contains(t, body, `emq_node_up{node="`+down.Addr+`"} 0`+"\n")
+	assert.Len(t, regexp.MustCompile(`emq_node_up\{node="[^"]+"\} 1\n`).FindAllString(body, -1), 2, "the two that answer are up")
+	assert.NotContains(t, body, `queue="emails"`)
 }
 
 // TestThroughput: the chart counts the acks and failures between samples

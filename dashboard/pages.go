@@ -47,8 +47,11 @@ type view struct {
 	CSRF     string
 	Msg, Err string
 	Nodes    []string
-	Now      time.Time
-	Body     any
+	// Down names the primaries of a cluster that did not answer: the
+	// page lacks their queues.
+	Down string
+	Now  time.Time
+	Body any
 }
 
 // render writes page name with body and status, or a 500 naming the
@@ -56,14 +59,18 @@ type view struct {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title string, body any) {
 	v := view{Title: title, Write: d.cfg.Write, CSRF: d.csrfToken(w, r), Msg: r.URL.Query().Get("msg"),
 		Err: r.URL.Query().Get("err"), Now: d.cfg.Inspector.Now(), Body: body}
-	if nodes, err := d.cfg.Inspector.Primaries(r.Context()); err == nil {
-		for _, n := range nodes {
-			v.Nodes = append(v.Nodes, n.Addr)
-		}
+	nodes, err := d.cfg.Inspector.Primaries(r.Context())
+	for _, n := range nodes {
+		v.Nodes = append(v.Nodes, n.Addr)
+	}
+	var down *inspect.UnreachableError
+	if errors.As(err, &down) {
+		v.Down = down.Error()
 	}
 	var buf bytes.Buffer
 	if err := d.pages[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
-		d.fail(w, err)
+		d.cfg.Logger.Warn("dashboard: page", "path", r.URL.Path, "err", err)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -71,10 +78,16 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 	_, _ = buf.WriteTo(w)
 }
 
-// fail answers a request the server could not serve.
-func (d *Dashboard) fail(w http.ResponseWriter, err error) {
-	d.cfg.Logger.Warn("dashboard: page", "err", err)
-	http.Error(w, err.Error(), http.StatusInternalServerError)
+// fail answers a page whose reads failed with the error page: 502 when
+// the server replied an error (a key of the wrong type, say), 503 when it
+// did not answer (gone, or not within Config.Timeout).
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, err error) {
+	d.cfg.Logger.Warn("dashboard: page", "path", r.URL.Path, "err", err)
+	status, title := http.StatusServiceUnavailable, "The server did not answer"
+	if inspect.Refused(err) {
+		status, title = http.StatusBadGateway, "The server refused a read"
+	}
+	d.render(w, r, status, "error", title, err.Error())
 }
 
 // queueRow is a queue's line of the overview.
@@ -92,8 +105,8 @@ type overviewBody struct {
 
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	sums, err := d.cfg.Inspector.Overview(r.Context())
-	if err != nil {
-		d.fail(w, err)
+	if err != nil && !inspect.Partial(err) { // render's Down says which primary
+		d.fail(w, r, err)
 		return
 	}
 	now := d.cfg.Inspector.Now()
@@ -139,12 +152,12 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	sum, err := d.cfg.Inspector.Summary(r.Context(), name)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	q, err := d.queue(name)
@@ -154,7 +167,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	schedules, err := q.Schedules(r.Context())
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
@@ -222,7 +235,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
@@ -253,7 +266,7 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	}
 	found, err := d.cfg.Inspector.Find(r.Context(), id)
 	if err != nil {
-		d.fail(w, err)
+		d.fail(w, r, err)
 		return
 	}
 	if len(found) == 1 {

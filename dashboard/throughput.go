@@ -60,17 +60,29 @@ func grown(was, is int64) int64 {
 }
 
 // sample reads INFO emq of every primary and every queue's sizes, and adds
-// them to the current minute.
+// them to the current minute. The counters are added before the sizes are
+// read, so a queue that cannot be read stops no chart: it only has no
+// sparkline.
+//
+// With a primary of a cluster that does not answer, the others are counted
+// and the error says which was not.
 func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
-	nodes, err := in.Stats(ctx)
-	if err != nil {
-		return err
-	}
-	sums, err := in.Overview(ctx)
-	if err != nil {
-		return err
+	nodes, lost := in.Stats(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
 	}
 	m := in.Now().Unix() / 60
+	t.count(m, nodes)
+	sums, err := in.Overview(ctx)
+	if err != nil && !inspect.Partial(err) {
+		return err
+	}
+	t.measure(m, sums)
+	return lost
+}
+
+// count adds the growth of the nodes' counters to minute m.
+func (t *throughput) count(m int64, nodes []inspect.NodeStats) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	b := &t.minutes[m%window]
@@ -86,7 +98,17 @@ func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
 		}
 		t.last[n.Addr] = c
 	}
+}
+
+// measure keeps the queues' sizes at minute m; a queue that could not be
+// read is skipped.
+func (t *throughput) measure(m int64, sums []inspect.Summary) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, s := range sums {
+		if s.Err != nil {
+			continue
+		}
 		d := t.depths[s.Queue]
 		if d == nil {
 			d = new([window]depth)
@@ -99,7 +121,6 @@ func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
 			delete(t.depths, q)
 		}
 	}
-	return nil
 }
 
 // latest is the last minute d was sampled.

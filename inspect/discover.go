@@ -26,7 +26,15 @@ const scanTimeout = time.Minute
 // scans; later calls within Options.CacheFor answer from the last scan, and
 // a call after that answers the last list at once while a background scan
 // refreshes it (one scan at a time). [Inspector.Refresh] scans now.
+//
+// On a cluster with a primary that does not answer, every call scans the
+// primaries that do and returns their queues with the *UnreachableError
+// naming it, and caches nothing: a list that lost a node is never served
+// as whole.
 func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
+	if _, err := in.askPrimaries(ctx); err != nil {
+		return in.Refresh(ctx)
+	}
 	in.mu.Lock()
 	found, at := in.found, in.foundAt
 	stale := found != nil && in.opts.Now().Sub(at) >= in.opts.CacheFor
@@ -51,13 +59,14 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 // Refresh scans every primary for queues now, caches the list and returns
 // it. Each SCAN call visits at most Options.ScanCount slots of the keyspace
 // and replies only the keys of scanPattern — a queue's six and its
-// schedule rows.
+// schedule rows. With a primary that does not answer it returns the
+// queues of those that do, uncached, and the *UnreachableError.
 func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
 	in.scan.Lock()
 	defer in.scan.Unlock()
-	primaries, err := in.Primaries(ctx)
-	if err != nil {
-		return nil, err
+	primaries, lost := in.askPrimaries(ctx)
+	if lost != nil && !Partial(lost) {
+		return nil, lost
 	}
 	seen := map[string]bool{}
 	for _, p := range primaries {
@@ -83,6 +92,9 @@ func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	if lost != nil {
+		return names, lost
+	}
 	in.mu.Lock()
 	in.found, in.foundAt = names, in.opts.Now()
 	in.mu.Unlock()

@@ -26,7 +26,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -115,6 +117,14 @@ func ParseState(s string) (State, bool) {
 // is not a JOB id: no verb can act on it.
 var ErrNoJob = errors.New("inspect: no such job")
 
+// Refused reports whether err is, or wraps, an error reply of the server
+// (WRONGTYPE, NOPERM …): the server answered, and refused. Any other
+// error is a read that got no answer.
+func Refused(err error) bool {
+	var reply *valkey.ValkeyError
+	return errors.As(err, &reply) && !reply.IsNil()
+}
+
 // Node is one primary of the server or cluster: its address and a client
 // that sends to it alone.
 type Node struct {
@@ -124,28 +134,40 @@ type Node struct {
 
 // Primaries returns the primaries, in address order: the server itself
 // for a standalone or sentinel client; for a cluster, every node
-// valkey-go knows that answers ROLE as a primary (replicas hold copies of
-// the same keys and are left out; a node that does not answer is skipped,
-// as a replica down must not hide the queues). The answer is kept for
-// Options.CacheFor.
+// valkey-go knows that answers ROLE as a primary. A replica that does not
+// answer is left out (it holds copies of the same keys: a replica down
+// must not hide the queues); a primary the cluster lists as serving slots
+// that does not answer is named in an *UnreachableError, returned with
+// the primaries that answered. The list is kept for Options.CacheFor
+// when every primary answered; discovery and Stats ask afresh each time,
+// so a primary down since is named rather than waited on.
 func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
+	if in.vk.Mode() == valkey.ClientModeCluster {
+		in.mu.Lock()
+		known, at := in.primaries, in.primariesAt
+		in.mu.Unlock()
+		if known != nil && in.opts.Now().Sub(at) < in.opts.CacheFor {
+			return known, nil
+		}
+	}
+	return in.askPrimaries(ctx)
+}
+
+// askPrimaries is Primaries without the cache.
+func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	if in.vk.Mode() != valkey.ClientModeCluster {
 		for addr := range in.vk.Nodes() { // the one it talks to
 			return []Node{{Addr: addr, Client: in.vk}}, nil
 		}
 	}
-	in.mu.Lock()
-	known, at := in.primaries, in.primariesAt
-	in.mu.Unlock()
-	if known != nil && in.opts.Now().Sub(at) < in.opts.CacheFor {
-		return known, nil
-	}
 	var out []Node
 	var lastErr error
+	silent := map[string]error{}
 	for addr, c := range in.vk.Nodes() {
 		role, err := c.Do(ctx, c.B().Role().Build()).ToArray()
 		if err != nil {
 			lastErr = fmt.Errorf("ROLE of %s: %w", addr, err)
+			silent[addr] = err
 			continue
 		}
 		if len(role) > 0 {
@@ -158,10 +180,91 @@ func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
 		return nil, fmt.Errorf("inspect: no node of the cluster answers as a primary (last error: %v)", lastErr)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
+	if down := unreachable(ctx, out, silent); down != nil {
+		return out, down
+	}
 	in.mu.Lock()
 	in.primaries, in.primariesAt = out, in.opts.Now()
 	in.mu.Unlock()
 	return out, nil
+}
+
+// UnreachableError is a read of a cluster that left out primaries that
+// did not answer: the queues they serve are missing from what was read,
+// and the nodes that answered were read as usual.
+type UnreachableError struct {
+	// Addrs are the primaries that did not answer, in address order.
+	Addrs []string
+	// Err is the first one's failure.
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("inspect: primary %s did not answer (%v): the queues it serves are left out",
+		strings.Join(e.Addrs, ", "), e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Partial reports whether err is an *UnreachableError: what came with it
+// was read from the primaries that answered, and lacks the others'.
+func Partial(err error) bool {
+	var down *UnreachableError
+	return errors.As(err, &down)
+}
+
+// unreachable is the error naming the primaries serving slots, as
+// CLUSTER NODES of a primary that answered lists them, that are not among
+// those that answered (silent: the nodes whose ROLE failed, and why); nil
+// when every one answered. A primary valkey-go no longer knows counts too.
+// When no answering address is found in the list (the cluster announces
+// its nodes in another form than valkey-go's), only the number of
+// primaries is compared. When CLUSTER NODES fails, every silent node
+// counts: a list that may lack a primary is never taken for whole.
+func unreachable(ctx context.Context, answered []Node, silent map[string]error) *UnreachableError {
+	via := answered[0].Client
+	text, err := via.Do(ctx, via.B().ClusterNodes().Build()).ToString()
+	var down UnreachableError
+	if err != nil {
+		for addr := range silent {
+			down.Addrs = append(down.Addrs, addr)
+		}
+	} else {
+		have := map[string]bool{}
+		for _, n := range answered {
+			have[n.Addr] = true
+		}
+		var serving []string
+		matched := 0
+		for line := range strings.Lines(text) {
+			// <id> <ip:port@cport[,hostname]> <flags> <primary> <ping> <pong> <epoch> <link> <slot> …
+			f := strings.Fields(line)
+			if len(f) > 8 && slices.Contains(strings.Split(f[2], ","), "master") {
+				addr, _, _ := strings.Cut(f[1], "@")
+				serving = append(serving, addr)
+				if have[addr] {
+					matched++
+				}
+			}
+		}
+		if matched == len(serving) || (matched == 0 && len(answered) >= len(serving)) {
+			return nil
+		}
+		for _, addr := range serving {
+			if !have[addr] {
+				down.Addrs = append(down.Addrs, addr)
+			}
+		}
+	}
+	if len(down.Addrs) == 0 {
+		return nil
+	}
+	slices.Sort(down.Addrs)
+	down.Err = silent[down.Addrs[0]]
+	if down.Err == nil {
+		down.Err = errors.New("the client does not reach it")
+	}
+	return &down
 }
 
 // ageOf is how long before now the job id was minted; 0 for an id that is

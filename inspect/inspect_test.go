@@ -81,6 +81,24 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, map[inspect.State]int64{"pending": 0, "active": 0, "delayed": 0, "dead": 0}, sums[3].Counts)
 		assert.Empty(t, sums[3].Head, "an unknown queue is empty, not an error")
 	})
+	t.Run("a queue with a key of another type is unreadable, the others are read", func(t *testing.T) {
+		require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())
+		require.NoError(t, s.Do("HSET", keys.Set("cfg", keys.Config), "x", "1").Error())
+		require.NoError(t, s.Do("SET", keys.Pending("cfg"), "x").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Pending("wt"), keys.Pending("cfg"), keys.Set("cfg", keys.Config)) })
+		sums, err := in.Summaries(ctx(t), []string{"emails", "wt", "payments", "cfg"})
+		require.NoError(t, err)
+		require.Len(t, sums, 4)
+		assert.NoError(t, sums[0].Err)
+		assert.Equal(t, int64(7), sums[0].Total())
+		for _, broken := range []inspect.Summary{sums[1], sums[3]} {
+			assert.ErrorContains(t, broken.Err, "WRONGTYPE", broken.Queue)
+			assert.True(t, inspect.Refused(broken.Err))
+		}
+		assert.True(t, sums[2].Paused, "the queue after it read as usual")
+		_, err = in.Summary(ctx(t), "wt")
+		assert.ErrorContains(t, err, "WRONGTYPE", "asked for alone, the queue is its error")
+	})
 	t.Run("dead jobs list newest first with their errors", func(t *testing.T) {
 		rows, total, err := in.Jobs(ctx(t), "emails", inspect.Dead, 0, 10)
 		require.NoError(t, err)
@@ -270,6 +288,55 @@ func TestClusterDiscovery(t *testing.T) {
 		names, err := fixed(cl.Client()).Refresh(ctx(t))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"emails", "invoices", "payments"}, names)
+	})
+}
+
+// TestClusterPrimaryDown: a primary that does not answer is never left out
+// silently — the reads name it in an *UnreachableError alongside what the
+// other primaries hold, and no list that lacks it is cached.
+func TestClusterPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	in := fixed(cl.Client())
+	down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+	var kept []string
+	for _, q := range []string{"emails", "invoices", "payments"} {
+		if cl.Owner(t, cl.Slot(t, keys.Pending(q))) != down {
+			kept = append(kept, q)
+		}
+	}
+	_, err := in.Primaries(ctx(t)) // every primary answers: the list is cached
+	require.NoError(t, err)
+	down.Stop()
+	var lost *inspect.UnreachableError
+	for _, read := range []struct {
+		name string
+		run  func() (int, error)
+	}{
+		{"Refresh", func() (int, error) { names, err := in.Refresh(ctx(t)); return len(names), err }},
+		{"Queues", func() (int, error) { names, err := in.Queues(ctx(t)); return len(names), err }},
+		{"Overview", func() (int, error) { sums, err := in.Overview(ctx(t)); return len(sums), err }},
+		{"Stats", func() (int, error) { nodes, err := in.Stats(ctx(t)); return len(nodes) + 1, err }},
+		{"Queues again: nothing was cached", func() (int, error) { names, err := in.Queues(ctx(t)); return len(names), err }},
+	} {
+		t.Run(read.name+" names the primary down and reads the others", func(t *testing.T) {
+			n, err := read.run()
+			require.ErrorAs(t, err, &lost)
+			assert.True(t, inspect.Partial(err))
+			assert.Equal(t, []string{down.Addr}, lost.Addrs)
+			assert.Contains(t, err.Error(), "primary "+down.Addr+" did not answer")
+			if read.name == "Stats" {
+				assert.Equal(t, 3, n, "the two primaries that answer")
+			} else {
+				assert.Equal(t, len(kept), n, "the queues of the primaries that answer: %v", kept)
+			}
+		})
+	}
+	t.Run("the primaries known before are not served from the cache", func(t *testing.T) {
+		in := inspect.New(cl.Client(), inspect.Options{CacheFor: time.Hour})
+		nodes, err := in.Primaries(ctx(t))
+		require.ErrorAs(t, err, &lost)
+		assert.Len(t, nodes, 2)
 	})
 }
 

@@ -47,11 +47,12 @@ var levels = map[string]bool{
 func IsLevel(name string) bool { return levels[name] }
 
 // Stats returns INFO emq of every primary, in address order: one INFO per
-// primary.
+// primary. With a primary of a cluster that does not answer, it returns
+// those of the others and the *UnreachableError.
 func (in *Inspector) Stats(ctx context.Context) ([]NodeStats, error) {
-	primaries, err := in.Primaries(ctx)
-	if err != nil {
-		return nil, err
+	primaries, lost := in.askPrimaries(ctx)
+	if lost != nil && !Partial(lost) {
+		return nil, lost
 	}
 	out := make([]NodeStats, len(primaries))
 	for i, p := range primaries {
@@ -61,7 +62,7 @@ func (in *Inspector) Stats(ctx context.Context) ([]NodeStats, error) {
 		}
 		out[i] = NodeStats{Addr: p.Addr, Fields: ParseInfo(text)}
 	}
-	return out, nil
+	return out, lost
 }
 
 // Sum adds the nodes' fields by name, in the first node's order (then any

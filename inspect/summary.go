@@ -28,6 +28,11 @@ type Summary struct {
 	// several it is the oldest of the most urgent priority.
 	Head    string
 	HeadAge time.Duration
+	// Err is why the queue could not be read: the server refused a read
+	// of one of its keys (WRONGTYPE for a key of another type under its
+	// layout, say). Its counts and settings are then unknown; the other
+	// queues are read all the same.
+	Err error
 }
 
 // Limit is a queue's rate limit: at most Max jobs delivered per Window.
@@ -62,7 +67,9 @@ const summaryBatch = 256
 
 // Summaries summarizes each queue of names, in order: a fixed number of
 // O(1) or O(log N) commands per queue (ZCARD of each set, HMGET of the
-// config, ZRANGE of the head of pending), pipelined.
+// config, ZRANGE of the head of pending), pipelined. A queue whose read
+// the server refused has its Summary.Err; the error is a read that got no
+// answer.
 func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, error) {
 	out := make([]Summary, 0, len(names))
 	now := in.opts.Now()
@@ -79,6 +86,9 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 		replies := in.vk.DoMulti(ctx, cmds...)
 		for i, q := range batch {
 			s, err := summaryOf(q, replies[i*perQueue:(i+1)*perQueue], now)
+			if Refused(err) {
+				s, err = Summary{Queue: q, Err: err}, nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -88,13 +98,14 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 	return out, nil
 }
 
-// Summary summarizes one queue.
+// Summary summarizes one queue; a queue that could not be read is its
+// error.
 func (in *Inspector) Summary(ctx context.Context, queue string) (Summary, error) {
 	s, err := in.Summaries(ctx, []string{queue})
 	if err != nil {
 		return Summary{}, err
 	}
-	return s[0], nil
+	return s[0], s[0].Err
 }
 
 // summaryOf reads one queue's replies, in the order Summaries sent them.
@@ -129,11 +140,16 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 }
 
 // Overview summarizes every queue found ([Inspector.Queues]), in name
-// order.
+// order. With a primary of a cluster that does not answer, it summarizes
+// the queues of those that do and returns the *UnreachableError too.
 func (in *Inspector) Overview(ctx context.Context) ([]Summary, error) {
-	names, err := in.Queues(ctx)
+	names, lost := in.Queues(ctx)
+	if lost != nil && !Partial(lost) {
+		return nil, lost
+	}
+	sums, err := in.Summaries(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	return in.Summaries(ctx, names)
+	return sums, lost
 }

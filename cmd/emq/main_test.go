@@ -534,6 +534,62 @@ func TestCLIServes(t *testing.T) {
 	})
 }
 
+// TestCLIUnreadableQueue: one queue with a key of another type under its
+// layout is a row of ? and a note on stderr; every other queue is listed
+// and counted, exit 0; a command naming that queue fails.
+func TestCLIUnreadableQueue(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	require.NoError(t, s.Do("SET", "emq:{wt}:pending", "notazset").Error())
+	r := emq(t, s.Addr, "queues")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "\nemails    3        1       1        2     no      -      59m54s\n")
+	assert.Contains(t, r.stdout, "\nwt        ?        ?       ?        ?     ?       ?      ?\n")
+	assert.Contains(t, r.stderr, "emq queues: cannot read wt (its row shows ?): queue wt: ZCARD pending: WRONGTYPE")
+
+	r = emq(t, s.Addr, "queues", "--json")
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var qs []queueJSON
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &qs))
+	require.Len(t, qs, 4)
+	assert.Equal(t, int64(2), qs[0].Dead)
+	assert.Contains(t, qs[3].Error, "WRONGTYPE")
+
+	r = emq(t, s.Addr, "jobs", "wt")
+	assert.Equal(t, exitFailed, r.code, "asked for by name, the queue fails the command")
+	assert.Contains(t, r.stderr, "WRONGTYPE")
+}
+
+// TestCLIPrimaryDown: on a cluster with a primary that does not answer,
+// queues and stats print what the others hold, name the primary on stderr
+// and exit 1 — never a complete-looking table and exit 0.
+func TestCLIPrimaryDown(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	down := cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
+	var seed string
+	for _, p := range cl.Primaries {
+		if p != down {
+			seed = p.Addr
+		}
+	}
+	down.Stop()
+	for _, c := range []struct{ args, stdout []string }{
+		{[]string{"queues"}, []string{"QUEUE "}},
+		{[]string{"stats"}, []string{"INFO emq summed over 2 primaries"}},
+	} {
+		t.Run(c.args[0], func(t *testing.T) {
+			r := emq(t, seed, c.args...)
+			assert.Equal(t, exitFailed, r.code)
+			assert.Contains(t, r.stderr, "primary "+down.Addr+" did not answer")
+			for _, out := range c.stdout {
+				assert.Contains(t, r.stdout, out)
+			}
+			assert.NotContains(t, r.stdout, "emails")
+		})
+	}
+}
+
 // TestCLIWithoutModule: on a server without the module, where the client
 // ran the verbs' scripts, the queues read the same; stats has no counters.
 func TestCLIWithoutModule(t *testing.T) {

@@ -40,6 +40,8 @@ type queueJSON struct {
 	Events        int64  `json:"events"`
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
+	// Error is why the queue could not be read; its counts are then 0.
+	Error string `json:"error,omitempty"`
 }
 
 func runQueues(ctx context.Context, s *session, _ []string) error {
@@ -47,10 +49,18 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 	if err != nil {
 		return err
 	}
-	sums, err := in.Overview(ctx)
-	if err != nil {
+	sums, lost := in.Overview(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
+	}
+	if err := printQueues(s, sums); err != nil {
 		return err
 	}
+	return lost // the queues of a primary that did not answer are missing: exit 1
+}
+
+// printQueues writes the summaries as a table, or as JSON.
+func printQueues(s *session, sums []inspect.Summary) error {
 	if s.o.json {
 		out := make([]queueJSON, len(sums))
 		for i, q := range sums {
@@ -58,11 +68,19 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
 				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events,
 				OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
+			if q.Err != nil {
+				out[i].Error = q.Err.Error()
+			}
 		}
 		return writeJSON(s.e.stdout, out)
 	}
 	t := newTable(s.e.stdout, "QUEUE", "PENDING", "ACTIVE", "DELAYED", "DEAD", "PAUSED", "LIMIT", "OLDEST PENDING")
 	for _, q := range sums {
+		if q.Err != nil {
+			t.row(q.Queue, "?", "?", "?", "?", "?", "?", "?")
+			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %v\n", q.Queue, q.Err)
+			continue
+		}
 		oldest := "-"
 		if q.Head != "" {
 			oldest = readable.Duration(q.HeadAge)

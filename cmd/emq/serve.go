@@ -88,7 +88,7 @@ func runMetrics(ctx context.Context, s *session, _ []string) error {
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", dashboard.MetricsHandler(in))
+	mux.Handle("GET /metrics", dashboard.MetricsHandler(in, 0))
 	return serve(ctx, s, mux, "metrics on /metrics")
 }
 

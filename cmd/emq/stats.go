@@ -42,10 +42,18 @@ func runStats(ctx context.Context, s *session, _ []string) error {
 	if err != nil {
 		return err
 	}
-	nodes, err := in.Stats(ctx)
-	if err != nil {
+	nodes, lost := in.Stats(ctx)
+	if lost != nil && !inspect.Partial(lost) {
+		return lost
+	}
+	if err := printStats(s, nodes); err != nil {
 		return err
 	}
+	return lost // a primary that did not answer is missing from the sums: exit 1
+}
+
+// printStats writes the nodes' fields, summed, as groups, or as JSON.
+func printStats(s *session, nodes []inspect.NodeStats) error {
 	total := inspect.Sum(nodes)
 	if s.o.json {
 		out := statsJSON{Total: fieldMap(total)}
