@@ -141,6 +141,15 @@ func TestRemove(t *testing.T) {
 			removed, err := q.Remove(ctx(t), queued[0])
 			require.NoError(t, err)
 			assert.False(t, removed, "no such job: 0, nothing refused")
+
+			// A dead id whose row is gone leaves the dead set, which no
+			// claim sweeps.
+			dangling := n.m.Mint(ids.Job)
+			must(t, n.s, "ZADD", keys.Set("removed", keys.DeadSet), "1", dangling.String())
+			removed, err = q.Remove(ctx(t), dangling)
+			require.NoError(t, err)
+			assert.True(t, removed, "a dangling id")
+			assert.Zero(t, integer(t, n.s, "DBSIZE"))
 		})
 	}
 }

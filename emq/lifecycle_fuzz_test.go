@@ -130,6 +130,19 @@ func (s *fakeServer) ZRange(k int, max float64, exclusive bool, limit int) []Mem
 	return out
 }
 
+// ZScore reads member's score in sorted set key k.
+func (s *fakeServer) ZScore(k int, member []byte) (float64, bool) {
+	if s.queue == nil || k >= len(s.queue.names) {
+		s.t.Fatalf("ZScore(%d) of a key not opened", k)
+	}
+	for _, m := range s.queue.sets[s.queue.names[k]] {
+		if m.id == string(member) {
+			return m.score, true
+		}
+	}
+	return 0, false
+}
+
 // canonical is the text docs/commands.md admits as a number: decimal digits,
 // no sign, no leading zero.
 var canonical = regexp.MustCompile(`^(0|[1-9][0-9]*)$`)

@@ -7,8 +7,10 @@ import "github.com/echomq/emq/keys"
 //	EMQ.REMOVE 5 emq:{q}:job:<id> emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead
 //
 // The job leaves every set and its row is deleted; a worker holding it
-// meets EMQNOJOB at its next EXTEND, ACK or FAIL. Replies 1, or 0 when
-// there is no such job (nothing written).
+// meets EMQNOJOB at its next EXTEND, ACK or FAIL. An id whose row is gone
+// (deleted or evicted by hand: a dangling member) leaves every set that
+// holds it. Replies 1, or 0 when there is no such job — no row, and the id
+// in no set (nothing written).
 var Remove = &Verb{Name: "EMQ.REMOVE", Arity: 7, Keys: 5, Cap: "remove",
 	Check: func(a [][]byte, _ int64) error { _, _, err := checkRemove(a); return err },
 	Run:   remove}
@@ -26,14 +28,24 @@ func remove(c Call) error {
 	if err != nil {
 		return err
 	}
+	ref := p.Bytes(id)
 	if s.Type(0) == Empty {
-		p.replyInt(0)
+		removed := int64(0)
+		for k := 1; k <= 4; k++ {
+			if _, in := s.ZScore(k, id); in {
+				p.zrem(k, ref)
+				removed = 1
+			}
+		}
+		if removed == 1 {
+			p.Count(DanglingDropped, 1)
+		}
+		p.replyInt(removed)
 		return s.Apply(p)
 	}
 	row := readJob(s, p, 0)
 
 	// plan
-	ref := p.Bytes(id)
 	for k := 1; k <= 4; k++ {
 		if s.Type(k) == ZSet {
 			p.zrem(k, ref)

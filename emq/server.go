@@ -73,6 +73,9 @@ type Server interface {
 	// at most max (below max, with exclusive), lowest first; valid until
 	// the call ends, the slice until the next ZRange.
 	ZRange(k int, max float64, exclusive bool, limit int) []Member
+	// ZScore reads member's score in sorted set key k; found is false when
+	// the set does not hold it (or k is not a sorted set).
+	ZScore(k int, member []byte) (score float64, found bool)
 	// StreamTop returns the last generated ID of stream key k (0-0 if empty).
 	StreamTop(k int) ids.StreamID
 	// StreamEntry reads entry id of stream key k: its fields and values in

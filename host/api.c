@@ -97,6 +97,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(ZsetRangeCurrentElement);
     FETCH(ZsetRangeNext);
     FETCH(ZsetRangeStop);
+    FETCH(ZsetScore);
     FETCH(StreamAdd);
     FETCH(StreamIteratorStart);
     FETCH(StreamIteratorStop);

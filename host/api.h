@@ -70,6 +70,7 @@ typedef struct {
     ValkeyModuleString *(*ZsetRangeCurrentElement)(ValkeyModuleKey *, double *);
     int (*ZsetRangeNext)(ValkeyModuleKey *);
     void (*ZsetRangeStop)(ValkeyModuleKey *);
+    int (*ZsetScore)(ValkeyModuleKey *, ValkeyModuleString *, double *);
     int (*StreamAdd)(ValkeyModuleKey *, int, uint64_t *, ValkeyModuleString **, int64_t);
     int (*StreamIteratorStart)(ValkeyModuleKey *, int, uint64_t *, uint64_t *);
     int (*StreamIteratorStop)(ValkeyModuleKey *);

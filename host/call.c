@@ -437,6 +437,16 @@ int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
     return n;
 }
 
+// emq_zscore reads member's score in sorted set key k into *score: 1 when
+// the set holds it, else 0 (another type, or no such key: 0).
+int emq_zscore(emq_call *c, int k, const char *member, size_t len, double *score) {
+    if (c->types[k] != EMQ_KEY_ZSET) return 0;
+    ValkeyModuleString *m = api.CreateString(c->ctx, member, len);
+    int found = api.ZsetScore(c->keys[k], m, score) == API_OK;
+    api.FreeString(c->ctx, m);
+    return found;
+}
+
 // emq_stream_top reads a stream's last generated ID — which survives XDEL,
 // so only XINFO knows it — into c->top_ms/top_seq. Used off the hot path.
 void emq_stream_top(emq_call *c, int k) {

@@ -176,6 +176,13 @@ func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Membe
 	return unsafe.Slice((*emq.Member)(unsafe.Pointer(c.members)), int(n))
 }
 
+// ZScore reads member's score in sorted set key k.
+func (c *Call) ZScore(k int, member []byte) (float64, bool) {
+	var score C.double
+	found := C.emq_zscore((*C.emq_call)(c), C.int(k), (*C.char)(unsafe.Pointer(unsafe.SliceData(member))), C.size_t(len(member)), &score)
+	return float64(score), found != 0
+}
+
 // StreamTop returns the last generated ID of stream key k.
 func (c *Call) StreamTop(k int) ids.StreamID {
 	C.emq_stream_top((*C.emq_call)(c), C.int(k))

@@ -253,6 +253,7 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, int access, cons
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_hash_fields(emq_call *c, int k);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
+int emq_zscore(emq_call *c, int k, const char *member, size_t len, double *score);
 void emq_stream_top(emq_call *c, int k);
 int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);
 int emq_pending_owner(emq_call *c, int k, uint32_t group, uint64_t ms, uint64_t seq, const char *scratch,

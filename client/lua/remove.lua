@@ -1,14 +1,21 @@
 #!lua flags=allow-oom
 -- EMQ.REMOVE: KEYS job pending active delayed dead. Replies 0 when there
--- is no such job.
+-- is no such job: no row, and the id in no set (a dangling id, its row
+-- gone, leaves the sets).
 local st, refused = open(true)
 if not st then
   return refused
 end
-if st.row == 'none' then
-  return 0
-end
 local job, id = KEYS[1], job_id(KEYS[1])
+if st.row == 'none' then
+  local removed = 0
+  for k = 2, 5 do
+    if st.exists[k] then
+      removed = math.max(removed, redis.call('ZREM', KEYS[k], id))
+    end
+  end
+  return removed
+end
 local row = redis.call('HMGET', job, 'state', 'attempts')
 for k = 2, 5 do
   if st.exists[k] then

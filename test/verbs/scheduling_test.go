@@ -322,6 +322,24 @@ func TestRemoveDeletesAJobWhateverItsState(t *testing.T) {
 			}
 		})
 	}
+	// A set member whose row is gone (deleted or evicted by hand) leaves
+	// every set that holds it: the dead set's, which no claim sweeps, had
+	// no way out but a ZREM by hand.
+	t.Run("a dangling id leaves the sets that hold it; then no such job", func(t *testing.T) {
+		flush(t, s)
+		id := jobIDs(1)[0]
+		must(t, s, "ZADD", keys.Set(q.name, keys.DeadSet), "1", id)
+		must(t, s, "ZADD", keys.Set(q.name, keys.DelayedSet), "1", id)
+		must(t, s, "ZADD", keys.Set(q.name, keys.DeadSet), "2", "JOB0000000000000abc")
+		before := infoFields(t, s, "dangling_dropped")["dangling_dropped"]
+		require.Equal(t, int64(1), integer(t, s, q.remove(id)...))
+		assert.Empty(t, setsHolding(t, s, q, id))
+		assert.Equal(t, int64(1), integer(t, s, "ZCARD", keys.Set(q.name, keys.DeadSet)), "the others stay")
+		assert.Equal(t, before+1, infoFields(t, s, "dangling_dropped")["dangling_dropped"])
+		before2 := snapshot(t, s)
+		require.Equal(t, int64(0), integer(t, s, q.remove(id)...), "no row, in no set: 0")
+		assert.Equal(t, before2, snapshot(t, s), "nothing written")
+	})
 }
 
 // TestTheSettingsKeysAreReadAsDerivedKeys: a queue's config, limiter,
