@@ -161,9 +161,9 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
 	}
 	if changed {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, queue)
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, printable(queue))
 	} else {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", queue, already)
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", printable(queue), already)
 	}
 	return err
 }
@@ -180,7 +180,7 @@ func (s *session) warnUnknown(ctx context.Context, queue string) error {
 		return err
 	}
 	if sum.Total() == 0 && !sum.Paused && sum.Limit.Max == 0 {
-		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", queue)
+		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
 	}
 	return nil
 }
@@ -339,7 +339,7 @@ func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, 
 			return err
 		}
 	} else {
-		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, sel.Queue)
+		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, printable(sel.Queue))
 	}
 	if p.Failed > 0 {
 		return &exitError{code: exitRefused, err: fmt.Errorf("%d failed; the first: %w", p.Failed, p.Err)}
