@@ -692,3 +692,33 @@ func TestCLIEscapesTheData(t *testing.T) {
 		assert.Contains(t, []string{rows[0].Error, rows[1].Error}, clear)
 	})
 }
+
+// TestCLIBulkStopped: a bulk action that --timeout stops part way says
+// what it did — the count on stdout and, on stderr, what failed and
+// "then:" what stopped it; with --json the object with "error" — and
+// exits 1. The server holds writes back (CLIENT PAUSE WRITE) while reads
+// go on, so each run counts the jobs and reads its first batch, whose 100
+// actions are cut off by the timeout and count as failed.
+func TestCLIBulkStopped(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Dead(t, s.Client(), "bulk", 300)
+	require.NoError(t, s.Do("CLIENT", "PAUSE", "600000", "WRITE").Error())
+	t.Cleanup(func() { assert.NoError(t, s.Do("CLIENT", "UNPAUSE").Error()) })
+	const cut = "100 failed; the first: context deadline exceeded; then: context deadline exceeded" +
+		" (--timeout 2s bounds the whole action: raise it for a big queue)"
+	t.Run("revive --all says how far it got", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "bulk", "--all", "--timeout", "2s")
+		assert.Equal(t, exitFailed, r.code, r.stderr)
+		assert.Equal(t, "revived 0 of 300 dead jobs of bulk\n", r.stdout)
+		assert.Equal(t, "emq revive: "+cut+"\n", r.stderr)
+	})
+	for _, args := range [][]string{{"revive", "bulk", "--all"}, {"purge", "bulk", "--state", "dead"}} {
+		t.Run(args[0]+" --json has the error", func(t *testing.T) {
+			r := emq(t, s.Addr, append(args, "--timeout", "2s", "--json")...)
+			assert.Equal(t, exitFailed, r.code, r.stderr)
+			var out bulkJSON
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), "stdout: %q", r.stdout)
+			assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 300, Failed: 100, Error: cut}, out)
+		})
+	}
+}
