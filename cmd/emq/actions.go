@@ -21,7 +21,8 @@ var reviveCmd = &command{
 	detail: `Each job goes through EMQ.REVIVE: back to pending with its attempt budget
 renewed, its last error kept. --all revives every job dead when it starts,
 longest dead first, 100 at a time; a progress bar shows on a terminal when
-there are more than 1,000.`,
+there are more than 1,000. --timeout bounds the whole run: raise it for a
+big queue; a run it stops says how far it got.`,
 	examples: []string{"emq revive emails JOB0018f2a4c1e00001 JOB0018f2a4c1e00002", "emq revive emails --all"},
 	minArgs:  1, maxArgs: -1,
 	flags: func(fs *flag.FlagSet, o *options) {
@@ -68,7 +69,9 @@ time, the longest dead (or soonest due, or next to be claimed) first; a progress
 terminal when there are more than 1,000. --older-than d keeps the jobs that
 died less than d ago (dead only). Active jobs are refused: workers hold
 them (emq delete removes one by id). A job that changes state between the
-read of its batch and its removal is removed all the same.`,
+read of its batch and its removal is removed all the same. --timeout
+bounds the whole run: raise it for a big queue; a run it stops says how
+far it got.`,
 	examples: []string{"emq purge emails --state dead", "emq purge emails --state dead --older-than 168h"},
 	minArgs:  1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, o *options) {
@@ -161,9 +164,9 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
 	}
 	if changed {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, queue)
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, printable(queue))
 	} else {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", queue, already)
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", printable(queue), already)
 	}
 	return err
 }
@@ -180,7 +183,7 @@ func (s *session) warnUnknown(ctx context.Context, queue string) error {
 		return err
 	}
 	if sum.Total() == 0 && !sum.Paused && sum.Limit.Max == 0 {
-		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", queue)
+		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
 	}
 	return nil
 }
@@ -313,38 +316,59 @@ type bulkJSON struct {
 const progressOver = 1000
 
 // bulk acts on every job of sel through inspect's ForEach, drawing a
-// progress bar for more than progressOver jobs, and reports the count.
+// progress bar for more than progressOver jobs, and reports the count —
+// also when an error (--timeout's, say) stops it part way, as the jobs
+// before it stay changed.
 func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, act func(context.Context, ids.ID) error) error {
 	in, err := s.inspector()
 	if err != nil {
 		return err
 	}
 	var bar *progressBar
-	p, err := in.ForEach(ctx, sel, act, func(p inspect.Progress) {
+	p, stop := in.ForEach(ctx, sel, act, func(p inspect.Progress) {
 		if bar == nil && p.Total > progressOver && s.e.progress != nil {
 			bar = &progressBar{w: s.e.progress, label: done}
 		}
 		bar.draw(p)
 	})
 	bar.end()
-	if err != nil {
-		return err
+	if stop != nil && p.Total == 0 {
+		return stop // stopped before the count: nothing done
 	}
+	err = s.bulkError(p, stop)
 	if s.o.json {
 		out := bulkJSON{Queue: sel.Queue, State: string(sel.State), Total: p.Total, Done: p.Done, Failed: p.Failed}
-		if p.Err != nil {
-			out.Error = p.Err.Error()
+		if err != nil {
+			out.Error = err.Error()
 		}
 		if err := writeJSON(s.e.stdout, out); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, sel.Queue)
+		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, printable(sel.Queue))
 	}
+	return err
+}
+
+// bulkError is how a bulk action ended short: the jobs whose action
+// failed (exit 4), then the error that stopped it before the end, if any
+// (its own exit code). The jobs in flight when it stopped count as failed.
+func (s *session) bulkError(p inspect.Progress, stop error) error {
+	var err error
 	if p.Failed > 0 {
-		return &exitError{code: exitRefused, err: fmt.Errorf("%d failed; the first: %w", p.Failed, p.Err)}
+		err = &exitError{code: exitRefused, err: fmt.Errorf("%d failed; the first: %w", p.Failed, p.Err)}
 	}
-	return nil
+	if stop == nil {
+		return err
+	}
+	if errors.Is(stop, context.DeadlineExceeded) {
+		stop = fmt.Errorf("%w (--timeout %v bounds the whole action: raise it for a big queue)", stop, s.o.timeout)
+	}
+	code := exitCode(stop)
+	if err != nil {
+		return &exitError{code: code, err: fmt.Errorf("%w; then: %w", err, stop)}
+	}
+	return &exitError{code: code, err: fmt.Errorf("then: %w", stop)}
 }
 
 // progressBar draws a bulk action's progress on one terminal line.

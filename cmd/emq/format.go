@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/echomq/emq/internal/readable"
 )
@@ -44,6 +46,21 @@ func preview(b []byte, n int) string {
 		return fmt.Sprintf("%d bytes: %q…", len(b), text)
 	}
 	return fmt.Sprintf("%d bytes: %q", len(b), text)
+}
+
+// printable is text from the data — a queue's name, a job's id or error,
+// a schedule's name, which any producer or worker sets — fit for a
+// terminal: as it is when it is UTF-8 of printable characters, else quoted
+// as strconv.Quote writes it ("esc\x1b[31mred", "nl\nq", "bad\xffname"),
+// so that none moves the cursor, clears the screen or splits a table's
+// row. Text starting with a quote is quoted too: no text shown as it is
+// reads as another one quoted.
+func printable(s string) string {
+	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // dash is "-" for an empty cell.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -15,7 +16,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
+	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -601,4 +604,121 @@ func TestCLIWithoutModule(t *testing.T) {
 	r = emq(t, s.Addr, "stats")
 	require.Equal(t, exitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "no counters: the module is not loaded")
+}
+
+// terminalSafe fails unless out is UTF-8 whose only control character is
+// the newline ending each line.
+func terminalSafe(t *testing.T, out string) {
+	t.Helper()
+	assert.True(t, utf8.ValidString(out), "not UTF-8: %q", out)
+	for _, r := range out {
+		if r != '\n' && !strconv.IsPrint(r) {
+			assert.Failf(t, "a control character reaches the terminal", "%U in %q", r, out)
+			return
+		}
+	}
+}
+
+// TestCLIEscapesTheData: queue names, job ids and errors — text any
+// producer or worker controls — reach the terminal quoted as
+// strconv.Quote writes them when they hold a control character or bytes
+// that are not UTF-8, so none moves the cursor, clears the screen or
+// splits a row; printable UTF-8 is shown as it is; --json keeps the
+// exact text.
+func TestCLIEscapesTheData(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const red, clear, stray = "esc\x1b[31mred", "err\x1b[2Jclear", "JOB\x1b[2J"
+	m, err := ids.NewMinter(8)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue(red, m, client.Policy{Lease: time.Hour, MaxAttempts: 1})
+	require.NoError(t, err)
+	id, err := q.Enqueue(ctx, []byte("x"))
+	require.NoError(t, err)
+	jobs, err := q.Claim(ctx, 1)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	_, err = jobs[0].Fail(ctx, errors.New(clear))
+	require.NoError(t, err)
+	require.NoError(t, s.Do("ZADD", "emq:{"+red+"}:dead", "1", stray).Error(), "a member that is no job id")
+	for _, name := range []string{"nl\nq", "bad\xffname", "tab\tq", "café ☕"} {
+		r := emq(t, s.Addr, "enqueue", name, "x")
+		require.Equal(t, exitOK, r.code, r.stderr)
+	}
+
+	for _, c := range []struct {
+		rule   string
+		args   []string
+		stdout []string
+	}{
+		{"queues quotes the names that need it, one row each", []string{"queues"},
+			[]string{"\n\"esc\\x1b[31mred\"  0 ", "\n\"nl\\nq\"  ", "\n\"bad\\xffname\"  ", "\n\"tab\\tq\"  ", "\ncafé ☕  "}},
+		{"jobs quotes an error and a member that need it", []string{"jobs", red, "--state", "dead"},
+			[]string{"  \"err\\x1b[2Jclear\"\n", "  \"JOB\\x1b[2J\"  "}},
+		{"job quotes its queue and error", []string{"job", red, id.String()},
+			[]string{"queue     \"esc\\x1b[31mred\"\n", "error     \"err\\x1b[2Jclear\"\n"}},
+		{"job found in its queue quotes the queue", []string{"job", id.String()}, []string{"queue     \"esc\\x1b[31mred\"\n"}},
+		{"pause quotes the queue it names", []string{"pause", red}, []string{"paused \"esc\\x1b[31mred\"\n"}},
+		{"resume quotes the queue it names", []string{"resume", red}, []string{"resumed \"esc\\x1b[31mred\"\n"}},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			r := emq(t, s.Addr, c.args...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			terminalSafe(t, r.stdout)
+			terminalSafe(t, r.stderr)
+			for _, want := range c.stdout {
+				assert.Contains(t, r.stdout, want)
+			}
+		})
+	}
+	t.Run("a table has one line per queue", func(t *testing.T) {
+		r := emq(t, s.Addr, "queues")
+		assert.Equal(t, 1+5, strings.Count(r.stdout, "\n"), r.stdout)
+	})
+	t.Run("--json keeps the exact text", func(t *testing.T) {
+		var qs []queueJSON
+		require.NoError(t, json.Unmarshal([]byte(emq(t, s.Addr, "queues", "--json").stdout), &qs))
+		var names []string
+		for _, q := range qs {
+			names = append(names, q.Queue)
+		}
+		assert.Contains(t, names, red)
+		assert.Contains(t, names, "nl\nq")
+		var rows []jobRowJSON
+		require.NoError(t, json.Unmarshal([]byte(emq(t, s.Addr, "jobs", red, "--state", "dead", "--json").stdout), &rows))
+		require.Len(t, rows, 2)
+		assert.ElementsMatch(t, []string{id.String(), stray}, []string{rows[0].ID, rows[1].ID})
+		assert.Contains(t, []string{rows[0].Error, rows[1].Error}, clear)
+	})
+}
+
+// TestCLIBulkStopped: a bulk action that --timeout stops part way says
+// what it did — the count on stdout and, on stderr, what failed and
+// "then:" what stopped it; with --json the object with "error" — and
+// exits 1. The server holds writes back (CLIENT PAUSE WRITE) while reads
+// go on, so each run counts the jobs and reads its first batch, whose 100
+// actions are cut off by the timeout and count as failed.
+func TestCLIBulkStopped(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Dead(t, s.Client(), "bulk", 300)
+	require.NoError(t, s.Do("CLIENT", "PAUSE", "600000", "WRITE").Error())
+	t.Cleanup(func() { assert.NoError(t, s.Do("CLIENT", "UNPAUSE").Error()) })
+	const cut = "100 failed; the first: context deadline exceeded; then: context deadline exceeded" +
+		" (--timeout 2s bounds the whole action: raise it for a big queue)"
+	t.Run("revive --all says how far it got", func(t *testing.T) {
+		r := emq(t, s.Addr, "revive", "bulk", "--all", "--timeout", "2s")
+		assert.Equal(t, exitFailed, r.code, r.stderr)
+		assert.Equal(t, "revived 0 of 300 dead jobs of bulk\n", r.stdout)
+		assert.Equal(t, "emq revive: "+cut+"\n", r.stderr)
+	})
+	for _, args := range [][]string{{"revive", "bulk", "--all"}, {"purge", "bulk", "--state", "dead"}} {
+		t.Run(args[0]+" --json has the error", func(t *testing.T) {
+			r := emq(t, s.Addr, append(args, "--timeout", "2s", "--json")...)
+			assert.Equal(t, exitFailed, r.code, r.stderr)
+			var out bulkJSON
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), "stdout: %q", r.stdout)
+			assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 300, Failed: 100, Error: cut}, out)
+		})
+	}
 }

@@ -77,15 +77,15 @@ func printQueues(s *session, sums []inspect.Summary) error {
 	t := newTable(s.e.stdout, "QUEUE", "PENDING", "ACTIVE", "DELAYED", "DEAD", "PAUSED", "LIMIT", "OLDEST PENDING")
 	for _, q := range sums {
 		if q.Err != nil {
-			t.row(q.Queue, "?", "?", "?", "?", "?", "?", "?")
-			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %v\n", q.Queue, q.Err)
+			t.row(printable(q.Queue), "?", "?", "?", "?", "?", "?", "?")
+			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %s\n", printable(q.Queue), printable(q.Err.Error()))
 			continue
 		}
 		oldest := "-"
 		if q.Head != "" {
 			oldest = readable.Duration(q.HeadAge)
 		}
-		t.row(q.Queue, count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
+		t.row(printable(q.Queue), count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
 			count(q.Counts[inspect.Dead]), yesNo(q.Paused), q.Limit.String(), oldest)
 	}
 	if len(sums) == 0 {
@@ -169,15 +169,15 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	t := newTable(s.e.stdout, "STATE", "ID", "ATTEMPTS", "PRIORITY", "AGE", "WHEN", "PAYLOAD", "ERROR")
 	for _, r := range rows {
 		if !r.Row {
-			t.row(string(r.State), r.ID, "-", "-", readable.Duration(r.Age), "-", "-", "(no row: dropped at the next claim)")
+			t.row(string(r.State), printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", "(no row: dropped at the next claim)")
 			continue
 		}
 		when := "-"
 		if at := r.At(); !at.IsZero() {
 			when = readable.Relative(at, now)
 		}
-		t.row(string(r.State), r.ID, count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
-			count(r.PayloadSize)+"B", dash(readable.Clip(r.Error, 60)))
+		t.row(string(r.State), printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
+			count(r.PayloadSize)+"B", dash(printable(readable.Clip(r.Error, 60))))
 	}
 	return t.flush()
 }
@@ -202,7 +202,11 @@ func find(ctx context.Context, in *inspect.Inspector, id string) (string, error)
 	case len(found) == 0:
 		return "", &exitError{code: exitNotFound, err: fmt.Errorf("no queue holds a row of %s", id)}
 	case len(found) > 1:
-		return "", usageError("%s has a row in several queues (%s): name one", id, strings.Join(found, ", "))
+		names := make([]string, len(found))
+		for i, q := range found {
+			names[i] = printable(q)
+		}
+		return "", usageError("%s has a row in several queues (%s): name one", id, strings.Join(names, ", "))
 	}
 	return found[0], nil
 }
@@ -297,7 +301,7 @@ func runJob(ctx context.Context, s *session, args []string) error {
 		return writeJSON(s.e.stdout, jobOut(queue, j, minted))
 	}
 	now := in.Now()
-	t := newTable(s.e.stdout, "queue", queue)
+	t := newTable(s.e.stdout, "queue", printable(queue))
 	t.row("id", id.String())
 	state := string(j.State)
 	if j.State == client.StateDone {
@@ -314,9 +318,9 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	}
 	t.row("attempts", attempts)
 	t.row("priority", strconv.Itoa(j.Priority))
-	t.row("error", dash(j.Error))
+	t.row("error", dash(printable(j.Error)))
 	if j.Repeat != "" {
-		t.row("schedule", j.Repeat)
+		t.row("schedule", printable(j.Repeat))
 	}
 	t.row("payload", preview(j.Payload, 200))
 	result := "-"
