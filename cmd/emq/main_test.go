@@ -172,6 +172,16 @@ func TestCLIActions(t *testing.T) {
 		return n
 	}
 
+	t.Run("a dead id whose row is gone is listed with what drops it, and delete drops it", func(t *testing.T) {
+		id := "JOB0000000000000abc"
+		require.NoError(t, s.Do("ZADD", "emq:{strays}:dead", "1", id).Error())
+		r := emq(t, s.Addr, "jobs", "strays", "--state", "dead")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "(no row: emq delete drops it)")
+		r = emq(t, s.Addr, "delete", "strays", id)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Zero(t, dead("strays"))
+	})
 	t.Run("revive by id puts the job back in pending", func(t *testing.T) {
 		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())
 		require.Equal(t, exitOK, r.code, r.stderr)

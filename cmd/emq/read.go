@@ -169,7 +169,7 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	t := newTable(s.e.stdout, "STATE", "ID", "ATTEMPTS", "PRIORITY", "AGE", "WHEN", "PAYLOAD", "ERROR")
 	for _, r := range rows {
 		if !r.Row {
-			t.row(string(r.State), printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", "(no row: dropped at the next claim)")
+			t.row(string(r.State), printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", danglingNote(r.State))
 			continue
 		}
 		when := "-"
@@ -344,4 +344,15 @@ func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 		text(j.Result, &out.Result, &out.ResultBase64)
 	}
 	return out
+}
+
+// danglingNote says what takes a dangling entry — a set member whose row
+// is gone — out of its set: a claim's sweep when it reaches the member,
+// except in the dead set, which no claim sweeps; EMQ.REMOVE (emq delete,
+// emq purge) in any.
+func danglingNote(state inspect.State) string {
+	if state == inspect.Dead {
+		return "(no row: emq delete drops it)"
+	}
+	return "(no row: a claim reaching it drops it)"
 }
