@@ -20,6 +20,9 @@ import (
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
@@ -400,6 +403,33 @@ func TestMetrics(t *testing.T) {
 	} {
 		assert.Contains(t, body, line+"\n")
 	}
+	t.Run("verbs and codes are labels of a few families, each with a HELP of its own", func(t *testing.T) {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := p.TextToMetricFamilies(strings.NewReader(body))
+		require.NoError(t, err, "the exposition parses")
+		for _, f := range []string{"emq_calls_total", "emq_calls_ok_total", "emq_calls_refused_total", "emq_refusals_total", "emq_go_allocs_total"} {
+			require.Contains(t, families, f)
+			assert.Equal(t, dto.MetricType_COUNTER, families[f].GetType(), f)
+		}
+		node := `node="` + s.Addr + `"`
+		for _, line := range []string{
+			`emq_calls_total{` + node + `,verb="enqueue"} `,
+			`emq_calls_ok_total{` + node + `,verb="enqueue"} `,
+			`emq_calls_refused_total{` + node + `,verb="enqueue"} 0`,
+			`emq_refusals_total{code="EMQLAYOUT",` + node + `} 0`,
+			`emq_refusals_total{code="ERR",` + node + `} 0`,
+		} {
+			assert.Contains(t, body, line)
+		}
+		helps := map[string]string{}
+		for name, f := range families {
+			assert.NotRegexp(t, `^emq_(calls_enqueue|ok_|refused_)|total_.*_total`, name, "a verb, a code or total twice in a name")
+			assert.NotContains(t, f.GetHelp(), "INFO emq's", name)
+			assert.NotContains(t, helps, f.GetHelp(), "%s has the HELP of %s", name, helps[f.GetHelp()])
+			helps[f.GetHelp()] = name
+		}
+		assert.Less(t, len(families), 60, "families")
+	})
 
 	s.Stop()
 	code, _ = w.get(t, "/metrics")
