@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -167,9 +169,54 @@ func TestPages(t *testing.T) {
 		assert.NotContains(t, body, `id="next"`)
 	})
 	t.Run("a bad state or page is a 400", func(t *testing.T) {
-		for _, q := range []string{"?state=finished", "?page=0", "?page=x"} {
+		for _, q := range []string{"?state=finished", "?page=0", "?page=-1", "?page=x", "?page=99999999999999999999"} {
 			code, _ := w.get(t, "/queues/emails"+q)
 			assert.Equal(t, http.StatusBadRequest, code, q)
+		}
+	})
+	t.Run("a page whose first rank int arithmetic cannot reach is a 400, not a wrapped or failed read", func(t *testing.T) {
+		for _, page := range []string{"368934881474191034", "9223372036854775807", strconv.Itoa(math.MaxInt/PageSize + 1)} {
+			code, body := w.get(t, "/queues/bulk?state=dead&page="+page)
+			assert.Equal(t, http.StatusBadRequest, code, page)
+			assert.Contains(t, body, "pages are numbered 1 to", page)
+		}
+		code, _ := w.get(t, "/queues/bulk?state=dead&page="+strconv.Itoa(math.MaxInt/PageSize))
+		assert.Equal(t, http.StatusSeeOther, code, "the last page number in range is past the last page")
+	})
+	t.Run("a page past the last redirects to the last", func(t *testing.T) {
+		for path, to := range map[string]string{
+			"/queues/bulk?state=dead&page=3":        "/queues/bulk?state=dead&page=2",
+			"/queues/bulk?state=dead&page=99999999": "/queues/bulk?state=dead&page=2",
+			"/queues/bulk?state=pending&page=2":     "/queues/bulk?state=pending",
+			"/queues/a%20b?page=2":                  "/queues/a%20b?state=dead",
+		} {
+			code, _ := w.get(t, path)
+			assert.Equal(t, http.StatusSeeOther, code, path)
+			resp, err := w.hc.Get(w.url + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, to, resp.Header.Get("Location"), path)
+		}
+		code, _ := w.get(t, "/queues/bulk?state=dead&page=2")
+		assert.Equal(t, http.StatusOK, code, "the last page itself")
+	})
+	t.Run("a queue that holds nothing and has no setting says so: a mistyped name?", func(t *testing.T) {
+		const hint = "holds no job and has no setting (a mistyped name?)"
+		code, body := w.get(t, "/queues/emials")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<p id="unknown" class="flash note">Queue emials `+hint)
+		cl := client.New(s.Client())
+		scheduled, err := cl.Queue("scheduled", nil, client.Policy{})
+		require.NoError(t, err)
+		_, err = scheduled.Repeat(ctx, "daily", "0 6 * * *", []byte("x"), client.RepeatOptions{Start: start})
+		require.NoError(t, err)
+		listened, err := cl.Queue("listened", nil, client.Policy{})
+		require.NoError(t, err)
+		_, err = listened.SetEvents(ctx, 10)
+		require.NoError(t, err)
+		for _, q := range []string{"emails", "bulk", "invoices", "payments", "scheduled", "listened"} {
+			_, body = w.get(t, "/queues/"+q)
+			assert.NotContains(t, body, hint, q)
 		}
 	})
 	t.Run("a job page shows its row", func(t *testing.T) {
