@@ -156,7 +156,7 @@ func (c *Collector) infoMetric(f inspect.Tagged, node string) prometheus.Metric 
 	case inspect.Level:
 		return prometheus.MustNewConstMetric(prometheus.NewDesc(f.Name, fieldHelp(f.Name), []string{"node"}, nil), prometheus.GaugeValue, v, node)
 	}
-	name := strings.TrimSuffix(f.Name, "_total") + "_total"
+	name := f.Name + "_total"
 	if f.Name == "emq_go_total_allocs" {
 		name = "emq_go_allocs_total" // not "total" twice
 	}
