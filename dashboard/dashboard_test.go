@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +22,9 @@ import (
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
@@ -164,9 +169,54 @@ func TestPages(t *testing.T) {
 		assert.NotContains(t, body, `id="next"`)
 	})
 	t.Run("a bad state or page is a 400", func(t *testing.T) {
-		for _, q := range []string{"?state=finished", "?page=0", "?page=x"} {
+		for _, q := range []string{"?state=finished", "?page=0", "?page=-1", "?page=x", "?page=99999999999999999999"} {
 			code, _ := w.get(t, "/queues/emails"+q)
 			assert.Equal(t, http.StatusBadRequest, code, q)
+		}
+	})
+	t.Run("a page whose first rank int arithmetic cannot reach is a 400, not a wrapped or failed read", func(t *testing.T) {
+		for _, page := range []string{"368934881474191034", "9223372036854775807", strconv.Itoa(math.MaxInt/PageSize + 1)} {
+			code, body := w.get(t, "/queues/bulk?state=dead&page="+page)
+			assert.Equal(t, http.StatusBadRequest, code, page)
+			assert.Contains(t, body, "pages are numbered 1 to", page)
+		}
+		code, _ := w.get(t, "/queues/bulk?state=dead&page="+strconv.Itoa(math.MaxInt/PageSize))
+		assert.Equal(t, http.StatusSeeOther, code, "the last page number in range is past the last page")
+	})
+	t.Run("a page past the last redirects to the last", func(t *testing.T) {
+		for path, to := range map[string]string{
+			"/queues/bulk?state=dead&page=3":        "/queues/bulk?state=dead&page=2",
+			"/queues/bulk?state=dead&page=99999999": "/queues/bulk?state=dead&page=2",
+			"/queues/bulk?state=pending&page=2":     "/queues/bulk?state=pending",
+			"/queues/a%20b?page=2":                  "/queues/a%20b?state=dead",
+		} {
+			code, _ := w.get(t, path)
+			assert.Equal(t, http.StatusSeeOther, code, path)
+			resp, err := w.hc.Get(w.url + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, to, resp.Header.Get("Location"), path)
+		}
+		code, _ := w.get(t, "/queues/bulk?state=dead&page=2")
+		assert.Equal(t, http.StatusOK, code, "the last page itself")
+	})
+	t.Run("a queue that holds nothing and has no setting says so: a mistyped name?", func(t *testing.T) {
+		const hint = "holds no job and has no setting (a mistyped name?)"
+		code, body := w.get(t, "/queues/emials")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<p id="unknown" class="flash note">Queue emials `+hint)
+		cl := client.New(s.Client())
+		scheduled, err := cl.Queue("scheduled", nil, client.Policy{})
+		require.NoError(t, err)
+		_, err = scheduled.Repeat(ctx, "daily", "0 6 * * *", []byte("x"), client.RepeatOptions{Start: start})
+		require.NoError(t, err)
+		listened, err := cl.Queue("listened", nil, client.Policy{})
+		require.NoError(t, err)
+		_, err = listened.SetEvents(ctx, 10)
+		require.NoError(t, err)
+		for _, q := range []string{"emails", "bulk", "invoices", "payments", "scheduled", "listened"} {
+			_, body = w.get(t, "/queues/"+q)
+			assert.NotContains(t, body, hint, q)
 		}
 	})
 	t.Run("a job page shows its row", func(t *testing.T) {
@@ -400,6 +450,33 @@ func TestMetrics(t *testing.T) {
 	} {
 		assert.Contains(t, body, line+"\n")
 	}
+	t.Run("verbs and codes are labels of a few families, each with a HELP of its own", func(t *testing.T) {
+		p := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := p.TextToMetricFamilies(strings.NewReader(body))
+		require.NoError(t, err, "the exposition parses")
+		for _, f := range []string{"emq_calls_total", "emq_calls_ok_total", "emq_calls_refused_total", "emq_refusals_total", "emq_go_allocs_total"} {
+			require.Contains(t, families, f)
+			assert.Equal(t, dto.MetricType_COUNTER, families[f].GetType(), f)
+		}
+		node := `node="` + s.Addr + `"`
+		for _, line := range []string{
+			`emq_calls_total{` + node + `,verb="enqueue"} `,
+			`emq_calls_ok_total{` + node + `,verb="enqueue"} `,
+			`emq_calls_refused_total{` + node + `,verb="enqueue"} 0`,
+			`emq_refusals_total{code="EMQLAYOUT",` + node + `} 0`,
+			`emq_refusals_total{code="ERR",` + node + `} 0`,
+		} {
+			assert.Contains(t, body, line)
+		}
+		helps := map[string]string{}
+		for name, f := range families {
+			assert.NotRegexp(t, `^emq_(calls_enqueue|ok_|refused_)|total_.*_total`, name, "a verb, a code or total twice in a name")
+			assert.NotContains(t, f.GetHelp(), "INFO emq's", name)
+			assert.NotContains(t, helps, f.GetHelp(), "%s has the HELP of %s", name, helps[f.GetHelp()])
+			helps[f.GetHelp()] = name
+		}
+		assert.Less(t, len(families), 60, "families")
+	})
 
 	s.Stop()
 	code, _ = w.get(t, "/metrics")

@@ -26,7 +26,11 @@ import (
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
 //	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
 //	emq_node_up{node}                             1 for a primary read, 0 for one that did not answer
-//	emq_<counter>_total{node}                     each INFO emq counter
+//	emq_calls_total{node,verb}                    calls of each verb
+//	emq_calls_ok_total{node,verb}                 its calls that succeeded
+//	emq_calls_refused_total{node,verb}            its calls refused
+//	emq_refusals_total{node,code}                 refused calls by code
+//	emq_<counter>_total{node}                     each other INFO emq counter
 //	emq_<level>{node}                             each INFO emq level (blocked workers, Go heap)
 //
 // A scrape that cannot read the server fails (HTTP 500), so Prometheus
@@ -43,6 +47,7 @@ type Collector struct {
 	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
 	unreadable, up                                  *prometheus.Desc
+	calls, ok, refused, refusals                    *prometheus.Desc
 }
 
 // NewCollector returns a Collector reading through in, each scrape's
@@ -52,6 +57,7 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		timeout = DefaultTimeout
 	}
 	q := []string{"queue"}
+	verb, code := []string{"node", "verb"}, []string{"node", "code"}
 	return &Collector{
 		in:         in,
 		timeout:    timeout,
@@ -63,6 +69,10 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending (0 when none).", q, nil),
 		up:         prometheus.NewDesc("emq_node_up", "1 for a primary that answered the scrape, 0 for one the cluster lists that did not: its queues have no series.", []string{"node"}, nil),
 		unreadable: prometheus.NewDesc("emq_queue_unreadable", "1 for a queue the server refused to read (a key of its layout of another type, say): it has no other series.", q, nil),
+		calls:      prometheus.NewDesc("emq_calls_total", "Calls of each emq verb since the module loaded, refused ones included.", verb, nil),
+		ok:         prometheus.NewDesc("emq_calls_ok_total", "Calls of each emq verb that succeeded: calls less refused.", verb, nil),
+		refused:    prometheus.NewDesc("emq_calls_refused_total", "Calls of each emq verb refused with an error reply.", verb, nil),
+		refusals:   prometheus.NewDesc("emq_refusals_total", "Refused calls of every verb by the error reply's code (EMQLAYOUT …; ERR counts recovered panics).", code, nil),
 	}
 }
 
@@ -120,20 +130,87 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0, addr)
 		}
 	}
-	node := []string{"node"}
 	for _, n := range nodes {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 1, n.Addr)
-		for _, f := range n.Fields {
-			name, kind := f.Name+"_total", prometheus.CounterValue
-			if inspect.IsLevel(f.Name) {
-				name, kind = f.Name, prometheus.GaugeValue
-			}
-			help := "INFO emq's " + f.Name + " (docs/commands.md)."
-			desc := prometheus.NewDesc(name, help, node, nil)
-			ch <- prometheus.MustNewConstMetric(desc, kind, float64(f.Value), n.Addr)
+		for _, f := range inspect.Tag(n.Fields) {
+			ch <- c.infoMetric(f, n.Addr)
 		}
 	}
 	return nil
+}
+
+// infoMetric is one INFO emq field of node as a series: a verb's or a
+// code's field is one series of its family, labelled with the verb or the
+// code; a level is a gauge, any other field a counter named <field>_total.
+func (c *Collector) infoMetric(f inspect.Tagged, node string) prometheus.Metric {
+	v := float64(f.Value)
+	switch f.Role {
+	case inspect.VerbCalls:
+		return prometheus.MustNewConstMetric(c.calls, prometheus.CounterValue, v, node, f.Of)
+	case inspect.VerbOK:
+		return prometheus.MustNewConstMetric(c.ok, prometheus.CounterValue, v, node, f.Of)
+	case inspect.VerbRefused:
+		return prometheus.MustNewConstMetric(c.refused, prometheus.CounterValue, v, node, f.Of)
+	case inspect.CodeRefusals:
+		return prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, v, node, f.Of)
+	case inspect.Level:
+		return prometheus.MustNewConstMetric(prometheus.NewDesc(f.Name, fieldHelp(f.Name), []string{"node"}, nil), prometheus.GaugeValue, v, node)
+	}
+	name := f.Name + "_total"
+	if f.Name == "emq_go_total_allocs" {
+		name = "emq_go_allocs_total" // not "total" twice
+	}
+	return prometheus.MustNewConstMetric(prometheus.NewDesc(name, fieldHelp(f.Name), []string{"node"}, nil), prometheus.CounterValue, v, node)
+}
+
+// fieldHelp is the HELP of INFO emq's field name: what it counts, from
+// docs/commands.md; a field a newer module adds is named as it is.
+func fieldHelp(name string) string {
+	if h, ok := fieldHelps[name]; ok {
+		return h
+	}
+	return "INFO emq's " + name + ", new to this dashboard (docs/commands.md)."
+}
+
+// fieldHelps say what INFO emq's counters and levels count (docs/commands.md,
+// "Configuration and INFO" and the blocking claim's waits).
+var fieldHelps = map[string]string{
+	"emq_jobs_admitted":       "Jobs admitted to pending (EMQ.ENQUEUE; EMQ.SCHEDULE due now), duplicates not counted.",
+	"emq_jobs_duplicate":      "Admissions of a job id the queue already held: answered, nothing written.",
+	"emq_entries_appended":    "Entries appended to streams (EMQ.APPEND).",
+	"emq_envelopes_published": "Envelopes published (EMQ.PUBLISH).",
+	"emq_failures_counted":    "Failures counted (EMQ.FAILURES.INCR).",
+	"emq_jobs_claimed":        "Jobs claimed: moved from pending to active under a lease.",
+	"emq_jobs_extended":       "Leases of active jobs extended.",
+	"emq_jobs_acked":          "Jobs acknowledged: completed and taken out of active.",
+	"emq_jobs_retried":        "Failed jobs moved back to pending.",
+	"emq_jobs_delayed":        "Failed jobs moved to delayed, to retry after a backoff.",
+	"emq_jobs_dead":           "Jobs moved to dead: attempts spent or failed for good.",
+	"emq_jobs_promoted":       "Delayed jobs whose time came, moved to pending by a claim's sweep.",
+	"emq_stalls_requeued":     "Active jobs whose lease ended, requeued by a claim's sweep.",
+	"emq_dangling_dropped":    "Set members whose row was gone, dropped (by a claim's sweep, EMQ.REMOVE or a repeat's tick).",
+	"emq_jobs_revived":        "Dead jobs revived to pending.",
+	"emq_parked":              "Messages parked.",
+	"emq_parks_noop":          "Parks that found the entry no longer pending.",
+	"emq_jobs_scheduled":      "Jobs admitted to delayed (EMQ.SCHEDULE with a time to come).",
+	"emq_jobs_removed":        "Jobs removed (EMQ.REMOVE).",
+	"emq_repeats_ticked":      "Jobs made by the ticks of repeat schedules.",
+	"emq_events_appended":     "Events appended to queues' event streams.",
+	"emq_settled":             "Settlements EMQ.SETTLE applied.",
+	"emq_settles_refused":     "Settlements EMQ.SETTLE refused.",
+	"emq_claims_paused":       "Claim turns of a paused queue: they delivered nothing.",
+	"emq_claims_limited":      "Claim turns the queue's rate limit cut.",
+	"emq_blocked_workers":     "Blocking claims waiting now.",
+	"emq_timers":              "Queue timers armed now.",
+	"emq_wakeups_served":      "Wake-ups of blocking claims that replied.",
+	"emq_wakeups_idle":        "Wake-ups of blocking claims that found nothing and kept waiting.",
+	"emq_block_timeouts":      "Blocking claims ended by their timeout or CLIENT UNBLOCK.",
+	"emq_timers_fired":        "Queue timers fired.",
+	"emq_go_heap_inuse_bytes": "Bytes of the module's Go heap in use.",
+	"emq_go_heap_live_bytes":  "Bytes of the module's Go heap the last collection kept.",
+	"emq_go_heap_objects":     "Objects on the module's Go heap.",
+	"emq_go_total_allocs":     "Go allocations of the module since it loaded.",
+	"emq_go_gc_cycles":        "Go collections of the module since it loaded.",
 }
 
 // queueLabel is a queue's name as a label value, which Prometheus takes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,6 +20,10 @@ import (
 
 // PageSize is how many jobs a queue page lists.
 const PageSize = 50
+
+// maxPage is the highest page number whose ranks int arithmetic holds
+// (page × PageSize): a higher one is refused, not wrapped.
+const maxPage = math.MaxInt / PageSize
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
@@ -144,8 +149,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	page := 1
 	if p := r.URL.Query().Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 {
-			http.Error(w, fmt.Sprintf("no page %q", p), http.StatusBadRequest)
+		if err != nil || n < 1 || n > maxPage {
+			http.Error(w, fmt.Sprintf("no page %q: pages are numbered 1 to %d", p, maxPage), http.StatusBadRequest)
 			return
 		}
 		page = n
@@ -153,6 +158,16 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	sum, err := d.cfg.Inspector.Summary(r.Context(), name)
 	if err != nil {
 		d.fail(w, r, err)
+		return
+	}
+	// past the last page: the last, rather than an empty page whose
+	// "previous" link is empty too (page 1 of an empty state)
+	if last := max(1, (sum.Counts[st]+PageSize-1)/PageSize); int64(page) > last {
+		to := "/queues/" + url.PathEscape(name) + "?state=" + string(st)
+		if last > 1 {
+			to += "&page=" + strconv.FormatInt(last, 10)
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
 	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)

@@ -46,6 +46,62 @@ var levels = map[string]bool{
 // than a counter.
 func IsLevel(name string) bool { return levels[name] }
 
+// Role is what an INFO emq field tells, read from its name.
+type Role int
+
+// The roles of INFO emq's fields.
+const (
+	Counter      Role = iota // a count since the module loaded (emq_jobs_acked …)
+	Level                    // what holds now (IsLevel: emq_blocked_workers …)
+	VerbCalls                // emq_calls_<verb>: the verb's calls, refused ones included
+	VerbOK                   // emq_ok_<verb>: its calls that succeeded
+	VerbRefused              // emq_refused_<verb>: its calls refused
+	CodeRefusals             // emq_refused_<code>: refusals with the code, over every verb
+)
+
+// Tagged is an INFO emq field with its role and, for a verb's or a code's
+// field, the verb as INFO names it (ack, failures_incr) or the code as the
+// error reply spells it (EMQLAYOUT, ERR).
+type Tagged struct {
+	Field
+	Role Role
+	Of   string
+}
+
+// Tag gives each field its role, in order. The emq_calls_<verb> fields
+// name the verbs, which tells emq_refused_<verb> from emq_refused_<code>;
+// every field not of a verb, a code or a level is a counter, so one a new
+// version adds shows up unasked.
+func Tag(fields []Field) []Tagged {
+	verbs := map[string]bool{}
+	for _, f := range fields {
+		if v, ok := strings.CutPrefix(f.Name, "emq_calls_"); ok {
+			verbs[v] = true
+		}
+	}
+	out := make([]Tagged, len(fields))
+	for i, f := range fields {
+		t := Tagged{Field: f, Role: Counter}
+		calls, isCalls := strings.CutPrefix(f.Name, "emq_calls_")
+		ok, isOK := strings.CutPrefix(f.Name, "emq_ok_")
+		refused, isRefused := strings.CutPrefix(f.Name, "emq_refused_")
+		switch {
+		case isCalls:
+			t.Role, t.Of = VerbCalls, calls
+		case isOK && verbs[ok]:
+			t.Role, t.Of = VerbOK, ok
+		case isRefused && verbs[refused]:
+			t.Role, t.Of = VerbRefused, refused
+		case isRefused:
+			t.Role, t.Of = CodeRefusals, strings.ToUpper(refused)
+		case IsLevel(f.Name):
+			t.Role = Level
+		}
+		out[i] = t
+	}
+	return out
+}
+
 // Stats returns INFO emq of every primary, in address order: one INFO per
 // primary. With a primary of a cluster that does not answer, it returns
 // those of the others and the *UnreachableError.

@@ -25,3 +25,24 @@ func TestParsingInfo(t *testing.T) {
 		})
 	}
 }
+
+// TestTaggingInfo: the emq_calls_<verb> fields name the verbs, which tells
+// a verb's refusals from a code's; a field of no verb, code or level is a
+// counter.
+func TestTaggingInfo(t *testing.T) {
+	fields := []inspect.Field{
+		{Name: "emq_calls_ack", Value: 3}, {Name: "emq_ok_ack", Value: 2}, {Name: "emq_refused_ack", Value: 1},
+		{Name: "emq_refused_emqlease", Value: 1}, {Name: "emq_refused_err"}, {Name: "emq_ok_nosuchverb", Value: 4},
+		{Name: "emq_jobs_acked", Value: 2}, {Name: "emq_blocked_workers", Value: 5},
+	}
+	assert.Equal(t, []inspect.Tagged{
+		{Field: fields[0], Role: inspect.VerbCalls, Of: "ack"},
+		{Field: fields[1], Role: inspect.VerbOK, Of: "ack"},
+		{Field: fields[2], Role: inspect.VerbRefused, Of: "ack"},
+		{Field: fields[3], Role: inspect.CodeRefusals, Of: "EMQLEASE"},
+		{Field: fields[4], Role: inspect.CodeRefusals, Of: "ERR"},
+		{Field: fields[5], Role: inspect.Counter},
+		{Field: fields[6], Role: inspect.Counter},
+		{Field: fields[7], Role: inspect.Level},
+	}, inspect.Tag(fields))
+}

@@ -58,6 +58,13 @@ func (s Summary) Total() int64 {
 	return n
 }
 
+// Blank reports whether the queue holds no job and has no setting (not
+// paused, no rate limit, events off): the server knows nothing of it, as
+// of a mistyped name.
+func (s Summary) Blank() bool {
+	return s.Total() == 0 && !s.Paused && s.Limit.Max == 0 && s.Events == 0
+}
+
 // perQueue is how many commands summarize one queue: a ZCARD per state,
 // the config's fields, the head of pending.
 const perQueue = 4 + 2

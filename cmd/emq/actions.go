@@ -182,7 +182,7 @@ func (s *session) warnUnknown(ctx context.Context, queue string) error {
 	if err != nil {
 		return err
 	}
-	if sum.Total() == 0 && !sum.Paused && sum.Limit.Max == 0 {
+	if sum.Blank() {
 		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -92,6 +93,11 @@ func TestCLIReads(t *testing.T) {
 	f := queuetest.Fill(t, s.Client())
 	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
 	queuetest.Fill(t, cl.Client())
+	for _, vk := range []valkey.Client{s.Client(), cl.Client()} { // one refusal by code for stats to show
+		err := vk.Do(context.Background(), vk.B().Arbitrary("EMQ.ENQUEUE", "2").Keys("emq:{q}:job:JOB0018f2a4c1e00001", "emq:{q}:pending").
+			Args("MSG0018f2a4c1e00001", "p").Build()).Error()
+		require.ErrorContains(t, err, "EMQKIND")
+	}
 	for _, target := range []struct{ name, addr string }{{"server", s.Addr}, {"cluster", cl.Primaries[1].Addr}} {
 		t.Run(target.name, func(t *testing.T) {
 			for _, c := range readCases(f) {
@@ -150,9 +156,11 @@ func TestCLIReads(t *testing.T) {
 			t.Run("stats reads as groups", func(t *testing.T) {
 				r := emq(t, target.addr, "stats")
 				require.Equal(t, exitOK, r.code, r.stderr)
-				for _, heading := range []string{"counters", "verbs", "levels now"} {
+				for _, heading := range []string{"counters", "verbs", "refusals by code", "levels now"} {
 					assert.Contains(t, r.stdout, "\n"+heading+"\n")
 				}
+				assert.Regexp(t, `\n  enqueue +\d+ +\d+ +1\n`, r.stdout, "the verb's refused call")
+				assert.Regexp(t, `\nrefusals by code\n  EMQKIND +1\n\n`, r.stdout, "only the codes that refused")
 				for _, row := range []string{"  jobs dead  ", "  claim  ", "  blocked workers  "} {
 					assert.Contains(t, r.stdout, row)
 				}

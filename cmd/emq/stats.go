@@ -99,7 +99,7 @@ func printStats(s *session, nodes []inspect.NodeStats) error {
 		fmt.Fprintln(w, "\nrefusals by code")
 		t = newTable(w)
 		for _, f := range g.refusals {
-			t.row("  "+strings.ToUpper(strings.TrimPrefix(f.Name, "emq_refused_")), count(f.Value))
+			t.row("  "+f.Name, count(f.Value))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -123,39 +123,36 @@ type verbStats struct {
 type statsGroups struct {
 	verbs            []verbStats
 	counters, levels []inspect.Field
-	refusals         []inspect.Field // non-zero only
+	refusals         []inspect.Field // non-zero only, named by their code
 }
 
-// groupStats sorts INFO emq's fields into groups by their names:
-// emq_calls_<verb>, emq_ok_<verb> and emq_refused_<verb> per verb;
-// emq_refused_<code> by code; levels; every other field a counter, in
-// INFO's order — so a counter a new version adds shows up unasked.
+// groupStats sorts INFO emq's fields into groups by their roles
+// (inspect.Tag): per verb, its calls, ok and refused; refusals by code;
+// levels; counters, in INFO's order.
 func groupStats(fields []inspect.Field) statsGroups {
 	var g statsGroups
+	tagged := inspect.Tag(fields)
 	verb := map[string]int{}
-	for _, f := range fields {
-		if v, ok := strings.CutPrefix(f.Name, "emq_calls_"); ok {
-			verb[v] = len(g.verbs)
-			g.verbs = append(g.verbs, verbStats{name: v, calls: f.Value})
+	for _, f := range tagged {
+		if f.Role == inspect.VerbCalls {
+			verb[f.Of] = len(g.verbs)
+			g.verbs = append(g.verbs, verbStats{name: f.Of, calls: f.Value})
 		}
 	}
-	for _, f := range fields {
-		switch {
-		case strings.HasPrefix(f.Name, "emq_calls_"):
-		case strings.HasPrefix(f.Name, "emq_ok_"):
-			if i, ok := verb[strings.TrimPrefix(f.Name, "emq_ok_")]; ok {
-				g.verbs[i].ok = f.Value
+	for _, f := range tagged {
+		switch f.Role {
+		case inspect.VerbOK:
+			g.verbs[verb[f.Of]].ok = f.Value
+		case inspect.VerbRefused:
+			g.verbs[verb[f.Of]].refused = f.Value
+		case inspect.CodeRefusals:
+			if f.Value > 0 {
+				g.refusals = append(g.refusals, inspect.Field{Name: f.Of, Value: f.Value})
 			}
-		case strings.HasPrefix(f.Name, "emq_refused_"):
-			if i, ok := verb[strings.TrimPrefix(f.Name, "emq_refused_")]; ok {
-				g.verbs[i].refused = f.Value
-			} else if f.Value > 0 {
-				g.refusals = append(g.refusals, f)
-			}
-		case inspect.IsLevel(f.Name):
-			g.levels = append(g.levels, f)
-		default:
-			g.counters = append(g.counters, f)
+		case inspect.Level:
+			g.levels = append(g.levels, f.Field)
+		case inspect.Counter:
+			g.counters = append(g.counters, f.Field)
 		}
 	}
 	return g
