@@ -33,7 +33,8 @@
 // brings a dead job back, [Queue.Remove] deletes one in any state and
 // [Queue.StalledCheck] requeues expired leases. [Queue.Job] reads a job:
 // its state, attempts, priority, payload, last error, result and the time
-// its set records.
+// its set records; [Queue.JobUpTo] leaves a payload or result above a
+// limit unread, for a view that shows only a part of it.
 //
 //	q, err := c.Queue("emails", minter, client.Policy{Lease: 30 * time.Second, MaxAttempts: 5})
 //	id, err := q.Enqueue(ctx, payload)

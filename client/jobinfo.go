@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -38,6 +39,14 @@ type JobInfo struct {
 	Result   []byte // an ack's result, nil when it was acked without one
 	Repeat   string // the repeat schedule that made the job, "" for none
 
+	// PayloadSize and ResultSize are the payload's and the result's
+	// lengths in bytes (HSTRLEN), read whether or not the value is.
+	PayloadSize, ResultSize int64
+	// PayloadUnread and ResultUnread say that [Queue.JobUpTo] left the
+	// value unread, it being longer than the limit: Payload or Result is
+	// then nil whatever the row holds.
+	PayloadUnread, ResultUnread bool
+
 	// The times, each zero unless the job is in the set or has the expiry
 	// it is read from (server clock, millisecond precision).
 	Due      time.Time // in delayed: when it becomes claimable
@@ -46,18 +55,56 @@ type JobInfo struct {
 	Expires  time.Time // a kept row: when it is deleted
 }
 
-// Job reads job id of the queue: its row (HGETALL), its scores in the
-// active, delayed and dead sets (ZSCORE) and its row's expiry
-// (PEXPIRETIME), in one MULTI/EXEC so they agree. No verb is involved:
-// every node answers alike. A job whose row is gone — acked without Keep,
-// removed, expired — is refused with EMQNOJOB (errors.Is(err,
-// emqerrors.NoJob)).
+// Job reads job id of the queue: its row (HMGET of the fields JobInfo
+// holds, HSTRLEN of its payload and result), its scores in the active,
+// delayed and dead sets (ZSCORE) and its row's expiry (PEXPIRETIME), in
+// one MULTI/EXEC so they agree. No verb is involved: every node answers
+// alike. A job whose row is gone — acked without Keep, removed, expired —
+// is refused with EMQNOJOB (errors.Is(err, emqerrors.NoJob)).
 func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
+	return q.job(ctx, id, false, false)
+}
+
+// JobUpTo reads job id as [Queue.Job] does, except that a payload or a
+// result longer than limit bytes is left unread (PayloadUnread,
+// ResultUnread) — a large value is not carried across, nor held on the
+// server's thread as one reply, to show a part of it. It takes one more
+// round trip, the HSTRLEN of both before the read; a value that grows
+// past limit between the two is read all the same.
+func (q *Queue) JobUpTo(ctx context.Context, id ids.ID, limit int64) (*JobInfo, error) {
+	key := keys.Job(q.name, id.String())
+	b := q.c.vk.B()
+	sizes := q.c.vk.DoMulti(ctx, b.Hstrlen().Key(key).Field("payload").Build(), b.Hstrlen().Key(key).Field("result").Build())
+	var n [2]int64
+	for i, r := range sizes {
+		var err error
+		if n[i], err = r.AsInt64(); err != nil {
+			return nil, refusal(err)
+		}
+	}
+	return q.job(ctx, id, n[0] > limit, n[1] > limit)
+}
+
+// rowFields are the fields of a job's row that JobInfo holds; payload and
+// result come last, so a read can leave them out.
+var rowFields = []string{"state", "attempts", "revived", "priority", "error", "repeat", "payload", "result"}
+
+// job reads job id, its payload and result unless skipped.
+func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool) (*JobInfo, error) {
 	key, text := keys.Job(q.name, id.String()), id.String()
+	fields := slices.Clip(rowFields[:len(rowFields)-2]) // appends copy, never write rowFields
+	if !skipPayload {
+		fields = append(fields, "payload")
+	}
+	if !skipResult {
+		fields = append(fields, "result")
+	}
 	b := q.c.vk.B()
 	replies := q.c.vk.DoMulti(ctx,
 		b.Multi().Build(),
-		b.Hgetall().Key(key).Build(),
+		b.Hmget().Key(key).Field(fields...).Build(),
+		b.Hstrlen().Key(key).Field("payload").Build(),
+		b.Hstrlen().Key(key).Field("result").Build(),
 		b.Zscore().Key(q.active).Member(text).Build(),
 		b.Zscore().Key(q.delayed).Member(text).Build(),
 		b.Zscore().Key(q.dead).Member(text).Build(),
@@ -72,17 +119,32 @@ func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
 	if err != nil {
 		return nil, refusal(err)
 	}
-	if len(got) != 5 {
-		return nil, fmt.Errorf("client: EXEC replied %d results for 5 commands", len(got))
+	if len(got) != 7 {
+		return nil, fmt.Errorf("client: EXEC replied %d results for 7 commands", len(got))
 	}
-	row, err := got[0].AsStrMap()
+	values, err := got[0].ToArray()
 	if err != nil {
 		return nil, refusal(err)
+	}
+	row := make(map[string]string, len(fields))
+	for i, v := range values {
+		if s, err := v.ToString(); err == nil { // nil: no such field
+			row[fields[i]] = s
+		}
 	}
 	if len(row) == 0 {
 		return nil, emqerrors.New(emqerrors.NoJob, "the job key names no job")
 	}
-	info := &JobInfo{ID: id, State: State(row["state"]), Payload: []byte(row["payload"]), Repeat: row["repeat"]}
+	info := &JobInfo{ID: id, State: State(row["state"]), Payload: []byte(row["payload"]), Repeat: row["repeat"],
+		PayloadUnread: skipPayload, ResultUnread: skipResult}
+	if skipPayload {
+		info.Payload = nil
+	}
+	for i, size := range []*int64{&info.PayloadSize, &info.ResultSize} {
+		if *size, err = got[1+i].AsInt64(); err != nil {
+			return nil, refusal(err)
+		}
+	}
 	info.Attempts = max(rowInt(row["attempts"]), 0)
 	info.Revived = rowInt(row["revived"])
 	if p := rowInt(row["priority"]); p >= 0 && p <= maxPriority {
@@ -93,11 +155,11 @@ func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
 		info.Result = []byte(result)
 	}
 	for i, at := range []*time.Time{&info.Deadline, &info.Due, &info.Died} {
-		if *at, err = scoreTime(&got[1+i]); err != nil {
+		if *at, err = scoreTime(&got[3+i]); err != nil {
 			return nil, refusal(err)
 		}
 	}
-	if ms, err := got[4].AsInt64(); err != nil {
+	if ms, err := got[6].AsInt64(); err != nil {
 		return nil, refusal(err)
 	} else if ms > 0 {
 		info.Expires = time.UnixMilli(ms)

@@ -36,8 +36,17 @@ func TestJobInfo(t *testing.T) {
 			id, err := q.Enqueue(ctx(t), []byte("payload"))
 			require.NoError(t, err)
 			must(t, n.s, "HSET", keys.Job("info", id.String()), "priority", "7")
-			assert.Equal(t, &JobInfo{ID: id, State: StatePending, Priority: 7, Payload: []byte("payload")}, job(id),
+			assert.Equal(t, &JobInfo{ID: id, State: StatePending, Priority: 7, Payload: []byte("payload"), PayloadSize: 7}, job(id),
 				"a pending job: its row, no time")
+			upTo := func(id ids.ID, limit int64) *JobInfo {
+				t.Helper()
+				info, err := q.JobUpTo(ctx(t), id, limit)
+				require.NoError(t, err)
+				return info
+			}
+			assert.Equal(t, &JobInfo{ID: id, State: StatePending, Priority: 7, PayloadSize: 7, PayloadUnread: true}, upTo(id, 6),
+				"a payload above the limit is left unread, its size read")
+			assert.Equal(t, job(id), upTo(id, 7), "a payload at the limit is read")
 
 			jobs, err := q.Claim(ctx(t), 1)
 			require.NoError(t, err)
@@ -95,6 +104,16 @@ func TestJobInfo(t *testing.T) {
 			assert.Equal(t, "nightly", info.Repeat)
 			near(t, time.Now().Add(time.Hour), info.Expires, "the kept row's expiry")
 			assert.True(t, info.Due.IsZero())
+			small := upTo(later, 4)
+			assert.True(t, small.PayloadUnread, "the payload (5 bytes) above 4")
+			assert.Nil(t, small.Payload)
+			assert.Equal(t, []byte("42"), small.Result, "the result (2 bytes) within 4")
+			assert.False(t, small.ResultUnread)
+			none := upTo(later, 1)
+			assert.True(t, none.PayloadUnread && none.ResultUnread, "both above 1")
+			assert.Nil(t, none.Result)
+			assert.Equal(t, [2]int64{5, 2}, [2]int64{none.PayloadSize, none.ResultSize})
+			assert.Equal(t, "nightly", none.Repeat, "the other fields read all the same")
 
 			_, err = q.Job(ctx(t), n.m.Mint(ids.Job))
 			require.ErrorIs(t, err, emqerrors.NoJob, "no such job")
@@ -102,6 +121,10 @@ func TestJobInfo(t *testing.T) {
 			must(t, n.s, "SET", keys.Job("info", wrong.String()), "x")
 			_, err = q.Job(ctx(t), wrong)
 			require.ErrorIs(t, err, emqerrors.WrongType, "a job key of another type")
+			_, err = q.JobUpTo(ctx(t), wrong, 10)
+			require.ErrorIs(t, err, emqerrors.WrongType, "a job key of another type, by JobUpTo")
+			_, err = q.JobUpTo(ctx(t), n.m.Mint(ids.Job), 10)
+			require.ErrorIs(t, err, emqerrors.NoJob, "no such job, by JobUpTo")
 		})
 	}
 }

@@ -664,3 +664,27 @@ func TestThroughput(t *testing.T) {
 		assert.Equal(t, int64(7), grown(3, 10))
 	})
 }
+
+// TestLargeValues: a job page reads a payload or a result up to
+// inspect.ValueLimit bytes; a longer one is named by its size, never
+// read.
+func TestLargeValues(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	big := queuetest.Large(t, s.Client(), "big", inspect.ValueLimit+1)
+	small := queuetest.Large(t, s.Client(), "small", inspect.ValueLimit)
+	w := serveDashboard(t, s.Client(), Config{})
+	t.Run("values above the limit are named by their size", func(t *testing.T) {
+		code, body := w.get(t, "/queues/big/jobs/"+big.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Equal(t, 2, strings.Count(body, `<p class="muted">(65537 bytes, not shown: above 64 KiB)</p>`), "the payload and the result")
+		assert.NotContains(t, body, "PPP")
+		assert.NotContains(t, body, "RRR")
+	})
+	t.Run("values at the limit are previewed", func(t *testing.T) {
+		code, body := w.get(t, "/queues/small/jobs/"+small.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "PPP")
+		assert.Contains(t, body, "RRR")
+		assert.NotContains(t, body, "not shown")
+	})
+}

@@ -196,7 +196,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "queue", "Queue "+name, body)
 }
 
-// jobBody is a job page's content: what Queue.Job read.
+// jobBody is a job page's content: what Queue.JobUpTo read.
 type jobBody struct {
 	*client.JobInfo
 	Queue                   string
@@ -216,19 +216,23 @@ func (j jobBody) Tab() client.State {
 }
 
 // preview is a payload or a result as the job page shows it: its text,
-// clipped, unless it is binary.
+// clipped, unless it is binary or was left unread (Unread says so).
 type preview struct {
-	Size            int
-	Text            string
+	Size            int64
+	Text, Unread    string
 	Clipped, Binary bool
 }
 
 // previewBytes is how much of a payload or result a job page shows.
 const previewBytes = 4096
 
-func previewOf(b []byte) preview {
+// previewOf previews value b of size bytes, or says it is unread.
+func previewOf(b []byte, size int64, unread bool) preview {
+	if unread {
+		return preview{Size: size, Unread: inspect.Unread(size)}
+	}
 	text, clipped, ok := readable.Preview(b, previewBytes)
-	return preview{Size: len(b), Text: text, Clipped: clipped, Binary: !ok}
+	return preview{Size: size, Text: text, Clipped: clipped, Binary: !ok}
 }
 
 func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -243,7 +247,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	j, err := q.Job(r.Context(), id)
+	j, err := q.JobUpTo(r.Context(), id, inspect.ValueLimit)
 	if errors.Is(err, emqerrors.NoJob) {
 		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: text,
 			Note: fmt.Sprintf("Queue %s holds no job %s (an acknowledged job's row is gone unless kept).", name, text)})
@@ -254,7 +258,8 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
-		PayloadView: previewOf(j.Payload), ResultView: previewOf(j.Result), HasResult: j.Result != nil, SinceRevival: j.Attempts - j.Revived})
+		PayloadView: previewOf(j.Payload, j.PayloadSize, j.PayloadUnread), ResultView: previewOf(j.Result, j.ResultSize, j.ResultUnread),
+		HasResult: j.Result != nil || j.ResultUnread, SinceRevival: j.Attempts - j.Revived})
 }
 
 // searchBody is the search page's content.

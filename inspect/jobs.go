@@ -13,6 +13,19 @@ import (
 // MaxPage is the most jobs one [Inspector.Jobs] call lists.
 const MaxPage = 1000
 
+// ValueLimit is the longest payload or result, in bytes, that an
+// operator's view of one job (emq job, the dashboard's job page) reads
+// (client.Queue.JobUpTo): a longer one is not carried across — nor held
+// on the server's thread as one reply — to show its first characters. It
+// is named by its size ([Unread]); valkey-cli HGET reads it whole.
+const ValueLimit = 64 << 10
+
+// Unread is what a view of a job shows for a payload or result of size
+// bytes left unread, above [ValueLimit].
+func Unread(size int64) string {
+	return fmt.Sprintf("(%d bytes, not shown: above %d KiB)", size, ValueLimit>>10)
+}
+
 // JobRow is one job of a listing: its set entry and the row's short fields.
 type JobRow struct {
 	ID string

@@ -150,15 +150,19 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 		return err
 	}
 	set, did, already := q.Resume, "resumed", "was not paused"
+	unknown := false
 	if pause {
 		set, did, already = q.Pause, "paused", "was paused already"
-		if err := s.warnUnknown(ctx, queue); err != nil {
+		if unknown, err = s.unknown(ctx, queue); err != nil {
 			return err
 		}
 	}
 	changed, err := set(ctx)
 	if err != nil {
-		return err
+		return err // a refused pause (a replica's READONLY) made no queue: no note
+	}
+	if unknown {
+		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
 	}
 	if s.o.json {
 		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
@@ -171,21 +175,18 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 	return err
 }
 
-// warnUnknown notes on stderr that queue holds no job and has no setting:
-// a mistyped name makes a new, paused queue.
-func (s *session) warnUnknown(ctx context.Context, queue string) error {
+// unknown reports whether queue holds no job and has no setting: a
+// mistyped name makes a new, paused queue.
+func (s *session) unknown(ctx context.Context, queue string) (bool, error) {
 	in, err := s.inspector()
 	if err != nil {
-		return err
+		return false, err
 	}
 	sum, err := in.Summary(ctx, queue)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if sum.Blank() {
-		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
-	}
-	return nil
+	return sum.Blank(), nil
 }
 
 var enqueueCmd = &command{

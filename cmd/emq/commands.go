@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -134,19 +136,40 @@ func (s *session) connect() error {
 	if s.vk != nil {
 		return nil
 	}
+	seeds := strings.Split(s.o.addr, ",")
 	vk, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress:  strings.Split(s.o.addr, ","),
-		Username:     s.o.user,
-		Password:     s.e.getenv("EMQ_PASSWORD"),
+		InitAddress: seeds,
+		Username:    s.o.user,
+		Password:    s.e.getenv("EMQ_PASSWORD"),
+		// valkey-go bounds the dial and the first command (HELLO) by the
+		// dialer's timeout, 5 s unless set: --timeout is the run's bound
+		Dialer:       net.Dialer{Timeout: s.o.timeout},
 		DisableCache: true,
 	})
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", s.o.addr, err)
+		return fmt.Errorf("connect to %s: %w", s.o.addr, connectError(err, len(seeds)))
 	}
 	s.vk = vk
 	s.in = inspect.New(vk, inspect.Options{Now: s.e.now})
 	s.c = client.New(vk)
 	return nil
+}
+
+// connectError says what an operator can do about a refused connection:
+// set $EMQ_PASSWORD for a server that asks for one; give one --addr for
+// standalone servers, which valkey-go takes for cluster seeds when there
+// are several. Other errors are returned as they are.
+func connectError(err error, seeds int) error {
+	verr, ok := valkey.IsValkeyErr(err)
+	switch {
+	case !ok:
+		return err
+	case strings.HasPrefix(verr.Error(), "NOAUTH"), strings.HasPrefix(verr.Error(), "WRONGPASS"):
+		return fmt.Errorf("%w (the password is read from $EMQ_PASSWORD, the user from --user or $EMQ_USER)", err)
+	case seeds > 1 && strings.Contains(verr.Error(), "cluster support disabled"):
+		return errors.New("several --addr are cluster seeds; these nodes have cluster support disabled (give one --addr for a standalone server)")
+	}
+	return err
 }
 
 // inspector is the session's Inspector, connected.

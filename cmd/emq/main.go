@@ -15,8 +15,8 @@
 //	emq dash --listen 127.0.0.1:8080 --write
 //
 // Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad
-// usage; 3 a job named does not exist; 4 the server refused an action, or
-// some jobs of a bulk action.
+// usage; 3 a job named does not exist; 4 the server refused an action (a
+// refusal code, NOPERM, a replica's READONLY), or some jobs of a bulk action.
 package main
 
 import (
@@ -33,6 +33,7 @@ import (
 
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/inspect"
+	"github.com/valkey-io/valkey-go"
 )
 
 // The exit codes a script can test.
@@ -89,10 +90,17 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, inspect.ErrNoJob), errors.Is(err, emqerrors.NoJob):
 		return exitNotFound
-	case errors.As(err, &refusal):
+	case errors.As(err, &refusal), readOnly(err):
 		return exitRefused
 	}
 	return exitFailed
+}
+
+// readOnly reports whether err is a replica's READONLY: the server
+// refused a write, as it refuses one with NOPERM.
+func readOnly(err error) bool {
+	var verr *valkey.ValkeyError
+	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), "READONLY")
 }
 
 // run runs the command line args (without the program's name) and returns
@@ -143,7 +151,11 @@ func run(ctx context.Context, args []string, e env) int {
 	s := &session{e: e, o: o}
 	defer s.close()
 	if err := cmd.run(ctx, s, pos); err != nil {
-		fmt.Fprintf(e.stderr, "emq %s: %v\n", cmd.name, err)
+		hint := ""
+		if readOnly(err) {
+			hint = " (--addr names a replica: actions go to its primary)"
+		}
+		fmt.Fprintf(e.stderr, "emq %s: %v%s\n", cmd.name, err, hint)
 		return exitCode(err)
 	}
 	return exitOK
@@ -197,7 +209,8 @@ comma-separated; default $EMQ_ADDR or 127.0.0.1:6379), --user ($EMQ_USER;
 the password comes from $EMQ_PASSWORD), --json (for scripts) and --timeout.
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job,
-4 refused by the server (or some jobs of a bulk action).
+4 refused by the server (a replica's READONLY too), or some jobs of a
+bulk action.
 
 "emq help <command>" shows a command's flags and examples.
 `)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/stretchr/testify/assert"
@@ -139,7 +140,7 @@ func TestCLIReads(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
 				errText, payload := f.InvoicesDeadError, queuetest.InvoicePayload
 				assert.Equal(t, jobJSON{Queue: "invoices", ID: f.InvoicesDead.String(), State: "dead", Attempts: 1,
-					Error: &errText, Payload: &payload, MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
+					Error: &errText, Payload: &payload, PayloadBytes: int64(len(payload)), MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
 					DiedMs: queuetest.T0.Add(30 * time.Minute).UnixMilli()}, j)
 			})
 			t.Run("stats --json sums INFO emq over the primaries", func(t *testing.T) {
@@ -739,4 +740,54 @@ func TestCLIBulkStopped(t *testing.T) {
 			assert.Equal(t, bulkJSON{Queue: "bulk", State: "dead", Total: 300, Failed: 100, Error: cut}, out)
 		})
 	}
+}
+
+// TestCLILargeValues: emq job reads a payload or a result up to
+// inspect.ValueLimit bytes; a longer one is named by its size and never
+// read, and --json says so with its size.
+func TestCLILargeValues(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	big := queuetest.Large(t, s.Client(), "big", inspect.ValueLimit+1)
+	small := queuetest.Large(t, s.Client(), "small", inspect.ValueLimit)
+	t.Run("values above the limit are named by their size", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "big", big.String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, 2, strings.Count(r.stdout, inspect.Unread(inspect.ValueLimit+1)), "the payload and the result:\n%s", r.stdout)
+		assert.Contains(t, r.stdout, "(65537 bytes, not shown: above 64 KiB)")
+		assert.NotContains(t, r.stdout, "PPP")
+		assert.NotContains(t, r.stdout, "RRR")
+	})
+	t.Run("values at the limit are shown", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "small", small.String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "PPP")
+		assert.Contains(t, r.stdout, "RRR")
+		assert.NotContains(t, r.stdout, "not shown")
+	})
+	t.Run("--json says a value was not read, and its size", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "big", big.String(), "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var j jobJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		size := int64(inspect.ValueLimit + 1)
+		assert.True(t, j.PayloadUnread && j.ResultUnread)
+		assert.Nil(t, j.Payload)
+		assert.Nil(t, j.Result)
+		assert.Equal(t, size, j.PayloadBytes)
+		assert.Equal(t, &size, j.ResultBytes)
+	})
+	t.Run("--json gives a value at the limit whole", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "small", small.String(), "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var j jobJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		size := int64(inspect.ValueLimit)
+		assert.False(t, j.PayloadUnread || j.ResultUnread)
+		require.NotNil(t, j.Payload)
+		require.NotNil(t, j.Result)
+		assert.Len(t, *j.Payload, inspect.ValueLimit)
+		assert.Len(t, *j.Result, inspect.ValueLimit)
+		assert.Equal(t, size, j.PayloadBytes)
+		assert.Equal(t, &size, j.ResultBytes)
+	})
 }

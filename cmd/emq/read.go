@@ -224,14 +224,21 @@ type jobJSON struct {
 	Error         *string `json:"error,omitempty"`
 	Payload       *string `json:"payload,omitempty"`
 	PayloadBase64 []byte  `json:"payload_base64,omitempty"`
+	PayloadBytes  int64   `json:"payload_bytes"`
+	// PayloadUnread is a payload above inspect.ValueLimit: neither
+	// payload nor payload_base64 is given.
+	PayloadUnread bool    `json:"payload_unread,omitempty"`
 	Result        *string `json:"result,omitempty"`
 	ResultBase64  []byte  `json:"result_base64,omitempty"`
-	Repeat        string  `json:"repeat,omitempty"`
-	MintedMs      int64   `json:"minted_ms"`
-	LeaseEndsMs   int64   `json:"lease_ends_ms,omitempty"`
-	DueMs         int64   `json:"due_ms,omitempty"`
-	DiedMs        int64   `json:"died_ms,omitempty"`
-	ExpiresMs     int64   `json:"expires_ms,omitempty"`
+	ResultBytes   *int64  `json:"result_bytes,omitempty"` // absent when there is no result
+	// ResultUnread is a result above inspect.ValueLimit, likewise.
+	ResultUnread bool   `json:"result_unread,omitempty"`
+	Repeat       string `json:"repeat,omitempty"`
+	MintedMs     int64  `json:"minted_ms"`
+	LeaseEndsMs  int64  `json:"lease_ends_ms,omitempty"`
+	DueMs        int64  `json:"due_ms,omitempty"`
+	DiedMs       int64  `json:"died_ms,omitempty"`
+	ExpiresMs    int64  `json:"expires_ms,omitempty"`
 }
 
 // text sets one of a text field and its base64 twin.
@@ -289,7 +296,7 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	j, err := q.Job(ctx, id)
+	j, err := q.JobUpTo(ctx, id, inspect.ValueLimit)
 	if errors.Is(err, emqerrors.NoJob) {
 		return fmt.Errorf("queue %s holds no job %s (an acknowledged job's row is gone unless kept): %w", queue, id, err)
 	}
@@ -322,9 +329,15 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	if j.Repeat != "" {
 		t.row("schedule", printable(j.Repeat))
 	}
-	t.row("payload", preview(j.Payload, 200))
+	payload := preview(j.Payload, 200)
+	if j.PayloadUnread {
+		payload = inspect.Unread(j.PayloadSize)
+	}
+	t.row("payload", payload)
 	result := "-"
-	if j.Result != nil {
+	if j.ResultUnread {
+		result = inspect.Unread(j.ResultSize)
+	} else if j.Result != nil {
 		result = preview(j.Result, 200)
 	}
 	t.row("result", result)
@@ -335,13 +348,19 @@ func runJob(ctx context.Context, s *session, args []string) error {
 func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 	out := jobJSON{Queue: queue, ID: j.ID.String(), State: string(j.State), Attempts: j.Attempts, Revived: j.Revived,
 		Priority: j.Priority, Repeat: j.Repeat, MintedMs: minted.UnixMilli(),
+		PayloadBytes: j.PayloadSize, PayloadUnread: j.PayloadUnread, ResultUnread: j.ResultUnread,
 		LeaseEndsMs: unixMs(j.Deadline), DueMs: unixMs(j.Due), DiedMs: unixMs(j.Died), ExpiresMs: unixMs(j.Expires)}
 	if j.HasError {
 		out.Error = &j.Error
 	}
-	text(j.Payload, &out.Payload, &out.PayloadBase64)
+	if !j.PayloadUnread {
+		text(j.Payload, &out.Payload, &out.PayloadBase64)
+	}
 	if j.Result != nil {
 		text(j.Result, &out.Result, &out.ResultBase64)
+	}
+	if j.Result != nil || j.ResultUnread {
+		out.ResultBytes = &j.ResultSize
 	}
 	return out
 }

@@ -7,6 +7,7 @@
 package queuetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"testing"
@@ -209,4 +210,29 @@ func Dead(t testing.TB, vk valkey.Client, queue string, n int) {
 		}
 		left -= len(jobs)
 	}
+}
+
+// Large makes one job in queue, a new queue, whose payload and result
+// are size bytes each ("P…" and "R…"): enqueued, claimed and acked with
+// the result, its row kept an hour. It returns the job's id.
+func Large(t testing.TB, vk valkey.Client, queue string, size int) ids.ID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, err := ids.NewMinter(9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := client.New(vk).Queue(queue, m, client.Policy{Lease: time.Hour, Keep: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := q.Enqueue(ctx, bytes.Repeat([]byte("P"), size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claim(t, ctx, q, 1)[0].AckResult(ctx, bytes.Repeat([]byte("R"), size)); err != nil {
+		t.Fatalf("queuetest: ack %s: %v", id, err)
+	}
+	return id
 }
