@@ -173,6 +173,21 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(t, ctx, "nav.tabs a.current"), "pending 3", "back on the pending tab, one job fewer")
 	shoot(t, ctx, dir, "8-job-deleted")
 
+	t.Run("a long queue name wraps: every count and action stays on screen", func(t *testing.T) {
+		long := strings.Repeat("L", 600)
+		m, err := ids.NewMinter(9)
+		require.NoError(t, err)
+		_, err = client.New(s.Client()).Enqueue(context.Background(), long, m.Mint(ids.Job), nil)
+		require.NoError(t, err)
+		_, err = rw.d.cfg.Inspector.Refresh(context.Background())
+		require.NoError(t, err)
+		for _, page := range []string{"/", "/queues/" + long} {
+			step(t, ctx, chromedp.Navigate(rw.url+page))
+			wide := step(t, ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`))
+			assert.False(t, wide, "%s is wider than the window", page[:min(len(page), 12)])
+		}
+		shoot(t, ctx, dir, "10-long-name")
+	})
 	t.Run("a read-only dashboard shows no action and refuses the POST", func(t *testing.T) {
 		other := f.EmailsDead[1].String()
 		step(t, ctx, chromedp.Navigate(ro.url+"/queues/emails/jobs/"+other))
