@@ -8,7 +8,9 @@
 //
 // It is read-only unless [Config].Write is set. Every action is a POST
 // carrying a CSRF token (an HMAC of a cookie's nonce under a key the
-// process draws at start), behind net/http's cross-origin protection;
+// process draws at start), behind net/http's cross-origin protection; the
+// message its redirect carries is signed under the same key for that
+// nonce, so a link cannot put words of its own on a page;
 // [Config].Auth adds HTTP basic authentication to every page. Pages are
 // html/template, their CSS embedded: no script, no build step, nothing
 // fetched from elsewhere.
@@ -22,6 +24,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"html/template"
@@ -73,9 +76,10 @@ const DefaultTimeout = 10 * time.Second
 
 // Dashboard is the dashboard's HTTP handler and its throughput sampler.
 type Dashboard struct {
-	cfg     Config
-	pages   map[string]*template.Template
-	csrfKey []byte
+	cfg   Config
+	pages map[string]*template.Template
+	// key signs the CSRF tokens and the actions' messages (see mac).
+	key     []byte
 	user    string
 	pass    string
 	rate    *throughput
@@ -96,7 +100,7 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Dashboard{cfg: cfg, csrfKey: make([]byte, 32), rate: newThroughput()}
+	d := &Dashboard{cfg: cfg, key: make([]byte, 32), rate: newThroughput()}
 	if cfg.Auth != "" {
 		user, pass, ok := strings.Cut(cfg.Auth, ":")
 		if !ok || user == "" || pass == "" {
@@ -104,7 +108,7 @@ func New(cfg Config) (*Dashboard, error) {
 		}
 		d.user, d.pass = user, pass
 	}
-	if _, err := rand.Read(d.csrfKey); err != nil {
+	if _, err := rand.Read(d.key); err != nil {
 		return nil, err
 	}
 	var err error
@@ -206,11 +210,42 @@ func (d *Dashboard) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	return d.sign(nonce)
 }
 
-// sign is the CSRF token of nonce: an HMAC under the process's key.
-func (d *Dashboard) sign(nonce string) string {
-	mac := hmac.New(sha256.New, d.csrfKey)
-	mac.Write([]byte(nonce))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+// sign is the CSRF token of nonce.
+func (d *Dashboard) sign(nonce string) string { return d.mac("csrf", nonce) }
+
+// mac is the HMAC under the process's key of fields, the first naming
+// what it signs ("csrf", "flash"), so that no token of one kind is valid
+// as another; each field is length-prefixed, so no two lists of fields
+// sign the same bytes.
+func (d *Dashboard) mac(fields ...string) string {
+	m := hmac.New(sha256.New, d.key)
+	for _, f := range fields {
+		m.Write(binary.AppendUvarint(nil, uint64(len(f))))
+		m.Write([]byte(f))
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// flashMAC signs an action's message of kind ("msg" or "err") for the
+// browser of CSRF nonce nonce.
+func (d *Dashboard) flashMAC(nonce, kind, text string) string {
+	return d.mac("flash", nonce, kind, text)
+}
+
+// flash is the message of the request's URL when it is one an action
+// signed for this browser (see action): its msg, or its err. A message
+// the dashboard did not say, or said to another browser, is not shown.
+func (d *Dashboard) flash(r *http.Request) (msg, err string) {
+	c, cerr := r.Cookie(csrfCookie)
+	q := r.URL.Query()
+	signed := func(kind string) string {
+		text := q.Get(kind)
+		if cerr != nil || text == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(d.flashMAC(c.Value, kind, text))) {
+			return ""
+		}
+		return text
+	}
+	return signed("msg"), signed("err")
 }
 
 // checkCSRF reports whether the form's token signs the cookie's nonce.
@@ -224,7 +259,7 @@ func (d *Dashboard) checkCSRF(r *http.Request) bool {
 
 // action wraps a POST handler: refused on a read-only dashboard, refused
 // without a valid CSRF token, and followed by a redirect (303) to the
-// page it returns, with its message.
+// page it returns, with its message signed for the browser's nonce.
 func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !d.cfg.Write {
@@ -236,13 +271,13 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 			return
 		}
 		back, msg, err := do(r)
-		q := url.Values{}
+		kind, text := "msg", msg
 		if err != nil {
 			d.cfg.Logger.Warn("dashboard: action", "path", r.URL.Path, "err", err)
-			q.Set("err", err.Error())
-		} else {
-			q.Set("msg", msg)
+			kind, text = "err", err.Error()
 		}
+		nonce, _ := r.Cookie(csrfCookie) // checkCSRF found it
+		q := url.Values{kind: {text}, "sig": {d.flashMAC(nonce.Value, kind, text)}}
 		sep := "?"
 		if strings.Contains(back, "?") {
 			sep = "&"

@@ -321,6 +321,48 @@ func TestActions(t *testing.T) {
 		assert.Zero(t, zcard(t, s, "emails", "dead"))
 		assert.Equal(t, int64(1), zcard(t, s, "invoices", "dead"), "other queues untouched")
 	})
+	t.Run("a flash the dashboard did not say is not shown", func(t *testing.T) {
+		const spoof = "Security notice: re-login at http://evil.example"
+		for _, q := range []url.Values{{"msg": {spoof}}, {"err": {spoof}}, {"msg": {spoof}, "sig": {"forged"}}} {
+			code, body := rw.get(t, "/?"+q.Encode())
+			assert.Equal(t, http.StatusOK, code)
+			assert.Empty(t, flashOf(body), q)
+		}
+	})
+	t.Run("an action's own flash shows only in the browser it answered, as what it was", func(t *testing.T) {
+		_, loc := rw.post(t, "/queues/emails/pause", url.Values{"csrf": {rw.token(t, "/")}})
+		_, body := rw.get(t, loc)
+		assert.Equal(t, "ok: Paused emails: its claims take nothing until it is resumed; jobs already claimed run on.", flashOf(body))
+
+		_, body = serveDashboardAt(t, rw).get(t, loc)
+		assert.Empty(t, flashOf(body), "another browser (another CSRF nonce) gets no flash from the link")
+
+		swapped := strings.Replace(loc, "?msg=", "?err=", 1)
+		require.NotEqual(t, loc, swapped)
+		_, body = rw.get(t, swapped)
+		assert.Empty(t, flashOf(body), "a message signed as news is not shown as an error")
+	})
+}
+
+var flashText = regexp.MustCompile(`<p class="flash (\w+)" id="flash">([^<]*)</p>`)
+
+// flashOf is a page's flash, "kind: text", or "" for none.
+func flashOf(body string) string {
+	m := flashText.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1] + ": " + m[2]
+}
+
+// serveDashboardAt is another browser of s's dashboard: its own cookies.
+func serveDashboardAt(t *testing.T, s *site) *site {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	hc := *s.hc
+	hc.Jar = jar
+	return &site{url: s.url, hc: &hc, d: s.d}
 }
 
 // TestSteering: pause and resume a queue (overview and queue page) and
@@ -385,7 +427,7 @@ func TestSteering(t *testing.T) {
 		path := "/queues/emails/jobs/" + pending + "/delete"
 		code, loc := rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}, "state": {"pending"}})
 		assert.Equal(t, http.StatusSeeOther, code)
-		assert.Equal(t, "/queues/emails?state=pending&msg=Deleted+"+pending+".", loc)
+		assert.True(t, strings.HasPrefix(loc, "/queues/emails?state=pending&msg=Deleted+"+pending+".&sig="), loc)
 		assert.Equal(t, int64(2), zcard(t, s, "emails", "pending"))
 		code, _ = rw.get(t, "/queues/emails/jobs/"+pending)
 		assert.Equal(t, http.StatusNotFound, code)

@@ -62,8 +62,8 @@ type view struct {
 // render writes page name with body and status, or a 500 naming the
 // failure.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title string, body any) {
-	v := view{Title: title, Write: d.cfg.Write, CSRF: d.csrfToken(w, r), Msg: r.URL.Query().Get("msg"),
-		Err: r.URL.Query().Get("err"), Now: d.cfg.Inspector.Now(), Body: body}
+	v := view{Title: title, Write: d.cfg.Write, CSRF: d.csrfToken(w, r), Now: d.cfg.Inspector.Now(), Body: body}
+	v.Msg, v.Err = d.flash(r)
 	nodes, err := d.cfg.Inspector.Primaries(r.Context())
 	for _, n := range nodes {
 		v.Nodes = append(v.Nodes, n.Addr)
