@@ -145,7 +145,7 @@ func (d *Dashboard) Run(ctx context.Context) {
 func (d *Dashboard) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(filesOnly{static})))
 	mux.Handle("GET /metrics", MetricsHandler(d.cfg.Inspector, d.cfg.Timeout))
 	mux.HandleFunc("GET /{$}", d.page(d.overview))
 	mux.HandleFunc("GET /queues/{queue}", d.page(d.queuePage))
@@ -157,6 +157,23 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
 	return d.authenticate(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// filesOnly is an fs.FS whose directories do not exist: http.FileServer
+// serves its files and answers 404 for a directory, not a listing.
+type filesOnly struct{ fs.FS }
+
+// Open opens name when it is a file.
+func (f filesOnly) Open(name string) (fs.File, error) {
+	file, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := file.Stat(); err != nil || st.IsDir() {
+		file.Close()
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return file, nil
 }
 
 // page bounds a page's reads by Config.Timeout. The actions are not

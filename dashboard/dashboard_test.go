@@ -262,6 +262,19 @@ func TestPages(t *testing.T) {
 		assert.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, "--dead")
 	})
+	t.Run("static serves files only: a directory is a 404, not a listing", func(t *testing.T) {
+		for _, path := range []string{"/static/", "/static/nope.css"} {
+			code, body := w.get(t, path)
+			assert.Equal(t, http.StatusNotFound, code, path)
+			assert.NotContains(t, body, "style.css", path)
+		}
+	})
+	t.Run("a queue of one job says job, not jobs", func(t *testing.T) {
+		_, body := w.get(t, "/queues/invoices")
+		assert.Contains(t, body, `<p class="facts">1 job · `)
+		_, body = w.get(t, "/queues/emails")
+		assert.Contains(t, body, `<p class="facts">7 jobs · `)
+	})
 }
 
 // TestActions: a read-only dashboard refuses every POST; a write one
@@ -299,6 +312,12 @@ func TestActions(t *testing.T) {
 		code, _ := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails")}}, "Sec-Fetch-Site", "cross-site")
 		assert.Equal(t, http.StatusForbidden, code)
 		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+	})
+	t.Run("the dead tab's bulk button counts one dead job as one", func(t *testing.T) {
+		_, body := rw.get(t, "/queues/invoices?state=dead")
+		assert.Contains(t, body, `<button id="revive-all" type="submit">Revive the dead job</button>`)
+		_, body = rw.get(t, "/queues/emails?state=dead")
+		assert.Contains(t, body, `<button id="revive-all" type="submit">Revive all 2 dead jobs</button>`)
 	})
 	t.Run("revive with a token revives the job and says so", func(t *testing.T) {
 		code, loc := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails/jobs/"+dead)}})

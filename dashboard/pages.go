@@ -33,7 +33,16 @@ var funcs = template.FuncMap{
 	"time":     readable.Time,
 	"clip":     readable.Clip,
 	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
+	"jobs":     jobs,
 	"toggle":   func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
+}
+
+// jobs is n jobs in words: "1 job", "7 jobs".
+func jobs(n int64) string {
+	if n == 1 {
+		return "1 job"
+	}
+	return strconv.FormatInt(n, 10) + " jobs"
 }
 
 // toggle is what the pause template needs: the queue, whether it is
