@@ -63,6 +63,19 @@ func printable(s string) string {
 	return strconv.Quote(s)
 }
 
+// shellQuote is s as one word of a shell command line an operator may
+// paste: in single quotes; or, holding a control character or bytes that
+// are not UTF-8, in $'…' (bash, zsh, ksh, POSIX.1-2024 sh) with
+// strconv.Quote's escapes, which $'…' reads the same, so that nothing
+// raw reaches the terminal either.
+func shellQuote(s string) string {
+	if printable(s) == s {
+		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	}
+	q := strconv.Quote(s)
+	return "$'" + strings.ReplaceAll(q[1:len(q)-1], "'", `\'`) + "'"
+}
+
 // dash is "-" for an empty cell.
 func dash(s string) string {
 	if s == "" {

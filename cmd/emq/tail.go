@@ -62,7 +62,7 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	}
 	if sum.Events == 0 {
 		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
-			args[0], keys.Set(args[0], keys.Config), keys.Set(args[0], keys.Events))
+			printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)))
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line
 	printed := 0

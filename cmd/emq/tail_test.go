@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,6 +93,9 @@ func events(t *testing.T, s *valkeytest.Server) *client.Queue {
 	return q
 }
 
+// hintLine is the key names of tail's hint to turn events on.
+var hintLine = regexp.MustCompile(`valkey-cli EMQ.EVENTS 2 (.*) 10000\n`)
+
 // TestCLITail: emq tail prints a queue's events, one line each (one JSON
 // object with --json), from where --from says, live as they come; it says
 // when the queue's events are off and how to turn them on.
@@ -151,8 +156,21 @@ func TestCLITail(t *testing.T) {
 		assert.Equal(t, exitOK, r.stop(t), "interrupted: exit 0")
 		assert.Contains(t, r.errs.String(), "the events of quiet are off")
 		assert.Contains(t, r.errs.String(), "Queue.SetEvents")
-		assert.Contains(t, r.errs.String(), "EMQ.EVENTS 2 emq:{quiet}:config emq:{quiet}:events 10000")
+		assert.Contains(t, r.errs.String(), "EMQ.EVENTS 2 'emq:{quiet}:config' 'emq:{quiet}:events' 10000")
 		assert.Empty(t, r.out.String())
+	})
+	t.Run("the hint's key names are shell-quoted: a shell reads each as one word", func(t *testing.T) {
+		for _, queue := range []string{"with space", "it's", "a,b", "esc\x1b[2J", "$HOME", `"quoted`} {
+			r := background(t, s.Addr, "tail", queue)
+			require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "10000") }, 10*time.Second, 10*time.Millisecond)
+			assert.Equal(t, exitOK, r.stop(t))
+			m := hintLine.FindStringSubmatch(r.errs.String())
+			require.NotNil(t, m, "%q: %s", queue, r.errs.String())
+			assert.NotContains(t, m[1], "\x1b", "no raw control character reaches the terminal")
+			words, err := exec.Command("bash", "-c", "printf '%s\\n' "+m[1]).Output()
+			require.NoError(t, err, m[1])
+			assert.Equal(t, keys.Set(queue, keys.Config)+"\n"+keys.Set(queue, keys.Events)+"\n", string(words), "%q", queue)
+		}
 	})
 	t.Run("a bad --from or --count is bad usage", func(t *testing.T) {
 		for _, args := range [][]string{{"tail", "mail", "--from", "last"}, {"tail", "mail", "--count", "-1"}, {"tail"}} {
