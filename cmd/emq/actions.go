@@ -75,19 +75,19 @@ far it got.`,
 	examples: []string{"emq purge emails --state dead", "emq purge emails --state dead --older-than 168h"},
 	minArgs:  1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, o *options) {
-		fs.StringVar(&o.state, "state", "", "pending, delayed or dead (required)")
+		fs.StringVar(&o.state, "state", "", purgeState+" (required)")
 		fs.DurationVar(&o.olderThan, "older-than", 0, "with --state dead: only the jobs that died at least this long ago")
 	},
 	run: runPurge,
 }
 
 func runPurge(ctx context.Context, s *session, args []string) error {
-	st, err := parseState(s.o.state)
+	st, err := parseState(s.o.state, purgeState)
 	switch {
 	case err != nil:
 		return err
 	case st == "":
-		return usageError("--state is required: pending, delayed or dead")
+		return usageError("--state is required: " + purgeState)
 	case st == inspect.Active:
 		return usageError("active jobs are held by workers and are not purged; " +
 			"emq delete <queue> <id> removes one (its worker meets EMQNOJOB), or wait for its lease to pass")

@@ -28,8 +28,11 @@ type command struct {
 	// flags adds the command's own flags to the common ones.
 	flags func(fs *flag.FlagSet, o *options)
 	run   func(ctx context.Context, s *session, args []string) error
-	// serves is a command that runs until interrupted: no --timeout.
+	// serves is a command that runs until interrupted: --timeout bounds
+	// only its connections' dials and greetings, not the run.
 	serves bool
+	// noJSON is a command that prints no table: it takes no --json.
+	noJSON bool
 }
 
 // commands is every subcommand, in the order help lists them.
@@ -85,8 +88,14 @@ func (c *command) flagSet(o *options, e env) *flag.FlagSet {
 	}
 	fs.StringVar(&o.addr, "addr", addr, "server `host:port`; for a cluster any node, or several comma-separated ($EMQ_ADDR)")
 	fs.StringVar(&o.user, "user", e.getenv("EMQ_USER"), "ACL user ($EMQ_USER); the password is read from $EMQ_PASSWORD")
-	fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of a table")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
+	if !c.noJSON {
+		fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of a table")
+	}
+	timeout := "give up after this long"
+	if c.serves {
+		timeout = "give up dialing and greeting a node after this long (the command runs until interrupted)"
+	}
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, timeout)
 	if c.flags != nil {
 		c.flags(fs, o)
 	}
@@ -203,19 +212,27 @@ func (s *session) close() {
 	}
 }
 
+// The states a --state names: any, to list; those purge removes, not
+// active jobs, which workers hold.
+const (
+	anyState   = "pending, active, delayed or dead"
+	purgeState = "pending, delayed or dead"
+)
+
 // stateFlag adds --state; all says what no state means.
 func stateFlag(fs *flag.FlagSet, o *options, all string) {
-	fs.StringVar(&o.state, "state", "", "pending, active, delayed or dead ("+all+")")
+	fs.StringVar(&o.state, "state", "", anyState+" ("+all+")")
 }
 
-// parseState reads --state; "" is no state chosen.
-func parseState(s string) (inspect.State, error) {
+// parseState reads --state, whose refusal says want, the states the
+// command takes; "" is no state chosen.
+func parseState(s, want string) (inspect.State, error) {
 	if s == "" {
 		return "", nil
 	}
 	st, ok := inspect.ParseState(s)
 	if !ok {
-		return "", usageError("--state %q: want pending, active, delayed or dead", s)
+		return "", usageError("--state %q: want %s", s, want)
 	}
 	return st, nil
 }

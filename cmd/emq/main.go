@@ -1,4 +1,4 @@
-// Command emq shows and steers EchoMQ queues: what every queue holds, the
+// Command emq shows and steers emq queues: what every queue holds, the
 // jobs of a state, one job, a queue's live events, reviving, deleting and
 // purging jobs, pausing a queue, the module's counters, a web dashboard
 // and Prometheus metrics. It talks
@@ -199,14 +199,15 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 // overview is the top-level help: every command in one line each.
 func overview() string {
 	var b strings.Builder
-	b.WriteString("emq shows and steers EchoMQ queues on a server or a cluster.\n\nUsage: emq <command> [arguments] [flags]\n\nCommands:\n")
+	b.WriteString("emq shows and steers emq queues on a server or a cluster.\n\nUsage: emq <command> [arguments] [flags]\n\nCommands:\n")
 	for _, c := range commands {
 		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 	}
 	b.WriteString(`
 Every command takes --addr host:port (a cluster: any node, or several
 comma-separated; default $EMQ_ADDR or 127.0.0.1:6379), --user ($EMQ_USER;
-the password comes from $EMQ_PASSWORD), --json (for scripts) and --timeout.
+the password comes from $EMQ_PASSWORD), --timeout, and --json (for
+scripts) but for dash and metrics.
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job,
 4 refused by the server (a replica's READONLY too), or some jobs of a

@@ -298,6 +298,13 @@ func TestCLIActions(t *testing.T) {
 		}
 		assert.Equal(t, before, emq(t, s.Addr, "queues", "--json").stdout)
 	})
+	t.Run("purge --state with a bogus state names the states purge takes", func(t *testing.T) {
+		r := emq(t, s.Addr, "purge", "emails", "--state", "bogus")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, `--state "bogus": want pending, delayed or dead`)
+		r = emq(t, s.Addr, "jobs", "emails", "--state", "bogus")
+		assert.Contains(t, r.stderr, `--state "bogus": want pending, active, delayed or dead`, "jobs lists active jobs too")
+	})
 	t.Run("a job that does not exist exits 3", func(t *testing.T) {
 		r := emq(t, s.Addr, "job", "emails", f.InvoicesDead.String())
 		assert.Equal(t, exitNotFound, r.code)
@@ -326,7 +333,22 @@ func TestCLIActions(t *testing.T) {
 			h := emq(t, s.Addr, c.name, "--help")
 			require.Equal(t, exitOK, h.code)
 			assert.Contains(t, h.stdout, "Examples:\n  emq "+c.name)
+			assert.NotContains(t, h.stdout, "EchoMQ", "emq, as everywhere else")
 		}
+		assert.NotContains(t, r.stdout, "EchoMQ", "emq, as everywhere else")
+	})
+	t.Run("dash and metrics list only the flags they use", func(t *testing.T) {
+		for _, name := range []string{"dash", "metrics"} {
+			h := emq(t, s.Addr, name, "--help")
+			require.Equal(t, exitOK, h.code)
+			assert.NotContains(t, h.stdout, "-json", "%s prints no table", name)
+			assert.Contains(t, h.stdout, "  -timeout duration\n    \tgive up dialing and greeting a node after this long", name)
+			r := emq(t, s.Addr, name, "--json", "--listen", "127.0.0.1:0")
+			assert.Equal(t, exitUsage, r.code, "%s refuses --json: %s", name, r.stderr)
+		}
+		h := emq(t, s.Addr, "queues", "--help")
+		assert.Contains(t, h.stdout, "  -json\n")
+		assert.Contains(t, h.stdout, "  -timeout duration\n    \tgive up after this long")
 	})
 }
 

@@ -128,7 +128,7 @@ type jobRowJSON struct {
 }
 
 func runJobs(ctx context.Context, s *session, args []string) error {
-	st, err := parseState(s.o.state)
+	st, err := parseState(s.o.state, anyState)
 	if err != nil {
 		return err
 	}

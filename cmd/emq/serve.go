@@ -23,7 +23,7 @@ Throughput (completed and failed jobs per minute, the last hour) is sampled
 from INFO emq every --sample while the dashboard runs.`,
 	examples: []string{"emq dash", "emq dash --listen 127.0.0.1:8080 --write",
 		"EMQ_DASH_AUTH=ops:s3cret emq dash --listen 0.0.0.0:8080 --write --addr 10.0.0.5:7000"},
-	maxArgs: 0, serves: true,
+	maxArgs: 0, serves: true, noJSON: true,
 	flags: func(fs *flag.FlagSet, o *options) {
 		listenFlag(fs, o, "127.0.0.1:8080")
 		fs.BoolVar(&o.write, "write", false, "enable the actions (revive …); read-only without it")
@@ -39,7 +39,7 @@ var metricsCmd = &command{
 per primary; the list of queues is refreshed by a background SCAN. The same
 /metrics is on emq dash's listener.`,
 	examples: []string{"emq metrics --listen 127.0.0.1:9121", "curl -s 127.0.0.1:9121/metrics | grep emq_queue_jobs"},
-	maxArgs:  0, serves: true,
+	maxArgs:  0, serves: true, noJSON: true,
 	flags: func(fs *flag.FlagSet, o *options) { listenFlag(fs, o, "127.0.0.1:9121") },
 	run:   runMetrics,
 }
