@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -186,6 +187,25 @@ func TestDurability(t *testing.T) {
 				jobs, err = q.BClaim(ctx(t), 1, 10*time.Millisecond)
 				require.NoError(t, err)
 				assert.Empty(t, jobs)
+			})
+
+			t.Run("a handler's own ack that falls short stands: Work settles nothing more", func(t *testing.T) {
+				q := newQueue(t, r.node, "selfshort", Policy{Keep: time.Minute, Durability: Durability{Replicas: 2, Timeout: 20 * time.Millisecond}})
+				for range 3 {
+					_, err := q.Enqueue(ctx(t), nil)
+					require.ErrorIs(t, err, ErrNotDurable)
+				}
+				var logs logBuffer
+				stop := working(t, q, func(ctx context.Context, j *Job) error {
+					err := j.AckResult(ctx, []byte("r"))
+					if errors.Is(err, ErrNotDurable) {
+						return nil // applied on the primary
+					}
+					return err
+				}, WorkOptions{Concurrency: 1, Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "every job settled", func() bool { return integer(t, r.s, "EXISTS", q.pending, q.active) == 0 })
+				require.NoError(t, stop())
+				assert.NotContains(t, logs.String(), "EMQLEASE", "no second ack after the handler's own")
 			})
 
 			t.Run("a worker's blocking claim waits; a shortfall is logged and its job runs", func(t *testing.T) {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -66,10 +67,11 @@ func (j *Job) Ack(ctx context.Context) error {
 }
 
 // settled tells the worker running j, if any, that its handler settled it
-// (err is nil): the worker renews its lease no more and settles nothing
-// when the handler returns. It returns err.
+// (err is nil, or ErrNotDurable: applied on the primary): the worker
+// renews its lease no more and settles nothing when the handler returns.
+// It returns err.
 func (j *Job) settled(err error) error {
-	if err == nil && j.held != nil {
+	if (err == nil || errors.Is(err, ErrNotDurable)) && j.held != nil {
 		j.held.owner.settledByHandler(j.held)
 	}
 	return err

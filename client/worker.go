@@ -416,8 +416,8 @@ func (w *worker) finish(hj *heldJob, err error) {
 	w.release(hj, jobFinished)
 	if !hj.settled {
 		w.finished = append(w.finished, s)
-		w.settleWake.Signal()
 	}
+	w.settleWake.Signal() // an outcome to send, or room to claim into
 	if w.running == 0 {
 		w.idle.Broadcast()
 	}
