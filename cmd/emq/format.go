@@ -63,6 +63,16 @@ func printable(s string) string {
 	return strconv.Quote(s)
 }
 
+// terminalText is text of several lines — an error naming a queue or a
+// job, say — with each line as printable shows it, the line breaks kept.
+func terminalText(text string) string {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = printable(l)
+	}
+	return strings.Join(lines, "\n")
+}
+
 // shellQuote is s as one word of a shell command line an operator may
 // paste: in single quotes; or, holding a control character or bytes that
 // are not UTF-8, in $'…' (bash, zsh, ksh, POSIX.1-2024 sh) with

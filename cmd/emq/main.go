@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string, e env) int {
 		err = usageError("%s takes %s", cmd.name, cmd.argsText())
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "emq %s: %v\nusage: emq %s %s (emq help %s)\n", cmd.name, err, cmd.name, cmd.args, cmd.name)
+		fmt.Fprintf(e.stderr, "emq %s: %s\nusage: emq %s %s (emq help %s)\n", cmd.name, terminalText(err.Error()), cmd.name, cmd.args, cmd.name)
 		return exitUsage
 	}
 	if !cmd.serves {
@@ -155,7 +155,7 @@ func run(ctx context.Context, args []string, e env) int {
 		if readOnly(err) {
 			hint = " (--addr names a replica: actions go to its primary)"
 		}
-		fmt.Fprintf(e.stderr, "emq %s: %v%s\n", cmd.name, err, hint)
+		fmt.Fprintf(e.stderr, "emq %s: %s%s\n", cmd.name, terminalText(err.Error()), hint)
 		return exitCode(err)
 	}
 	return exitOK

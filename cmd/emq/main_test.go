@@ -713,6 +713,15 @@ func TestCLIEscapesTheData(t *testing.T) {
 			}
 		})
 	}
+	t.Run("an error naming the data keeps it quoted too", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", red, "JOB0000000000000abc")
+		require.NotEqual(t, exitOK, r.code)
+		terminalSafe(t, r.stderr)
+		assert.Contains(t, r.stderr, `esc\x1b[31mred`)
+		r = emq(t, s.Addr, "delete", red, "JOB0000000000000abc", "JOB0000000000000abd")
+		require.NotEqual(t, exitOK, r.code)
+		terminalSafe(t, r.stderr)
+	})
 	t.Run("a table has one line per queue", func(t *testing.T) {
 		r := emq(t, s.Addr, "queues")
 		assert.Equal(t, 1+5, strings.Count(r.stdout, "\n"), r.stdout)
