@@ -369,7 +369,7 @@ func (s *session) bulkError(p inspect.Progress, stop error) error {
 	if err != nil {
 		return &exitError{code: code, err: fmt.Errorf("%w; then: %w", err, stop)}
 	}
-	return &exitError{code: code, err: fmt.Errorf("then: %w", stop)}
+	return &exitError{code: code, err: fmt.Errorf("stopped: %w", stop)}
 }
 
 // progressBar draws a bulk action's progress on one terminal line.

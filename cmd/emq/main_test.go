@@ -743,6 +743,29 @@ func TestCLIEscapesTheData(t *testing.T) {
 	})
 }
 
+// TestBulkErrorSaysWhatEndedIt: a bulk action that failed nothing but
+// was stopped says "stopped:", not a "then:" after nothing.
+func TestBulkErrorSaysWhatEndedIt(t *testing.T) {
+	s := &session{o: &options{timeout: time.Second}}
+	for _, tc := range []struct {
+		rule string
+		p    inspect.Progress
+		stop error
+		want string
+	}{
+		{"stopped, nothing failed", inspect.Progress{Total: 10, Done: 5}, context.DeadlineExceeded,
+			"stopped: context deadline exceeded (--timeout 1s bounds the whole action: raise it for a big queue)"},
+		{"failures, then stopped", inspect.Progress{Total: 10, Failed: 1, Err: errors.New("EMQNOJOB x")}, context.Canceled,
+			"1 failed; the first: EMQNOJOB x; then: context canceled"},
+		{"failures only", inspect.Progress{Total: 10, Failed: 2, Err: errors.New("EMQNOJOB x")}, nil,
+			"2 failed; the first: EMQNOJOB x"},
+	} {
+		t.Run(tc.rule, func(t *testing.T) {
+			assert.EqualError(t, s.bulkError(tc.p, tc.stop), tc.want)
+		})
+	}
+}
+
 // TestCLIBulkStopped: a bulk action that --timeout stops part way says
 // what it did — the count on stdout and, on stderr, what failed and
 // "then:" what stopped it; with --json the object with "error" — and
