@@ -442,6 +442,19 @@ func TestSteering(t *testing.T) {
 			assert.Equal(t, c.paused, paused("emails"))
 		})
 	}
+	t.Run("a dead id whose row is gone offers Drop, not Revive, and the drop clears it", func(t *testing.T) {
+		stray := "JOB0000000000000abc"
+		require.NoError(t, s.Do("ZADD", "emq:{emails}:dead", "1", stray).Error())
+		code, body := rw.get(t, "/queues/emails?state=dead")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `action="/queues/emails/jobs/`+stray+`/delete"`)
+		assert.NotContains(t, body, `action="/queues/emails/jobs/`+stray+`/revive"`)
+		before := zcard(t, s, "emails", "dead")
+		code, loc := rw.post(t, "/queues/emails/jobs/"+stray+"/delete", url.Values{"csrf": {rw.token(t, "/")}, "state": {"dead"}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.True(t, strings.HasPrefix(loc, "/queues/emails?state=dead&msg=Deleted+"+stray+"."), loc)
+		assert.Equal(t, before-1, zcard(t, s, "emails", "dead"))
+	})
 	t.Run("delete removes the job and goes back to its state's tab", func(t *testing.T) {
 		path := "/queues/emails/jobs/" + pending + "/delete"
 		code, loc := rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}, "state": {"pending"}})
