@@ -282,8 +282,9 @@ func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, time
 		jobs, err := runVerb(ctx, q.c, q.claimCall(n), read)
 		if len(jobs) > len(claimed) {
 			*wait = pollFirst
+			return jobs, err
 		}
-		if err != nil || len(jobs) > len(claimed) {
+		if err != nil {
 			return jobs, err
 		}
 		pause := *wait
