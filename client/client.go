@@ -149,7 +149,10 @@ func unknownCommand(err error) bool {
 
 // refusal turns an error reply whose first word is a refusal code
 // into a *errors.Refusal, so errors.Is(err, errors.Kind) works; other errors
-// are returned unchanged.
+// are returned unchanged. TRYAGAIN stays the server's error, as MOVED and
+// ASK do: a slot's migration answers it for a moment, and the same call
+// goes through sent again (valkey-go sends it again itself, but for a
+// blocking call) — it is not a refusal of the call.
 func refusal(err error) error {
 	verr, ok := valkey.IsValkeyErr(err)
 	if !ok {
@@ -157,7 +160,7 @@ func refusal(err error) error {
 	}
 	word, msg, _ := strings.Cut(verr.Error(), " ")
 	code, ok := emqerrors.ParseCode(word) // never ERR: valkey-go drops it
-	if !ok {
+	if !ok || code == emqerrors.TryAgain {
 		return err
 	}
 	return &emqerrors.Refusal{Code: code, Msg: withoutScript(msg)}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -336,6 +337,10 @@ func TestShardedFairness(t *testing.T) {
 // TestShardedWorkFollowsAReshard: a shard whose slot moves to another node,
 // its keys migrated while workers work it, keeps being worked there: its
 // calls follow the redirect and its blocking claim waits on the new node.
+// Its four sets all hold jobs and its job rows move first, so for a while
+// the old node serves its claims and settlements (the server refuses only
+// a command whose declared keys the migration split) without the rows:
+// none is lost, none runs twice.
 func TestShardedWorkFollowsAReshard(t *testing.T) {
 	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
 	m, err := ids.NewMinter(12)
@@ -377,6 +382,18 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 			want = append(want, id)
 		}
 	}
+	// a dead job and a delayed one, so that the shard's four sets exist
+	dead, err := moved.Enqueue(ctx(t), nil)
+	require.NoError(t, err)
+	_, err = moved.Claim(ctx(t), 1)
+	require.NoError(t, err)
+	state, err := from.Do("EMQ.FAIL", "5", keys.Job(moved.name, dead.String()), moved.pending, moved.active,
+		moved.delayed, moved.dead, "1", "0", "1", "boom").ToString()
+	require.NoError(t, err)
+	require.Equal(t, "dead", state)
+	_, err = moved.Enqueue(ctx(t), nil, After(time.Hour))
+	require.NoError(t, err)
+
 	enqueue(300)
 	eventually(t, "the shard is being worked", func() bool { return handled() > 50 })
 	migrateSlot(t, cl, slot, from, to)
@@ -395,20 +412,34 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 
 // migrateSlot moves slot, with its keys, from one primary to another as a
 // resharding tool does — IMPORTING, MIGRATING, MIGRATE of every key, then
-// the owner — and waits until the cluster agrees.
+// the owner — and waits until the cluster agrees. It moves the job rows
+// first and leaves the slot half moved for a moment, as a tool moving keys
+// in the server's order may.
 func migrateSlot(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valkeytest.Server) {
 	t.Helper()
 	sl := strconv.Itoa(slot)
 	must(t, to, "CLUSTER", "SETSLOT", sl, "IMPORTING", cl.ID(t, from))
 	must(t, from, "CLUSTER", "SETSLOT", sl, "MIGRATING", cl.ID(t, to))
+	rowsFirst := true
 	for {
-		names, err := from.Do("CLUSTER", "GETKEYSINSLOT", sl, "100").AsStrSlice()
+		names, err := from.Do("CLUSTER", "GETKEYSINSLOT", sl, "100000").AsStrSlice()
 		require.NoError(t, err)
-		if len(names) == 0 {
+		if rowsFirst {
+			names = slices.DeleteFunc(names, func(k string) bool { return !strings.Contains(k, "}:job:") })
+		}
+		if len(names) == 0 && !rowsFirst {
 			break
 		}
-		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS"}, names...)
-		require.NoError(t, from.Do(args...).Error(), fmt.Sprint(names))
+		for len(names) > 0 {
+			batch := names[:min(len(names), 100)]
+			names = names[len(batch):]
+			args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS"}, batch...)
+			require.NoError(t, from.Do(args...).Error(), fmt.Sprint(batch))
+		}
+		if rowsFirst {
+			rowsFirst = false
+			time.Sleep(300 * time.Millisecond)
+		}
 	}
 	for _, s := range cl.Primaries {
 		must(t, s, "CLUSTER", "SETSLOT", sl, "NODE", cl.ID(t, to))

@@ -64,7 +64,7 @@ func (w *worker) waitLoop() {
 		case errors.Is(err, ErrNotDurable): // its jobs run: they are claimed on the primary
 			w.log.Error("claim not durable", "err", err)
 			pause = pollFirst
-		case errors.Is(err, errRedirected):
+		case errors.Is(err, errRedirected), errors.Is(err, errMigrating):
 			w.log.Debug("blocking claim redirected", "err", err)
 			w.sleep(pause) // the nodes may redirect to each other until both know
 			pause = min(2*pause, w.opts.Poll)
@@ -114,6 +114,9 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 		b.at = addr
 		return claimed, fmt.Errorf("%w: %v", errRedirected, r.Error())
 	}
+	if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsTryAgain() { // the slot is moving: claim again in a moment
+		return claimed, fmt.Errorf("%w: %v", errMigrating, r.Error())
+	}
 	n0 := len(claimed)
 	if claimed, err = q.readClaimed(r, w.alloc, claimed); err != nil || len(claimed) == n0 {
 		return claimed, err
@@ -124,6 +127,10 @@ func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error
 // errRedirected is a blocking claim's end by a redirect: its slot is
 // served by another node now, where the next one waits.
 var errRedirected = errors.New("client: the blocking claim's slot moved")
+
+// errMigrating is a blocking claim's TRYAGAIN: its slot is being migrated
+// and a key of the queue has moved, so the next one waits until it has.
+var errMigrating = errors.New("client: the blocking claim's slot is being migrated")
 
 // unblock ends the waiter's blocking claim, if one is out, and waits for
 // the waiter to return: CLIENT UNBLOCK of its connection, sent to the node

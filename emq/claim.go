@@ -170,6 +170,9 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		t.limiter, t.windowEnd = k, t.now+st.rateMs
 		switch s.Type(k) {
 		case Empty:
+			if err := elsewhere(s, k); err != nil {
+				return nil, err
+			}
 		case String:
 			if end := s.ExpireAt(k); end > t.now {
 				t.used, _ = ParseInt(s.Value(k))
@@ -278,7 +281,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			if t.isDone(m.Bytes) {
 				continue // an id in two sets at once, taken already: once
 			}
-			k, v, err := openJob(s, p, t.queue, m.Bytes, claimFields)
+			k, v, err := openNamed(s, p, t.queue, m.Bytes, claimFields)
 			if err != nil {
 				return 0, false, err
 			}

@@ -32,6 +32,7 @@ var (
 	errLease      = static(errors.Lease, "the job is not active under this attempt")
 	errNotDead    = static(errors.State, "the job is not dead")
 	errNoPerm     = static(errors.NoPerm, "No permissions to access a key")
+	errMoving     = static(errors.TryAgain, "a key of the queue is not on this node while its slot is migrated")
 	setLayout     = map[string]error{
 		keys.PendingSet: static(errors.Layout, "pending key must be emq:{<queue>}:pending"),
 		keys.ActiveSet:  static(errors.Layout, "active key must be emq:{<queue>}:active"),
@@ -251,4 +252,29 @@ func openJob(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, e
 		return 0, nil, errNoPerm
 	}
 	return k, v, nil
+}
+
+// openNamed opens, as openJob does, the row of a job one of the queue's
+// sets or a settlement names: one that is empty while the slot migrates
+// may be on the other node, errMoving (elsewhere).
+func openNamed(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, error) {
+	k, v, err := openJob(s, p, queue, id, fields)
+	if err == nil {
+		err = elsewhere(s, k)
+	}
+	return k, v, err
+}
+
+// elsewhere returns errMoving when key k, found empty, may hold its value
+// on another node: the queue's slot is being migrated to or imported from
+// another (Server.Moving), and a key of it the migration has moved is
+// empty here. Outside a migration an empty key is empty; within one, a
+// verb that would act on its absence — drop the id of a row that is gone,
+// begin a rate window, start an events stream — refuses instead, as the
+// server answers TRYAGAIN to a command whose keys the migration split.
+func elsewhere(s Server, k int) error {
+	if s.Type(k) == Empty && s.Moving(k) {
+		return errMoving
+	}
+	return nil
 }

@@ -497,6 +497,9 @@ func (t *turn) tick() error {
 		if !ok {
 			return errNoPerm
 		}
+		if err := elsewhere(s, k); err != nil {
+			return err
+		}
 		if s.Type(k) != Hash {
 			p.zrem(t.repeats, m.Ref) // its row is gone: nothing to tick
 			p.Count(DanglingDropped, 1)

@@ -58,6 +58,11 @@ type Server interface {
 	// Value returns the bytes of string key k (nil for another type), read
 	// by Open with values or now; valid until the call ends.
 	Value(k int) []byte
+	// Moving reports whether key k may be on another node: the server is a
+	// cluster node and k's slot is being migrated to or imported from
+	// another. It asks the cluster, so a verb asks only of a key it found
+	// empty where its queue says it should be (elsewhere).
+	Moving(k int) bool
 	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none;
 	// a derived string's was read when it was opened.
 	ExpireAt(k int) int64

@@ -119,6 +119,9 @@ func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) er
 	if t := s.Type(e); t != Empty && t != Stream {
 		return errors.ErrWrongType
 	}
+	if err := elsewhere(s, e); err != nil {
+		return err
+	}
 	st.events = eventLog{key: e, cap: st.eventsCap}
 	return nil
 }

@@ -64,7 +64,11 @@ func settle(c Call) error {
 	p.reply(ReplyArray, 0, 2)
 	p.reply(ReplyArray, 0, int64(len(p.settlements)))
 	for _, st := range p.settlements {
-		if err := t.settleOne(c.Args, st, a.maxAttempts); err != nil {
+		err := t.settleOne(c.Args, st, a.maxAttempts)
+		if err == errMoving { // the whole call waits out the migration
+			return err
+		}
+		if err != nil {
 			p.reply(ReplyError, refusalText(p, err), 0)
 			p.Count(SettlesRefused, 1)
 			continue
@@ -86,7 +90,7 @@ func settle(c Call) error {
 func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	s, p := t.s, t.p
 	id := args[st.id]
-	k, _, err := openJob(s, p, t.queue, id, nil)
+	k, _, err := openNamed(s, p, t.queue, id, nil)
 	if err != nil {
 		return err
 	}

@@ -65,7 +65,7 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 		if t.st.events.on() {
 			read = priorityAttemptsFields
 		}
-		k, v, err := openJob(s, p, t.queue, m.Bytes, read)
+		k, v, err := openNamed(s, p, t.queue, m.Bytes, read)
 		if err != nil {
 			return err
 		}

@@ -33,6 +33,9 @@ type fakeServer struct {
 	entry   []string // its fields and values; nil: no such entry
 	held    []string // the strings reads handed out, by held index
 
+	moving bool // the queue's slot is being migrated: Moving says so
+	asked  int  // calls of Moving
+
 	opens   int  // calls of Open
 	opened  int  // keys opened
 	values  bool // whether Open read the strings' bytes
@@ -82,6 +85,16 @@ func (s *fakeServer) openProbed(name string) int {
 	s.types = append(s.types, s.queue.rows[name].typ)
 	s.opened++
 	return s.opened - 1
+}
+
+// Moving reports the fake's migration; a verb asks it only of a key it
+// found empty.
+func (s *fakeServer) Moving(k int) bool {
+	if s.Type(k) != Empty {
+		s.t.Fatalf("Moving(%d) of a key that is not empty", k)
+	}
+	s.asked++
+	return s.moving
 }
 
 // ExpireAt: the fake's keys never expire.
@@ -172,7 +185,7 @@ func keyType(b byte) KeyType { return KeyType(b) % (Other + 1) }
 
 // specCodes are the refusal codes of docs/commands.md; errors.Internal is none.
 var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.Envelope, errors.WrongType, errors.Count, errors.Order,
-	errors.NoJob, errors.Lease, errors.State, errors.NoPerm, errors.NoGroup}
+	errors.NoJob, errors.Lease, errors.State, errors.NoPerm, errors.NoGroup, errors.TryAgain}
 
 // byArguments reports whether err is a refusal the arguments alone decide:
 // one of steps 1 to 5, but for PARK's ErrEntryMsg, which the stored entry

@@ -48,13 +48,17 @@ const (
 	NoPerm
 	// NoGroup: the stream has no such consumer group (the server's own code).
 	NoGroup
+	// TryAgain: the queue's slot is being migrated between cluster nodes and
+	// a key the verb needs is not on this node (the server's own code for a
+	// command whose keys the migration split).
+	TryAgain
 
 	// NumCodes is one more than the largest code, for arrays indexed by Code.
 	NumCodes
 )
 
 // Codes lists every code, for counters and tests.
-var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal, NoJob, Lease, State, NoPerm, NoGroup}
+var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal, NoJob, Lease, State, NoPerm, NoGroup, TryAgain}
 
 var names = [...]string{
 	Shape:     "EMQSHAPE",
@@ -70,6 +74,7 @@ var names = [...]string{
 	State:     "EMQSTATE",
 	NoPerm:    "NOPERM",
 	NoGroup:   "NOGROUP",
+	TryAgain:  "TRYAGAIN",
 }
 
 // String returns the code as it appears on the wire, e.g. "EMQKIND".

@@ -27,6 +27,13 @@ typedef struct ValkeyModuleScanCursor ValkeyModuleScanCursor;
 #define HASH_DELETE ((ValkeyModuleString *)(long)1)
 #define STREAM_ADD_AUTOID (1 << 0)
 #define STREAM_TRIM_APPROX (1 << 0)
+#define CTX_FLAGS_LUA (1 << 0)
+#define CTX_FLAGS_MULTI (1 << 1)
+#define CTX_FLAGS_PRIMARY (1 << 2)
+#define CTX_FLAGS_CLUSTER (1 << 5)
+#define CTX_FLAGS_LOADING (1 << 13)
+#define CTX_FLAGS_DENY_BLOCKING (1 << 21)
+#define CTX_FLAGS_ASYNC_LOADING (1 << 23)
 #define REPLY_STRING 0
 #define REPLY_ERROR 1
 #define REPLY_ARRAY 3

@@ -260,6 +260,24 @@ long long emq_expire_at(emq_call *c, int k) {
     return c->expires[k] = api.GetAbsExpire ? api.GetAbsExpire(c->keys[k]) : -1;
 }
 
+// emq_moving reports whether key k may be on another node. On a cluster
+// node it asks the server's own routing check — of EXISTS k and the call's
+// first key, run dry: nothing is executed — which refuses a command only
+// while the keys' slot is being migrated or imported and k is not here
+// (TRYAGAIN or ASK), as it refuses a command whose keys the migration split.
+// A server before Redis 7.2 runs no call dry (the "D" flag is a format
+// error, EBADF): there EXISTS runs, after the same check; it only reads.
+int emq_moving(emq_call *c, int k) {
+    if (!(api.GetContextFlags(c->ctx) & CTX_FLAGS_CLUSTER)) return 0;
+    errno = 0;
+    ValkeyModuleCallReply *r = api.Call(c->ctx, "EXISTS", "DEss", c->names[k], c->names[0]);
+    if (!r && errno == EBADF) r = api.Call(c->ctx, "EXISTS", "Ess", c->names[k], c->names[0]);
+    if (!r) return 0; // the dry run passed
+    int refused = api.CallReplyType(r) == REPLY_ERROR;
+    api.FreeCallReply(r);
+    return refused;
+}
+
 // caller_user returns the ACL user the call runs as, or NULL for none — a
 // client with no user is unrestricted, as the server treats it. A client
 // that is connected is found by its id. One that is not — a script's, a

@@ -153,6 +153,11 @@ func (c *Call) ExpireAt(k int) int64 {
 	return int64(C.emq_expire_at((*C.emq_call)(c), C.int(k)))
 }
 
+// Moving reports whether key k may be on another node: its slot is being
+// migrated to or imported from another (asked of the cluster; never
+// outside one).
+func (c *Call) Moving(k int) bool { return C.emq_moving((*C.emq_call)(c), C.int(k)) != 0 }
+
 // HashGet reads fields of hash key k, in place.
 func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
 	if len(fields) == 0 {

@@ -248,6 +248,7 @@ int emq_settings_layout(int kind, const char *head, size_t hlen, const char *tai
 void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
 void emq_read_value(emq_call *c, int k);
 long long emq_expire_at(emq_call *c, int k);
+int emq_moving(emq_call *c, int k);
 int emq_open_derived(emq_call *c, const char *name, size_t len, int access, const uint32_t *fields, int n,
                      const char *scratch, const emq_span *spans);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);

@@ -8,12 +8,6 @@
 #include "_cgo_export.h"
 
 #define BLOCK_UNBLOCK_DELETED (1 << 0)
-#define CTX_FLAGS_LUA (1 << 0)
-#define CTX_FLAGS_MULTI (1 << 1)
-#define CTX_FLAGS_PRIMARY (1 << 2)
-#define CTX_FLAGS_LOADING (1 << 13)
-#define CTX_FLAGS_ASYNC_LOADING (1 << 23)
-#define CTX_FLAGS_DENY_BLOCKING (1 << 21)
 
 int emq_queues_waited;
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -83,6 +84,10 @@ func TestClusterRoutesVerbsLikeBuiltins(t *testing.T) {
 		}
 	})
 
+	t.Run("a verb that finds a key of its queue moved by a migration answers TRYAGAIN and writes nothing", func(t *testing.T) {
+		testKeysMovedMidMigration(t, c, m)
+	})
+
 	t.Run("a workload across many hash tags keeps every write while a slot migrates", func(t *testing.T) {
 		const names = 32
 		w := newWorkload(t, c.Client(), "c", names)
@@ -118,20 +123,13 @@ func TestClusterRoutesVerbsLikeBuiltins(t *testing.T) {
 // and checks ASK on the way and MOVED after.
 func migrateSlotUnderLoad(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, tag string) {
 	probe := keys.Stream(tag, "probe")
-	slot := c.Slot(t, probe)
-	src := c.Owner(t, slot)
-	dst := c.Primaries[0]
-	if dst == src {
-		dst = c.Primaries[1]
-	}
 	appendProbe := func() command { return appendTo(tag, "probe", entry{m.Mint(ids.Evt), []string{"f", "v"}}) }
 	cl := c.Client()
 	require.NoError(t, cl.Do(ctx(t), appendProbe().build(cl)).Error())
 
-	s, d := strconv.Itoa(slot), strconv.Itoa(dst.Port)
-	ok(t, dst, "CLUSTER", "SETSLOT", s, "IMPORTING", c.ID(t, src))
-	ok(t, src, "CLUSTER", "SETSLOT", s, "MIGRATING", c.ID(t, dst))
-	ok(t, src, "MIGRATE", "127.0.0.1", d, "", "0", "5000", "KEYS", probe)
+	mv := beginMove(t, c, tag)
+	slot, src, dst := mv.slot, mv.src, mv.dst
+	mv.migrate(t, probe)
 
 	t.Run("a verb on a key already moved gets ASK from the old owner", func(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("ASK %d %s", slot, dst.Addr), errorText(src.Do(appendProbe().argv()...)))
@@ -145,19 +143,11 @@ func migrateSlotUnderLoad(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, ta
 	// so, its calls on the slot answered by ASK and TRYAGAIN.
 	time.Sleep(300 * time.Millisecond)
 
-	for {
-		left, err := src.Do("CLUSTER", "GETKEYSINSLOT", s, "10").AsStrSlice()
-		require.NoError(t, err)
-		if len(left) == 0 {
-			break
-		}
-		ok(t, src, append([]string{"MIGRATE", "127.0.0.1", d, "", "0", "5000", "KEYS"}, left...)...)
+	for names := mv.left(t); len(names) > 0; names = mv.left(t) {
+		mv.migrate(t, names[:min(len(names), 10)]...)
 		time.Sleep(10 * time.Millisecond) // let the workload write in between
 	}
-	for _, p := range append([]*valkeytest.Server{dst, src}, c.Primaries...) {
-		ok(t, p, "CLUSTER", "SETSLOT", s, "NODE", c.ID(t, dst))
-	}
-	c.Wait(t)
+	mv.finish(t, c)
 
 	t.Run("after the move the old owner answers MOVED", func(t *testing.T) {
 		assert.Equal(t, fmt.Sprintf("MOVED %d %s", slot, dst.Addr), errorText(src.Do(appendProbe().argv()...)))
@@ -165,4 +155,238 @@ func migrateSlotUnderLoad(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, ta
 	t.Run("the stream that moved first kept both entries", func(t *testing.T) {
 		assert.Equal(t, int64(2), num(t, dst, "XLEN", probe))
 	})
+}
+
+// testKeysMovedMidMigration: while a queue's slot is half migrated, its
+// four sets still on the old owner, a verb there that finds empty a key
+// the queue names — a pending job's row, a settled job's row, the rate
+// window, the events stream — answers TRYAGAIN and writes nothing, where
+// it would have dropped the job, lost the settlement, begun a new window
+// or started a second stream; once the slot has moved, the same call on
+// the new owner finds everything. In a stable slot a row deleted by hand
+// is still dropped.
+func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minter) {
+	for _, tc := range []struct {
+		name   string
+		config func(queue string) []string // an EMQ.LIMIT or EMQ.EVENTS call, or nil
+		moved  func(q fullQueue) []string
+		call   func(q fullQueue) []string
+		after  func(t *testing.T, owner *valkeytest.Server, q fullQueue, reply valkey.ValkeyResult)
+	}{
+		{"a pending job whose row moved", nil,
+			func(q fullQueue) []string { return []string{keys.Job(q.name, q.pending)} },
+			func(q fullQueue) []string { return q.claim("5") },
+			func(t *testing.T, _ *valkeytest.Server, q fullQueue, reply valkey.ValkeyResult) {
+				got, err := reply.ToArray()
+				require.NoError(t, err)
+				require.Len(t, got, 1)
+				id, err := got[0].AsStrSlice()
+				require.NoError(t, err)
+				assert.Equal(t, q.pending, id[0], "the job is claimed on its new node, not dropped")
+			}},
+		{"a settled job whose row moved", nil,
+			func(q fullQueue) []string { return []string{keys.Job(q.name, q.active)} },
+			func(q fullQueue) []string {
+				return append([]string{"EMQ.SETTLE"}, append(q.claim("0")[1:], "1", "ACK", q.active, "1", "0")...)
+			},
+			func(t *testing.T, _ *valkeytest.Server, _ fullQueue, reply valkey.ValkeyResult) {
+				got, err := reply.ToArray()
+				require.NoError(t, err)
+				acks, err := got[0].AsIntSlice()
+				require.NoError(t, err)
+				assert.Equal(t, []int64{1}, acks, "the ack is applied on the new node")
+			}},
+		{"a limited queue whose rate window moved", func(queue string) []string {
+			return []string{"EMQ.LIMIT", "2", keys.Set(queue, keys.Config), keys.Pending(queue), "100", "3600000"}
+		},
+			func(q fullQueue) []string { return []string{keys.Set(q.name, keys.Limiter)} },
+			func(q fullQueue) []string { return q.claim("1") },
+			func(t *testing.T, owner *valkeytest.Server, q fullQueue, _ valkey.ValkeyResult) {
+				assert.Equal(t, "3", str(t, owner, "GET", keys.Set(q.name, keys.Limiter)), "the window goes on counting")
+			}},
+		{"a queue recording events whose stream moved", func(queue string) []string {
+			return []string{"EMQ.EVENTS", "2", keys.Set(queue, keys.Config), keys.Set(queue, keys.Events), "1000"}
+		},
+			func(q fullQueue) []string { return []string{keys.Set(q.name, keys.Events)} },
+			func(q fullQueue) []string {
+				return []string{"EMQ.ACK", "2", keys.Job(q.name, q.active), keys.Set(q.name, keys.ActiveSet), "1", "0"}
+			},
+			func(t *testing.T, owner *valkeytest.Server, q fullQueue, _ valkey.ValkeyResult) {
+				last, err := owner.Do("XREVRANGE", keys.Set(q.name, keys.Events), "+", "-", "COUNT", "1").ToArray()
+				require.NoError(t, err)
+				entry, err := last[0].ToArray()
+				require.NoError(t, err)
+				fields, err := entry[1].AsStrSlice()
+				require.NoError(t, err)
+				assert.Equal(t, []string{"event", "completed", "job", q.active}, fields[:4], "the one stream has the event")
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := newFullQueue(t, c, m, tc.config)
+			mv := beginMove(t, c, q.name)
+			mv.migrate(t, tc.moved(q)...)
+
+			tryAgain(t, mv.src, func() valkey.ValkeyResult { return mv.src.Do(tc.call(q)...) })
+
+			mv.finish(t, c)
+			reply := mv.dst.Do(tc.call(q)...)
+			require.NoError(t, reply.Error())
+			tc.after(t, mv.dst, q, reply)
+		})
+	}
+
+	t.Run("on the new owner, asked before the rows came, a claim is TRYAGAIN too", func(t *testing.T) {
+		q := newFullQueue(t, c, m, nil)
+		mv := beginMove(t, c, q.name)
+		row := keys.Job(q.name, q.pending)
+		var rest []string
+		for _, k := range mv.left(t) {
+			if k != row {
+				rest = append(rest, k)
+			}
+		}
+		mv.migrate(t, rest...)
+		assert.Equal(t, fmt.Sprintf("ASK %d %s", mv.slot, mv.dst.Addr), errorText(mv.src.Do(q.claim("5")...)), "the sets have moved")
+
+		tryAgain(t, mv.dst, func() valkey.ValkeyResult {
+			cl := mv.dst.Client()
+			return cl.DoMulti(ctx(t), cl.B().Asking().Build(), cl.B().Arbitrary(q.claim("5")...).Build())[1]
+		})
+
+		mv.finish(t, c)
+		jobs, err := mv.dst.Do(q.claim("5")...).ToArray()
+		require.NoError(t, err)
+		assert.Len(t, jobs, 1, "the job is claimed once its row has come")
+	})
+
+	t.Run("a waiting claim its timer wakes to a due job whose row moved is served TRYAGAIN", func(t *testing.T) {
+		q := newFullQueue(t, c, m, nil)
+		owner := c.Owner(t, c.Slot(t, keys.Pending(q.name)))
+		ok(t, owner, "EMQ.PAUSE", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name)) // the claim waits
+		soon := m.Mint(ids.Job).String()
+		due := time.Now().Add(300 * time.Millisecond).UnixMilli()
+		require.Equal(t, int64(1), num(t, owner, "EMQ.SCHEDULE", "3", keys.Job(q.name, soon), keys.Pending(q.name),
+			keys.Set(q.name, keys.DelayedSet), soon, "p", "0", strconv.FormatInt(due, 10)))
+		mv := beginMove(t, c, q.name)
+		mv.migrate(t, keys.Job(q.name, soon))
+
+		wait := append([]string{"EMQ.BCLAIM"}, append(q.claim("1")[1:], "5000")...)
+		tryAgain(t, mv.src, func() valkey.ValkeyResult { return mv.src.Do(wait...) })
+		assert.GreaterOrEqual(t, time.Now().UnixMilli(), due, "served when its timer fired")
+		assert.Equal(t, strconv.FormatInt(due, 10), str(t, mv.src, "ZSCORE", keys.Set(q.name, keys.DelayedSet), soon), "the due job stays")
+
+		mv.finish(t, c)
+		ok(t, mv.dst, "EMQ.RESUME", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name))
+		jobs, err := mv.dst.Do(q.claim("5")...).ToArray()
+		require.NoError(t, err)
+		assert.Len(t, jobs, 2, "the pending job and the due one")
+	})
+
+	t.Run("in a stable slot a row deleted by hand is dropped as ever", func(t *testing.T) {
+		q := newFullQueue(t, c, m, nil)
+		owner := c.Owner(t, c.Slot(t, keys.Pending(q.name)))
+		ok(t, owner, "DEL", keys.Job(q.name, q.pending))
+		assert.True(t, valkey.IsValkeyNil(owner.Do(q.claim("5")...).Error()), "nothing to claim: the id was dropped")
+		assert.Equal(t, int64(0), num(t, owner, "ZCARD", keys.Pending(q.name)))
+	})
+}
+
+// tryAgain checks that what send sends to s is answered TRYAGAIN, with
+// nothing written.
+func tryAgain(t *testing.T, s *valkeytest.Server, send func() valkey.ValkeyResult) {
+	t.Helper()
+	before := digest(t, s)
+	got := errorText(send())
+	assert.True(t, strings.HasPrefix(got, "TRYAGAIN "), "%q", got)
+	assert.Equal(t, before, digest(t, s), "nothing written")
+}
+
+// fullQueue is a queue whose four sets all hold a job — so that a
+// migration's own check (which answers TRYAGAIN for a missing declared key)
+// lets a claim through while any set is still on the old owner — and the
+// ids of its pending and active jobs.
+type fullQueue struct {
+	name, pending, active string
+}
+
+// newFullQueue makes a fullQueue of a fresh name on its owner, its settings
+// (the call config makes of its name) set first.
+func newFullQueue(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, config func(queue string) []string) fullQueue {
+	t.Helper()
+	q := fullQueue{name: "moving-" + m.Mint(ids.Job).String()}
+	owner := c.Owner(t, c.Slot(t, keys.Pending(q.name)))
+	if config != nil {
+		ok(t, owner, config(q.name)...)
+	}
+	enqueue := func() string {
+		id := m.Mint(ids.Job).String()
+		require.Equal(t, int64(1), num(t, owner, "EMQ.ENQUEUE", "2", keys.Job(q.name, id), keys.Pending(q.name), id, "p"))
+		return id
+	}
+	dead, active := enqueue(), enqueue()
+	require.NoError(t, owner.Do(q.claim("1")...).Error())
+	require.Equal(t, "dead", str(t, owner, "EMQ.FAIL", "5", keys.Job(q.name, dead), keys.Pending(q.name), keys.Set(q.name, keys.ActiveSet),
+		keys.Set(q.name, keys.DelayedSet), keys.Set(q.name, keys.DeadSet), "1", "0", "1", "boom"))
+	require.NoError(t, owner.Do(q.claim("1")...).Error())
+	q.active, q.pending = active, enqueue()
+	later := m.Mint(ids.Job).String()
+	require.Equal(t, int64(1), num(t, owner, "EMQ.SCHEDULE", "3", keys.Job(q.name, later), keys.Pending(q.name), keys.Set(q.name, keys.DelayedSet),
+		later, "p", "0", "9999999999999"))
+	return q
+}
+
+// claim is EMQ.CLAIM of count jobs of q under a minute's lease.
+func (q fullQueue) claim(count string) []string {
+	return []string{"EMQ.CLAIM", "4", keys.Pending(q.name), keys.Set(q.name, keys.ActiveSet), keys.Set(q.name, keys.DelayedSet),
+		keys.Set(q.name, keys.DeadSet), "60000", count, "5"}
+}
+
+// move is a slot being moved from src to dst, as valkey-cli --cluster
+// reshard moves it: IMPORTING and MIGRATING, MIGRATE of its keys, then
+// the new owner.
+type move struct {
+	slot     int
+	src, dst *valkeytest.Server
+}
+
+// beginMove marks the slot of queue's keys as moving from its owner to
+// another primary, no key moved yet.
+func beginMove(t *testing.T, c *valkeytest.Cluster, queue string) move {
+	t.Helper()
+	mv := move{slot: c.Slot(t, keys.Pending(queue))}
+	mv.src = c.Owner(t, mv.slot)
+	mv.dst = c.Primaries[0]
+	if mv.dst == mv.src {
+		mv.dst = c.Primaries[1]
+	}
+	ok(t, mv.dst, "CLUSTER", "SETSLOT", strconv.Itoa(mv.slot), "IMPORTING", c.ID(t, mv.src))
+	ok(t, mv.src, "CLUSTER", "SETSLOT", strconv.Itoa(mv.slot), "MIGRATING", c.ID(t, mv.dst))
+	return mv
+}
+
+// left returns the keys of the slot still on the old owner.
+func (mv move) left(t *testing.T) []string {
+	t.Helper()
+	names, err := mv.src.Do("CLUSTER", "GETKEYSINSLOT", strconv.Itoa(mv.slot), "1000").AsStrSlice()
+	require.NoError(t, err)
+	return names
+}
+
+// migrate moves names to the new owner.
+func (mv move) migrate(t *testing.T, names ...string) {
+	t.Helper()
+	ok(t, mv.src, append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(mv.dst.Port), "", "0", "5000", "KEYS"}, names...)...)
+}
+
+// finish moves the keys left and gives the slot to the new owner: first
+// the new owner, then the old, then every primary, as valkey-cli does.
+func (mv move) finish(t *testing.T, c *valkeytest.Cluster) {
+	t.Helper()
+	for names := mv.left(t); len(names) > 0; names = mv.left(t) {
+		mv.migrate(t, names...)
+	}
+	for _, p := range append([]*valkeytest.Server{mv.dst, mv.src}, c.Primaries...) {
+		ok(t, p, "CLUSTER", "SETSLOT", strconv.Itoa(mv.slot), "NODE", c.ID(t, mv.dst))
+	}
+	c.Wait(t)
 }
