@@ -334,80 +334,107 @@ func TestShardedFairness(t *testing.T) {
 	}
 }
 
-// TestShardedWorkFollowsAReshard: a shard whose slot moves to another node,
-// its keys migrated while workers work it, keeps being worked there: its
-// calls follow the redirect and its blocking claim waits on the new node.
-// Its four sets all hold jobs and its job rows move first, so for a while
-// the old node serves its claims and settlements (the server refuses only
-// a command whose declared keys the migration split) without the rows:
-// none is lost, none runs twice.
+// TestShardedWorkFollowsAReshard: a shard whose slot moves to another node
+// while workers work it keeps being worked there: its calls follow the
+// redirect and its blocking claim waits on the new node — whether the slot
+// moves key by key (MIGRATE) or atomically (Valkey 9's CLUSTER
+// MIGRATESLOTS, which a server refuses while a loaded module does not
+// declare it handles one). Its four sets all hold jobs, and key by key its
+// job rows move first, so for a while the old node serves its claims and
+// settlements (the server refuses only a command whose declared keys the
+// migration split) without the rows: none is lost, none runs twice.
 func TestShardedWorkFollowsAReshard(t *testing.T) {
-	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
-	m, err := ids.NewMinter(12)
-	require.NoError(t, err)
-	n := node{c: New(cl.Client()), m: m, native: true}
-	s := newSharded(t, n, "moving", 3, Policy{Lease: 5 * time.Second})
-	moved := s.shards[0]
-	slot := cl.Slot(t, moved.pending)
-	from := cl.Owner(t, slot)
-	var to *valkeytest.Server
-	for _, p := range cl.Primaries {
-		if p != from {
-			to = p
-			break
-		}
-	}
-
-	var mu sync.Mutex
-	seen := map[ids.ID]int{}
-	stop := background(t, func(ctx context.Context) error {
-		return s.Work(ctx, func(_ context.Context, j *Job) error {
-			mu.Lock()
-			seen[j.ID]++
-			mu.Unlock()
-			time.Sleep(2 * time.Millisecond)
-			return nil
-		}, WorkOptions{Concurrency: 4, Poll: 200 * time.Millisecond})
-	})
-	handled := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen)
-	}
-	var want []ids.ID
-	enqueue := func(k int) {
-		for range k {
-			id, err := moved.Enqueue(ctx(t), nil)
+	for _, tc := range []struct {
+		name  string
+		move  func(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valkeytest.Server)
+		needs string // a command the server must have, or the case skips
+	}{
+		{"key by key", migrateSlot, ""},
+		{"atomically", migrateSlotAtomically, "cluster|migrateslots"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+			if info, err := cl.Primaries[0].Do("COMMAND", "INFO", tc.needs).ToArray(); tc.needs != "" && (err != nil || info[0].IsNil()) {
+				t.Skipf("the server has no %s (Valkey 9.0 and later)", tc.needs)
+			}
+			m, err := ids.NewMinter(12)
 			require.NoError(t, err)
-			want = append(want, id)
-		}
-	}
-	// a dead job and a delayed one, so that the shard's four sets exist
-	dead, err := moved.Enqueue(ctx(t), nil)
-	require.NoError(t, err)
-	_, err = moved.Claim(ctx(t), 1)
-	require.NoError(t, err)
-	state, err := from.Do("EMQ.FAIL", "5", keys.Job(moved.name, dead.String()), moved.pending, moved.active,
-		moved.delayed, moved.dead, "1", "0", "1", "boom").ToString()
-	require.NoError(t, err)
-	require.Equal(t, "dead", state)
-	_, err = moved.Enqueue(ctx(t), nil, After(time.Hour))
-	require.NoError(t, err)
+			n := node{c: New(cl.Client()), m: m, native: true}
+			s := newSharded(t, n, "moving", 3, Policy{Lease: 5 * time.Second})
+			moved := s.shards[0]
+			slot := cl.Slot(t, moved.pending)
+			from := cl.Owner(t, slot)
+			var to *valkeytest.Server
+			for _, p := range cl.Primaries {
+				if p != from {
+					to = p
+					break
+				}
+			}
 
-	enqueue(300)
-	eventually(t, "the shard is being worked", func() bool { return handled() > 50 })
-	migrateSlot(t, cl, slot, from, to)
-	enqueue(300)
-	eventually(t, "every job handled after the move", func() bool { return handled() >= len(want) })
-	eventually(t, "the shard's blocking claim waits on its new node", func() bool {
-		return valkeytest.InfoInt(to.Info("emq"), "emq_blocked_workers") >= 1
-	})
-	require.NoError(t, stop())
-	assert.Same(t, to, cl.Owner(t, slot))
-	for _, id := range want {
-		assert.Equal(t, 1, seen[id], "job %s", id)
+			var mu sync.Mutex
+			seen := map[ids.ID]int{}
+			stop := background(t, func(ctx context.Context) error {
+				return s.Work(ctx, func(_ context.Context, j *Job) error {
+					mu.Lock()
+					seen[j.ID]++
+					mu.Unlock()
+					time.Sleep(2 * time.Millisecond)
+					return nil
+				}, WorkOptions{Concurrency: 4, Poll: 200 * time.Millisecond})
+			})
+			handled := func() int {
+				mu.Lock()
+				defer mu.Unlock()
+				return len(seen)
+			}
+			var want []ids.ID
+			enqueue := func(k int) {
+				for range k {
+					id, err := moved.Enqueue(ctx(t), nil)
+					require.NoError(t, err)
+					want = append(want, id)
+				}
+			}
+			// a dead job and a delayed one, so that the shard's four sets exist
+			dead, err := moved.Enqueue(ctx(t), nil)
+			require.NoError(t, err)
+			_, err = moved.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			state, err := from.Do("EMQ.FAIL", "5", keys.Job(moved.name, dead.String()), moved.pending, moved.active,
+				moved.delayed, moved.dead, "1", "0", "1", "boom").ToString()
+			require.NoError(t, err)
+			require.Equal(t, "dead", state)
+			_, err = moved.Enqueue(ctx(t), nil, After(time.Hour))
+			require.NoError(t, err)
+
+			enqueue(300)
+			eventually(t, "the shard is being worked", func() bool { return handled() > 50 })
+			tc.move(t, cl, slot, from, to)
+			enqueue(300)
+			eventually(t, "every job handled after the move", func() bool { return handled() >= len(want) })
+			eventually(t, "the shard's blocking claim waits on its new node", func() bool {
+				return valkeytest.InfoInt(to.Info("emq"), "emq_blocked_workers") >= 1
+			})
+			require.NoError(t, stop())
+			assert.Same(t, to, cl.Owner(t, slot))
+			for _, id := range want {
+				assert.Equal(t, 1, seen[id], "job %s", id)
+			}
+			assert.Zero(t, integer(t, to, "EXISTS", moved.pending, moved.active))
+		})
 	}
-	assert.Zero(t, integer(t, to, "EXISTS", moved.pending, moved.active))
+}
+
+// migrateSlotAtomically moves slot from one primary to another with
+// CLUSTER MIGRATESLOTS (Valkey 9.0 and later), and waits until the cluster
+// agrees.
+func migrateSlotAtomically(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valkeytest.Server) {
+	t.Helper()
+	sl := strconv.Itoa(slot)
+	must(t, from, "CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", sl, sl, "NODE", cl.ID(t, to))
+	eventuallyWithin(t, 30*time.Second, "the slot moved", func() bool { return cl.Owner(t, slot) == to })
+	cl.Wait(t)
 }
 
 // migrateSlot moves slot, with its keys, from one primary to another as a

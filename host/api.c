@@ -1,5 +1,6 @@
 // api.c — fetching the module API by name, and registering the module and
 // its commands: names, flags, key positions, docs and ACL categories.
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -30,6 +31,7 @@ _Static_assert(sizeof(emq_cmd_arg) == 72, "command arg layout");
 #define KSPEC_BS_INDEX 2
 #define KSPEC_FK_RANGE 2
 #define OPTION_NO_IMPLICIT_SIGNAL_MODIFIED (1 << 1)
+#define OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION (1 << 5) // Valkey 9.0
 
 typedef struct {
     int version;
@@ -53,6 +55,18 @@ static const info_version command_info_v1 = {INFO_VERSION, 16, sizeof(key_spec),
 #define FETCH(name) api.GetApi("RedisModule_" #name, (void **)&api.name)
 
 static void release_constants(void);
+
+// valkey_major returns the major version of a Valkey server, or 0 for
+// another (Redis, whose option bits differ).
+static int valkey_major(ValkeyModuleCtx *ctx) {
+    if (!api.GetServerInfo || !api.ServerInfoGetFieldC || !api.FreeServerInfo) return 0;
+    ValkeyModuleServerInfoData *info = api.GetServerInfo(ctx, "server");
+    if (!info) return 0;
+    const char *version = api.ServerInfoGetFieldC(info, "valkey_version");
+    int major = version ? atoi(version) : 0;
+    api.FreeServerInfo(ctx, info);
+    return major;
+}
 
 // emq_init names the module and fetches the API. A load refused because the
 // name is taken touches nothing: the loaded module keeps serving with it.
@@ -146,12 +160,22 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(CreateTimer);
     FETCH(StopTimer);
     FETCH(SubscribeToKeyspaceEvents);
+    FETCH(GetServerInfo);
+    FETCH(ServerInfoGetFieldC);
+    FETCH(FreeServerInfo);
     emq_probe_modes();
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and
     // finding nothing to do must not invalidate WATCH or client tracking.
-    if (api.SetModuleOptions) api.SetModuleOptions(ctx, OPTION_NO_IMPLICIT_SIGNAL_MODIFIED);
+    // A slot's atomic migration (Valkey 9's CLUSTER MIGRATESLOTS, refused
+    // while a loaded module does not declare it handles one) copies the
+    // slot's keys to the new owner as commands before it takes the slot
+    // over: the module keeps no state of keys it does not read in a call,
+    // so keys arriving there, or leaving here, need nothing of it.
+    int options = OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+    if (valkey_major(ctx) >= 9) options |= OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION;
+    if (api.SetModuleOptions) api.SetModuleOptions(ctx, options);
     return 0;
 }
 

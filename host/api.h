@@ -8,6 +8,7 @@
 typedef struct ValkeyModuleCommand ValkeyModuleCommand;
 typedef struct ValkeyModuleCallReply ValkeyModuleCallReply;
 typedef struct ValkeyModuleScanCursor ValkeyModuleScanCursor;
+typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 
 // Module API constants we use (valkeymodule.h).
 #define API_OK 0
@@ -136,6 +137,9 @@ typedef struct {
     int (*StopTimer)(ValkeyModuleCtx *, uint64_t, void **);
     int (*SubscribeToKeyspaceEvents)(ValkeyModuleCtx *, int,
                                      int (*)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *));
+    ValkeyModuleServerInfoData *(*GetServerInfo)(ValkeyModuleCtx *, const char *);
+    const char *(*ServerInfoGetFieldC)(ValkeyModuleServerInfoData *, const char *);
+    void (*FreeServerInfo)(ValkeyModuleCtx *, ValkeyModuleServerInfoData *);
 } emq_api;
 
 // api is the table emq_init fills; a function the server lacks stays NULL.
