@@ -56,16 +56,31 @@ static const info_version command_info_v1 = {INFO_VERSION, 16, sizeof(key_spec),
 
 static void release_constants(void);
 
+// emq_server_info copies INFO section's field, NUL-terminated, into buf
+// (cap bytes, cut to fit) and returns its length, or -1 when the server has
+// no such field (or no GetServerInfo).
+int emq_server_info(ValkeyModuleCtx *ctx, const char *section, const char *field, char *buf, size_t cap) {
+    if (!api.GetServerInfo || !api.ServerInfoGetFieldC || !api.FreeServerInfo || cap == 0) return -1;
+    ValkeyModuleServerInfoData *info = api.GetServerInfo(ctx, section);
+    if (!info) return -1;
+    const char *value = api.ServerInfoGetFieldC(info, field);
+    int n = -1;
+    if (value) {
+        size_t len = strlen(value);
+        if (len >= cap) len = cap - 1;
+        memcpy(buf, value, len);
+        buf[len] = 0;
+        n = (int)len;
+    }
+    api.FreeServerInfo(ctx, info);
+    return n;
+}
+
 // valkey_major returns the major version of a Valkey server, or 0 for
 // another (Redis, whose option bits differ).
 static int valkey_major(ValkeyModuleCtx *ctx) {
-    if (!api.GetServerInfo || !api.ServerInfoGetFieldC || !api.FreeServerInfo) return 0;
-    ValkeyModuleServerInfoData *info = api.GetServerInfo(ctx, "server");
-    if (!info) return 0;
-    const char *version = api.ServerInfoGetFieldC(info, "valkey_version");
-    int major = version ? atoi(version) : 0;
-    api.FreeServerInfo(ctx, info);
-    return major;
+    char version[32];
+    return emq_server_info(ctx, "server", "valkey_version", version, sizeof(version)) > 0 ? atoi(version) : 0;
 }
 
 // emq_init names the module and fetches the API. A load refused because the

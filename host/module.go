@@ -143,6 +143,20 @@ func (m *Module) Has(name string) bool {
 	return C.emq_has(cname) != 0
 }
 
+// ServerInfo returns field of INFO section (as "maxmemory_policy" of
+// "memory"), or "" when the server has no such field.
+func (m *Module) ServerInfo(section, field string) string {
+	csection, cfield := C.CString(section), C.CString(field)
+	defer C.free(unsafe.Pointer(csection))
+	defer C.free(unsafe.Pointer(cfield))
+	var buf [128]C.char
+	n := C.emq_server_info(m.ctx, csection, cfield, &buf[0], C.size_t(len(buf)))
+	if n < 0 {
+		return ""
+	}
+	return C.GoStringN(&buf[0], n)
+}
+
 // Level is a server log level.
 type Level string
 

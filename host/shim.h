@@ -233,6 +233,7 @@ typedef struct emq_call {
 // Loading and registering (api.c).
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version);
 int emq_has(const char *api);
+int emq_server_info(ValkeyModuleCtx *ctx, const char *section, const char *field, char *buf, size_t cap);
 int emq_add_acl_category(ValkeyModuleCtx *ctx, const char *name);
 int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys);
 int emq_set_command_info(ValkeyModuleCtx *ctx, const char *name, const char *summary, const char *complexity,

@@ -73,3 +73,35 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 		allWork(t, "raised")
 	})
 }
+
+// TestAnEvictingPolicyIsWarnedOfAtLoad: under an allkeys-* policy the server
+// may evict a job's row or a queue's set, so the module warns in the log
+// as it loads; noeviction and the volatile-* policies (which evict only
+// keys with an expiry) load without the warning.
+func TestAnEvictingPolicyIsWarnedOfAtLoad(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		warned bool
+	}{
+		{"allkeys-lru", true},
+		{"allkeys-random", true},
+		{"volatile-lru", false},
+		{"noeviction", false},
+	} {
+		t.Run(tc.policy, func(t *testing.T) {
+			s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", tc.policy}})
+			var warned []string
+			for _, line := range s.LoadWarnings() {
+				if strings.Contains(line, "maxmemory-policy is") {
+					warned = append(warned, line)
+				}
+			}
+			if !tc.warned {
+				assert.Empty(t, warned)
+				return
+			}
+			require.Len(t, warned, 1)
+			assert.Contains(t, warned[0], "emq: maxmemory-policy is "+tc.policy+": under memory pressure the server may evict a job's row")
+		})
+	}
+}
