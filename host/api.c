@@ -31,6 +31,7 @@ _Static_assert(sizeof(emq_cmd_arg) == 72, "command arg layout");
 #define KSPEC_BS_INDEX 2
 #define KSPEC_FK_RANGE 2
 #define OPTION_NO_IMPLICIT_SIGNAL_MODIFIED (1 << 1)
+#define OPTIONS_HANDLE_REPL_ASYNC_LOAD (1 << 2)
 #define OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION (1 << 5) // Valkey 9.0
 
 typedef struct {
@@ -183,12 +184,18 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and
     // finding nothing to do must not invalidate WATCH or client tracking.
+    // A replica's async load (repl-diskless-load swapdb, skipped while a
+    // loaded module does not declare it handles one) loads the primary's
+    // data beside the old and swaps them: the module has no data type to
+    // load, keeps nothing of a key's value between calls (its waiters and
+    // timers go by a queue's name), and its timers sweep only on a primary
+    // that is not loading.
     // A slot's atomic migration (Valkey 9's CLUSTER MIGRATESLOTS, refused
     // while a loaded module does not declare it handles one) copies the
     // slot's keys to the new owner as commands before it takes the slot
     // over: the module keeps no state of keys it does not read in a call,
     // so keys arriving there, or leaving here, need nothing of it.
-    int options = OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+    int options = OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | OPTIONS_HANDLE_REPL_ASYNC_LOAD;
     if (valkey_major(ctx) >= 9) options |= OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION;
     if (api.SetModuleOptions) api.SetModuleOptions(ctx, options);
     return 0;

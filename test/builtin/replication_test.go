@@ -139,6 +139,23 @@ func commandStats(t *testing.T, s *valkeytest.Server) []string {
 	return out
 }
 
+// TestAReplicaWithTheModuleLoadsAsync: a replica that loads the primary's
+// data beside its own and swaps them (repl-diskless-load swapdb) does so
+// with the module loaded — the server skips that load while a loaded
+// module does not declare it handles one — and holds the primary's data.
+func TestAReplicaWithTheModuleLoadsAsync(t *testing.T) {
+	p := start(t, valkeytest.Options{Config: []string{"repl-diskless-sync", "yes", "repl-diskless-sync-delay", "0"}})
+	w := newWorkload(t, p.Client(), "async", 3)
+	require.True(t, w.run(t, 4))
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{Dir: t.TempDir(), Config: []string{"repl-diskless-load", "swapdb"}})
+	valkeytest.WaitReplicated(t, p, r)
+	log := r.Log()
+	assert.False(t, strings.Contains(log, "Skipping diskless-load"), "the replica skipped the async load: %s", r.LogPath())
+	assert.True(t, strings.Contains(log, "Swapping active DB with loaded DB"), "the replica loaded otherwise: %s", r.LogPath())
+	w.holds(t, r, w.snapshot(t, p))
+	noModuleWarnings(t, r)
+}
+
 func TestExpiredCountsStartOverLikeINCROnTheReplicaToo(t *testing.T) {
 	p := start(t, valkeytest.Options{})
 	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
