@@ -60,6 +60,9 @@ func TestAKeyTheMigrationMayHaveMovedIsTryAgain(t *testing.T) {
 		{"a queue recording events without its stream", []string{"EMQ.ENQUEUE", "2", keys.Job("q", id), keys.Pending("q"), id, "p"}, func(q *fakeQueue) {
 			config(q, map[string]string{"events": "100"})
 		}, true},
+		{"a schedule listed whose row is gone", []string{"EMQ.REPEATS", "1", keys.Set("q", keys.Repeats)}, func(q *fakeQueue) {
+			q.addSet(keys.Set("q", keys.Repeats), []fakeMember{{"s1", float64(now + 60_000)}})
+		}, true},
 		{"a queue whose keys are all here", claim, func(q *fakeQueue) {
 			q.addSet(claim[2], []fakeMember{{id, 0}})
 			q.rows[keys.Job("q", id)] = row
@@ -79,7 +82,7 @@ func TestAKeyTheMigrationMayHaveMovedIsTryAgain(t *testing.T) {
 					}
 					s.types = append(s.types, typ)
 				}
-				verb := map[string]*Verb{"EMQ.CLAIM": Claim, "EMQ.SETTLE": Settle, "EMQ.ENQUEUE": Enqueue}[tc.args[0]]
+				verb := map[string]*Verb{"EMQ.CLAIM": Claim, "EMQ.SETTLE": Settle, "EMQ.ENQUEUE": Enqueue, "EMQ.REPEATS": Repeats}[tc.args[0]]
 				refusal := call(t, verb, tc.args, s, Limits{SweepBatch: 100})
 				assert.Equal(t, tc.asked, s.asked > 0, "whether the verb asked (migrating: %v)", moving)
 				if moving && tc.asked {

@@ -461,6 +461,9 @@ func repeats(c Call) error {
 		if !ok {
 			return errNoPerm
 		}
+		if err := elsewhere(s, k); err != nil {
+			return err // the listing would leave a schedule out
+		}
 		if s.Type(k) != Hash {
 			continue // a name without its row: not a schedule
 		}
