@@ -39,7 +39,7 @@ func Load(m *host.Module) error {
 		m.Log(host.Warning, "emq: this server has no module ACL categories, so the verbs are in none (not @emq, @write or @fast, and -@write does not refuse them): grant each by name, +emq.enqueue style, or all with +@all")
 	}
 	if policy := m.ServerInfo("memory", "maxmemory_policy"); strings.HasPrefix(policy, "allkeys-") {
-		m.Log(host.Warning, "emq: maxmemory-policy is "+policy+": under memory pressure the server may evict a job's row or a queue's set, and the job is lost; a server holding queues needs noeviction (docs/OPERATIONS.md, Memory)")
+		m.Log(host.Warning, "emq: maxmemory-policy is "+policy+": once it reaches maxmemory the server may evict a job's row or a queue's set, and the job is lost; a server holding queues needs noeviction (docs/OPERATIONS.md, Memory)")
 	}
 	if err := m.Intern(emq.Constants); err != nil {
 		return err

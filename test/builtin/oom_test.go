@@ -101,7 +101,7 @@ func TestAnEvictingPolicyIsWarnedOfAtLoad(t *testing.T) {
 				return
 			}
 			require.Len(t, warned, 1)
-			assert.Contains(t, warned[0], "emq: maxmemory-policy is "+tc.policy+": under memory pressure the server may evict a job's row")
+			assert.Contains(t, warned[0], "emq: maxmemory-policy is "+tc.policy+": once it reaches maxmemory the server may evict a job's row")
 		})
 	}
 }
