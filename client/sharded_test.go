@@ -372,6 +372,19 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 				}
 			}
 
+			// a dead job and a delayed one, so that the shard's four sets exist
+			// (before the workers start: one could take that job first)
+			dead, err := moved.Enqueue(ctx(t), nil)
+			require.NoError(t, err)
+			_, err = moved.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			state, err := from.Do("EMQ.FAIL", "5", keys.Job(moved.name, dead.String()), moved.pending, moved.active,
+				moved.delayed, moved.dead, "1", "0", "1", "boom").ToString()
+			require.NoError(t, err)
+			require.Equal(t, "dead", state)
+			_, err = moved.Enqueue(ctx(t), nil, After(time.Hour))
+			require.NoError(t, err)
+
 			var mu sync.Mutex
 			seen := map[ids.ID]int{}
 			stop := background(t, func(ctx context.Context) error {
@@ -396,17 +409,6 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 					want = append(want, id)
 				}
 			}
-			// a dead job and a delayed one, so that the shard's four sets exist
-			dead, err := moved.Enqueue(ctx(t), nil)
-			require.NoError(t, err)
-			_, err = moved.Claim(ctx(t), 1)
-			require.NoError(t, err)
-			state, err := from.Do("EMQ.FAIL", "5", keys.Job(moved.name, dead.String()), moved.pending, moved.active,
-				moved.delayed, moved.dead, "1", "0", "1", "boom").ToString()
-			require.NoError(t, err)
-			require.Equal(t, "dead", state)
-			_, err = moved.Enqueue(ctx(t), nil, After(time.Hour))
-			require.NoError(t, err)
 
 			enqueue(300)
 			eventually(t, "the shard is being worked", func() bool { return handled() > 50 })
