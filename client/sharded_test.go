@@ -348,9 +348,12 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 		name  string
 		move  func(t *testing.T, cl *valkeytest.Cluster, slot int, from, to *valkeytest.Server)
 		needs string // a command the server must have, or the case skips
+		// splits: the move leaves the shard's rows on the new node while
+		// its sets are on the old one, where claims must answer TRYAGAIN
+		splits bool
 	}{
-		{"key by key", migrateSlot, ""},
-		{"atomically", migrateSlotAtomically, "cluster|migrateslots"},
+		{"key by key", migrateSlot, "", true},
+		{"atomically", migrateSlotAtomically, "cluster|migrateslots", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
@@ -424,6 +427,9 @@ func TestShardedWorkFollowsAReshard(t *testing.T) {
 				assert.Equal(t, 1, seen[id], "job %s", id)
 			}
 			assert.Zero(t, integer(t, to, "EXISTS", moved.pending, moved.active))
+			if tc.splits { // the old node met the half-moved slot, and said so
+				assert.Positive(t, valkeytest.InfoInt(from.Info("emq"), "emq_refused_tryagain"), "TRYAGAIN refusals on the old node")
+			}
 		})
 	}
 }
