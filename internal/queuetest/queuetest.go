@@ -67,18 +67,15 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c := client.New(vk)
-	m, err := ids.NewMinter(7)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := minter(t, 7)
 	f := Fixture{
 		EmailsDead: []ids.ID{id(2), id(1)}, EmailsDelayed: id(3), EmailsActive: id(4),
 		EmailsPending: []ids.ID{id(5), id(6), id(7)}, PaymentsPending: []ids.ID{id(8), id(9)},
 		InvoicesDead: id(11), EmailsDone: id(12), AuditStream: keys.Stream("audit", "events"),
 		DeadError: "550 mailbox unavailable", InvoicesDeadError: "render: template missing",
 	}
-	once := handle(t, c, "emails", m, 1)
-	thrice := handle(t, c, "emails", m, 3)
+	once := handle(t, c, "emails", m, client.Policy{MaxAttempts: 1})
+	thrice := handle(t, c, "emails", m, client.Policy{MaxAttempts: 3})
 
 	enqueue(t, ctx, c, "emails", id(1), "to: ann@example.com")
 	enqueue(t, ctx, c, "emails", id(2), "to: bob@example.com")
@@ -90,10 +87,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	enqueue(t, ctx, c, "emails", id(4), "to: dan@example.com")
 	claim(t, ctx, thrice, 1)
 	enqueue(t, ctx, c, "emails", f.EmailsDone, "to: eve@example.com")
-	kept, err := c.Queue("emails", m, client.Policy{Lease: time.Hour, Keep: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept := handle(t, c, "emails", m, client.Policy{Keep: 24 * time.Hour})
 	if err := claim(t, ctx, kept, 1)[0].AckResult(ctx, []byte("250 OK queued as 7F3A2")); err != nil {
 		t.Fatalf("queuetest: ack %s: %v", f.EmailsDone, err)
 	}
@@ -111,7 +105,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	for _, j := range f.PaymentsPending {
 		enqueue(t, ctx, c, "payments", j, `{"order":42}`)
 	}
-	payments := handle(t, c, "payments", m, 1)
+	payments := handle(t, c, "payments", m, client.Policy{MaxAttempts: 1})
 	if paused, err := payments.Pause(ctx); err != nil || !paused {
 		t.Fatalf("queuetest: pause payments: %v (paused %t)", err, paused)
 	}
@@ -120,7 +114,7 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	}
 
 	enqueue(t, ctx, c, "invoices", f.InvoicesDead, InvoicePayload)
-	fail(t, ctx, claim(t, ctx, handle(t, c, "invoices", m, 1), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
+	fail(t, ctx, claim(t, ctx, handle(t, c, "invoices", m, client.Policy{MaxAttempts: 1}), 1)[0], f.InvoicesDeadError, 0, client.StateDead)
 
 	if _, err := c.Append(ctx, "audit", "events", []client.Entry{
 		{ID: m.Mint(ids.Evt), Fields: []client.Field{{Name: "kind", Value: "created"}}}}); err != nil {
@@ -138,14 +132,27 @@ func Fill(t testing.TB, vk valkey.Client) Fixture {
 	return f
 }
 
-// handle is a queue handle allowing attempts claims per job.
-func handle(t testing.TB, c *client.Client, name string, m *ids.Minter, attempts int) *client.Queue {
+// handle is queue name's handle under p, its lease an hour: the fixture's
+// active job stays active through a test.
+func handle(t testing.TB, c *client.Client, name string, m *ids.Minter, p client.Policy) *client.Queue {
 	t.Helper()
-	q, err := c.Queue(name, m, client.Policy{Lease: time.Hour, MaxAttempts: attempts})
+	p.Lease = time.Hour
+	q, err := c.Queue(name, m, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// minter is the fixture's minter of node: each maker mints on a node of
+// its own, so no two mint the same id.
+func minter(t testing.TB, node uint32) *ids.Minter {
+	t.Helper()
+	m, err := ids.NewMinter(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 func enqueue(t testing.TB, ctx context.Context, c *client.Client, queue string, j ids.ID, payload string) {
@@ -191,11 +198,8 @@ func Dead(t testing.TB, vk valkey.Client, queue string, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := ids.NewMinter(8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := handle(t, client.New(vk), queue, m, 1)
+	m := minter(t, 8)
+	q := handle(t, client.New(vk), queue, m, client.Policy{MaxAttempts: 1})
 	payloads := make([][]byte, n)
 	for i := range payloads {
 		payloads[i] = []byte("doomed")
@@ -219,14 +223,8 @@ func Large(t testing.TB, vk valkey.Client, queue string, size int) ids.ID {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, err := ids.NewMinter(9)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := client.New(vk).Queue(queue, m, client.Policy{Lease: time.Hour, Keep: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := minter(t, 9)
+	q := handle(t, client.New(vk), queue, m, client.Policy{Keep: time.Hour})
 	id, err := q.Enqueue(ctx, bytes.Repeat([]byte("P"), size))
 	if err != nil {
 		t.Fatal(err)
