@@ -16,7 +16,7 @@ import (
 // a settlement's is: the server's per-command work is paid once for up to
 // manyMax jobs. It replies an array with one element per pair: 1
 // admitted; 0 when the row exists as a hash or an earlier pair of the call
-// has the id; or, for that job alone, the refusal its row decides
+// admitted the id; or, for that job alone, the refusal its row decides
 // (WRONGTYPE, NOPERM), the other jobs admitted.
 var EnqueueMany = &Verb{Name: "EMQ.ENQUEUEMANY", Arity: -7, Keys: 2, Cap: "enqueuemany",
 	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkMany(a); return err },
