@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -72,4 +73,48 @@ func (q *Queue) admitCall(id ids.ID, payload []byte, a *admission) verbCall {
 	return verbCall{verb: emq.Schedule, cp: CapSchedule, keys: []string{keys.Job(q.name, text), q.pending, q.delayed},
 		args:   []string{text, valkey.BinaryString(payload), strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10)},
 		script: q.c.scripts.schedule}
+}
+
+// admitBatchCall is EMQ.ADMIT of the jobs batch with their payloads, at
+// the priority and time a says (0 and 0 when a is nil).
+func (q *Queue) admitBatchCall(batch []ids.ID, payloads [][]byte, a *admission) verbCall {
+	if a == nil {
+		a = new(admission)
+	}
+	args := make([]string, 0, 2+2*len(batch))
+	args = append(args, strconv.Itoa(a.priority), strconv.FormatInt(a.atMs, 10))
+	for i, id := range batch {
+		args = append(args, id.String(), valkey.BinaryString(payloads[i]))
+	}
+	return verbCall{verb: emq.Admit, cp: CapAdmit, keys: []string{q.pending, q.delayed}, args: args,
+		script: q.c.scripts.admitBatch}
+}
+
+// admittedEach reads EMQ.ADMIT's reply for n jobs: each job's error, nil
+// when it was admitted — its refusal, ErrExists for a 0, or ErrNotDurable
+// when the call stands unconfirmed (as for each EMQ.ENQUEUE of a
+// pipeline) — or, when the call was refused, that refusal for every job.
+func admittedEach(r valkey.ValkeyResult, n int) []error {
+	r, short := applied(r)
+	replies, err := r.ToArray()
+	if err == nil && len(replies) != n {
+		err = fmt.Errorf("client: EMQ.ADMIT replied %d elements for %d jobs", len(replies), n)
+	}
+	out := make([]error, n)
+	for i := range out {
+		if err != nil {
+			out[i] = refusal(err)
+			continue
+		}
+		if out[i] = refusal(replies[i].Error()); out[i] != nil {
+			continue
+		}
+		switch admitted, _ := replies[i].AsInt64(); {
+		case short != nil:
+			out[i] = short
+		case admitted != 1:
+			out[i] = ErrExists
+		}
+	}
+	return out
 }
