@@ -24,7 +24,8 @@
 // the attempts before a job is dead, the backoff after a failure
 // ([Exponential] gives one with jitter) and how long finished jobs, and
 // their results, are kept. [Queue.Enqueue] mints the job's id;
-// [Queue.EnqueueMany] admits a batch in one pipeline; [Queue.Claim] and
+// [Queue.EnqueueMany] admits a batch in one pipeline, one EMQ.ADMIT per
+// 256 jobs; [Queue.Claim] and
 // [Queue.BClaim] hand out jobs ([Job]), each under a lease whose token is
 // its attempt; [Job.Extend], [Job.Ack], [Job.AckResult], [Job.Fail] and
 // [Job.FailAfter] present it, and a stale one is refused with EMQLEASE
@@ -48,8 +49,9 @@
 // [After] make a job claimable at a time, [Priority] sets its priority —
 // claims take the lowest first, and jobs of one priority in the order of
 // their ids, the order they were minted; a job keeps its priority through
-// every retry, promotion, requeue and revival. With any option the
-// admission is EMQ.SCHEDULE, without EMQ.ENQUEUE.
+// every retry, promotion, requeue and revival. With any option Enqueue's
+// admission is EMQ.SCHEDULE, without EMQ.ENQUEUE; EnqueueMany's is
+// EMQ.ADMIT either way, all its jobs at the options' priority and time.
 //
 //	id, err := q.Enqueue(ctx, payload, client.After(time.Minute), client.Priority(1))
 //
@@ -188,7 +190,8 @@
 //   - Extend: one pipeline for the held jobs whose renewal is due, every
 //     [WorkOptions].Renew of the lease (a third by default); none for a
 //     job shorter than that.
-//   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
+//   - Enqueue: one; EnqueueMany: one EMQ.ADMIT per 256 jobs, all in one
+//     round trip.
 //
 // Measured (TestWorkDeliversEachJobOnce: 10,000 quick jobs, 16 workers of
 // 8 slots, counting what the client sends): 0.06 commands in 0.06 round
@@ -252,7 +255,8 @@
 //     cannot block).
 //   - Settle, and Work's settle step: EVALSHA of [SettleScript], one
 //     command, atomic as the verb.
-//   - EnqueueMany: one pipeline of EVALSHA of the admission's script.
+//   - EnqueueMany: one pipeline of EVALSHA of [AdmitBatchScript], one per
+//     256 jobs.
 //   - Job: no verb; the same MULTI/EXEC of reads on every node.
 //   - Repeat, Unrepeat and Schedules: EVALSHA of their scripts (Repeat's
 //     after one that reads the server's clock); the ticks: see "Repeat
@@ -290,10 +294,10 @@
 //
 // The package holds a Lua script per verb that does what the verb does on
 // a server without the module: [AdmitScript], [ScheduleScript],
-// [ClaimScript], [ExtendScript], [AckScript], [FailScript],
-// [StalledCheckScript], [ReviveScript], [RemoveScript], [SettleScript],
-// [PauseScript], [ResumeScript], [LimitScript], [EventsScript] and
-// [ParkScript]. EVALSHA of a script with the verb's numkeys, keys and
+// [AdmitBatchScript], [ClaimScript], [ExtendScript], [AckScript],
+// [FailScript], [StalledCheckScript], [ReviveScript], [RemoveScript],
+// [SettleScript], [PauseScript], [ResumeScript], [LimitScript],
+// [EventsScript] and [ParkScript]. EVALSHA of a script with the verb's numkeys, keys and
 // arguments (CLAIM's and SETTLE's with the sweep batch appended) makes the
 // verb's writes in one server turn, appends the verb's lifecycle events to
 // the queue's events stream when they are on (XADD … MAXLEN ~ <cap> *,
@@ -330,8 +334,8 @@
 //     script: No permissions to access a key", after the call's earlier
 //     writes have landed (a claim's removals from pending come at its end,
 //     so a job it took may then sit in both pending and active); the verb
-//     refuses with NOPERM before writing, and SETTLE refuses a settlement
-//     alone.
+//     refuses with NOPERM before writing, and SETTLE and ADMIT refuse a
+//     settlement or a job alone.
 //   - The scripts count nothing in INFO emq (dropped ids, refusals, calls);
 //     the server counts them as EVALSHA calls and, by code, in errorstats.
 //   - "Now" is the server's TIME, read by the script (once per call, when

@@ -12,8 +12,9 @@ import (
 )
 
 // EnqueueOption says when, and at which priority, [Queue.Enqueue] and
-// [Queue.EnqueueMany] admit a job. Any option makes the admission
-// EMQ.SCHEDULE instead of EMQ.ENQUEUE; a nil option is ignored.
+// [Queue.EnqueueMany] admit a job. Any option makes Enqueue's admission
+// EMQ.SCHEDULE instead of EMQ.ENQUEUE (EnqueueMany's is EMQ.ADMIT either
+// way); a nil option is ignored.
 type EnqueueOption func(*admission)
 
 // admission is what the options of an enqueue decided.
