@@ -13,7 +13,7 @@ import (
 // the same, a verb the module gains included.
 func TestCapsAreTheRegistrysTokens(t *testing.T) {
 	caps := []Cap{CapEnqueue, CapAppend, CapPublish, CapFailuresIncr, CapClaim, CapBClaim,
-		CapExtend, CapAck, CapFail, CapStalledCheck, CapRevive, CapPark, CapSchedule, CapAdmit, CapPause, CapResume,
+		CapExtend, CapAck, CapFail, CapStalledCheck, CapRevive, CapPark, CapSchedule, CapPause, CapResume,
 		CapLimit, CapEvents, CapRemove, CapSettle, CapRepeat, CapUnrepeat, CapRepeats}
 	var got []string
 	for _, c := range caps {

@@ -28,7 +28,6 @@ const (
 	CapRevive       Cap = "revive"
 	CapPark         Cap = "park"
 	CapSchedule     Cap = "schedule"
-	CapAdmit        Cap = "admit"
 	CapPause        Cap = "pause"
 	CapResume       Cap = "resume"
 	CapLimit        Cap = "limit"

@@ -271,16 +271,16 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.same("a claim with events off", tw.claim(tw.long, 5))
 }
 
-// admitBatch admits the jobs batch on server i's queue qs[i] in one
-// EMQ.ADMIT (natively, or its script) at opts' priority and time, all
-// with payload, and presents each job's outcome.
-func (tw *twin) admitBatch(qs [2]*Queue, batch []ids.ID, payload string, opts ...EnqueueOption) func(int, node) any {
+// enqueueMany admits the jobs batch on server i's queue qs[i] in one
+// EMQ.ENQUEUEMANY (natively, or its script) at opts' priority and time,
+// all with payload, and presents each job's outcome.
+func (tw *twin) enqueueMany(qs [2]*Queue, batch []ids.ID, payload string, opts ...EnqueueOption) func(int, node) any {
 	return func(i int, _ node) any {
 		payloads := make([][]byte, len(batch))
 		for k := range payloads {
 			payloads[k] = []byte(payload)
 		}
-		errs, err := runVerb(ctx(tw.t), qs[i].c, qs[i].admitBatchCall(batch, payloads, newAdmission(opts)),
+		errs, err := runVerb(ctx(tw.t), qs[i].c, qs[i].enqueueManyCall(batch, payloads, newAdmission(opts)),
 			func(r valkey.ValkeyResult) ([]error, error) { return admittedEach(r, len(batch)), nil })
 		view := make([]string, len(errs))
 		for k, e := range errs {
@@ -290,10 +290,10 @@ func (tw *twin) admitBatch(qs [2]*Queue, batch []ids.ID, payload string, opts ..
 	}
 }
 
-// TestAdmitBatchScriptMatchesTheVerb: EMQ.ADMIT and AdmitBatchScript, on
-// a queue with events on, answer each call alike, job by job, and leave
-// the same rows, sets and events entries.
-func TestAdmitBatchScriptMatchesTheVerb(t *testing.T) {
+// TestEnqueueManyScriptMatchesTheVerb: EMQ.ENQUEUEMANY and
+// EnqueueManyScript, on a queue with events on, answer each call alike,
+// job by job, and leave the same rows, sets and events entries.
+func TestEnqueueManyScriptMatchesTheVerb(t *testing.T) {
 	nodes := startNodes(t)
 	const queue = "batch"
 	tw := newTwin(t, nodes, queue)
@@ -343,7 +343,7 @@ func TestAdmitBatchScriptMatchesTheVerb(t *testing.T) {
 			for i, n := range nodes {
 				before[i] = digest(t, n.s)
 			}
-			tw.same(tc.name, tw.admitBatch(tw.long, tc.batch, "p", tc.opts...))
+			tw.same(tc.name, tw.enqueueMany(tw.long, tc.batch, "p", tc.opts...))
 			if tc.digestKept {
 				for i, n := range nodes {
 					assert.Equal(t, before[i], digest(t, n.s), "%s: nothing written", n)

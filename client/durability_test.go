@@ -58,7 +58,7 @@ func TestDurability(t *testing.T) {
 				q := newQueue(t, r.node, "wait1", Policy{Durability: Durability{Replicas: 1}})
 				// A warm fallback: a script the node has not cached costs a
 				// NOSCRIPT round trip (with its wait) on its first use.
-				must(t, r.s, "SCRIPT", "LOAD", AdmitBatchScript)
+				must(t, r.s, "SCRIPT", "LOAD", EnqueueManyScript)
 				before := waits(r.s)
 				id, err := q.Enqueue(ctx(t), []byte("p"))
 				require.NoError(t, err)

@@ -148,12 +148,12 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 
 // EnqueueMany mints an id per payload and admits the jobs in one pipeline,
-// all with the same opts: one round trip for the batch, one EMQ.ADMIT per
-// admitChunk jobs. It returns the ids in payload order and the first
-// error, naming its job; a job the server refused was not admitted, and
-// the other jobs are admitted regardless. When replies were lost the
-// error is [ErrUnknownOutcome], naming the first job whose outcome is
-// unknown.
+// all with the same opts: one round trip for the batch, one
+// EMQ.ENQUEUEMANY per manyChunk jobs. It returns the ids in payload order
+// and the first error, naming its job; a job the server refused was not
+// admitted, and the other jobs are admitted regardless. When replies were
+// lost the error is [ErrUnknownOutcome], naming the first job whose
+// outcome is unknown.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if err := q.checkMinter(); err != nil {
 		return nil, err
@@ -166,10 +166,10 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	for i := range out {
 		out[i] = q.minter.Mint(ids.Job)
 	}
-	calls := make([]verbCall, 0, (len(payloads)+admitChunk-1)/admitChunk)
-	for start := 0; start < len(payloads); start += admitChunk {
-		end := min(start+admitChunk, len(payloads))
-		v := q.admitBatchCall(out[start:end], payloads[start:end], a)
+	calls := make([]verbCall, 0, (len(payloads)+manyChunk-1)/manyChunk)
+	for start := 0; start < len(payloads); start += manyChunk {
+		end := min(start+manyChunk, len(payloads))
+		v := q.enqueueManyCall(out[start:end], payloads[start:end], a)
 		if err := check(v.verb, v.line()...); err != nil {
 			return nil, err
 		}
@@ -177,12 +177,12 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	}
 	var first error
 	for c, r := range runVerbs(ctx, q.c, calls) {
-		start := c * admitChunk
+		start := c * manyChunk
 		if lost(r.Error()) {
 			return out, errors.Join(first, fmt.Errorf("%w: jobs %s to %s (%d of %d): %w",
 				ErrUnknownOutcome, out[start], out[len(out)-1], len(out)-start, len(out), r.Error()))
 		}
-		chunk := out[start:min(start+admitChunk, len(out))]
+		chunk := out[start:min(start+manyChunk, len(out))]
 		for i, err := range admittedEach(r, len(chunk)) {
 			if err != nil && first == nil {
 				first = fmt.Errorf("job %s: %w", chunk[i], err)
@@ -192,11 +192,11 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	return out, first
 }
 
-// admitChunk is the most jobs EnqueueMany puts in one EMQ.ADMIT (the verb
-// takes 1,000): the verb's per-call work is shared by enough jobs to be
-// small, while each call's server turn, which other clients wait behind,
-// stays short.
-const admitChunk = 256
+// manyChunk is the most jobs EnqueueMany puts in one EMQ.ENQUEUEMANY
+// (the verb takes 1,000): the verb's per-call work is shared by enough
+// jobs to be small, while each call's server turn, which other clients
+// wait behind, stays short.
+const manyChunk = 256
 
 // checkMinter refuses to mint on a queue made without a minter, which
 // would panic.

@@ -13,8 +13,8 @@ import (
 
 // EnqueueOption says when, and at which priority, [Queue.Enqueue] and
 // [Queue.EnqueueMany] admit a job. Any option makes Enqueue's admission
-// EMQ.SCHEDULE instead of EMQ.ENQUEUE (EnqueueMany's is EMQ.ADMIT either
-// way); a nil option is ignored.
+// EMQ.SCHEDULE instead of EMQ.ENQUEUE (EnqueueMany's is EMQ.ENQUEUEMANY
+// either way); a nil option is ignored.
 type EnqueueOption func(*admission)
 
 // admission is what the options of an enqueue decided.
@@ -76,9 +76,9 @@ func (q *Queue) admitCall(id ids.ID, payload []byte, a *admission) verbCall {
 		script: q.c.scripts.schedule}
 }
 
-// admitBatchCall is EMQ.ADMIT of the jobs batch with their payloads, at
+// enqueueManyCall is EMQ.ENQUEUEMANY of the jobs batch with their payloads, at
 // the priority and time a says (0 and 0 when a is nil).
-func (q *Queue) admitBatchCall(batch []ids.ID, payloads [][]byte, a *admission) verbCall {
+func (q *Queue) enqueueManyCall(batch []ids.ID, payloads [][]byte, a *admission) verbCall {
 	if a == nil {
 		a = new(admission)
 	}
@@ -87,11 +87,11 @@ func (q *Queue) admitBatchCall(batch []ids.ID, payloads [][]byte, a *admission) 
 	for i, id := range batch {
 		args = append(args, id.String(), valkey.BinaryString(payloads[i]))
 	}
-	return verbCall{verb: emq.Admit, cp: CapAdmit, keys: []string{q.pending, q.delayed}, args: args,
-		script: q.c.scripts.admitBatch}
+	return verbCall{verb: emq.EnqueueMany, cp: CapEnqueueMany, keys: []string{q.pending, q.delayed}, args: args,
+		script: q.c.scripts.enqueueMany}
 }
 
-// admittedEach reads EMQ.ADMIT's reply for n jobs: each job's error, nil
+// admittedEach reads EMQ.ENQUEUEMANY's reply for n jobs: each job's error, nil
 // when it was admitted — its refusal, ErrExists for a 0, or ErrNotDurable
 // when the call stands unconfirmed (as for each EMQ.ENQUEUE of a
 // pipeline) — or, when the call was refused, that refusal for every job.
@@ -99,7 +99,7 @@ func admittedEach(r valkey.ValkeyResult, n int) []error {
 	r, short := applied(r)
 	replies, err := r.ToArray()
 	if err == nil && len(replies) != n {
-		err = fmt.Errorf("client: EMQ.ADMIT replied %d elements for %d jobs", len(replies), n)
+		err = fmt.Errorf("client: EMQ.ENQUEUEMANY replied %d elements for %d jobs", len(replies), n)
 	}
 	out := make([]error, n)
 	for i := range out {

@@ -239,7 +239,7 @@ end
 -- at priority (its text) in pending when at is 0 or not after now (the
 -- server's clock when nil, read only then), else delayed in delayed until
 -- at, with its lifecycle event — one job of EMQ.ENQUEUE, EMQ.SCHEDULE or
--- EMQ.ADMIT.
+-- EMQ.ENQUEUEMANY.
 local function admit_row(st, row, pending, delayed, id, payload, priority, at, now)
   local state = 'pending'
   if at ~= 0 and at > (now or now_ms()) then

@@ -57,10 +57,11 @@ func jobIDs(cmds []valkey.Completed) []string {
 	return out
 }
 
-// TestEnqueueManyAdmitsInChunks: EnqueueMany sends one EMQ.ADMIT (or its
-// script) per 256 jobs, in one pipeline, and keeps its contract — ids in
-// payload order, the first error naming its job, a refused job alone not
-// admitted, ErrUnknownOutcome from the first job of a lost chunk.
+// TestEnqueueManyAdmitsInChunks: EnqueueMany sends one EMQ.ENQUEUEMANY
+// (or its script) per 256 jobs, in one pipeline, and keeps its contract —
+// ids in payload order, the first error naming its job, a refused job
+// alone not admitted, ErrUnknownOutcome from the first job of a lost
+// chunk.
 func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
@@ -69,8 +70,8 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 				c := New(counted)
 				q, err := c.Queue("thousand", n.m, Policy{})
 				require.NoError(t, err)
-				must(t, n.s, "SCRIPT", "LOAD", AdmitBatchScript) // no NOSCRIPT round trip on the fallback
-				_, err = c.Native(ctx(t), CapAdmit, q.name)      // EMQ.CAPS before counting
+				must(t, n.s, "SCRIPT", "LOAD", EnqueueManyScript) // no NOSCRIPT round trip on the fallback
+				_, err = c.Native(ctx(t), CapEnqueueMany, q.name) // EMQ.CAPS before counting
 				require.NoError(t, err)
 				must(t, n.s, "CONFIG", "RESETSTAT")
 				trips := counted.trips.Load()
@@ -82,7 +83,7 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, trips+1, counted.trips.Load(), "one round trip")
 				if n.native {
-					assert.Equal(t, int64(4), n.s.Calls("EMQ.ADMIT"), "256 + 256 + 256 + 232 jobs")
+					assert.Equal(t, int64(4), n.s.Calls("EMQ.ENQUEUEMANY"), "256 + 256 + 256 + 232 jobs")
 					assert.Zero(t, n.s.Calls("EMQ.ENQUEUE", "EMQ.SCHEDULE"))
 				} else {
 					assert.Equal(t, int64(4), n.s.Calls("evalsha"), "256 + 256 + 256 + 232 jobs")
@@ -129,7 +130,7 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 				require.NoError(t, err)
 				// Cached, so that the chunks run on the fallback too (a
 				// NOSCRIPT would not).
-				must(t, n.s, "SCRIPT", "LOAD", AdmitBatchScript)
+				must(t, n.s, "SCRIPT", "LOAD", EnqueueManyScript)
 				payloads := make([][]byte, 600)
 				got, err := q.EnqueueMany(ctx(t), payloads)
 				require.ErrorIs(t, err, ErrUnknownOutcome)
