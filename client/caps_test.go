@@ -14,7 +14,7 @@ import (
 func TestCapsAreTheRegistrysTokens(t *testing.T) {
 	caps := []Cap{CapEnqueue, CapAppend, CapPublish, CapFailuresIncr, CapClaim, CapBClaim,
 		CapExtend, CapAck, CapFail, CapStalledCheck, CapRevive, CapPark, CapSchedule, CapPause, CapResume,
-		CapLimit, CapEvents, CapRemove, CapSettle, CapRepeat, CapUnrepeat, CapRepeats}
+		CapLimit, CapEvents, CapRemove, CapSettle, CapRepeat, CapUnrepeat, CapRepeats, CapEnqueueMany}
 	var got []string
 	for _, c := range caps {
 		got = append(got, string(c))

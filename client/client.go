@@ -37,6 +37,7 @@ const (
 	CapRepeat       Cap = "repeat"
 	CapUnrepeat     Cap = "unrepeat"
 	CapRepeats      Cap = "repeats"
+	CapEnqueueMany  Cap = "enqueuemany"
 )
 
 // DefaultRecheck is how long a node's EMQ.CAPS answer is trusted when no

@@ -175,7 +175,7 @@ func fieldHelp(name string) string {
 // fieldHelps say what INFO emq's counters and levels count (docs/commands.md,
 // "Configuration and INFO" and the blocking claim's waits).
 var fieldHelps = map[string]string{
-	"emq_jobs_admitted":       "Jobs admitted to pending (EMQ.ENQUEUE; EMQ.SCHEDULE due now), duplicates not counted.",
+	"emq_jobs_admitted":       "Jobs admitted to pending (EMQ.ENQUEUE; EMQ.SCHEDULE and EMQ.ENQUEUEMANY due now), duplicates not counted.",
 	"emq_jobs_duplicate":      "Admissions of a job id the queue already held: answered, nothing written.",
 	"emq_entries_appended":    "Entries appended to streams (EMQ.APPEND).",
 	"emq_envelopes_published": "Envelopes published (EMQ.PUBLISH).",
@@ -192,7 +192,7 @@ var fieldHelps = map[string]string{
 	"emq_jobs_revived":        "Dead jobs revived to pending.",
 	"emq_parked":              "Messages parked.",
 	"emq_parks_noop":          "Parks that found the entry no longer pending.",
-	"emq_jobs_scheduled":      "Jobs admitted to delayed (EMQ.SCHEDULE with a time to come).",
+	"emq_jobs_scheduled":      "Jobs admitted to delayed (EMQ.SCHEDULE or EMQ.ENQUEUEMANY with a time to come).",
 	"emq_jobs_removed":        "Jobs removed (EMQ.REMOVE).",
 	"emq_repeats_ticked":      "Jobs made by the ticks of repeat schedules.",
 	"emq_events_appended":     "Events appended to queues' event streams.",

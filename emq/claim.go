@@ -119,10 +119,8 @@ type turn struct {
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
-	// ids this turn settled or took: never taken (again), never swept;
-	// unsorted while few, sorted (for a binary search) once more
-	done   [][]byte
-	sorted bool
+	// ids this turn settled or took: never taken (again), never swept
+	done idSet
 	// a bit per set of the four (claimPending …) holding members when the
 	// turn began
 	filled uint8
@@ -232,7 +230,8 @@ func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
 	t.limiter, t.used, t.windowEnd, t.windowStored, t.repeats = -1, 0, 0, false, -1
-	t.cands, t.done, t.sorted, t.filled = t.cands[:0], t.done[:0], false, 0
+	t.cands, t.filled = t.cands[:0], 0
+	t.done.reset()
 	return t
 }
 
@@ -278,7 +277,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 		case i < len(pending) && (j == len(t.cands) || order(pending[i], t.cands[j].member) < 0):
 			m := pending[i]
 			i++
-			if t.isDone(m.Bytes) {
+			if t.done.has(m.Bytes) {
 				continue // an id in two sets at once, taken already: once
 			}
 			k, v, err := openNamed(s, p, t.queue, m.Bytes, claimFields)
@@ -290,7 +289,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			cand = t.cands[j]
 			j++
 			// a settlement's job failed back to pending is settled, and takeable
-			if cand.from != claimPending && t.isDone(cand.member.Bytes) {
+			if cand.from != claimPending && t.done.has(cand.member.Bytes) {
 				continue
 			}
 		default:
@@ -300,7 +299,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			break
 		}
 		taken++
-		t.markDone(cand.member.Bytes)
+		t.done.add(cand.member.Bytes)
 		if t.take(a, cand) {
 			delivered++
 		}
@@ -328,41 +327,6 @@ func order(a, b Member) int {
 		return 1
 	}
 	return bytes.Compare(a.Bytes, b.Bytes)
-}
-
-// isDone reports whether id was settled or taken in this turn.
-func (t *turn) isDone(id []byte) bool {
-	if t.sorted {
-		_, found := slices.BinarySearchFunc(t.done, id, bytes.Compare)
-		return found
-	}
-	for _, d := range t.done {
-		if bytes.Equal(d, id) {
-			return true
-		}
-	}
-	return false
-}
-
-// fewDone is how many ids the turn looks through one by one before it
-// keeps them sorted.
-const fewDone = 16
-
-// markDone records id as settled or taken in this turn.
-func (t *turn) markDone(id []byte) {
-	if !t.sorted {
-		if !t.isDone(id) {
-			t.done = append(t.done, id)
-		}
-		if len(t.done) > fewDone {
-			slices.SortFunc(t.done, bytes.Compare)
-			t.sorted = true
-		}
-		return
-	}
-	if i, found := slices.BinarySearchFunc(t.done, id, bytes.Compare); !found {
-		t.done = slices.Insert(t.done, i, id)
-	}
 }
 
 // take plans one candidate's claim: to the caller, or to dead when its

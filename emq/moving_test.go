@@ -33,40 +33,42 @@ func TestAKeyTheMigrationMayHaveMovedIsTryAgain(t *testing.T) {
 		name  string
 		args  []string
 		setup func(q *fakeQueue)
-		asked bool // whether the verb asks: a key it needs is empty
+		asks  int // how often the verb asks: a key it needs is empty
 	}{
 		{"a pending id whose row is gone", claim, func(q *fakeQueue) {
 			q.addSet(claim[2], []fakeMember{{id, 0}})
-		}, true},
+		}, 1},
 		{"a due delayed id whose row is gone", claim, func(q *fakeQueue) {
 			q.addSet(claim[4], []fakeMember{{id, float64(now - 1)}})
-		}, true},
+		}, 1},
 		{"an expired lease whose row is gone", claim, func(q *fakeQueue) {
 			q.addSet(claim[3], []fakeMember{{id, float64(now - 1)}})
-		}, true},
+		}, 1},
 		{"a settlement whose row is gone", settle, func(q *fakeQueue) {
 			q.addSet(claim[3], []fakeMember{{id, float64(now + 1000)}})
-		}, true},
+		}, 1},
 		{"a due schedule whose row is gone", claim, func(q *fakeQueue) {
 			config(q, map[string]string{"repeat_seq": "1"})
 			q.rows[keys.Set("q", keys.Repeats)] = fakeRow{typ: ZSet}
 			q.addSet(keys.Set("q", keys.Repeats), []fakeMember{{"s1", float64(now - 1)}})
-		}, true},
+		}, 1},
 		{"a limited queue without its rate window", claim, func(q *fakeQueue) {
 			config(q, map[string]string{"rate_max": "10", "rate_ms": "1000"})
 			q.addSet(claim[2], []fakeMember{{id, 0}})
 			q.rows[keys.Job("q", id)] = row
-		}, true},
+		}, 1},
 		{"a queue recording events without its stream", []string{"EMQ.ENQUEUE", "2", keys.Job("q", id), keys.Pending("q"), id, "p"}, func(q *fakeQueue) {
 			config(q, map[string]string{"events": "100"})
-		}, true},
+		}, 1},
 		{"a schedule listed whose row is gone", []string{"EMQ.REPEATS", "1", keys.Set("q", keys.Repeats)}, func(q *fakeQueue) {
 			q.addSet(keys.Set("q", keys.Repeats), []fakeMember{{"s1", float64(now + 60_000)}})
-		}, true},
+		}, 1},
+		{"a batch admitting new rows asks once: its rows share the slot", []string{"EMQ.ENQUEUEMANY", "2", keys.Pending("q"), keys.Set("q", keys.DelayedSet),
+			"0", "0", id, "p", "JOB0018f2a4c1e00002", "p", "JOB0018f2a4c1e00003", "p"}, func(q *fakeQueue) {}, 1},
 		{"a queue whose keys are all here", claim, func(q *fakeQueue) {
 			q.addSet(claim[2], []fakeMember{{id, 0}})
 			q.rows[keys.Job("q", id)] = row
-		}, false},
+		}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, moving := range []bool{false, true} {
@@ -82,10 +84,10 @@ func TestAKeyTheMigrationMayHaveMovedIsTryAgain(t *testing.T) {
 					}
 					s.types = append(s.types, typ)
 				}
-				verb := map[string]*Verb{"EMQ.CLAIM": Claim, "EMQ.SETTLE": Settle, "EMQ.ENQUEUE": Enqueue, "EMQ.REPEATS": Repeats}[tc.args[0]]
+				verb := map[string]*Verb{"EMQ.CLAIM": Claim, "EMQ.SETTLE": Settle, "EMQ.ENQUEUE": Enqueue, "EMQ.REPEATS": Repeats, "EMQ.ENQUEUEMANY": EnqueueMany}[tc.args[0]]
 				refusal := call(t, verb, tc.args, s, Limits{SweepBatch: 100})
-				assert.Equal(t, tc.asked, s.asked > 0, "whether the verb asked (migrating: %v)", moving)
-				if moving && tc.asked {
+				assert.Equal(t, tc.asks, s.asked, "how often the verb asked (migrating: %v)", moving)
+				if moving && tc.asks > 0 {
 					require.NotNil(t, refusal, "refused while the slot migrates")
 					assert.Equal(t, errors.TryAgain, refusal.Code)
 					continue

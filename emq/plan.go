@@ -229,7 +229,8 @@ type Plan struct {
 	// so that the clients waiting on it look again; 0 for none.
 	Wake int
 	// what the lifecycle verbs gather before they plan, reused across calls
-	turn        turn // a claim turn's state, its slices kept
+	turn        turn  // a claim turn's state, its slices kept
+	admitted    idSet // the ids an EMQ.ENQUEUEMANY call admitted
 	settlements []settlement
 }
 
@@ -285,7 +286,7 @@ type DueSet struct {
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || cap(p.turn.done) > maxKept ||
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.admitted.oversized() ||
 		cap(p.settlements) > maxKept
 }
 

@@ -25,7 +25,7 @@ func fuzzServer(args []string, nkeys int, types []byte, config string, now int64
 		}
 		s.types = append(s.types, keyType(b))
 	}
-	s.queue = newFakeQueue(args[2 : 2+nkeys])
+	s.queue = newFakeQueue(args[2 : 2+nkeys : 2+nkeys]) // clipped: the fake appends the keys it opens
 	for i, name := range args[2 : 2+nkeys] {
 		s.queue.rows[name] = fakeRow{typ: s.types[i], fields: map[string]string{"state": "active", "attempts": "1", "payload": "p"}}
 	}
@@ -144,5 +144,52 @@ func FuzzRemove(f *testing.F) {
 			require.Equal(t, []Reply{{Kind: ReplyInt, Int: 0}}, s.plan.Replies)
 			require.Empty(t, s.plan.Writes)
 		}
+	})
+}
+
+func FuzzEnqueueMany(f *testing.F) {
+	f.Add("2", "emq:{q}:pending", "emq:{q}:delayed", "5", "0", "JOB0018f2a4c1e00001 a JOB0018f2a4c1e00002 b JOB0018f2a4c1e00001 c", []byte{0, 0}, "", int64(1_700_000_000_000))
+	f.Add("2", "emq:{q}:pending", "emq:{q}:delayed", "0", "1800000000000", "JOB0018f2a4c1e00001 a", []byte{5, 5}, "events=10", int64(1_700_000_000_000))
+	f.Add("2", "emq:{q}:pending", "emq:{q}:delayed", "0", "0", "JOB0018f2a4c1e00001", []byte{0, 0}, "", int64(0))
+	f.Add("2", "emq:{q}:delayed", "emq:{q}:pending", "1", "0", "MSG0018f2a4c1e00001 a", []byte{3, 0}, "paused=1", int64(0))
+	f.Fuzz(func(t *testing.T, numkeys, pending, delayed, priority, at, jobs string, types []byte, config string, now int64) {
+		args := append([]string{"EMQ.ENQUEUEMANY", numkeys, pending, delayed, priority, at}, strings.Fields(jobs)...)
+		if !EnqueueMany.ArityFits(len(args)) {
+			return // the server's arity refuses it before the verb
+		}
+		s := fuzzServer(args, 2, types, config, now)
+		if call(t, EnqueueMany, args, s, Limits{}) != nil {
+			return
+		}
+		pairs := (len(args) - manyFirst) / 2
+		r := s.plan.Replies
+		require.Equal(t, Reply{Kind: ReplyArray, Int: int64(pairs)}, r[0], "one reply per job")
+		seen := map[string]bool{}
+		p, a := number(priority), number(at)
+		set, score := int32(0), float64(p)
+		if a != 0 && a > s.now {
+			set, score = 1, float64(a)
+		}
+		var zadds []Write
+		for _, w := range s.plan.Writes {
+			if w.Op == ZAdd {
+				zadds = append(zadds, w)
+			}
+		}
+		admitted := 0
+		for i := range pairs {
+			id := args[manyFirst+2*i]
+			want := int64(1)
+			if seen[id] {
+				want = 0 // a repeated id: its first pair admitted it
+			}
+			seen[id] = true
+			require.Equal(t, Reply{Kind: ReplyInt, Int: want}, r[1+i], "job %d", i+1)
+			if want == 1 {
+				require.Equal(t, Write{Op: ZAdd, Key: set, From: zadds[admitted].From, N: 1, Score: score}, zadds[admitted], "job %d joins its set", i+1)
+				admitted++
+			}
+		}
+		require.Len(t, zadds, admitted, "one ZADD per job admitted")
 	})
 }

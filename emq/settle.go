@@ -94,7 +94,7 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	if err != nil {
 		return err
 	}
-	if t.isDone(id) {
+	if t.done.has(id) {
 		return errLease // settled earlier in the call: not active any more
 	}
 	row, err := leasedJob(s, p, k, st.attempt)
@@ -102,7 +102,7 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 		return err
 	}
 	ref := Arg(st.id)
-	t.markDone(id)
+	t.done.add(id)
 	switch st.kind {
 	case 'F':
 		to := failSets{pending: claimPending, active: claimActive, delayed: claimDelayed, dead: claimDead}

@@ -58,7 +58,7 @@ func (t *turn) sweep() error {
 func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Ref, counter Counter) error {
 	s, p := t.s, t.p
 	for _, m := range s.ZRange(set, max, exclusive, t.batch) {
-		if t.isDone(m.Bytes) {
+		if t.done.has(m.Bytes) {
 			continue
 		}
 		read := priorityFields

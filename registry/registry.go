@@ -400,6 +400,23 @@ var table = []Row{
 			Args:       []host.ArgSpec{numkeysArg, key("repeats_key", "emq:{<queue>}:repeats")},
 		},
 	},
+	{
+		Verb: emq.EnqueueMany,
+		CommandSpec: host.CommandSpec{
+			Flags: "write deny-oom", ACL: "write slow",
+			KeyFlags:   host.KeyRW | host.KeyInsert,
+			Summary:    "Admits a batch of jobs of one queue at a priority, now or at a time; replies one element per job.",
+			Complexity: "O(M log(N)) where M is the number of jobs and N the size of the set they join.",
+			Since:      since03,
+			Args: append(append([]host.ArgSpec{numkeysArg}, queueSets("pending", "delayed")...),
+				integer("priority", "0 to 2147483647; lower is claimed first"),
+				integer("at_ms", "Unix ms to admit them at; 0 or a past time admits them now"),
+				host.ArgSpec{Name: "job", Type: host.ArgBlock, Multiple: true, Sub: []host.ArgSpec{
+					{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
+					{Name: "payload", Type: host.ArgString, Summary: "the job's payload"},
+				}}),
+		},
+	},
 }
 
 // caps is EMQ.CAPS's row; its verb is made from the table's tokens.

@@ -59,7 +59,7 @@ func selectRows(only *regexp.Regexp) []row {
 
 // rows are the comparisons, in the order the report lists them.
 func rows() []row {
-	rs := []row{enqueueRow(), scheduleRow()}
+	rs := []row{enqueueRow(), scheduleRow(), enqueueManyRow(100)}
 	for _, n := range []int{1, 10, 100} {
 		rs = append(rs, appendRow(n))
 	}
@@ -75,21 +75,24 @@ func lengthOf(cmd string, perOp int64) func(g *opGen) ([]string, int64) {
 	return func(g *opGen) ([]string, int64) { return []string{cmd, g.key}, g.ops * perOp }
 }
 
+// hset appends the HSET of a fresh job's row, as ENQUEUE writes it.
+func hset(w *cmdBuf, g *opGen, job []byte) {
+	w.command("HSET", 8)
+	w.join([]byte(g.prefix), []byte("}:job:"), job)
+	for _, s := range []string{"state", "pending", "attempts", "0", "payload", payload} {
+		w.str(s)
+	}
+}
+
+// zadd appends the ZADD of job to the generator's pending set at score 0.
+func zadd(w *cmdBuf, g *opGen, job []byte) {
+	w.command("ZADD", 4)
+	w.str(g.key)
+	w.str("0")
+	w.join(job)
+}
+
 func enqueueRow() row {
-	jobKey := func(w *cmdBuf, g *opGen, job []byte) { w.join([]byte(g.prefix), []byte("}:job:"), job) }
-	hset := func(w *cmdBuf, g *opGen, job []byte) {
-		w.command("HSET", 8)
-		jobKey(w, g, job)
-		for _, s := range []string{"state", "pending", "attempts", "0", "payload", payload} {
-			w.str(s)
-		}
-	}
-	zadd := func(w *cmdBuf, g *opGen, job []byte) {
-		w.command("ZADD", 4)
-		w.str(g.key)
-		w.str("0")
-		w.join(job)
-	}
 	return row{
 		name: "ENQUEUE", entries: 1, fixedKey: "}:pending", check: lengthOf("ZCARD", 1),
 		variants: []variant{
@@ -163,6 +166,39 @@ func scheduleRow() row {
 				w.str(g.sha)
 				args(w, g, job, benchPriority)
 			})},
+		},
+	}
+}
+
+// enqueueManyRow is EMQ.ENQUEUEMANY of n jobs against n EMQ.ENQUEUE and
+// n HSET + ZADD, pipelined: what a batch saves a producer's server.
+func enqueueManyRow(n int) row {
+	jobs := func(w *cmdBuf, g *opGen, f func(w *cmdBuf, g *opGen, job []byte)) {
+		for range n {
+			withJob(f)(w, g)
+		}
+	}
+	return row{
+		name: fmt.Sprintf("ENQUEUE of %d", n), entries: n, fixedKey: "}:pending", check: lengthOf("ZCARD", int64(n)),
+		variants: []variant{
+			{name: fmt.Sprintf("EMQ.ENQUEUEMANY of %d", n), verb: "enqueuemany", write: func(w *cmdBuf, g *opGen) {
+				w.command("EMQ.ENQUEUEMANY", 6+2*n)
+				w.str("2")
+				g.sets(w, "pending", "delayed")
+				w.str("0")
+				w.str("0")
+				jobs(w, g, func(w *cmdBuf, _ *opGen, job []byte) {
+					w.join(job)
+					w.str(payload)
+				})
+			}},
+			{name: fmt.Sprintf("%d EMQ.ENQUEUE pipelined", n), write: func(w *cmdBuf, g *opGen) { jobs(w, g, enqueueCmd) }},
+			{name: fmt.Sprintf("%d HSET + ZADD pipelined", n), write: func(w *cmdBuf, g *opGen) {
+				jobs(w, g, func(w *cmdBuf, g *opGen, job []byte) {
+					hset(w, g, job)
+					zadd(w, g, job)
+				})
+			}},
 		},
 	}
 }

@@ -196,6 +196,17 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 				require.NoError(t, err)
 				assert.Equal(t, []int64{1}, acks, "the ack is applied on the new node")
 			}},
+		{"a batch admitting again a job whose row moved", nil,
+			func(q fullQueue) []string { return []string{keys.Job(q.name, q.pending)} },
+			func(q fullQueue) []string {
+				return []string{"EMQ.ENQUEUEMANY", "2", keys.Pending(q.name), keys.Set(q.name, keys.DelayedSet), "0", "0",
+					q.pending, "p", "JOB0000000000000001", "new"}
+			},
+			func(t *testing.T, _ *valkeytest.Server, _ fullQueue, reply valkey.ValkeyResult) {
+				got, err := reply.AsIntSlice()
+				require.NoError(t, err)
+				assert.Equal(t, []int64{0, 1}, got, "on the new node the moved job is a duplicate, not admitted twice")
+			}},
 		{"a limited queue whose rate window moved", func(queue string) []string {
 			return []string{"EMQ.LIMIT", "2", keys.Set(queue, keys.Config), keys.Pending(queue), "100", "3600000"}
 		},

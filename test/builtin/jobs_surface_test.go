@@ -216,6 +216,15 @@ func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
 			nil,
 			schedule(q, ids.ID{NS: ids.Job, Value: 1}, "p", 0, 4102444800000),
 			[][]string{{"HSET", ja, "state", "delayed", "attempts", "0", "payload", "p"}, {"ZADD", delayed, "4102444800000", a}}},
+		{"ENQUEUEMANY: per job hset on the row and zadd on its set",
+			nil,
+			enqueueMany(q, 2, 0, ids.ID{NS: ids.Job, Value: 1}, "p", ids.ID{NS: ids.Job, Value: 2}, "r"),
+			[][]string{{"HSET", ja, "state", "pending", "attempts", "0", "payload", "p", "priority", "2"}, {"ZADD", pending, "2", a},
+				{"HSET", jb, "state", "pending", "attempts", "0", "payload", "r", "priority", "2"}, {"ZADD", pending, "2", b}}},
+		{"ENQUEUEMANY later: hset on the row, zadd on delayed; an existing row fires nothing",
+			[][]string{row(jb, "pending", "0"), {"ZADD", pending, "0", b}},
+			enqueueMany(q, 0, 4102444800000, ids.ID{NS: ids.Job, Value: 1}, "p", ids.ID{NS: ids.Job, Value: 2}, "r"),
+			[][]string{{"HSET", ja, "state", "delayed", "attempts", "0", "payload", "p"}, {"ZADD", delayed, "4102444800000", a}}},
 		{"ACK with a result: zrem on active, hset and expire on the row",
 			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}, row(jb, "active", "1"), {"ZADD", active, "1", b}},
 			verb("EMQ.ACK", []string{ja, active}, "1", "60000", "r"),
@@ -374,6 +383,7 @@ func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 		{"EMQ.REPEAT", 12, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
 		{"EMQ.UNREPEAT", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
 		{"EMQ.REPEATS", 3, []string{"readonly"}, []string{"read", "slow", "emq"}},
+		{"EMQ.ENQUEUEMANY", -7, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			info, err := s.Do("COMMAND", "INFO", v.name).ToArray()

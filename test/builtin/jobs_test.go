@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +53,17 @@ func revive(queue, id string) command {
 func schedule(queue string, id ids.ID, payload string, priority, atMs int64) command {
 	sets := queueSets(queue)
 	return verb("EMQ.SCHEDULE", []string{keys.Job(queue, id.String()), sets[0], sets[2]}, id.String(), payload, i64(priority), i64(atMs))
+}
+
+// enqueueMany is EMQ.ENQUEUEMANY of queue at priority and atMs: jobs
+// alternates ids (ids.ID) and payloads (string).
+func enqueueMany(queue string, priority, atMs int64, jobs ...any) command {
+	args := []string{i64(priority), i64(atMs)}
+	for _, j := range jobs {
+		args = append(args, fmt.Sprint(j))
+	}
+	sets := queueSets(queue)
+	return verb("EMQ.ENQUEUEMANY", []string{sets[0], sets[2]}, args...)
 }
 
 func remove(queue, id string) command {
@@ -114,15 +126,16 @@ func extract(t *testing.T, r reply) reply {
 
 // queueCalls returns one accepted call of each write verb 0.3 added, on
 // queue tag, in an order that makes each acceptable, and the setup it
-// needs: a job admitted at a priority, SETTLE claiming it and the one
-// ENQUEUEd, SETTLE acking one and keeping the other's result, the queue's
-// settings set and unset, REMOVE of the kept row, a schedule set and
-// removed.
+// needs: a job admitted at a priority, two admitted for later in one
+// call, SETTLE claiming the first and the one ENQUEUEd, SETTLE acking one
+// and keeping the other's result, the queue's settings set and unset,
+// REMOVE of the kept row, a schedule set and removed.
 func queueCalls(m *ids.Minter, tag string) (setup, calls []command) {
-	a, b := m.Mint(ids.Job), m.Mint(ids.Job)
+	a, b, c, d := m.Mint(ids.Job), m.Mint(ids.Job), m.Mint(ids.Job), m.Mint(ids.Job)
 	setup = []command{enqueue(tag, a, "payload a")}
 	calls = []command{
 		schedule(tag, b, "payload b", 3, 0),
+		enqueueMany(tag, 1, 4102444800000, c, "payload c", d, "payload d"),
 		settle(tag, 60_000, 2, 3, 0),
 		settle(tag, 60_000, 0, 3, 2, "ACK", a.String(), "1", "0", "DONE", b.String(), "1", "60000", "result"),
 		control("EMQ.PAUSE", tag),
@@ -204,6 +217,10 @@ func (w *jobWorkload) round(t *testing.T) {
 			do(schedule(w.queue, id, "payload "+id.String(), 1, time.Now().Add(15*time.Millisecond).UnixMilli()))
 		}
 	}
+	// a batch: two at a priority now, one soon
+	x, y := w.mint.Mint(ids.Job), w.mint.Mint(ids.Job)
+	do(enqueueMany(w.queue, 4, 0, x, "payload "+x.String(), y, "payload "+y.String()))
+	do(enqueueMany(w.queue, 0, time.Now().Add(15*time.Millisecond).UnixMilli(), w.mint.Mint(ids.Job), "soon"))
 	// settle what the last claim of the round before left, and claim more
 	var words []string
 	n := 0

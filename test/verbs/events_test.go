@@ -92,6 +92,10 @@ func TestEveryTransitionAppendsItsEvent(t *testing.T) {
 	require.Len(t, events, 2)
 	assert.Regexp(t, `^event added job JOB[0-9a-f]{16} attempt 0 priority 1 repeat r$`, events[0])
 	assert.Regexp(t, `^event claimed job JOB[0-9a-f]{16} attempt 1 lease <time>$`, events[1])
+	d, e := jobN(8), jobN(9)
+	step("ENQUEUEMANY: one entry per job admitted, none for a duplicate", q.enqueueMany(4, 0, d, "p", e, "p", d, "p"),
+		"event added job "+d+" attempt 0 priority 4", "event added job "+e+" attempt 0 priority 4")
+	step("ENQUEUEMANY later", q.enqueueMany(0, 4102444800000, jobN(10), "p"), "event scheduled job "+jobN(10)+" attempt 0 priority 0 at <time>")
 	step("EVENTS off", q.events(0))
 	step("no events once off", q.enqueue(jobN(7), "p"))
 }

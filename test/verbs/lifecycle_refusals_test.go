@@ -99,6 +99,8 @@ func queueVerbs(q queue) []lifecycleVerb {
 	return []lifecycleVerb{
 		{q.schedule(absentJob, "p", 3, 0), []numArg{{7, "priority", 0, 1<<31 - 1}, {8, "at_ms", 0, 1 << 47}}, 3,
 			[]string{"job", keys.PendingSet, keys.DelayedSet}, true},
+		{q.enqueueMany(3, 0, absentJob, "p"), []numArg{{4, "priority", 0, 1<<31 - 1}, {5, "at_ms", 0, 1 << 47}}, 2,
+			[]string{keys.PendingSet, keys.DelayedSet}, true},
 		{q.remove(activeJob), nil, 5, []string{"job", keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}, true},
 		{control("EMQ.PAUSE", keys.PendingSet), nil, 2, []string{keys.Config, keys.PendingSet}, false},
 		{control("EMQ.RESUME", keys.PendingSet), nil, 2, []string{keys.Config, keys.PendingSet}, false},
@@ -170,10 +172,29 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 	id := v.good[2][strings.LastIndexByte(v.good[2], ':')+1:]
 
 	// the server's arity, then (1) shape
-	if name != "EMQ.SETTLE" {
+	if name != "EMQ.SETTLE" && name != "EMQ.ENQUEUEMANY" {
 		add("one argument too few is the server's arity error", arityErr(name), v.good[:n-1])
 	}
 	switch name {
+	case "EMQ.ENQUEUEMANY": // its jobs are pairs, counted
+		pairs := "EMQSHAPE the arguments after at_ms must be 1 to 1000 <JOB id> <payload> pairs"
+		add("six arguments is the server's arity error", arityErr(name), v.good[:6])
+		add("an id without its payload is EMQSHAPE", pairs, v.good[:n-1])
+		add("an argument more than the pairs is EMQSHAPE", pairs, append(slices.Clone(v.good), newID(ids.Job, 7, 9)))
+		many := slices.Clone(v.good[:6])
+		for i := range 1001 {
+			many = append(many, newID(ids.Job, 8, uint32(i)), "p")
+		}
+		add("1001 jobs is EMQSHAPE", pairs, many)
+		add("the pairs are checked before the numbers", pairs, v.with(4, "x")[:n-1])
+		add("a MSG id is EMQKIND, naming its pair", "EMQKIND job 2: job id must be JOB-namespaced",
+			append(slices.Clone(v.good), newID(ids.Msg, 7, 1), "p"))
+		add("a malformed JOB id is EMQKIND", "EMQKIND job 1: job id must be JOB-namespaced", v.with(6, "JOB00000000000zzzzz"))
+		msg := v.with(6, newID(ids.Msg, 7, 1))
+		msg[2] = "emq:{q}:nothing"
+		add("a malformed pending key beats a MSG id: layouts before kinds", layoutRefusal(keys.PendingSet), msg)
+		add("a delayed key of another queue with a MSG id is EMQKIND: kinds before agreement", "EMQKIND job 1: job id must be JOB-namespaced",
+			slices.Concat(v.with(3, r.delayed)[:6], []string{newID(ids.Msg, 7, 1), "p"}))
 	case "EMQ.SETTLE": // its settlements are counted, not its arguments
 		add("a settlement too few is EMQSHAPE", "EMQSHAPE the arguments hold fewer than n settlements: settlement 1 is missing", v.good[:10])
 		add("a settlement short of an argument is EMQSHAPE", "EMQSHAPE settlement 1: ACK takes 3 arguments", v.good[:n-1])

@@ -62,6 +62,12 @@ func (q queue) schedule(id, payload string, priority, atMs int64) []string {
 	return []string{"EMQ.SCHEDULE", "3", q.job(id), q.pending, q.delayed, id, payload, itoa(priority), itoa(atMs)}
 }
 
+// enqueueMany is EMQ.ENQUEUEMANY of q at priority and atMs, of the jobs
+// given as id, payload pairs.
+func (q queue) enqueueMany(priority, atMs int64, pairs ...string) []string {
+	return slices.Concat([]string{"EMQ.ENQUEUEMANY", "2", q.pending, q.delayed, itoa(priority), itoa(atMs)}, pairs)
+}
+
 func (q queue) remove(id string) []string {
 	return append([]string{"EMQ.REMOVE", "5", q.job(id)}, q.sets()...)
 }
