@@ -76,8 +76,8 @@ func (q *Queue) admitCall(id ids.ID, payload []byte, a *admission) verbCall {
 		script: q.c.scripts.schedule}
 }
 
-// enqueueManyCall is EMQ.ENQUEUEMANY of the jobs batch with their payloads, at
-// the priority and time a says (0 and 0 when a is nil).
+// enqueueManyCall is EMQ.ENQUEUEMANY of the jobs batch with their
+// payloads, at the priority and time a says (0 and 0 when a is nil).
 func (q *Queue) enqueueManyCall(batch []ids.ID, payloads [][]byte, a *admission) verbCall {
 	if a == nil {
 		a = new(admission)
@@ -91,10 +91,10 @@ func (q *Queue) enqueueManyCall(batch []ids.ID, payloads [][]byte, a *admission)
 		script: q.c.scripts.enqueueMany}
 }
 
-// admittedEach reads EMQ.ENQUEUEMANY's reply for n jobs: each job's error, nil
-// when it was admitted — its refusal, ErrExists for a 0, or ErrNotDurable
-// when the call stands unconfirmed (as for each EMQ.ENQUEUE of a
-// pipeline) — or, when the call was refused, that refusal for every job.
+// admittedEach reads EMQ.ENQUEUEMANY's reply for n jobs: each job's
+// error, nil when it was admitted — its refusal, ErrExists for a 0, or
+// ErrNotDurable for a 1 or a 0 when the call stands unconfirmed — or, when
+// the call was refused as a whole, that refusal for every job.
 func admittedEach(r valkey.ValkeyResult, n int) []error {
 	r, short := applied(r)
 	replies, err := r.ToArray()
