@@ -97,21 +97,20 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 				}
 			})
 			for _, tc := range []struct {
-				name  string
-				write func(row string) []string // made before the batch is sent, on the row of its job 300
-				want  error
+				name, queue string
+				write       func(row string) []string // made before the batch is sent, on the row of its job 300
+				want        error
 			}{
-				{name: "a job whose row exists is ErrExists, naming it, and the others are admitted",
+				{name: "a job whose row exists is ErrExists, naming it, and the others are admitted", queue: "exists",
 					write: func(row string) []string { return []string{"HSET", row, "state", "done"} }, want: ErrExists},
-				{name: "a job whose row is of another type is refused with WRONGTYPE, naming it, and the others are admitted",
+				{name: "a job whose row is of another type is refused with WRONGTYPE, naming it, and the others are admitted", queue: "wrongrow",
 					write: func(row string) []string { return []string{"SET", row, "x"} }, want: emqerrors.WrongType},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
-					name := fmt.Sprintf("conflict%d", len(tc.name))
 					c := New(&meddling{Client: n.s.Client(), before: func(cmds []valkey.Completed) [][]string {
-						return [][]string{tc.write(keys.Job(name, jobIDs(cmds)[300]))}
+						return [][]string{tc.write(keys.Job(tc.queue, jobIDs(cmds)[300]))}
 					}})
-					q, err := c.Queue(name, n.m, Policy{})
+					q, err := c.Queue(tc.queue, n.m, Policy{})
 					require.NoError(t, err)
 					got, err := q.EnqueueMany(ctx(t), make([][]byte, 600))
 					require.ErrorIs(t, err, tc.want)
