@@ -9,6 +9,8 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // both sends the same command to both servers: a write outside the verbs
@@ -267,4 +269,86 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	queueCall("events off", func(q *Queue) any { return outcome(q.SetEvents(ctx(t), 0)) })
 	tw.same("enqueue with events off", tw.admit(tw.long, nodes[0].m.Mint(ids.Job), "last"))
 	tw.same("a claim with events off", tw.claim(tw.long, 5))
+}
+
+// enqueueMany admits the jobs batch on server i's queue qs[i] in one
+// EMQ.ENQUEUEMANY (natively, or its script) at opts' priority and time,
+// all with payload, and presents each job's outcome.
+func (tw *twin) enqueueMany(qs [2]*Queue, batch []ids.ID, payload string, opts ...EnqueueOption) func(int, node) any {
+	return func(i int, _ node) any {
+		payloads := make([][]byte, len(batch))
+		for k := range payloads {
+			payloads[k] = []byte(payload)
+		}
+		errs, err := runVerb(ctx(tw.t), qs[i].c, qs[i].enqueueManyCall(batch, payloads, newAdmission(opts)),
+			func(r valkey.ValkeyResult) ([]error, error) { return admittedEach(r, len(batch)), nil })
+		view := make([]string, len(errs))
+		for k, e := range errs {
+			view[k] = fmt.Sprint(e)
+		}
+		return outcome(view, err)
+	}
+}
+
+// TestEnqueueManyScriptMatchesTheVerb: EMQ.ENQUEUEMANY and
+// EnqueueManyScript, on a queue with events on, answer each call alike,
+// job by job, and leave the same rows, sets and events entries.
+func TestEnqueueManyScriptMatchesTheVerb(t *testing.T) {
+	nodes := startNodes(t)
+	const queue = "batch"
+	tw := newTwin(t, nodes, queue)
+	for i := range nodes {
+		_, err := tw.long[i].SetEvents(ctx(t), 100)
+		require.NoError(t, err)
+	}
+	var j [12]ids.ID
+	for k := range j {
+		j[k] = nodes[0].m.Mint(ids.Job)
+	}
+	row := func(id ids.ID) string { return keys.Job(queue, id.String()) }
+	set := func(name string) string { return keys.Set(queue, name) }
+	for _, tc := range []struct {
+		name  string
+		setup [][]string // written on both servers first
+		batch []ids.ID
+		opts  []EnqueueOption
+		// digestKept: the call writes nothing, on either server
+		digestKept bool
+	}{
+		{name: "fresh jobs are admitted pending at priority 0", batch: j[0:3]},
+		{name: "jobs at a priority and a future time wait in delayed", batch: j[3:5], opts: []EnqueueOption{Priority(4), After(time.Hour)}},
+		{name: "jobs at a priority and a past time are pending at it", batch: j[5:6], opts: []EnqueueOption{Priority(2), At(time.Now().Add(-time.Hour))}},
+		{name: "an id repeated in one call is admitted once, then 0", batch: []ids.ID{j[6], j[7], j[6]}},
+		{name: "a job whose row exists is 0, the others admitted", batch: []ids.ID{j[8], j[0], j[3]}},
+		{name: "a row of another type is refused alone, WRONGTYPE in place", setup: [][]string{{"SET", row(j[9]), "x"}},
+			batch: []ids.ID{j[10], j[9], j[9]}},
+		{name: "a pending key of another type refuses the whole call and writes nothing",
+			setup: [][]string{{"RENAME", set(keys.PendingSet), "saved"}, {"SET", set(keys.PendingSet), "x"}},
+			batch: j[11:12], digestKept: true},
+		{name: "a delayed key of another type refuses the whole call and writes nothing",
+			setup: [][]string{{"DEL", set(keys.PendingSet)}, {"RENAME", "saved", set(keys.PendingSet)},
+				{"RENAME", set(keys.DelayedSet), "saved"}, {"SET", set(keys.DelayedSet), "x"}},
+			batch: j[11:12], opts: []EnqueueOption{After(time.Hour)}, digestKept: true},
+		{name: "a config of another type refuses the whole call and writes nothing",
+			setup: [][]string{{"DEL", set(keys.DelayedSet)}, {"RENAME", "saved", set(keys.DelayedSet)},
+				{"RENAME", set(keys.Config), "saved"}, {"SET", set(keys.Config), "x"}},
+			batch: j[11:12], digestKept: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw.t = t
+			for _, cmd := range tc.setup {
+				tw.both(cmd...)
+			}
+			var before [2]string
+			for i, n := range nodes {
+				before[i] = digest(t, n.s)
+			}
+			tw.same(tc.name, tw.enqueueMany(tw.long, tc.batch, "p", tc.opts...))
+			if tc.digestKept {
+				for i, n := range nodes {
+					assert.Equal(t, before[i], digest(t, n.s), "%s: nothing written", n)
+				}
+			}
+		})
+	}
 }

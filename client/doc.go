@@ -24,11 +24,12 @@
 // the attempts before a job is dead, the backoff after a failure
 // ([Exponential] gives one with jitter) and how long finished jobs, and
 // their results, are kept. [Queue.Enqueue] mints the job's id;
-// [Queue.EnqueueMany] admits a batch in one pipeline; [Queue.Claim] and
-// [Queue.BClaim] hand out jobs ([Job]), each under a lease whose token is
-// its attempt; [Job.Extend], [Job.Ack], [Job.AckResult], [Job.Fail] and
-// [Job.FailAfter] present it, and a stale one is refused with EMQLEASE
-// (errors.Is(err, emqerrors.Lease)); [Queue.Settle] settles a batch of
+// [Queue.EnqueueMany] admits a batch in one pipeline, one EMQ.ENQUEUEMANY
+// per 256 jobs; [Queue.Claim] and [Queue.BClaim] hand out jobs ([Job]),
+// each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
+// [Job.AckResult], [Job.Fail] and [Job.FailAfter] present it, and a stale
+// one is refused with EMQLEASE (errors.Is(err, emqerrors.Lease));
+// [Queue.Settle] settles a batch of
 // finished jobs and claims the next in one round trip; [Queue.Revive]
 // brings a dead job back, [Queue.Remove] deletes one in any state and
 // [Queue.StalledCheck] requeues expired leases. [Queue.Job] reads a job:
@@ -48,8 +49,10 @@
 // [After] make a job claimable at a time, [Priority] sets its priority —
 // claims take the lowest first, and jobs of one priority in the order of
 // their ids, the order they were minted; a job keeps its priority through
-// every retry, promotion, requeue and revival. With any option the
-// admission is EMQ.SCHEDULE, without EMQ.ENQUEUE.
+// every retry, promotion, requeue and revival. With any option Enqueue's
+// admission is EMQ.SCHEDULE, without EMQ.ENQUEUE; EnqueueMany's is
+// EMQ.ENQUEUEMANY either way, all its jobs at the options' priority and
+// time.
 //
 //	id, err := q.Enqueue(ctx, payload, client.After(time.Minute), client.Priority(1))
 //
@@ -188,7 +191,8 @@
 //   - Extend: one pipeline for the held jobs whose renewal is due, every
 //     [WorkOptions].Renew of the lease (a third by default); none for a
 //     job shorter than that.
-//   - Enqueue: one, or 1/k with EnqueueMany of k (one pipeline).
+//   - Enqueue: one; EnqueueMany: one EMQ.ENQUEUEMANY per 256 jobs, all in
+//     one round trip.
 //
 // Measured (TestWorkDeliversEachJobOnce: 10,000 quick jobs, 16 workers of
 // 8 slots, counting what the client sends): 0.06 commands in 0.06 round
@@ -252,7 +256,8 @@
 //     cannot block).
 //   - Settle, and Work's settle step: EVALSHA of [SettleScript], one
 //     command, atomic as the verb.
-//   - EnqueueMany: one pipeline of EVALSHA of the admission's script.
+//   - EnqueueMany: one pipeline of EVALSHA of [EnqueueManyScript], one per
+//     256 jobs.
 //   - Job: no verb; the same MULTI/EXEC of reads on every node.
 //   - Repeat, Unrepeat and Schedules: EVALSHA of their scripts (Repeat's
 //     after one that reads the server's clock); the ticks: see "Repeat
@@ -288,26 +293,26 @@
 //
 // # The verbs as scripts
 //
-// The package holds a Lua script per verb that does what the verb does on
-// a server without the module: [AdmitScript], [ScheduleScript],
-// [ClaimScript], [ExtendScript], [AckScript], [FailScript],
-// [StalledCheckScript], [ReviveScript], [RemoveScript], [SettleScript],
-// [PauseScript], [ResumeScript], [LimitScript], [EventsScript] and
-// [ParkScript]. EVALSHA of a script with the verb's numkeys, keys and
-// arguments (CLAIM's and SETTLE's with the sweep batch appended) makes the
-// verb's writes in one server turn, appends the verb's lifecycle events to
-// the queue's events stream when they are on (XADD … MAXLEN ~ <cap> *,
-// the same fields in the same order; the entries' IDs are each server's
-// own), and gives its reply; the refusals the stored data decides
-// (WRONGTYPE, EMQNOJOB, EMQLEASE, EMQSTATE, EMQCOUNT, EMQORDER, NOGROUP)
-// have the verb's text, its precedence, and write nothing. A script reads
-// the queue's settings as the verb does: the config hash only when it
-// exists, the events stream only when events are on, the limiter only
-// when the queue has a limit, the schedules only when it has any. Each
-// script's shebang line carries its verb's flags: allow-oom unless the
-// verb is deny-oom (ENQUEUE, SCHEDULE, REVIVE, PARK), so over maxmemory
-// the server refuses the same calls; a read-only replica refuses them all.
-// BCLAIM has no script: a script cannot block.
+// The package holds a Lua script per verb that does what the verb does on a
+// server without the module: [AdmitScript], [ScheduleScript],
+// [EnqueueManyScript], [ClaimScript], [ExtendScript], [AckScript],
+// [FailScript], [StalledCheckScript], [ReviveScript], [RemoveScript],
+// [SettleScript], [PauseScript], [ResumeScript], [LimitScript],
+// [EventsScript] and [ParkScript]. EVALSHA of a script with the verb's
+// numkeys, keys and arguments (CLAIM's and SETTLE's with the sweep batch
+// appended) makes the verb's writes in one server turn, appends the verb's
+// lifecycle events to the queue's events stream when they are on (XADD …
+// MAXLEN ~ <cap> *, the same fields in the same order; the entries' IDs are
+// each server's own), and gives its reply; the refusals the stored data
+// decides (WRONGTYPE, EMQNOJOB, EMQLEASE, EMQSTATE, EMQCOUNT, EMQORDER,
+// NOGROUP) have the verb's text, its precedence, and write nothing. A
+// script reads the queue's settings as the verb does: the config hash only
+// when it exists, the events stream only when events are on, the limiter
+// only when the queue has a limit, the schedules only when it has any. Each
+// script's shebang line carries its verb's flags: allow-oom unless the verb
+// is deny-oom (ENQUEUE, SCHEDULE, ENQUEUEMANY, REVIVE, PARK), so over
+// maxmemory the server refuses the same calls; a read-only replica refuses
+// them all. BCLAIM has no script: a script cannot block.
 //
 // Besides its declared keys, a script touches keys it derives from them,
 // as the verb does: job rows (emq:{<queue>}:job:<JOB id>) and the queue's
@@ -330,8 +335,8 @@
 //     script: No permissions to access a key", after the call's earlier
 //     writes have landed (a claim's removals from pending come at its end,
 //     so a job it took may then sit in both pending and active); the verb
-//     refuses with NOPERM before writing, and SETTLE refuses a settlement
-//     alone.
+//     refuses with NOPERM before writing, and SETTLE and ENQUEUEMANY
+//     refuse a settlement or a job alone.
 //   - The scripts count nothing in INFO emq (dropped ids, refusals, calls);
 //     the server counts them as EVALSHA calls and, by code, in errorstats.
 //   - "Now" is the server's TIME, read by the script (once per call, when

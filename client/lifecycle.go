@@ -15,8 +15,8 @@ import (
 // queue's settings and the park, which a node without the module runs in
 // their place.
 type lifecycleScripts struct {
-	claim, extend, ack, fail, stalledCheck, revive, park   *luaScript
-	schedule, pause, resume, limit, events, remove, settle *luaScript
+	claim, extend, ack, fail, stalledCheck, revive, park                *luaScript
+	schedule, enqueueMany, pause, resume, limit, events, remove, settle *luaScript
 }
 
 func newLifecycleScripts() lifecycleScripts {
@@ -29,6 +29,7 @@ func newLifecycleScripts() lifecycleScripts {
 		revive:       newLuaScript(ReviveScript),
 		park:         newLuaScript(ParkScript),
 		schedule:     newLuaScript(ScheduleScript),
+		enqueueMany:  newLuaScript(EnqueueManyScript),
 		pause:        newLuaScript(PauseScript),
 		resume:       newLuaScript(ResumeScript),
 		limit:        newLuaScript(LimitScript),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -147,11 +148,12 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 
 // EnqueueMany mints an id per payload and admits the jobs in one pipeline,
-// all with the same opts: one round trip for the batch. It returns the ids
-// in payload order and the first error, naming its job; a job the server
-// refused was not admitted, and the other jobs are admitted regardless.
-// When replies were lost the error is [ErrUnknownOutcome], naming the first
-// job whose outcome is unknown.
+// all with the same opts: one round trip for the batch, one
+// EMQ.ENQUEUEMANY per manyChunk jobs. It returns the ids in payload order
+// and the first error, naming its job; a job the server refused was not
+// admitted, and the other jobs are admitted regardless. When replies were
+// lost the error is [ErrUnknownOutcome], naming the first job whose
+// outcome is unknown.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if err := q.checkMinter(); err != nil {
 		return nil, err
@@ -161,30 +163,40 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 	}
 	a := newAdmission(opts)
 	out := make([]ids.ID, len(payloads))
-	calls := make([]verbCall, len(payloads))
-	for i, payload := range payloads {
+	for i := range out {
 		out[i] = q.minter.Mint(ids.Job)
-		calls[i] = q.admitCall(out[i], payload, a)
-		if err := check(calls[i].verb, calls[i].line()...); err != nil {
+	}
+	calls := make([]verbCall, 0, (len(payloads)+manyChunk-1)/manyChunk)
+	for start := 0; start < len(payloads); start += manyChunk {
+		end := min(start+manyChunk, len(payloads))
+		v := q.enqueueManyCall(out[start:end], payloads[start:end], a)
+		if err := check(v.verb, v.line()...); err != nil {
 			return nil, err
 		}
+		calls = append(calls, v)
 	}
 	var first error
-	for i, r := range runVerbs(ctx, q.c, calls) {
+	for c, r := range runVerbs(ctx, q.c, calls) {
+		start := c * manyChunk
 		if lost(r.Error()) {
 			return out, errors.Join(first, fmt.Errorf("%w: jobs %s to %s (%d of %d): %w",
-				ErrUnknownOutcome, out[i], out[len(out)-1], len(out)-i, len(out), r.Error()))
+				ErrUnknownOutcome, out[start], out[len(out)-1], len(out)-start, len(out), r.Error()))
 		}
-		admitted, err := admittedReply(r)
-		if err == nil && !admitted {
-			err = ErrExists
-		}
-		if err != nil && first == nil {
-			first = fmt.Errorf("job %s: %w", out[i], err)
+		chunk := out[start:min(start+manyChunk, len(out))]
+		for i, err := range admittedEach(r, len(chunk)) {
+			if err != nil && first == nil {
+				first = fmt.Errorf("job %s: %w", chunk[i], err)
+			}
 		}
 	}
 	return out, first
 }
+
+// manyChunk is the most jobs EnqueueMany puts in one EMQ.ENQUEUEMANY
+// (the verb takes 1,000): the verb's per-call work is shared by enough
+// jobs to be small, while each call's server turn, which other clients
+// wait behind, stays short.
+const manyChunk = 256
 
 // checkMinter refuses to mint on a queue made without a minter, which
 // would panic.
@@ -395,9 +407,15 @@ func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10
 // ceilMillis is d in whole milliseconds, rounded up.
 func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
-// lost reports whether err is no reply from the server: the command may or
-// may not have run.
+// lost reports whether err is no reply from the server — the command may
+// or may not have run — or the server's "Protocol error" at a command too
+// large to read (above proto-max-bulk-len), its last words before closing
+// the connection: the replies after it are lost, and whether that one
+// arrives before the connection's reset is a race.
 func lost(err error) bool {
-	_, replied := valkey.IsValkeyErr(err)
-	return err != nil && !replied && !errors.Is(err, ErrNotDurable)
+	verr, replied := valkey.IsValkeyErr(err)
+	if replied {
+		return strings.HasPrefix(verr.Error(), "Protocol error")
+	}
+	return err != nil && !errors.Is(err, ErrNotDurable)
 }

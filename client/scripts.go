@@ -61,6 +61,13 @@ var (
 	// ScheduleScript is EMQ.SCHEDULE: KEYS job, pending, delayed; ARGV JOB
 	// id, payload, priority, at_ms. It replies 1, or 0 when the job exists.
 	ScheduleScript = verbScript(scheduleLua)
+	// EnqueueManyScript is EMQ.ENQUEUEMANY: KEYS pending, delayed; ARGV
+	// priority, at_ms, then JOB id and payload pairs — each pair
+	// EMQ.SCHEDULE of that job, its row derived from the pending key. It
+	// replies an array, one element per pair: 1; 0 when the job exists or
+	// the call admitted its id earlier; a WRONGTYPE error element for a
+	// row of another type, that job alone refused.
+	EnqueueManyScript = verbScript(enqueueManyLua)
 	// PauseScript is EMQ.PAUSE: KEYS config, pending. It replies 1, or 0
 	// when the queue was paused already.
 	PauseScript = verbScript(pauseLua)
@@ -110,6 +117,8 @@ var (
 	enqueueLua string
 	//go:embed lua/schedule.lua
 	scheduleLua string
+	//go:embed lua/enqueue_many.lua
+	enqueueManyLua string
 	//go:embed lua/pause.lua
 	pauseLua string
 	//go:embed lua/resume.lua

@@ -634,7 +634,7 @@ func TestClaimScriptMeetsACLAtTheDerivedRow(t *testing.T) {
 // table, so the server treats the script over maxmemory as the verb.
 func TestScriptsShebangsAreTheVerbsFlags(t *testing.T) {
 	for verb, script := range map[string]string{
-		"EMQ.ENQUEUE": AdmitScript, "EMQ.SCHEDULE": ScheduleScript, "EMQ.CLAIM": ClaimScript,
+		"EMQ.ENQUEUE": AdmitScript, "EMQ.SCHEDULE": ScheduleScript, "EMQ.ENQUEUEMANY": EnqueueManyScript, "EMQ.CLAIM": ClaimScript,
 		"EMQ.EXTEND": ExtendScript, "EMQ.ACK": AckScript, "EMQ.FAIL": FailScript,
 		"EMQ.STALLED.CHECK": StalledCheckScript, "EMQ.REVIVE": ReviveScript, "EMQ.PARK": ParkScript,
 		"EMQ.PAUSE": PauseScript, "EMQ.RESUME": ResumeScript, "EMQ.LIMIT": LimitScript,

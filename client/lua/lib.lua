@@ -235,6 +235,30 @@ local function row_of(pending, id)
   return string.sub(pending, 1, -8) .. 'job:' .. id
 end
 
+-- admit_row writes row, the row of id, a job that does not exist: pending
+-- at priority (its text) in pending when at is 0 or not after now (the
+-- server's clock when nil, read only then), else delayed in delayed until
+-- at, with its lifecycle event — one job of EMQ.ENQUEUE, EMQ.SCHEDULE or
+-- EMQ.ENQUEUEMANY.
+local function admit_row(st, row, pending, delayed, id, payload, priority, at, now)
+  local state = 'pending'
+  if at ~= 0 and at > (now or now_ms()) then
+    state = 'delayed'
+  end
+  if priority == '0' then
+    redis.call('HSET', row, 'state', state, 'attempts', '0', 'payload', payload)
+  else
+    redis.call('HSET', row, 'state', state, 'attempts', '0', 'payload', payload, 'priority', priority)
+  end
+  if state == 'pending' then
+    redis.call('ZADD', pending, priority, id)
+    emit(st, 'added', 'job', id, 'attempt', '0', 'priority', priority)
+  else
+    redis.call('ZADD', delayed, at, id)
+    emit(st, 'scheduled', 'job', id, 'attempt', '0', 'priority', priority, 'at', at)
+  end
+end
+
 -- admit writes the job row KEYS[1] of id, pending at priority (its text)
 -- in KEYS[2] when at is 0 or not after now, else delayed in delayed until
 -- at — EMQ.ENQUEUE and EMQ.SCHEDULE. It replies 0 when the row exists.
@@ -246,22 +270,7 @@ local function admit(delayed, id, payload, priority, at)
   if st.row == 'hash' then
     return 0
   end
-  local state = 'pending'
-  if at ~= 0 and at > now_ms() then
-    state = 'delayed'
-  end
-  if priority == '0' then
-    redis.call('HSET', KEYS[1], 'state', state, 'attempts', '0', 'payload', payload)
-  else
-    redis.call('HSET', KEYS[1], 'state', state, 'attempts', '0', 'payload', payload, 'priority', priority)
-  end
-  if state == 'pending' then
-    redis.call('ZADD', KEYS[2], priority, id)
-    emit(st, 'added', 'job', id, 'attempt', '0', 'priority', priority)
-  else
-    redis.call('ZADD', delayed, at, id)
-    emit(st, 'scheduled', 'job', id, 'attempt', '0', 'priority', priority, 'at', at)
-  end
+  admit_row(st, KEYS[1], KEYS[2], delayed, id, payload, priority, at)
   return 1
 end
 
