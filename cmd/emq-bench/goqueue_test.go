@@ -141,9 +141,9 @@ func TestGoSystemsSettleEveryJob(t *testing.T) {
 				_, err = sys.enqueue()
 				require.NoError(t, err)
 				if mode == modeDelayed && def.name != systemFloor {
-					// emq admits a delayed job as its users do, with
-					// client.After: EMQ.SCHEDULE, or its script on the
-					// fallback.
+					// emq admits delayed jobs as its users do, with
+					// client.After: one EMQ.ENQUEUEMANY a batch (of at
+					// most 256), or its script on the fallback.
 					admitted := 0
 					for _, set := range []string{keys.DelayedSet, keys.PendingSet} { // pending once due
 						n, err := s.Do("ZCARD", keys.Set(benchQueue, set)).AsInt64()
@@ -151,12 +151,14 @@ func TestGoSystemsSettleEveryJob(t *testing.T) {
 						admitted += int(n)
 					}
 					assert.Equal(t, run.jobs, admitted, "every job admitted")
-					schedules, scripts := s.Calls("EMQ.SCHEDULE"), s.Calls("evalsha")
+					batches := int64((run.jobs + run.batch - 1) / run.batch)
+					many, scripts := s.Calls("EMQ.ENQUEUEMANY"), s.Calls("evalsha")
+					assert.Zero(t, s.Calls("EMQ.SCHEDULE"), "no admission one job at a time")
 					if def.name == systemEmqFallback {
-						assert.Zero(t, schedules, "the fallback sends no EMQ.SCHEDULE")
-						assert.GreaterOrEqual(t, scripts, int64(run.jobs), "the schedule script admits each job")
+						assert.Zero(t, many, "the fallback sends no EMQ.ENQUEUEMANY")
+						assert.GreaterOrEqual(t, scripts, batches, "the script admits each batch")
 					} else {
-						assert.EqualValues(t, run.jobs, schedules, "one EMQ.SCHEDULE a job")
+						assert.Equal(t, batches, many, "one EMQ.ENQUEUEMANY a batch")
 					}
 				}
 				time.Sleep(run.delay)
