@@ -43,11 +43,7 @@ func enqueueMany(c Call) error {
 	if err != nil {
 		return err
 	}
-	state, set, score := refPending, 0, float64(priority)
-	if at != 0 && at > s.NowMs() {
-		state, set, score = refDelayed, 1, float64(at)
-	}
-	prio := Arg(manyPriority)
+	a := admitAt(0, 1, priority, at, s.NowMs(), Arg(manyPriority), Arg(manyAt))
 	p.admitted.reset()
 	p.reply(ReplyArray, 0, int64(len(c.Args)-manyFirst)/2)
 	asked := false // whether the slot's migration was asked about
@@ -81,19 +77,7 @@ func enqueueMany(c Call) error {
 			asked = true
 		}
 		p.admitted.add(id)
-		if priority == 0 {
-			p.hset(k, refState, state, refAttempts, refZero, refPayload, Arg(i+1))
-		} else {
-			p.hset(k, refState, state, refAttempts, refZero, refPayload, Arg(i+1), refPriority, prio)
-		}
-		p.zadd(set, Arg(i), score)
-		if state == refPending {
-			st.events.job(p, refAdded, Arg(i), 0, refPriority, prio)
-			p.Count(JobsAdmitted, 1)
-		} else {
-			st.events.job(p, refScheduled, Arg(i), 0, refPriority, prio, refAt, Arg(manyAt))
-			p.Count(JobsScheduled, 1)
-		}
+		a.plan(p, st.events, k, Arg(i), Arg(i+1))
 		p.replyInt(1)
 	}
 
