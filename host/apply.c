@@ -239,6 +239,27 @@ static int xadd_auto(applier *a, const emq_op *op, id_text *text) {
     return rc;
 }
 
+// room_for reports whether stream key k can take n more entries under
+// auto IDs. XADD's * runs out only in the last millisecond there is, the
+// stream's last generated ID within n of the very last ID; XINFO alone
+// knows that ID, so it is asked only when the stream's last entry is in
+// that millisecond, or the stream holds none. (A last ID set there by
+// XSETID, or left there by XDEL, above an earlier last entry, is not
+// looked for: the first append still refuses the call with nothing
+// written, a later one stops it halfway — see docs/commands.md.)
+static int room_for(emq_call *c, int k, int n) {
+    if (c->types[k] != EMQ_KEY_STREAM) return 1; // the first append makes it
+    uint64_t last[2] = {0, 0};
+    int any = 0;
+    if (api.StreamIteratorStart(c->keys[k], STREAM_ITERATOR_REVERSE, NULL, NULL) == API_OK) {
+        any = api.StreamIteratorNextID(c->keys[k], last, NULL) == API_OK;
+        api.StreamIteratorStop(c->keys[k]);
+    }
+    if (any && last[0] != UINT64_MAX) return 1;
+    emq_stream_top(c, k);
+    return c->top_ms != UINT64_MAX || UINT64_MAX - c->top_seq >= (uint64_t)n;
+}
+
 // Stream ID texts on the stack up to this many appends a plan.
 #define INLINE_IDS 16
 
@@ -308,6 +329,15 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
               const char *scratch, const emq_span *spans, int wake, int nevents) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
     const emq_plan *p = &plan;
+    // many appends to the events stream: all of them, or the call refused
+    // with nothing written, as the first one alone would refuse it
+    if (nevents > 1) {
+        for (int i = 0; i < nops; i++) {
+            if (ops[i].op != EMQ_OP_XADD_AUTO) continue;
+            if (!room_for(c, ops[i].key, nevents)) return -2;
+            break;
+        }
+    }
     applier a = {c, p, {0}};
     int nids = 0, done = 0, refused = 0;
     id_text inline_ids[INLINE_IDS];
