@@ -56,7 +56,7 @@ func enqueueMany(c Call) error {
 		}
 		k, _, err := openJob(s, p, queue, id, nil)
 		if err != nil {
-			p.reply(ReplyError, refusalText(p, err), 0)
+			refuseJob(p, err)
 			continue
 		}
 		switch s.Type(k) {
@@ -66,7 +66,7 @@ func enqueueMany(c Call) error {
 			continue
 		case Empty:
 		default:
-			p.reply(ReplyError, refusalText(p, errors.ErrWrongType), 0)
+			refuseJob(p, errors.ErrWrongType)
 			continue
 		}
 		// One row asked about answers for the call: its keys share a slot.
@@ -83,6 +83,13 @@ func enqueueMany(c Call) error {
 
 	// apply
 	return s.Apply(p)
+}
+
+// refuseJob plans the reply of a job of the batch its row refuses: err in
+// its place, counted.
+func refuseJob(p *Plan, err error) {
+	p.reply(ReplyError, refusalText(p, err), 0)
+	p.Count(JobsRefused, 1)
 }
 
 // checkMany decides what ENQUEUEMANY's arguments decide alone, in
