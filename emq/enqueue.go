@@ -73,12 +73,18 @@ func admitAt(pending, delayed int, priority, atMs, now int64, prio, at Ref) admi
 // the row (its priority field when not 0), the job in its set, its
 // lifecycle event and its count. It replies nothing.
 func (a admission) plan(p *Plan, events eventLog, k int, id, payload Ref) {
+	a.row(p, events, k, id, payload)
+	p.zadd(a.set, id, a.score)
+}
+
+// row plans all of plan but the job's joining its set, which a batch
+// makes in one write for all its jobs.
+func (a admission) row(p *Plan, events eventLog, k int, id, payload Ref) {
 	if a.priority == 0 {
 		p.hset(k, refState, a.state, refAttempts, refZero, refPayload, payload)
 	} else {
 		p.hset(k, refState, a.state, refAttempts, refZero, refPayload, payload, refPriority, a.prio)
 	}
-	p.zadd(a.set, id, a.score)
 	if a.state == refPending {
 		events.job(p, refAdded, id, 0, refPriority, a.prio)
 		p.Count(JobsAdmitted, 1)

@@ -45,6 +45,7 @@ func enqueueMany(c Call) error {
 	}
 	a := admitAt(0, 1, priority, at, s.NowMs(), Arg(manyPriority), Arg(manyAt))
 	p.admitted.reset()
+	p.members = p.members[:0]
 	p.reply(ReplyArray, 0, int64(len(c.Args)-manyFirst)/2)
 	asked := false // whether the slot's migration was asked about
 	for i := manyFirst; i < len(c.Args); i += 2 {
@@ -77,8 +78,12 @@ func enqueueMany(c Call) error {
 			asked = true
 		}
 		p.admitted.add(id)
-		a.plan(p, st.events, k, Arg(i), Arg(i+1))
+		a.row(p, st.events, k, Arg(i), Arg(i+1))
+		p.members = append(p.members, Arg(i))
 		p.replyInt(1)
+	}
+	if len(p.members) > 0 {
+		p.zaddAll(a.set, p.members, a.score) // one ZADD for the batch
 	}
 
 	// apply

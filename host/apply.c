@@ -85,17 +85,49 @@ static int hset(applier *a, const emq_op *op) {
     return 1;
 }
 
+// score_text writes a ZADD score as ZADD's reply would show it.
+static void score_text(char *out, size_t cap, double score) {
+    if (score == (double)(long long)score) out[fmt_i64(out, (long long)score)] = 0;
+    else snprintf(out, cap, "%.17g", score);
+}
+
+// zadd adds the op's members, each at its score, replicated as one ZADD of
+// those it added or moved, with one zadd event, as the built-in.
 static int zadd(applier *a, const emq_op *op) {
-    int flags = 0;
-    ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
-    if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
-    if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
     char score[32];
-    if (op->score == (double)(long long)op->score) score[fmt_i64(score, (long long)op->score)] = 0;
-    else snprintf(score, sizeof(score), "%.17g", op->score);
-    api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
-    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
-    return 1;
+    score_text(score, sizeof(score), op->score);
+    if (op->n == 1) { // a single member: no vector to build
+        int flags = 0;
+        ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
+        if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
+        if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
+        api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
+        return 1;
+    }
+    ValkeyModuleString **m = strs(a, op, 0, 0);
+    ValkeyModuleString **argv = api.Alloc(sizeof(*argv) * 2 * (size_t)op->n);
+    ValkeyModuleString *s = api.CreateString(a->c->ctx, score, strlen(score));
+    int n = 0, rc = 0;
+    for (int i = 0; i < op->n; i++) {
+        int flags = 0;
+        if (api.ZsetAdd(key(a, op), op->score, m[i], &flags) != API_OK) {
+            rc = -EINVAL;
+            break;
+        }
+        if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) continue;
+        argv[n++] = s;
+        argv[n++] = m[i];
+    }
+    if (n > 0) {
+        api.Replicate(a->c->ctx, "ZADD", "sv", name(a, op), argv, (size_t)n);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
+        if (rc == 0) rc = 1;
+    }
+    api.FreeString(a->c->ctx, s);
+    api.Free(argv);
+    free_strs(a, m);
+    return rc;
 }
 
 // deleted_if_empty fires the del event a built-in fires when it removes a
