@@ -345,6 +345,9 @@
 //   - The schedules of EMQ.REPEAT are ticked by the module alone: a claim
 //     turn on the script makes no job of a due tick (a script cannot read
 //     a cron expression).
+//   - ENQUEUEMANY's script adds each job to its set with a ZADD of its
+//     own (a zadd event and a replicated ZADD a job); the verb adds the
+//     batch's jobs with one.
 //   - PARK builds the dead-letter entry as one Lua call: a source entry
 //     of more than about 4,000 field/value pairs exceeds Lua's argument
 //     limit ("too many results to unpack") and the script fails, writing

@@ -198,6 +198,7 @@ var fieldHelps = map[string]string{
 	"emq_events_appended":     "Events appended to queues' event streams.",
 	"emq_settled":             "Settlements EMQ.SETTLE applied.",
 	"emq_settles_refused":     "Settlements EMQ.SETTLE refused.",
+	"emq_jobs_refused":        "Jobs EMQ.ENQUEUEMANY refused in its reply (a row of another type, or outside the caller's ACL).",
 	"emq_claims_paused":       "Claim turns of a paused queue: they delivered nothing.",
 	"emq_claims_limited":      "Claim turns the queue's rate limit cut.",
 	"emq_blocked_workers":     "Blocking claims waiting now.",

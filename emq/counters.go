@@ -31,6 +31,7 @@ const (
 	SettlesRefused
 	ClaimsPaused
 	ClaimsLimited
+	JobsRefused
 
 	// NumCounters is how many counters there are.
 	NumCounters
@@ -63,4 +64,5 @@ var CounterNames = [NumCounters]string{
 	SettlesRefused:     "settles_refused",
 	ClaimsPaused:       "claims_paused",
 	ClaimsLimited:      "claims_limited",
+	JobsRefused:        "jobs_refused",
 }

@@ -34,14 +34,64 @@ func enqueue(c Call) error {
 	if duplicate(s, p) {
 		return s.Apply(p)
 	}
-	p.hset(0, refState, refPending, refAttempts, refZero, refPayload, Arg(enqueuePayload))
-	p.zadd(1, Arg(enqueueID), 0)
+	admitNow(1).plan(p, st.events, 0, Arg(enqueueID), Arg(enqueuePayload))
 	p.replyInt(1)
-	st.events.job(p, refAdded, Arg(enqueueID), 0, refPriority, refZero)
-	p.Count(JobsAdmitted, 1)
 
 	// apply
 	return s.Apply(p)
+}
+
+// admission is where an admission puts its jobs: the state their rows
+// get, the set they join (a key of the call) and their score there — from
+// the priority and the time the caller gave (their arguments prio and at,
+// NoRef for none), as docs/commands.md's EMQ.SCHEDULE says.
+type admission struct {
+	state    Ref
+	set      int
+	score    float64
+	priority int64
+	prio, at Ref
+}
+
+// admitNow is ENQUEUE's admission: to pending, key set, at priority 0.
+func admitNow(pending int) admission {
+	return admission{state: refPending, set: pending, prio: refZero, at: NoRef}
+}
+
+// admitAt is the admission at priority (argument prio) and time at_ms
+// (argument at): to pending, key pending, when at is 0 or not after now;
+// else to delayed, key delayed.
+func admitAt(pending, delayed int, priority, atMs, now int64, prio, at Ref) admission {
+	a := admission{state: refPending, set: pending, score: float64(priority), priority: priority, prio: prio, at: at}
+	if atMs != 0 && atMs > now {
+		a.state, a.set, a.score = refDelayed, delayed, float64(atMs)
+	}
+	return a
+}
+
+// plan plans the admission of job id, whose row is key k, with payload:
+// the row (its priority field when not 0), the job in its set, its
+// lifecycle event and its count. It replies nothing.
+func (a admission) plan(p *Plan, events eventLog, k int, id, payload Ref) {
+	a.row(p, events, k, id, payload)
+	p.zadd(a.set, id, a.score)
+}
+
+// row plans all of plan but the job's joining its set, which a batch
+// makes in one write for all its jobs.
+func (a admission) row(p *Plan, events eventLog, k int, id, payload Ref) {
+	if a.priority == 0 {
+		p.hset(k, refState, a.state, refAttempts, refZero, refPayload, payload)
+	} else {
+		p.hset(k, refState, a.state, refAttempts, refZero, refPayload, payload, refPriority, a.prio)
+	}
+	if a.state == refPending {
+		events.job(p, refAdded, id, 0, refPriority, a.prio)
+		p.Count(JobsAdmitted, 1)
+		return
+	}
+	events.job(p, refScheduled, id, 0, refPriority, a.prio, refAt, a.at)
+	p.Count(JobsScheduled, 1)
 }
 
 // duplicate plans the reply of an admission whose job row exists already,

@@ -43,12 +43,9 @@ func enqueueMany(c Call) error {
 	if err != nil {
 		return err
 	}
-	state, set, score := refPending, 0, float64(priority)
-	if at != 0 && at > s.NowMs() {
-		state, set, score = refDelayed, 1, float64(at)
-	}
-	prio := Arg(manyPriority)
+	a := admitAt(0, 1, priority, at, s.NowMs(), Arg(manyPriority), Arg(manyAt))
 	p.admitted.reset()
+	p.members = p.members[:0]
 	p.reply(ReplyArray, 0, int64(len(c.Args)-manyFirst)/2)
 	asked := false // whether the slot's migration was asked about
 	for i := manyFirst; i < len(c.Args); i += 2 {
@@ -60,7 +57,7 @@ func enqueueMany(c Call) error {
 		}
 		k, _, err := openJob(s, p, queue, id, nil)
 		if err != nil {
-			p.reply(ReplyError, refusalText(p, err), 0)
+			refuseJob(p, err)
 			continue
 		}
 		switch s.Type(k) {
@@ -70,7 +67,7 @@ func enqueueMany(c Call) error {
 			continue
 		case Empty:
 		default:
-			p.reply(ReplyError, refusalText(p, errors.ErrWrongType), 0)
+			refuseJob(p, errors.ErrWrongType)
 			continue
 		}
 		// One row asked about answers for the call: its keys share a slot.
@@ -81,24 +78,23 @@ func enqueueMany(c Call) error {
 			asked = true
 		}
 		p.admitted.add(id)
-		if priority == 0 {
-			p.hset(k, refState, state, refAttempts, refZero, refPayload, Arg(i+1))
-		} else {
-			p.hset(k, refState, state, refAttempts, refZero, refPayload, Arg(i+1), refPriority, prio)
-		}
-		p.zadd(set, Arg(i), score)
-		if state == refPending {
-			st.events.job(p, refAdded, Arg(i), 0, refPriority, prio)
-			p.Count(JobsAdmitted, 1)
-		} else {
-			st.events.job(p, refScheduled, Arg(i), 0, refPriority, prio, refAt, Arg(manyAt))
-			p.Count(JobsScheduled, 1)
-		}
+		a.row(p, st.events, k, Arg(i), Arg(i+1))
+		p.members = append(p.members, Arg(i))
 		p.replyInt(1)
+	}
+	if len(p.members) > 0 {
+		p.zaddAll(a.set, p.members, a.score) // one ZADD for the batch
 	}
 
 	// apply
 	return s.Apply(p)
+}
+
+// refuseJob plans the reply of a job of the batch its row refuses: err in
+// its place, counted.
+func refuseJob(p *Plan, err error) {
+	p.reply(ReplyError, refusalText(p, err), 0)
+	p.Count(JobsRefused, 1)
 }
 
 // checkMany decides what ENQUEUEMANY's arguments decide alone, in

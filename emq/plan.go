@@ -18,7 +18,8 @@ type Op uint8
 const (
 	// HSet sets the field/value pairs Refs[From : From+N] on a hash.
 	HSet Op = iota + 1
-	// ZAdd adds member Refs[From] with Score to a sorted set, or moves it.
+	// ZAdd adds the members Refs[From : From+N], each with Score, to a
+	// sorted set, or moves them: one ZADD.
 	ZAdd
 	// ZRem removes member Refs[From] from a sorted set.
 	ZRem
@@ -230,7 +231,8 @@ type Plan struct {
 	Wake int
 	// what the lifecycle verbs gather before they plan, reused across calls
 	turn        turn  // a claim turn's state, its slices kept
-	admitted    idSet // the ids an EMQ.ENQUEUEMANY call admitted
+	admitted    idSet // the ids an EMQ.ENQUEUEMANY call admitted …
+	members     []Ref // … as the members of its one ZADD
 	settlements []settlement
 }
 
@@ -286,7 +288,7 @@ type DueSet struct {
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.admitted.oversized() ||
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.admitted.oversized() || cap(p.members) > maxKept ||
 		cap(p.settlements) > maxKept
 }
 
@@ -347,6 +349,11 @@ func (p *Plan) hset(k int, pairs ...Ref) { p.write(Write{Op: HSet, Key: int32(k)
 // zadd adds member to sorted set k with score.
 func (p *Plan) zadd(k int, member Ref, score float64) {
 	p.write(Write{Op: ZAdd, Key: int32(k), Score: score}, member)
+}
+
+// zaddAll adds members to sorted set k, each with score, in one write.
+func (p *Plan) zaddAll(k int, members []Ref, score float64) {
+	p.write(Write{Op: ZAdd, Key: int32(k), Score: score}, members...)
 }
 
 // zrem removes member from sorted set k.

@@ -40,25 +40,8 @@ func schedule(c Call) error {
 	if duplicate(s, p) {
 		return s.Apply(p)
 	}
-	id, prio := Arg(scheduleID), Arg(schedulePriority)
-	state := refPending
-	if at != 0 && at > s.NowMs() {
-		state = refDelayed
-	}
-	if priority == 0 {
-		p.hset(0, refState, state, refAttempts, refZero, refPayload, Arg(schedulePayload))
-	} else {
-		p.hset(0, refState, state, refAttempts, refZero, refPayload, Arg(schedulePayload), refPriority, prio)
-	}
-	if state == refPending {
-		p.zadd(1, id, float64(priority))
-		st.events.job(p, refAdded, id, 0, refPriority, prio)
-		p.Count(JobsAdmitted, 1)
-	} else {
-		p.zadd(2, id, float64(at))
-		st.events.job(p, refScheduled, id, 0, refPriority, prio, refAt, Arg(scheduleAt))
-		p.Count(JobsScheduled, 1)
-	}
+	a := admitAt(1, 2, priority, at, s.NowMs(), Arg(schedulePriority), Arg(scheduleAt))
+	a.plan(p, st.events, 0, Arg(scheduleID), Arg(schedulePayload))
 	p.replyInt(1)
 
 	// apply

@@ -160,4 +160,4 @@ var ErrNotAboveTop = static(errors.Order, "the first entry is not above the stre
 // ErrEventsFull is Apply's refusal of a plan whose queue's events stream
 // takes no more entries: its top is the last stream ID there is (written
 // by hand). Nothing was written.
-var ErrEventsFull = static(errors.Order, "the events stream's top is the last ID there is: delete the stream, or turn events off")
+var ErrEventsFull = static(errors.Order, "the events stream's top is the last ID there is, or too near it for the call's entries: delete the stream, or turn events off")

@@ -27,6 +27,7 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 #define NOTIFY_STREAM (1 << 10)
 #define HASH_DELETE ((ValkeyModuleString *)(long)1)
 #define STREAM_ADD_AUTOID (1 << 0)
+#define STREAM_ITERATOR_REVERSE (1 << 1)
 #define STREAM_TRIM_APPROX (1 << 0)
 #define CTX_FLAGS_LUA (1 << 0)
 #define CTX_FLAGS_MULTI (1 << 1)

@@ -85,17 +85,49 @@ static int hset(applier *a, const emq_op *op) {
     return 1;
 }
 
+// score_text writes a ZADD score as ZADD's reply would show it.
+static void score_text(char *out, size_t cap, double score) {
+    if (score == (double)(long long)score) out[fmt_i64(out, (long long)score)] = 0;
+    else snprintf(out, cap, "%.17g", score);
+}
+
+// zadd adds the op's members, each at its score, replicated as one ZADD of
+// those it added or moved, with one zadd event, as the built-in.
 static int zadd(applier *a, const emq_op *op) {
-    int flags = 0;
-    ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
-    if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
-    if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
     char score[32];
-    if (op->score == (double)(long long)op->score) score[fmt_i64(score, (long long)op->score)] = 0;
-    else snprintf(score, sizeof(score), "%.17g", op->score);
-    api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
-    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
-    return 1;
+    score_text(score, sizeof(score), op->score);
+    if (op->n == 1) { // a single member: no vector to build
+        int flags = 0;
+        ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
+        if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
+        if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
+        api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
+        return 1;
+    }
+    ValkeyModuleString **m = strs(a, op, 0, 0);
+    ValkeyModuleString **argv = api.Alloc(sizeof(*argv) * 2 * (size_t)op->n);
+    ValkeyModuleString *s = api.CreateString(a->c->ctx, score, strlen(score));
+    int n = 0, rc = 0;
+    for (int i = 0; i < op->n; i++) {
+        int flags = 0;
+        if (api.ZsetAdd(key(a, op), op->score, m[i], &flags) != API_OK) {
+            rc = -EINVAL;
+            break;
+        }
+        if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) continue;
+        argv[n++] = s;
+        argv[n++] = m[i];
+    }
+    if (n > 0) {
+        api.Replicate(a->c->ctx, "ZADD", "sv", name(a, op), argv, (size_t)n);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
+        if (rc == 0) rc = 1;
+    }
+    api.FreeString(a->c->ctx, s);
+    api.Free(argv);
+    free_strs(a, m);
+    return rc;
 }
 
 // deleted_if_empty fires the del event a built-in fires when it removes a
@@ -239,6 +271,27 @@ static int xadd_auto(applier *a, const emq_op *op, id_text *text) {
     return rc;
 }
 
+// room_for reports whether stream key k can take n more entries under
+// auto IDs. XADD's * runs out only in the last millisecond there is, the
+// stream's last generated ID within n of the very last ID; XINFO alone
+// knows that ID, so it is asked only when the stream's last entry is in
+// that millisecond, or the stream holds none. (A last ID set there by
+// XSETID, or left there by XDEL, above an earlier last entry, is not
+// looked for: the first append still refuses the call with nothing
+// written, a later one stops it halfway — see docs/commands.md.)
+static int room_for(emq_call *c, int k, int n) {
+    if (c->types[k] != EMQ_KEY_STREAM) return 1; // the first append makes it
+    uint64_t last[2] = {0, 0};
+    int any = 0;
+    if (api.StreamIteratorStart(c->keys[k], STREAM_ITERATOR_REVERSE, NULL, NULL) == API_OK) {
+        any = api.StreamIteratorNextID(c->keys[k], last, NULL) == API_OK;
+        api.StreamIteratorStop(c->keys[k]);
+    }
+    if (any && last[0] != UINT64_MAX) return 1;
+    emq_stream_top(c, k);
+    return c->top_ms != UINT64_MAX || UINT64_MAX - c->top_seq >= (uint64_t)n;
+}
+
 // Stream ID texts on the stack up to this many appends a plan.
 #define INLINE_IDS 16
 
@@ -308,6 +361,15 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
               const char *scratch, const emq_span *spans, int wake, int nevents) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
     const emq_plan *p = &plan;
+    // many appends to the events stream: all of them, or the call refused
+    // with nothing written, as the first one alone would refuse it
+    if (nevents > 1) {
+        for (int i = 0; i < nops; i++) {
+            if (ops[i].op != EMQ_OP_XADD_AUTO) continue;
+            if (!room_for(c, ops[i].key, nevents)) return -2;
+            break;
+        }
+    }
     applier a = {c, p, {0}};
     int nids = 0, done = 0, refused = 0;
     id_text inline_ids[INLINE_IDS];

@@ -6,7 +6,7 @@
 local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'
 local NOJOB = 'EMQNOJOB the job key names no job'
 local LEASE = 'EMQLEASE the job is not active under this attempt'
-local EVENTS_FULL = "EMQORDER the events stream's top is the last ID there is: delete the stream, or turn events off"
+local EVENTS_FULL = "EMQORDER the events stream's top is the last ID there is, or too near it for the call's entries: delete the stream, or turn events off"
 
 -- now_ms is the server's clock (TIME) in milliseconds.
 local function now_ms()

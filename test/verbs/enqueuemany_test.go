@@ -82,10 +82,14 @@ func TestEnqueueManyIsScheduleJobByJob(t *testing.T) {
 		"the first of a repeated id is admitted")
 	counts := func(s *valkeytest.Server) map[string]int64 {
 		info := emqInfo(t, s)
-		return map[string]int64{"admitted": info["emq_jobs_admitted"], "scheduled": info["emq_jobs_scheduled"], "duplicate": info["emq_jobs_duplicate"]}
+		return map[string]int64{"admitted": info["emq_jobs_admitted"], "scheduled": info["emq_jobs_scheduled"], "duplicate": info["emq_jobs_duplicate"],
+			"refused": info["emq_jobs_refused"]}
 	}
-	assert.Equal(t, map[string]int64{"admitted": 4, "scheduled": 2, "duplicate": 2}, counts(many))
-	assert.Equal(t, counts(one), counts(many))
+	assert.Equal(t, map[string]int64{"admitted": 4, "scheduled": 2, "duplicate": 2, "refused": 1}, counts(many))
+	singly := counts(one)
+	assert.Equal(t, int64(0), singly["refused"], "SCHEDULE refuses the whole call")
+	singly["refused"] = 1
+	assert.Equal(t, singly, counts(many), "the rest as SCHEDULE counts")
 }
 
 // members is sorted set key's members, lowest score first; nil for none.
@@ -121,6 +125,7 @@ func TestEnqueueManyRefusesARowOutsideTheACLInItsPlace(t *testing.T) {
 	assert.Equal(t, int64(1), integer(t, s, "EXISTS", q.job(allowed)))
 	assert.Equal(t, int64(0), integer(t, s, "EXISTS", q.job(denied)), "the denied row is not written")
 	assert.Equal(t, []string{allowed}, members(t, s, q.pending))
+	assert.Equal(t, int64(1), emqInfo(t, s)["emq_jobs_refused"])
 	log, err := s.Do("ACL", "LOG").ToArray()
 	require.NoError(t, err)
 	require.NotEmpty(t, log)

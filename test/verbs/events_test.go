@@ -1,6 +1,7 @@
 package verbs
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -113,4 +114,45 @@ func TestTheEventsStreamKeepsToItsCap(t *testing.T) {
 	n := integer(t, s, "XLEN", keys.Set(q.name, keys.Events))
 	assert.GreaterOrEqual(t, n, int64(capacity))
 	assert.LessOrEqual(t, n, int64(capacity+100), "the server's ~ slack: one node of stream-node-max-entries (100)")
+}
+
+// TestAVerbAppendingManyEventsTakesThemAllOrNone: with the events stream's
+// top a few IDs from the last there is, a call that would append more
+// entries than fit — an ENQUEUEMANY, a claim of several jobs — is refused
+// EMQORDER with nothing written, not stopped halfway with some entries
+// made; one whose entries all fit goes through.
+func TestAVerbAppendingManyEventsTakesThemAllOrNone(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("near")
+	const full = "EMQORDER the events stream's top is the last ID there is, or too near it for the call's entries: delete the stream, or turn events off"
+	top := func(left int) {
+		must(t, s, "DEL", keys.Set(q.name, keys.Events))
+		must(t, s, "XADD", keys.Set(q.name, keys.Events), fmt.Sprintf("18446744073709551615-%d", uint64(1<<64-1)-uint64(left)), "f", "v")
+	}
+	must(t, s, q.events(1000)...)
+	for i := range 3 {
+		must(t, s, "HSET", q.job(jobN(i)), "state", "pending", "attempts", "0", "payload", "p")
+		must(t, s, "ZADD", q.pending, "0", jobN(i))
+	}
+	batch := q.enqueueMany(0, 0, jobN(10), "a", jobN(11), "b", jobN(12), "c", jobN(13), "d")
+	for _, c := range []struct {
+		rule string
+		left int // IDs left after the top
+		call []string
+	}{
+		{"an ENQUEUEMANY of 4 with 3 IDs left", 3, batch},
+		{"a claim of 3 jobs with 2 IDs left", 2, q.claim(longLease, 3, 5)},
+	} {
+		t.Run(c.rule+" is refused, nothing written", func(t *testing.T) {
+			top(c.left)
+			refuse(t, s, full, c.call...)
+		})
+	}
+	t.Run("an ENQUEUEMANY of 4 with 4 IDs left goes through", func(t *testing.T) {
+		top(4)
+		got, err := s.Do(batch...).AsIntSlice()
+		require.NoError(t, err)
+		assert.Equal(t, []int64{1, 1, 1, 1}, got)
+		assert.Equal(t, int64(5), integer(t, s, "XLEN", keys.Set(q.name, keys.Events)))
+	})
 }
