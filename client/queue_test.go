@@ -12,6 +12,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // newQueue is a queue handle on n, named for the test.
@@ -76,21 +77,25 @@ func TestQueueHandles(t *testing.T) {
 				// before it were admitted, it and those after were not.
 				must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "1mb")
 				defer must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
-				q := newQueue(t, n, "lostreplies", Policy{Keep: time.Minute})
+				// A client of its own: the connection the server closes is not
+				// one the other tests share.
+				vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.s.Addr}, DisableCache: true, ForceSingleClient: true})
+				require.NoError(t, err)
+				defer vk.Close()
+				q, err := New(vk).Queue("lostreplies", n.m, Policy{Keep: time.Minute})
+				require.NoError(t, err)
 				payloads := [][]byte{[]byte("a"), []byte("b"), make([]byte, 2<<20), []byte("d")}
 				got, err := q.EnqueueMany(ctx(t), payloads)
 				require.ErrorIs(t, err, ErrUnknownOutcome)
 				require.Len(t, got, len(payloads))
 				assert.Contains(t, err.Error(), "jobs "+got[0].String()+" to "+got[3].String(), "every reply was lost")
-				// The server closed the connection after its "Protocol error":
-				// the next call on it — the test's own client shares it — may
-				// meet the reset (valkey-go dials again after it).
-				_ = n.s.Do("PING").Error()
 				must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
 				landed := 0
 				for i, id := range got {
-					// So may the queue's first call: a lost reply, as the
-					// batch's, sent again.
+					// The server closed the connection after its "Protocol
+					// error": the queue's next call may meet the reset, a lost
+					// reply as the batch's, and is sent again (valkey-go dials
+					// again after it).
 					admitted, err := q.Admit(ctx(t), id, payloads[i])
 					for try := 0; lost(err) && try < 3; try++ {
 						admitted, err = q.Admit(ctx(t), id, payloads[i])
