@@ -95,16 +95,17 @@ static void score_text(char *out, size_t cap, double score) {
 // those it added or moved, with one zadd event, as the built-in.
 static int zadd(applier *a, const emq_op *op) {
     char score[32];
-    score_text(score, sizeof(score), op->score);
     if (op->n == 1) { // a single member: no vector to build
         int flags = 0;
         ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
         if (api.ZsetAdd(key(a, op), op->score, member, &flags) != API_OK) return -EINVAL;
         if (!(flags & (ZADD_ADDED | ZADD_UPDATED))) return 0;
+        score_text(score, sizeof(score), op->score); // only for a ZADD that is replicated
         api.Replicate(a->c->ctx, "ZADD", "scs", name(a, op), score, member);
         api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zadd", name(a, op));
         return 1;
     }
+    score_text(score, sizeof(score), op->score);
     ValkeyModuleString **m = strs(a, op, 0, 0);
     ValkeyModuleString **argv = api.Alloc(sizeof(*argv) * 2 * (size_t)op->n);
     ValkeyModuleString *s = api.CreateString(a->c->ctx, score, strlen(score));
