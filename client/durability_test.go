@@ -80,6 +80,17 @@ func TestDurability(t *testing.T) {
 				assert.Equal(t, 1, nd.Replicas)
 				assert.Contains(t, err.Error(), "1 of 2 replicas within 50ms")
 				assert.True(t, exists(t, r.s, keys.Job(q.name, id.String())))
+
+				// a batch of two calls: ErrNotDurable, and every job stands
+				payloads := make([][]byte, manyChunk+1)
+				batch, err := q.EnqueueMany(ctx(t), payloads)
+				require.ErrorIs(t, err, ErrNotDurable)
+				require.ErrorAs(t, err, &nd)
+				assert.Equal(t, 1, nd.Replicas)
+				require.Len(t, batch, len(payloads))
+				for _, id := range batch {
+					assert.True(t, exists(t, r.s, keys.Job(q.name, id.String())))
+				}
 			})
 
 			t.Run("a replica that does not answer in time: ErrNotDurable, 0 of 1, then a retry under the same id is confirmed", func(t *testing.T) {

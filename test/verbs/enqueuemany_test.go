@@ -140,10 +140,12 @@ func TestEnqueueManyRefusesARowOutsideTheACLInItsPlace(t *testing.T) {
 func TestEnqueueManyReachesWaitingWorkers(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	worker := blockB(t, s, 60_000, 10_000)
+	sent := time.Now()
 	must(t, s, bq.enqueueMany(0, 0, jobN(1), "now", jobN(2), "now")...)
 	reply, err := worker.read()
 	require.NoError(t, err)
 	assert.Equal(t, jobN(1), claimedID(t, reply))
+	assert.Less(t, time.Since(sent), time.Second, "woken by the batch, not by its timeout (generous: a loaded machine)")
 
 	must(t, s, "DEL", bq.pending)
 	worker = blockB(t, s, 60_000, 10_000)
