@@ -160,7 +160,7 @@ func (sc rule) after(t int64) int64 {
 		next = sc.start + k*sc.every
 	} else {
 		at := sc.cron.Next(time.UnixMilli(max(t, sc.start)).In(sc.loc))
-		if repeatedWallClock(at) { // once is enough: the hour clocks went back
+		for repeatedWallClock(at) { // once is enough: the hour clocks went back
 			at = sc.cron.Next(at)
 		}
 		if at.IsZero() {
@@ -180,7 +180,7 @@ const lastTickMs = ids.EpochMs + ids.MaxMs
 
 // repeatedWallClock reports whether at's local time happened already,
 // earlier that day: when clocks go back, the hour before the change comes
-// again, and a cron time in it has a tick in its first pass only, as
+// again, and every cron time in it has a tick in its first pass only, as
 // cron daemons run it.
 func repeatedWallClock(at time.Time) bool {
 	if at.IsZero() {

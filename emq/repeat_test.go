@@ -70,6 +70,18 @@ func TestARuleTicksAsItsSpecSays(t *testing.T) {
 		assert.Equal(t, []string{"2026-10-25 02:30 CEST", "2026-10-26 02:30 CET", "2026-10-27 02:30 CET"},
 			[]string{got[0].Format("2006-01-02 15:04 MST"), got[1].Format("2006-01-02 15:04 MST"), got[2].Format("2006-01-02 15:04 MST")})
 	})
+	t.Run("every minute of the fall-back hour ticks once, in its first pass", func(t *testing.T) {
+		// 02:40 CEST, in the hour's first pass
+		got := ticks(t, "*/15 2 * * *", "Europe/Berlin", utc("2026-10-25T00:40:00Z"), 2)
+		assert.Equal(t, []string{"2026-10-25 02:45 CEST", "2026-10-26 02:00 CET"},
+			[]string{got[0].Format("2006-01-02 15:04 MST"), got[1].Format("2006-01-02 15:04 MST")})
+		ny, err := time.LoadLocation("America/New_York")
+		require.NoError(t, err)
+		// America/New_York, 2030-11-03: 02:00 EDT becomes 01:00 EST
+		got = ticks(t, "10,50 1 * * *", "America/New_York", utc("2030-11-03T05:20:00Z"), 2) // 01:20 EDT
+		assert.Equal(t, []string{"2030-11-03 01:50 EDT", "2030-11-04 01:10 EST"},
+			[]string{got[0].In(ny).Format("2006-01-02 15:04 MST"), got[1].In(ny).Format("2006-01-02 15:04 MST")})
+	})
 	t.Run("no tick after the end, none once the limit is made", func(t *testing.T) {
 		sc, err := parseRule([]byte("@every 1s"), nil)
 		require.NoError(t, err)
