@@ -396,6 +396,15 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 				return reply{first: first}
 			},
 			func() reply {
+				// events on, and their key another type: REPEAT appends no event, and does not read it
+				must(t, n.s, "HSET", keys.Set("same", keys.Config), "events", "10")
+				must(t, n.s, "SET", keys.Set("same", keys.Events), "x")
+				first, err := q.Repeat(ctx(t), "c", "@every 1h", nil, RepeatOptions{Start: start})
+				require.NoError(t, err)
+				must(t, n.s, "DEL", keys.Set("same", keys.Events))
+				return reply{first: first}
+			},
+			func() reply {
 				list, err := q.Schedules(ctx(t))
 				require.NoError(t, err)
 				return reply{list: list}

@@ -302,8 +302,8 @@ func repeat(c Call) error {
 	if (row != Empty && row != Hash) || (set != Empty && set != ZSet) || (config != Empty && config != Hash) {
 		return errors.ErrWrongType
 	}
-	var st settings
-	if err := st.read(s, p, r.queue, declaredConfig(s, 2)); err != nil {
+	var st settings // its numbering: REPEAT appends no event
+	if err := st.readFields(s, declaredConfig(s, 2)); err != nil {
 		return err
 	}
 	number, made, last := int64(0), int64(0), int64(0)

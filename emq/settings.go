@@ -75,10 +75,30 @@ func settingsKey(s Server, p *Plan, queue []byte, name string, access Access, k 
 	return k, nil
 }
 
-// read reads the config, key found.Config — a hash or absent — whose
-// fields and values are found.Fields, into st and, when events are on,
-// opens the events stream (found.Events, or now).
+// read reads the config into st as readFields does and, when events are
+// on, opens the events stream (found.Events, or now).
 func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) error {
+	if err := st.readFields(s, found); err != nil || st.eventsCap == 0 {
+		return err
+	}
+	e, err := settingsKey(s, p, queue, keys.Events, EventsAccess, found.Events)
+	if err != nil {
+		return err
+	}
+	if t := s.Type(e); t != Empty && t != Stream {
+		return errors.ErrWrongType
+	}
+	if err := elsewhere(s, e); err != nil {
+		return err
+	}
+	st.events = eventLog{key: e, cap: st.eventsCap}
+	return nil
+}
+
+// readFields reads the config, key found.Config — a hash or absent — whose
+// fields and values are found.Fields, into st, opening no other key: all a
+// verb that appends no event reads (EMQ.REPEAT, its numbering).
+func (st *settings) readFields(s Server, found SettingsKeys) error {
 	switch s.Type(found.Config) {
 	case Empty:
 		return nil
@@ -109,20 +129,6 @@ func (st *settings) read(s Server, p *Plan, queue []byte, found SettingsKeys) er
 	if max > 0 && ms > 0 {
 		st.rateMax, st.rateMs, st.limiter = max, ms, found.Limiter
 	}
-	if st.eventsCap == 0 {
-		return nil
-	}
-	e, err := settingsKey(s, p, queue, keys.Events, EventsAccess, found.Events)
-	if err != nil {
-		return err
-	}
-	if t := s.Type(e); t != Empty && t != Stream {
-		return errors.ErrWrongType
-	}
-	if err := elsewhere(s, e); err != nil {
-		return err
-	}
-	st.events = eventLog{key: e, cap: st.eventsCap}
 	return nil
 }
 

@@ -100,8 +100,9 @@ end
 -- field is there), the events stream's cap (a positive integer; the
 -- stream, when on, must be a stream or absent, and take entries) and
 -- repeat_seq. It returns them, or nil and the refusal: WRONGTYPE, or
--- EMQORDER for an events stream that takes no entry.
-local function settings(key)
+-- EMQORDER for an events stream that takes no entry. With quiet — a verb
+-- that appends no event — it leaves the events stream unread.
+local function settings(key, quiet)
   local st = { paused = false, rate_max = 0, rate_ms = 0, repeat_seq = 0 }
   local config = queue_key(key, 'config')
   local t = key_type(config)
@@ -123,7 +124,7 @@ local function settings(key)
     st.repeat_seq = seq
   end
   local cap = parse_int(v[4])
-  if cap and cap > 0 then
+  if cap and cap > 0 and not quiet then
     local events = queue_key(key, 'events')
     local t = key_type(events)
     if wrong_type(t, 'stream') then

@@ -9,7 +9,7 @@ local row_type = key_type(row)
 if wrong_type(row_type, 'hash') or wrong_type(key_type(repeats), 'zset') then
   return redis.error_reply(WRONGTYPE)
 end
-local st, refused = settings(repeats)
+local st, refused = settings(repeats, true) -- its numbering: it appends no event
 if not st then
   return refused
 end

@@ -494,6 +494,22 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 			})
 		}
 	})
+	t.Run("EMQ.REPEAT, which appends no event, reads no events stream", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, q.events(10)...)
+		must(t, s, "SET", keys.Set(q.name, keys.Events), "x")
+		refuse(t, s, wrongType, q.enqueue(id, "p")...) // a verb appending events reads it
+		assert.Positive(t, integer(t, s, q.repeat("r", "@every 1h", "", "p", 0, 0, 0, 0)...), "a stream of another type is not read")
+		must(t, s, "DEL", keys.Set(q.name, keys.Events))
+		must(t, s, "ACL", "SETUSER", "scheduler", "reset", "on", "nopass", "+@all", "~emq:{set}:config", "~emq:{set}:repeat*")
+		t.Cleanup(func() { s.Do("ACL", "DELUSER", "scheduler") })
+		c := dial(t, s)
+		_, err := c.do("AUTH", "scheduler", "x")
+		require.NoError(t, err)
+		reply, err := c.do(q.repeat("r2", "@every 1h", "", "p", 0, 0, 0, 0)...)
+		require.NoError(t, err, "a stream outside the caller's patterns is not touched")
+		assert.NotNil(t, reply)
+	})
 	t.Run("EMQ.REPEATS lists for a user who may only read the queue", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.repeat("r", "@every 1h", "", "p", 0, 0, 0, 0)...)
