@@ -203,6 +203,9 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.same("a queue with any paused field is paused", tw.claim(tw.long, 1))
 	queueCall("resume", func(q *Queue) any { return outcome(q.Resume(ctx(t))) })
 	tw.same("a rate_max that is no integer is no limit", tw.claim(tw.long, 1))
+	tw.same("enqueue", tw.admit(tw.long, j[14], "p14"))
+	tw.both("HSET", set(keys.Config), "rate_max", "1", "rate_ms", "9223372036854775807")
+	tw.same("a window EMQ.LIMIT could not set is no limit", tw.claim(tw.long, 1))
 
 	// refusals the stored data decides
 	tw.same("enqueue", tw.admit(tw.long, j[15], "p15"))

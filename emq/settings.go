@@ -126,7 +126,9 @@ func (st *settings) readFields(s Server, found SettingsKeys) error {
 			st.repeatSeq = n
 		}
 	}
-	if max > 0 && ms > 0 {
+	// a limit EMQ.LIMIT could set: a window's end past what an expiry
+	// holds would replicate an expiry the replicas refuse
+	if max > 0 && ms > 0 && max <= rateMaxBound.max && ms <= rateMsBound.max {
 		st.rateMax, st.rateMs, st.limiter = max, ms, found.Limiter
 	}
 	return nil

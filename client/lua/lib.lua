@@ -96,12 +96,13 @@ end
 
 -- settings reads the settings of the queue of key, as the verbs do, from
 -- its config hash when that exists: paused (the field is there), the rate
--- limit (rate_max and rate_ms both positive integers; rate_set when either
--- field is there), the events stream's cap (a positive integer; the
--- stream, when on, must be a stream or absent, and take entries) and
--- repeat_seq. It returns them, or nil and the refusal: WRONGTYPE, or
--- EMQORDER for an events stream that takes no entry. With quiet — a verb
--- that appends no event — it leaves the events stream unread.
+-- limit (rate_max and rate_ms both within EMQ.LIMIT's ranges, max not 0;
+-- rate_set when either field is there), the events stream's cap (a
+-- positive integer; the stream, when on, must be a stream or absent, and
+-- take entries) and repeat_seq. It returns them, or nil and the refusal:
+-- WRONGTYPE, or EMQORDER for an events stream that takes no entry. With
+-- quiet — a verb that appends no event — it leaves the events stream
+-- unread.
 local function settings(key, quiet)
   local st = { paused = false, rate_max = 0, rate_ms = 0, repeat_seq = 0 }
   local config = queue_key(key, 'config')
@@ -116,7 +117,7 @@ local function settings(key, quiet)
   st.paused = v[1] ~= false
   st.rate_set = v[2] ~= false or v[3] ~= false
   local max, ms = parse_int(v[2]), parse_int(v[3])
-  if max and ms and max > 0 and ms > 0 then
+  if max and ms and max > 0 and ms > 0 and max <= 1000000 and ms <= 2147483647 then
     st.rate_max, st.rate_ms = max, ms
   end
   local seq = parse_int(v[5])

@@ -233,6 +233,45 @@ func TestALimitCapsEveryWindow(t *testing.T) {
 	assert.InDelta(t, want, len(claims), max, "within one window of the rate")
 }
 
+// TestALimitWrittenByHandIsReadAsLimitWouldWriteIt: rate_max and rate_ms
+// written into the config by hand make a limit when EMQ.LIMIT could have
+// set them, else none — a window whose end is past what an expiry holds
+// would replicate an expiry the replicas and an AOF replay refuse.
+func TestALimitWrittenByHandIsReadAsLimitWouldWriteIt(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("byhand")
+	for _, c := range []struct {
+		name    string
+		fields  []string
+		limited bool
+	}{
+		{"within LIMIT's ranges", []string{"rate_max", "2", "rate_ms", "60000"}, true},
+		{"the longest window", []string{"rate_max", "2", "rate_ms", "2147483647"}, true},
+		{"a window past 2^31-1 ms", []string{"rate_max", "2", "rate_ms", "2147483648"}, false},
+		{"a window past what an expiry holds", []string{"rate_max", "2", "rate_ms", "9223372036854775807"}, false},
+		{"a max past 1,000,000", []string{"rate_max", "1000001", "rate_ms", "60000"}, false},
+		{"a max of 0", []string{"rate_max", "0", "rate_ms", "60000"}, false},
+		{"a max that is no integer", []string{"rate_max", "x", "rate_ms", "60000"}, false},
+		{"a max alone", []string{"rate_max", "2"}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			for i := range 3 {
+				must(t, s, q.enqueue(jobN(i), "p")...)
+			}
+			must(t, s, append([]string{"HSET", q.config()}, c.fields...)...)
+			got := claimJobs(t, s, q.claim(longLease, 3, 5)...)
+			if !c.limited {
+				assert.Len(t, got, 3, "no limit")
+				assert.Zero(t, integer(t, s, "EXISTS", keys.Set(q.name, keys.Limiter)), "no limiter written")
+				return
+			}
+			assert.Len(t, got, 2, "limited")
+			assert.Positive(t, integer(t, s, "PTTL", keys.Set(q.name, keys.Limiter)), "the window expires")
+		})
+	}
+}
+
 // TestSettleSettlesThenClaims: SETTLE's settlements are ACK and FAIL with
 // their rules — a stale one, a missing one, one settled twice are refused
 // in their place and change nothing — then its claim takes pending's head,
