@@ -11,6 +11,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
+	"github.com/echomq/emq/registry"
 )
 
 // as sends c through cl.
@@ -45,6 +46,23 @@ func TestACLCategoriesHoldTheVerbs(t *testing.T) {
 
 	t.Run("the module loads with no ACL note", func(t *testing.T) {
 		assert.Empty(t, s.LoadWarnings())
+	})
+
+	t.Run("COMMAND LIST FILTERBY ACLCAT emq lists the verbs, ACL CAT emq too but on Valkey 8.0", func(t *testing.T) {
+		var verbs []string
+		for _, r := range registry.Rows() {
+			verbs = append(verbs, r.Name)
+		}
+		listed, err := s.Do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "emq").AsStrSlice()
+		require.NoError(t, err)
+		assert.ElementsMatch(t, verbs, listed)
+		cat, err := s.Do("ACL", "CAT", "emq").AsStrSlice()
+		require.NoError(t, err)
+		if p := s.Product(); p.Name == "valkey" && p.Major == 8 && p.Minor == 0 {
+			assert.Empty(t, cat, "Valkey 8.0 leaves module commands out of ACL CAT (docs/commands.md, ACL)")
+			return
+		}
+		assert.ElementsMatch(t, verbs, cat)
 	})
 
 	t.Run("+@emq grants no built-in", func(t *testing.T) {
