@@ -175,8 +175,12 @@ func intReply(r valkey.ValkeyResult) (int64, error) {
 	return n, refusal(err)
 }
 
-// stringReply reads a bulk string reply.
+// stringReply reads a bulk string reply: "" with a refusal, whose text
+// valkey-go also gives as the string.
 func stringReply(r valkey.ValkeyResult) (string, error) {
 	s, err := r.ToString()
-	return s, refusal(err)
+	if err != nil {
+		return "", refusal(err)
+	}
+	return s, nil
 }

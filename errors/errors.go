@@ -107,10 +107,17 @@ type Refusal struct {
 // Error returns the reply text: the code, a space, the message.
 func (r *Refusal) Error() string { return r.Code.String() + " " + r.Msg }
 
-// Is reports whether target is r's code, so errors.Is(err, errors.Kind) works.
+// Is reports whether target is r's code, so errors.Is(err, errors.Kind)
+// works, or a refusal of r's code, such as [ErrWrongType]: a refusal
+// matches by its code, whatever its message.
 func (r *Refusal) Is(target error) bool {
-	c, ok := target.(Code)
-	return ok && c == r.Code
+	switch t := target.(type) {
+	case Code:
+		return t == r.Code
+	case *Refusal:
+		return t.Code == r.Code
+	}
+	return false
 }
 
 // New returns a refusal with a formatted message.

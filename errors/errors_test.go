@@ -37,6 +37,12 @@ func TestRefusalMatchesItsCode(t *testing.T) {
 	assert.Equal(t, errors.Kind, errors.CodeOf(r))
 	assert.Equal(t, errors.Kind, errors.CodeOf(err), "a wrapped refusal keeps its code")
 	assert.Equal(t, errors.Code(0), errors.CodeOf(stderrors.New("plain")))
+
+	// a refusal read off the wire matches the sentinel of its code
+	wrong := fmt.Errorf("enqueue: %w", &errors.Refusal{Code: errors.WrongType, Msg: "Operation against a key holding the wrong kind of value"})
+	assert.True(t, stderrors.Is(wrong, errors.ErrWrongType))
+	assert.True(t, stderrors.Is(wrong, errors.WrongType))
+	assert.False(t, stderrors.Is(err, errors.ErrWrongType))
 }
 
 func ExampleRefusal() {

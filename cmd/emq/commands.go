@@ -241,7 +241,7 @@ func parseState(s, want string) (inspect.State, error) {
 func parseJobID(text string) (ids.ID, error) {
 	id, ok := ids.Parse(ids.Job, []byte(text))
 	if !ok {
-		return ids.ID{}, usageError("%q is not a job id (JOB and 16 lowercase hex digits)", text)
+		return ids.ID{}, usageError("not a job id (JOB and 16 lowercase hex digits): %q", text)
 	}
 	return id, nil
 }

@@ -109,10 +109,13 @@ func run(ctx context.Context, args []string, e env) int {
 	args = commandFirst(args, e)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
 		if len(args) > 1 {
-			if cmd := lookup(args[1]); cmd != nil {
-				fmt.Fprint(e.stdout, cmd.help())
-				return exitOK
+			cmd := lookup(args[1])
+			if cmd == nil {
+				fmt.Fprintf(e.stderr, "emq help: no command %q\n\n%s", args[1], overview())
+				return exitUsage
 			}
+			fmt.Fprint(e.stdout, cmd.help())
+			return exitOK
 		}
 		w := e.stdout
 		if len(args) == 0 {
@@ -136,8 +139,12 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stdout, cmd.help())
 		return exitOK
 	}
-	if err == nil && (len(pos) < cmd.minArgs || (cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs)) {
+	switch {
+	case err != nil:
+	case len(pos) < cmd.minArgs || (cmd.maxArgs >= 0 && len(pos) > cmd.maxArgs):
 		err = usageError("%s takes %s", cmd.name, cmd.argsText())
+	case o.timeout <= 0:
+		err = usageError("--timeout %v: want a positive duration", o.timeout)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "emq %s: %s\nusage: emq %s %s (emq help %s)\n", cmd.name, terminalText(err.Error()), cmd.name, cmd.args, cmd.name)

@@ -290,6 +290,9 @@ func TestCLIActions(t *testing.T) {
 			{"enqueue", "emails", "x", "--priority", "2147483648"},
 			{"enqueue", "emails", "x", "--delay", "-1s"},
 			{"queues", "--bogus"},
+			{"queues", "--timeout", "0s"},
+			{"queues", "--timeout", "-1s"},
+			{"help", "nosuch"},
 			{},
 		} {
 			r := emq(t, s.Addr, args...)
@@ -297,6 +300,15 @@ func TestCLIActions(t *testing.T) {
 			assert.NotEmpty(t, r.stderr, "%q says why", args)
 		}
 		assert.Equal(t, before, emq(t, s.Addr, "queues", "--json").stdout)
+	})
+	t.Run("a bad job id is named in quotes, the message is not", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "emails", "JOBxyz")
+		assert.Equal(t, exitUsage, r.code)
+		assert.Contains(t, r.stderr, `emq job: not a job id (JOB and 16 lowercase hex digits): "JOBxyz"`)
+	})
+	t.Run("help of no command says so", func(t *testing.T) {
+		r := emq(t, s.Addr, "help", "nosuch")
+		assert.Contains(t, r.stderr, `emq help: no command "nosuch"`)
 	})
 	t.Run("purge --state with a bogus state names the states purge takes", func(t *testing.T) {
 		r := emq(t, s.Addr, "purge", "emails", "--state", "bogus")

@@ -25,7 +25,7 @@ the stream still holds, or the stream ID of the last line a tail printed,
 to go on where it stopped. A queue appends events only while they are on:
 tail says so when they are off, and how to turn them on.`,
 	examples: []string{"emq tail emails", "emq tail emails --from 0 --count 100",
-		"emq tail emails --json | jq -c 'select(.event == \"dead\")'"},
+		"emq tail emails --json | jq -c 'select(.event == \"dead\" or (.event == \"failed\" and .state == \"dead\"))'   # the jobs that died"},
 	minArgs: 1, maxArgs: 1, serves: true,
 	flags: func(fs *flag.FlagSet, o *options) {
 		fs.StringVar(&o.from, "from", "$", `where to start: "$" for new events, "0" for all the stream holds, or a stream ID`)
