@@ -33,7 +33,10 @@ func tailPrints(t *testing.T, noModule bool) {
 	s := valkeytest.Start(t, valkeytest.Options{NoModule: noModule})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	on, stop := context.WithTimeout(ctx, 100*time.Millisecond)
+	// a tail from now that turns the events on, stopped by its deadline:
+	// time enough for the turning on on a loaded machine (make compat ran
+	// it past 100 ms)
+	on, stop := context.WithTimeout(ctx, time.Second)
 	defer stop()
 	require.NoError(t, run(on, config{addr: s.Addr, queue: "emails", from: "$", events: 1000}, io.Discard))
 	capacity, err := s.Do("HGET", keys.Set("emails", keys.Config), "events").ToString()
