@@ -160,7 +160,7 @@ func (sc rule) after(t int64) int64 {
 		next = sc.start + k*sc.every
 	} else {
 		at := sc.cron.Next(time.UnixMilli(max(t, sc.start)).In(sc.loc))
-		for repeatedWallClock(at) { // once is enough: the hour clocks went back
+		for repeatedWallClock(at) { // the hour clocks went back: its times tick in the first pass only
 			at = sc.cron.Next(at)
 		}
 		if at.IsZero() {
