@@ -236,9 +236,11 @@ func TestALimitCapsEveryWindow(t *testing.T) {
 // TestALimitWrittenByHandIsReadAsLimitWouldWriteIt: rate_max and rate_ms
 // written into the config by hand make a limit when EMQ.LIMIT could have
 // set them, else none — a window whose end is past what an expiry holds
-// would replicate an expiry the replicas and an AOF replay refuse.
+// would replicate an expiry the replicas and an AOF replay refuse: a
+// module-less replica holds the same data after each.
 func TestALimitWrittenByHandIsReadAsLimitWouldWriteIt(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
+	replica := valkeytest.StartReplica(t, s, valkeytest.Options{NoModule: true})
 	q := queueOf("byhand")
 	for _, c := range []struct {
 		name    string
@@ -261,6 +263,12 @@ func TestALimitWrittenByHandIsReadAsLimitWouldWriteIt(t *testing.T) {
 			}
 			must(t, s, append([]string{"HSET", q.config()}, c.fields...)...)
 			got := claimJobs(t, s, q.claim(longLease, 3, 5)...)
+			valkeytest.WaitReplicated(t, s, replica)
+			digest, err := s.Do("DEBUG", "DIGEST").ToString()
+			require.NoError(t, err)
+			mirrored, err := replica.Do("DEBUG", "DIGEST").ToString()
+			require.NoError(t, err)
+			require.Equal(t, digest, mirrored, "the replica holds what the primary holds")
 			if !c.limited {
 				assert.Len(t, got, 3, "no limit")
 				assert.Zero(t, integer(t, s, "EXISTS", keys.Set(q.name, keys.Limiter)), "no limiter written")
