@@ -60,7 +60,8 @@ type JobInfo struct {
 // delayed and dead sets (ZSCORE) and its row's expiry (PEXPIRETIME), in
 // one MULTI/EXEC so they agree. No verb is involved: every node answers
 // alike. A job whose row is gone — acked without Keep, removed, expired —
-// is refused with EMQNOJOB (errors.Is(err, emqerrors.NoJob)).
+// is refused with EMQNOJOB (errors.Is(err, emqerrors.NoJob)); an id of
+// another namespace with EMQKIND, as Admit refuses it.
 func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
 	return q.job(ctx, id, false, false)
 }
@@ -91,6 +92,9 @@ var rowFields = []string{"state", "attempts", "revived", "priority", "error", "r
 
 // job reads job id, its payload and result unless skipped.
 func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool) (*JobInfo, error) {
+	if id.NS != ids.Job {
+		return nil, emq.ErrJobKind
+	}
 	key, text := keys.Job(q.name, id.String()), id.String()
 	fields := slices.Clip(rowFields[:len(rowFields)-2]) // appends copy, never write rowFields
 	if !skipPayload {

@@ -117,6 +117,12 @@ func TestJobInfo(t *testing.T) {
 
 			_, err = q.Job(ctx(t), n.m.Mint(ids.Job))
 			require.ErrorIs(t, err, emqerrors.NoJob, "no such job")
+			for _, other := range []ids.ID{n.m.Mint(ids.Msg), {}} {
+				_, err = q.Job(ctx(t), other)
+				require.ErrorIs(t, err, emqerrors.Kind, "%q is no job id, as Admit says", other)
+				_, err = q.JobUpTo(ctx(t), other, 10)
+				require.ErrorIs(t, err, emqerrors.Kind, "%q, by JobUpTo", other)
+			}
 			wrong := n.m.Mint(ids.Job)
 			must(t, n.s, "SET", keys.Job("info", wrong.String()), "x")
 			_, err = q.Job(ctx(t), wrong)

@@ -38,14 +38,18 @@ func writeJSON(w io.Writer, v any) error {
 // preview shows a payload or a result for people: text quoted and clipped,
 // binary as its size.
 func preview(b []byte, n int) string {
+	size := fmt.Sprintf("%d bytes", len(b))
+	if len(b) == 1 {
+		size = "1 byte"
+	}
 	text, clipped, ok := readable.Preview(b, n)
-	if !ok {
-		return fmt.Sprintf("%d bytes, binary", len(b))
+	switch {
+	case !ok:
+		return size + ", binary"
+	case clipped:
+		return fmt.Sprintf("%s: %q…", size, text)
 	}
-	if clipped {
-		return fmt.Sprintf("%d bytes: %q…", len(b), text)
-	}
-	return fmt.Sprintf("%d bytes: %q", len(b), text)
+	return fmt.Sprintf("%s: %q", size, text)
 }
 
 // printable is text from the data — a queue's name, a job's id or error,

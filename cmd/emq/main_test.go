@@ -306,6 +306,19 @@ func TestCLIActions(t *testing.T) {
 		assert.Equal(t, exitUsage, r.code)
 		assert.Contains(t, r.stderr, `emq job: not a job id (JOB and 16 lowercase hex digits): "JOBxyz"`)
 	})
+	t.Run("jobs of a queue that holds nothing notes a mistyped name", func(t *testing.T) {
+		r := emq(t, s.Addr, "jobs", "nosuchqueue")
+		assert.Equal(t, exitOK, r.code)
+		assert.Contains(t, r.stderr, "emq jobs: note: nosuchqueue holds no job and has no setting (a mistyped name?)")
+		r = emq(t, s.Addr, "jobs", "emails")
+		assert.NotContains(t, r.stderr, "mistyped")
+	})
+	t.Run("a payload of one byte is one byte", func(t *testing.T) {
+		r := emq(t, s.Addr, "enqueue", "single", "x")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		r = emq(t, s.Addr, "job", "single", strings.TrimSpace(r.stdout))
+		assert.Contains(t, r.stdout, `1 byte: "x"`)
+	})
 	t.Run("help of no command says so", func(t *testing.T) {
 		r := emq(t, s.Addr, "help", "nosuch")
 		assert.Contains(t, r.stderr, `emq help: no command "nosuch"`)
