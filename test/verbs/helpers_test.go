@@ -130,6 +130,19 @@ type dbState struct {
 	Keys   map[string]keyState
 }
 
+// mirrors waits for replica r to take primary p's writes and requires the
+// two to hold the same data (DEBUG DIGEST); it returns the digest.
+func mirrors(t *testing.T, p, r *valkeytest.Server) string {
+	t.Helper()
+	valkeytest.WaitReplicated(t, p, r)
+	want, err := p.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	got, err := r.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the replica holds other data than the primary")
+	return want
+}
+
 // snapshot records the digest and every key's type, value, expiry and, for
 // streams, length, last generated ID and content.
 func snapshot(t *testing.T, s *valkeytest.Server) dbState {

@@ -263,12 +263,7 @@ func TestALimitWrittenByHandIsReadAsLimitWouldWriteIt(t *testing.T) {
 			}
 			must(t, s, append([]string{"HSET", q.config()}, c.fields...)...)
 			got := claimJobs(t, s, q.claim(longLease, 3, 5)...)
-			valkeytest.WaitReplicated(t, s, replica)
-			digest, err := s.Do("DEBUG", "DIGEST").ToString()
-			require.NoError(t, err)
-			mirrored, err := replica.Do("DEBUG", "DIGEST").ToString()
-			require.NoError(t, err)
-			require.Equal(t, digest, mirrored, "the replica holds what the primary holds")
+			mirrors(t, s, replica)
 			if !c.limited {
 				assert.Len(t, got, 3, "no limit")
 				assert.Zero(t, integer(t, s, "EXISTS", keys.Set(q.name, keys.Limiter)), "no limiter written")
