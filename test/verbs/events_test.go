@@ -148,6 +148,12 @@ func TestAVerbAppendingManyEventsTakesThemAllOrNone(t *testing.T) {
 			refuse(t, s, full, c.call...)
 		})
 	}
+	t.Run("an ENQUEUEMANY of 4 into an emptied stream with 3 IDs left is refused, nothing written", func(t *testing.T) {
+		// no entry to read the last ID from: the stream's own last ID says
+		top(3)
+		must(t, s, "XTRIM", keys.Set(q.name, keys.Events), "MAXLEN", "0")
+		refuse(t, s, full, batch...)
+	})
 	t.Run("an ENQUEUEMANY of 4 with 4 IDs left goes through", func(t *testing.T) {
 		top(4)
 		got, err := s.Do(batch...).AsIntSlice()
