@@ -55,7 +55,7 @@ var (
 	timeBound       = newBound("start_ms and end_ms", 0, 1<<47)
 	limitJobsBound  = newBound("limit", 0, math.MaxInt32)
 	errRepeatLayout = static(errors.Layout, "repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes")
-	errEndBefore    = static(errors.Shape, "end_ms must be after start_ms")
+	errEndBefore    = static(errors.Shape, "end_ms must be after start_ms (the time of the call when start_ms is 0)")
 	errNoTick       = static(errors.Shape, "the schedule has no tick to come before end_ms and before 2093-09-06, where job ids end")
 	errNumbers      = static(errors.State, "the queue has numbered all the schedules it can (4194303)")
 	errScheduleRow  = static(errors.State, "the schedule's row is not one EMQ.REPEAT wrote")
