@@ -145,24 +145,14 @@ type pausedJSON struct {
 
 // setPaused pauses or resumes queue and says whether that changed it.
 func (s *session) setPaused(ctx context.Context, queue string, pause bool) error {
-	q, err := s.queue(queue)
+	set, did, already := (*client.Queue).Resume, "resumed", "was not paused"
+	if pause {
+		set, did, already = (*client.Queue).Pause, "paused", "was paused already"
+	}
+	changed, err := s.setting(ctx, "pause", queue, "it is paused", pause,
+		func(q *client.Queue) (bool, error) { return set(q, ctx) })
 	if err != nil {
 		return err
-	}
-	set, did, already := q.Resume, "resumed", "was not paused"
-	unknown := false
-	if pause {
-		set, did, already = q.Pause, "paused", "was paused already"
-		if unknown, err = s.unknown(ctx, queue); err != nil {
-			return err
-		}
-	}
-	changed, err := set(ctx)
-	if err != nil {
-		return err // a refused pause (a replica's READONLY) made no queue: no note
-	}
-	if unknown {
-		fmt.Fprintf(s.e.stderr, "emq pause: note: %s holds no job and has no setting (a mistyped name?); it is paused all the same\n", printable(queue))
 	}
 	if s.o.json {
 		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
@@ -175,18 +165,49 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 	return err
 }
 
-// unknown reports whether queue holds no job and has no setting: a
-// mistyped name makes a new, paused queue.
-func (s *session) unknown(ctx context.Context, queue string) (bool, error) {
+// setting makes a setting of queue with set, which reports whether it
+// changed the queue. When makes, a queue that held no job and had no
+// setting before is noted on stderr as noteNew notes it, once set is done:
+// a refused setting (a replica's READONLY) made no queue and notes nothing.
+func (s *session) setting(ctx context.Context, cmd, queue, done string, makes bool, set func(*client.Queue) (bool, error)) (bool, error) {
+	q, err := s.queue(queue)
+	if err != nil {
+		return false, err
+	}
+	note, err := s.noteNew(ctx, cmd, queue, done, makes)
+	if err != nil {
+		return false, err
+	}
+	changed, err := set(q)
+	if err == nil {
+		note()
+	}
+	return changed, err
+}
+
+// noteNew returns what notes on stderr, once the command cmd is done, that
+// queue held no job and had no setting before it: a mistyped name? done
+// says what a command that makes a setting made of the new queue all the
+// same ("it is paused"); check false, or a queue in use, notes nothing.
+func (s *session) noteNew(ctx context.Context, cmd, queue, done string, check bool) (func(), error) {
+	nothing := func() {}
+	if !check {
+		return nothing, nil
+	}
 	in, err := s.inspector()
 	if err != nil {
-		return false, err
+		return nothing, err
 	}
 	sum, err := in.Summary(ctx, queue)
-	if err != nil {
-		return false, err
+	if err != nil || !sum.Blank() {
+		return nothing, err
 	}
-	return sum.Blank(), nil
+	if done != "" {
+		done = "; " + done + " all the same"
+	}
+	return func() {
+		fmt.Fprintf(s.e.stderr, "emq %s: note: %s holds no job and has no setting (a mistyped name?)%s\n", cmd, printable(queue), done)
+	}, nil
 }
 
 var enqueueCmd = &command{

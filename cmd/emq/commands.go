@@ -41,7 +41,7 @@ var commands []*command
 func init() {
 	commands = []*command{
 		queuesCmd, jobsCmd, jobCmd,
-		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, enqueueCmd,
+		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, limitCmd, eventsCmd, enqueueCmd,
 		tailCmd, statsCmd, dashCmd, metricsCmd,
 	}
 }

@@ -1,7 +1,7 @@
 // Command emq shows and steers emq queues: what every queue holds, the
 // jobs of a state, one job, a queue's live events, reviving, deleting and
-// purging jobs, pausing a queue, the module's counters, a web dashboard
-// and Prometheus metrics. It talks
+// purging jobs, pausing a queue, its rate limit and its events, the
+// module's counters, a web dashboard and Prometheus metrics. It talks
 // to a standalone server or to a cluster (every primary) through
 // valkey-go; `emq help` lists the subcommands with examples.
 //
@@ -10,6 +10,7 @@
 //	emq jobs emails --state dead
 //	emq revive emails --all
 //	emq pause emails
+//	emq limit emails 50 1s
 //	emq tail emails
 //	emq --addr 10.0.0.5:6379 enqueue emails '{"to":"ann@example.com"}' --delay 10m
 //	emq dash --listen 127.0.0.1:8080 --write

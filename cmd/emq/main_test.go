@@ -284,6 +284,21 @@ func TestCLIActions(t *testing.T) {
 			{"pause"},
 			{"resume", "emails", "payments"},
 			{"pause", "bad{name}"},
+			{"limit", "emails"},
+			{"limit", "emails", "50"},
+			{"limit", "emails", "0", "1s"},
+			{"limit", "emails", "x", "1s"},
+			{"limit", "emails", "5", "0s"},
+			{"limit", "emails", "5", "-1s"},
+			{"limit", "emails", "5", "1500us"},
+			{"limit", "emails", "5", "soon"},
+			{"limit", "emails", "off", "1s"},
+			{"limit", "bad{name}", "5", "1s"},
+			{"events", "emails"},
+			{"events", "emails", "0"},
+			{"events", "emails", "-1"},
+			{"events", "emails", "x"},
+			{"events", "emails", "10", "off"},
 			{"enqueue", "emails"},
 			{"enqueue", "bad{name}", "x"},
 			{"enqueue", "emails", "x", "--priority", "-1"},
@@ -393,6 +408,11 @@ func TestCLISteers(t *testing.T) {
 		v, err := s.Do("HGET", "emq:{"+queue+"}:config", "paused").ToString()
 		return err == nil && v == "1"
 	}
+	config := func(queue string) map[string]string {
+		m, err := s.Do("HGETALL", "emq:{"+queue+"}:config").AsStrMap()
+		require.NoError(t, err)
+		return m
+	}
 	pending, active, missing := f.EmailsPending[0].String(), f.EmailsActive.String(), "JOB00000000000000ff"
 	for _, step := range []struct {
 		name   string
@@ -416,6 +436,38 @@ func TestCLISteers(t *testing.T) {
 			stdout: "paused emials\n", stderr: "emials holds no job and has no setting (a mistyped name?)"},
 		{name: "resume undoes it", args: []string{"resume", "emials"}, stdout: "resumed emials\n",
 			after: func(t *testing.T) { assert.False(t, paused("emials")) }},
+		{name: "limit caps the queue's deliveries", args: []string{"limit", "emails", "50", "1s"}, stdout: "limited emails to 50 jobs per 1s\n",
+			after: func(t *testing.T) {
+				assert.Equal(t, map[string]string{"rate_max": "50", "rate_ms": "1000"}, config("emails"))
+			}},
+		{name: "limit --json says the limit set", args: []string{"limit", "emails", "1000", "1h", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"max\": 1000,\n  \"window_ms\": 3600000\n}\n"},
+		{name: "a limit above EMQ.LIMIT's is the server's refusal, exit 4", args: []string{"limit", "emails", "1000001", "1s"},
+			code: exitRefused, stderr: "EMQSHAPE max must be an integer from 0 to 1000000",
+			after: func(t *testing.T) {
+				assert.Equal(t, map[string]string{"rate_max": "1000", "rate_ms": "3600000"}, config("emails"), "the limit as it was")
+			}},
+		{name: "a window above EMQ.LIMIT's too", args: []string{"limit", "emails", "5", "600h"},
+			code: exitRefused, stderr: "EMQSHAPE window_ms must be an integer from 1 to 2147483647"},
+		{name: "limit off removes the limit", args: []string{"limit", "emails", "off"}, stdout: "emails has no limit\n",
+			after: func(t *testing.T) { assert.Empty(t, config("emails")) }},
+		{name: "limiting a queue that holds nothing warns of a mistyped name", args: []string{"limit", "emials", "5", "1s"},
+			stdout: "limited emials to 5 jobs per 1s\n", stderr: "emials holds no job and has no setting (a mistyped name?); it is limited all the same"},
+		{name: "removing its limit notes nothing", args: []string{"limit", "emials", "off"}, stdout: "emials has no limit\n",
+			after: func(t *testing.T) { assert.Empty(t, config("emials")) }},
+		{name: "events turns the queue's events on", args: []string{"events", "emails", "100"},
+			stdout: "events of emails on, capped at about 100 entries\n",
+			after:  func(t *testing.T) { assert.Equal(t, map[string]string{"events": "100"}, config("emails")) }},
+		{name: "events as they are change nothing", args: []string{"events", "emails", "100"}, stdout: "emails: nothing changed\n"},
+		{name: "events --json says whether it changed the queue", args: []string{"events", "emails", "off", "--json"},
+			stdout: "{\n  \"queue\": \"emails\",\n  \"cap\": 0,\n  \"changed\": true\n}\n",
+			after:  func(t *testing.T) { assert.Empty(t, config("emails")) }},
+		{name: "events off of a queue whose events are off change nothing", args: []string{"events", "emails", "off"},
+			stdout: "emails: nothing changed\n"},
+		{name: "turning on the events of a queue that holds nothing warns of a mistyped name", args: []string{"events", "emials", "10"},
+			stdout: "events of emials on, capped at about 10 entries\n", stderr: "its events are on all the same"},
+		{name: "events off turns them off", args: []string{"events", "emials", "off"}, stdout: "events of emials off\n",
+			after: func(t *testing.T) { assert.Empty(t, config("emials")) }},
 		{name: "delete removes each job named; a missing one is exit 3", args: []string{"delete", "emails", pending, missing},
 			code: exitNotFound, stdout: "deleted " + pending + "\n", stderr: missing + ": EMQNOJOB queue emails holds no job " + missing,
 			after: func(t *testing.T) { assert.Equal(t, int64(2), size("emails", "pending")) }},

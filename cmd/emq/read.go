@@ -154,15 +154,11 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 			fmt.Fprintf(s.e.stderr, "%s: %d of %d shown; --offset %d for more\n", st, len(page), total, shown)
 		}
 	}
-	if len(rows) == 0 {
-		unknown, err := s.unknown(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		if unknown {
-			fmt.Fprintf(s.e.stderr, "emq jobs: note: %s holds no job and has no setting (a mistyped name?)\n", printable(args[0]))
-		}
+	note, err := s.noteNew(ctx, "jobs", args[0], "", len(rows) == 0)
+	if err != nil {
+		return err
 	}
+	note()
 	now := in.Now()
 	if s.o.json {
 		out := make([]jobRowJSON, len(rows))

@@ -35,7 +35,9 @@ tail says so when they are off, and how to turn them on.`,
 }
 
 // eventsHint says how to turn a queue's events on.
-const eventsHint = `turn them on with Queue.SetEvents(ctx, 10000) in Go, or
+const eventsHint = `turn them on with
+  emq events %[4]s 10000
+or Queue.SetEvents(ctx, 10000) in Go, or
   valkey-cli EMQ.EVENTS 2 %[2]s %[3]s 10000
 (the stream is then capped at about 10,000 entries)`
 
@@ -62,7 +64,7 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	}
 	if sum.Events == 0 {
 		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
-			printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)))
+			printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line
 	printed := 0

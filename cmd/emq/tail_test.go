@@ -93,8 +93,12 @@ func events(t *testing.T, s *valkeytest.Server) *client.Queue {
 	return q
 }
 
-// hintLine is the key names of tail's hint to turn events on.
-var hintLine = regexp.MustCompile(`valkey-cli EMQ.EVENTS 2 (.*) 10000\n`)
+// hintLine and hintCLI are the key names and the queue's name in tail's
+// hint to turn events on.
+var (
+	hintLine = regexp.MustCompile(`valkey-cli EMQ.EVENTS 2 (.*) 10000\n`)
+	hintCLI  = regexp.MustCompile(`emq events (.*) 10000\n`)
+)
 
 // TestCLITail: emq tail prints a queue's events, one line each (one JSON
 // object with --json), from where --from says, live as they come; it says
@@ -155,6 +159,7 @@ func TestCLITail(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "are off") }, 10*time.Second, 10*time.Millisecond)
 		assert.Equal(t, exitOK, r.stop(t), "interrupted: exit 0")
 		assert.Contains(t, r.errs.String(), "the events of quiet are off")
+		assert.Contains(t, r.errs.String(), "emq events 'quiet' 10000")
 		assert.Contains(t, r.errs.String(), "Queue.SetEvents")
 		assert.Contains(t, r.errs.String(), "EMQ.EVENTS 2 'emq:{quiet}:config' 'emq:{quiet}:events' 10000")
 		assert.Empty(t, r.out.String())
@@ -170,6 +175,11 @@ func TestCLITail(t *testing.T) {
 			words, err := exec.Command("bash", "-c", "printf '%s\\n' "+m[1]).Output()
 			require.NoError(t, err, m[1])
 			assert.Equal(t, keys.Set(queue, keys.Config)+"\n"+keys.Set(queue, keys.Events)+"\n", string(words), "%q", queue)
+			m = hintCLI.FindStringSubmatch(r.errs.String())
+			require.NotNil(t, m, "%q: %s", queue, r.errs.String())
+			words, err = exec.Command("bash", "-c", "printf '%s\\n' "+m[1]).Output()
+			require.NoError(t, err, m[1])
+			assert.Equal(t, queue+"\n", string(words), "%q", queue)
 		}
 	})
 	t.Run("a bad --from or --count is bad usage", func(t *testing.T) {
