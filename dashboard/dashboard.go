@@ -102,11 +102,10 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	d := &Dashboard{cfg: cfg, key: make([]byte, 32), rate: newThroughput()}
 	if cfg.Auth != "" {
-		user, pass, ok := strings.Cut(cfg.Auth, ":")
-		if !ok || user == "" || pass == "" {
-			return nil, errors.New("dashboard: auth is user:password, both non-empty")
+		var err error
+		if d.user, d.pass, err = ParseAuth(cfg.Auth); err != nil {
+			return nil, err
 		}
-		d.user, d.pass = user, pass
 	}
 	if _, err := rand.Read(d.key); err != nil {
 		return nil, err
@@ -117,6 +116,15 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	d.handler = d.routes()
 	return d, nil
+}
+
+// ParseAuth splits Config.Auth, user:password, both non-empty.
+func ParseAuth(auth string) (user, pass string, err error) {
+	user, pass, ok := strings.Cut(auth, ":")
+	if !ok || user == "" || pass == "" {
+		return "", "", errors.New("dashboard: auth is user:password, both non-empty")
+	}
+	return user, pass, nil
 }
 
 // ServeHTTP serves the dashboard.

@@ -37,10 +37,13 @@ func TestCLIConnectionTrouble(t *testing.T) {
 		s := valkeytest.Start(t, valkeytest.Options{})
 		// set once started: valkeytest's own check of the server has no password
 		require.NoError(t, s.Do("CONFIG", "SET", "requirepass", "secret").Error())
-		r := emq(t, s.Addr, "queues")
-		assert.Equal(t, exitFailed, r.code)
-		assert.Contains(t, r.stderr, "NOAUTH")
-		assert.Contains(t, r.stderr, "$EMQ_PASSWORD")
+		// the serving commands too: a refusal is no server to wait for
+		for _, args := range [][]string{{"queues"}, {"metrics", "--listen", "127.0.0.1:0"}, {"dash", "--listen", "127.0.0.1:0"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitFailed, r.code, "%q", args)
+			assert.Contains(t, r.stderr, "NOAUTH", "%q", args)
+			assert.Contains(t, r.stderr, "$EMQ_PASSWORD", "%q", args)
+		}
 	})
 	t.Run("several standalone --addr are refused as cluster seeds", func(t *testing.T) {
 		a, b := valkeytest.Start(t, valkeytest.Options{}), valkeytest.Start(t, valkeytest.Options{})

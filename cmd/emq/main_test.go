@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -641,6 +642,28 @@ func TestCLIServes(t *testing.T) {
 		assert.Contains(t, body, `emq_queue_paused{queue="payments"} 1`)
 		code, _ = fetch(t, url)
 		assert.Equal(t, http.StatusNotFound, code)
+	})
+	t.Run("started before their server, both answer 503 until it answers, then serve", func(t *testing.T) {
+		port, err := valkeytest.FreePort()
+		require.NoError(t, err)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		pages := []string{serving(t, addr, "dash", "--listen", "127.0.0.1:0"), serving(t, addr, "metrics", "--listen", "127.0.0.1:0") + "metrics"}
+		for _, url := range pages {
+			code, body := fetch(t, url)
+			assert.Equal(t, http.StatusServiceUnavailable, code, url)
+			assert.Contains(t, body, "connection refused", url)
+		}
+		late := valkeytest.Start(t, valkeytest.Options{Port: port})
+		queuetest.Fill(t, late.Client())
+		for _, url := range pages {
+			var body string
+			require.Eventually(t, func() bool {
+				var code int
+				code, body = fetch(t, url)
+				return code == http.StatusOK
+			}, 10*time.Second, 50*time.Millisecond, "%s serves once its server answers", url)
+			assert.Contains(t, body, "emails", url)
+		}
 	})
 	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
 		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")

@@ -5,12 +5,16 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/echomq/emq/dashboard"
+	"github.com/echomq/emq/inspect"
 )
 
 var dashCmd = &command{
@@ -20,7 +24,8 @@ unless --write is given; actions are POSTs carrying a CSRF token. --auth
 user:password (or $EMQ_DASH_AUTH) asks for HTTP basic authentication on
 every page. Serving actions on an address other than loopback needs --auth.
 Throughput (completed and failed jobs per minute, the last hour) is sampled
-from INFO emq every --sample while the dashboard runs.`,
+from INFO emq every --sample while the dashboard runs. Started before its
+server, it answers 503 and tries the server every second until it answers.`,
 	examples: []string{"emq dash", "emq dash --listen 127.0.0.1:8080 --write",
 		"EMQ_DASH_AUTH=ops:s3cret emq dash --listen 0.0.0.0:8080 --write --addr 10.0.0.5:7000"},
 	maxArgs: 0, serves: true, noJSON: true,
@@ -37,7 +42,8 @@ var metricsCmd = &command{
 	name: "metrics", summary: "Prometheus metrics alone on /metrics: queue sizes by state, INFO emq's counters",
 	detail: `Each scrape reads a fixed number of O(1) commands per queue and one INFO
 per primary; the list of queues is refreshed by a background SCAN. The same
-/metrics is on emq dash's listener.`,
+/metrics is on emq dash's listener. Started before its server, it answers
+503 and tries the server every second until it answers.`,
 	examples: []string{"emq metrics --listen 127.0.0.1:9121", "curl -s 127.0.0.1:9121/metrics | grep emq_queue_jobs"},
 	maxArgs:  0, serves: true, noJSON: true,
 	flags: func(fs *flag.FlagSet, o *options) { listenFlag(fs, o, "127.0.0.1:9121") },
@@ -62,34 +68,35 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 		}
 		fmt.Fprintf(s.e.stderr, "emq dash: warning: %s is not loopback and has no --auth: anyone who reaches it reads your queues\n", s.o.listen)
 	}
-	in, err := s.inspector()
-	if err != nil {
-		return err
+	if s.o.auth != "" {
+		if _, _, err := dashboard.ParseAuth(s.o.auth); err != nil {
+			return usageError("--auth: %v", err)
+		}
 	}
-	d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write, Auth: s.o.auth,
-		Sample: s.o.sample, Logger: slog.New(slog.NewTextHandler(s.e.stderr, nil))})
-	if err != nil {
-		return usageError("%v", err)
-	}
-	go d.Run(ctx)
 	mode := "read-only"
 	if s.o.write {
 		mode = "write"
 	}
-	return serve(ctx, s, d, mode)
+	return serve(ctx, s, mode, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
+		d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write, Auth: s.o.auth,
+			Sample: s.o.sample, Logger: slog.New(slog.NewTextHandler(s.e.stderr, nil))})
+		if err != nil {
+			return nil, err
+		}
+		go d.Run(ctx)
+		return d, nil
+	})
 }
 
 func runMetrics(ctx context.Context, s *session, _ []string) error {
 	if _, err := isLoopback(s.o.listen); err != nil {
 		return err
 	}
-	in, err := s.inspector()
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", dashboard.MetricsHandler(in, 0))
-	return serve(ctx, s, mux, "metrics on /metrics")
+	return serve(ctx, s, "metrics on /metrics", func(_ context.Context, in *inspect.Inspector) (http.Handler, error) {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", dashboard.MetricsHandler(in, 0))
+		return mux, nil
+	})
 }
 
 // isLoopback reports whether host:port listens on loopback only.
@@ -108,22 +115,92 @@ func isLoopback(listen string) (bool, error) {
 // shutdownGrace bounds the requests in flight once the run is interrupted.
 const shutdownGrace = 5 * time.Second
 
-// serve serves h on --listen until ctx ends.
-func serve(ctx context.Context, s *session, h http.Handler, what string) error {
+// serve serves on --listen, until ctx ends, the handler build makes from
+// the session's inspector. It listens at once and builds once the server
+// answers: started before its server (a machine booting both), emq dash and
+// emq metrics answer 503 naming why and try again every second, as their
+// pages do when the server goes away later. A server that answers with a
+// refusal (a wrong password …) ends the run, as for every other command.
+func serve(ctx context.Context, s *session, what string, build func(context.Context, *inspect.Inspector) (http.Handler, error)) error {
 	l, err := net.Listen("tcp", s.o.listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, s.o.addr)
-	if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	var current atomic.Pointer[http.Handler]
+	use := func(h http.Handler) { current.Store(&h) }
+	use(unavailable("connecting to " + s.o.addr))
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(l) }()
+	// said once the first try's answer is in use, so that a request made
+	// after it meets the server's pages when the server is up
+	announce := sync.OnceFunc(func() {
+		fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, s.o.addr)
+	})
+	in, err := waitForServer(ctx, s, func(err error) { use(unavailable(err.Error())); announce() })
+	if err == nil && in != nil {
+		var h http.Handler
+		if h, err = build(ctx, in); err == nil {
+			use(h)
+			announce()
+			select {
+			case <-ctx.Done():
+			case err = <-served:
+				return err
+			}
+		}
 	}
-	return nil
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return err
+}
+
+// retryEvery is how often a serving command tries a server that did not
+// answer.
+const retryEvery = time.Second
+
+// waitForServer connects the session, trying again every retryEvery while
+// the server cannot be reached, and calls failed with each such error; it
+// returns a nil inspector when ctx ends first, and an error for any other
+// failure.
+func waitForServer(ctx context.Context, s *session, failed func(error)) (*inspect.Inspector, error) {
+	said := ""
+	for {
+		in, err := s.inspector()
+		if err == nil {
+			if said != "" {
+				fmt.Fprintf(s.e.stderr, "emq: %s answers\n", s.o.addr)
+			}
+			return in, nil
+		}
+		if !unreachable(err) {
+			return nil, err
+		}
+		failed(err)
+		if err.Error() != said {
+			said = err.Error()
+			fmt.Fprintf(s.e.stderr, "emq: %s; trying again every %v\n", terminalText(said), retryEvery)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(retryEvery):
+		}
+	}
+}
+
+// unreachable is an error of the network — no server listening, none in
+// time, a name not resolved yet — rather than a server's refusal.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF)
+}
+
+// unavailable answers every request 503, saying why.
+func unavailable(why string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "emq: no server yet: "+why, http.StatusServiceUnavailable)
+	})
 }
