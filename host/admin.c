@@ -1,4 +1,5 @@
-// admin.c — the module's configs (emq.<name>) and its INFO section.
+// admin.c — the module's configs (emq.<name>), its INFO section, and the
+// server's config changes it follows.
 #include <stdint.h>
 
 #include "api.h"
@@ -38,4 +39,25 @@ void emq_info_section(ValkeyModuleInfoCtx *ictx, const char *name) { api.InfoAdd
 
 void emq_info_int(ValkeyModuleInfoCtx *ictx, const char *field, long long v) {
     api.InfoAddFieldLongLong(ictx, field, v);
+}
+
+// config_change is valkeymodule.h's ValkeyModuleConfigChangeV1: the data
+// of a config change event.
+typedef struct {
+    uint64_t version;
+    uint32_t num_changes;
+    const char **config_names;
+} config_change;
+
+// on_config_change runs on the main thread after a CONFIG SET, never in a
+// forked child or from a crash report.
+static void on_config_change(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
+    if (e.id != EVENT_CONFIG || sub != SUBEVENT_CONFIG_CHANGE || !data) return;
+    const config_change *cc = data;
+    emqConfigChanged(ctx, (char **)cc->config_names, cc->num_changes);
+}
+
+int emq_subscribe_config(ValkeyModuleCtx *ctx) {
+    if (!api.SubscribeToServerEvent) return -1;
+    return api.SubscribeToServerEvent(ctx, (server_event){EVENT_CONFIG, 1}, on_config_change);
 }

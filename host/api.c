@@ -176,6 +176,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(CreateTimer);
     FETCH(StopTimer);
     FETCH(SubscribeToKeyspaceEvents);
+    FETCH(SubscribeToServerEvent);
     FETCH(GetServerInfo);
     FETCH(ServerInfoGetFieldC);
     FETCH(FreeServerInfo);

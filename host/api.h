@@ -41,6 +41,15 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 #define REPLY_ARRAY 3
 
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
+
+// A server event (valkeymodule.h's ValkeyModuleEvent, passed by value), and
+// the one the module subscribes to: a CONFIG SET.
+typedef struct {
+    uint64_t id, dataver;
+} server_event;
+#define EVENT_CONFIG 16
+#define SUBEVENT_CONFIG_CHANGE 0
+typedef void (*server_event_func)(ValkeyModuleCtx *, server_event, uint64_t, void *);
 typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 typedef struct {
@@ -138,6 +147,7 @@ typedef struct {
     int (*StopTimer)(ValkeyModuleCtx *, uint64_t, void **);
     int (*SubscribeToKeyspaceEvents)(ValkeyModuleCtx *, int,
                                      int (*)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *));
+    int (*SubscribeToServerEvent)(ValkeyModuleCtx *, server_event, server_event_func);
     ValkeyModuleServerInfoData *(*GetServerInfo)(ValkeyModuleCtx *, const char *);
     const char *(*ServerInfoGetFieldC)(ValkeyModuleServerInfoData *, const char *);
     void (*FreeServerInfo)(ValkeyModuleCtx *, ValkeyModuleServerInfoData *);

@@ -157,6 +157,33 @@ func (m *Module) ServerInfo(section, field string) string {
 	return C.GoStringN(&buf[0], n)
 }
 
+var configChanged func(*Module, []string)
+
+// OnConfigChange registers f, called after each CONFIG SET with the names of
+// the configs it set, on a Module for the server's context of the event.
+func (m *Module) OnConfigChange(f func(m *Module, names []string)) error {
+	if C.emq_subscribe_config(m.ctx) != 0 {
+		return errors.New("cannot subscribe to config changes")
+	}
+	configChanged = f
+	return nil
+}
+
+//export emqConfigChanged
+func emqConfigChanged(ctx *C.ValkeyModuleCtx, names **C.char, n C.uint32_t) {
+	guard(ctx, "config changed", nil, func() {
+		injectPanic("config changed")
+		if configChanged == nil {
+			return
+		}
+		set := make([]string, n)
+		for i, name := range unsafe.Slice(names, int(n)) {
+			set[i] = C.GoString(name)
+		}
+		configChanged(&Module{ctx: ctx}, set)
+	})
+}
+
 // Level is a server log level.
 type Level string
 

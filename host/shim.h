@@ -282,12 +282,13 @@ void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
 extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go
 
-// Configs and INFO (admin.c).
+// Configs, INFO and config changes (admin.c).
 #define EMQ_MAX_CONFIGS 4
 extern long long emq_config_values[EMQ_MAX_CONFIGS];
 int emq_numeric_config(ValkeyModuleCtx *ctx, int slot, const char *name, long long def, long long min, long long max);
 int emq_load_configs(ValkeyModuleCtx *ctx);
 int emq_register_info(ValkeyModuleCtx *ctx);
+int emq_subscribe_config(ValkeyModuleCtx *ctx);
 void emq_info_section(ValkeyModuleInfoCtx *ictx, const char *name);
 void emq_info_int(ValkeyModuleInfoCtx *ictx, const char *field, long long v);
 

@@ -5,6 +5,7 @@ package module
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,8 +39,13 @@ func Load(m *host.Module) error {
 	} else {
 		m.Log(host.Warning, "emq: this server has no module ACL categories, so the verbs are in none (not @emq, @write or @fast, and -@write does not refuse them): grant each by name, +emq.enqueue style, or all with +@all")
 	}
-	if policy := m.ServerInfo("memory", "maxmemory_policy"); strings.HasPrefix(policy, "allkeys-") {
-		m.Log(host.Warning, "emq: maxmemory-policy is "+policy+": once it reaches maxmemory the server may evict a job's row or a queue's set, and the job is lost; a server holding queues needs noeviction (docs/OPERATIONS.md, Memory)")
+	warnEviction(m)
+	if err := m.OnConfigChange(func(m *host.Module, names []string) {
+		if slices.Contains(names, "maxmemory-policy") {
+			warnEviction(m)
+		}
+	}); err != nil {
+		return err
 	}
 	if err := m.Intern(emq.Constants); err != nil {
 		return err
@@ -60,6 +66,14 @@ func Load(m *host.Module) error {
 		return err
 	}
 	return m.OnInfo(stats.info)
+}
+
+// warnEviction warns in the server log when its maxmemory-policy may evict
+// any key: at load, and after a CONFIG SET of the policy.
+func warnEviction(m *host.Module) {
+	if policy := m.ServerInfo("memory", "maxmemory_policy"); strings.HasPrefix(policy, "allkeys-") {
+		m.Log(host.Warning, "emq: maxmemory-policy is "+policy+": once it reaches maxmemory the server may evict a job's row or a queue's set, and the job is lost; a server holding queues needs noeviction (docs/OPERATIONS.md, Memory)")
+	}
 }
 
 // serve turns a verb into the handler of its command; counts nil for the

@@ -74,12 +74,13 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 	})
 }
 
-// TestAnEvictingPolicyIsWarnedOfAtLoad: under an allkeys-* policy the server
-// may evict a job's row or a queue's set, so the module warns in the log
-// as it loads; noeviction and the volatile-* policies (which evict only
-// keys with an expiry) load without the warning.
-func TestAnEvictingPolicyIsWarnedOfAtLoad(t *testing.T) {
-	for _, tc := range []struct {
+// TestAnEvictingPolicyIsWarned: under an allkeys-* policy the server may
+// evict a job's row or a queue's set, so the module warns in the log as it
+// loads under one, and when CONFIG SET sets one later; noeviction and the
+// volatile-* policies (which evict only keys with an expiry) are not
+// warned of.
+func TestAnEvictingPolicyIsWarned(t *testing.T) {
+	policies := []struct {
 		policy string
 		warned bool
 	}{
@@ -87,8 +88,12 @@ func TestAnEvictingPolicyIsWarnedOfAtLoad(t *testing.T) {
 		{"allkeys-random", true},
 		{"volatile-lru", false},
 		{"noeviction", false},
-	} {
-		t.Run(tc.policy, func(t *testing.T) {
+	}
+	warning := func(policy string) string {
+		return "emq: maxmemory-policy is " + policy + ": once it reaches maxmemory the server may evict a job's row"
+	}
+	for _, tc := range policies {
+		t.Run("loaded under "+tc.policy, func(t *testing.T) {
 			s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", tc.policy}})
 			var warned []string
 			for _, line := range s.LoadWarnings() {
@@ -101,7 +106,26 @@ func TestAnEvictingPolicyIsWarnedOfAtLoad(t *testing.T) {
 				return
 			}
 			require.Len(t, warned, 1)
-			assert.Contains(t, warned[0], "emq: maxmemory-policy is "+tc.policy+": once it reaches maxmemory the server may evict a job's row")
+			assert.Contains(t, warned[0], warning(tc.policy))
 		})
 	}
+	// not start's server: its warnings are this test's subject
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	var warned []string
+	for _, tc := range policies {
+		t.Run("set to "+tc.policy, func(t *testing.T) {
+			// the name as a user may type it: CONFIG SET takes any case
+			require.NoError(t, s.Do("CONFIG", "SET", "MaxMemory-Policy", tc.policy).Error())
+			if tc.warned {
+				warned = append(warned, warning(tc.policy))
+			}
+			lines := s.ModuleWarnings()
+			require.Len(t, lines, len(warned), "one warning for each allkeys-* policy set so far")
+			for i, line := range lines {
+				assert.Contains(t, line, warned[i])
+			}
+		})
+	}
+	require.NoError(t, s.Do("CONFIG", "SET", "maxmemory", "0").Error())
+	assert.Len(t, s.ModuleWarnings(), len(warned), "another config set warns of nothing")
 }

@@ -50,7 +50,8 @@ func TestAVerbCalledByAnotherModuleWithoutAUserServes(t *testing.T) {
 
 // TestAPanicInEveryCallbackIsRecovered: each path on which the server calls
 // into Go outside a command — a queue's timer, the end of a wait, a wait's
-// timeout, a zset event re-arming a timer — recovers a panic: it is logged,
+// timeout, a zset event re-arming a timer, a CONFIG SET — recovers a
+// panic: it is logged,
 // the server serves on, and the module's bookkeeping stays whole (the
 // waiting workers are counted right, a due job still reaches its worker).
 func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
@@ -129,6 +130,28 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 		assert.True(t, r.null, "%s", r)
 		recovered(t, "wait timed out")
 		blocked(t, 0)
+	})
+	t.Run("a config change that panics is set, and the next one is followed", func(t *testing.T) {
+		c := mustDial(t, s.Addr)
+		defer c.close()
+		panicNext(t, c, "config changed")
+		r, err := c.str("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+		require.NoError(t, err)
+		assert.Equal(t, "+OK", r.String())
+		recovered(t, "config changed")
+		r, err = c.str("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+		require.NoError(t, err)
+		assert.Equal(t, "+OK", r.String())
+		warned := 0
+		for _, line := range s.ModuleWarnings() {
+			if strings.Contains(line, "maxmemory-policy is allkeys-") {
+				assert.Contains(t, line, "maxmemory-policy is allkeys-random", "the panic's change is not warned of")
+				warned++
+			}
+		}
+		assert.Equal(t, 1, warned)
+		_, err = c.str("CONFIG", "SET", "maxmemory-policy", "noeviction")
+		require.NoError(t, err)
 	})
 	t.Run("a zset event that panics leaves the queue's waiters served", func(t *testing.T) {
 		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
