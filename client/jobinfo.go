@@ -63,6 +63,9 @@ type JobInfo struct {
 // is refused with EMQNOJOB (errors.Is(err, emqerrors.NoJob)); an id of
 // another namespace with EMQKIND, as Admit refuses it.
 func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
+	if id.NS != ids.Job {
+		return nil, emq.ErrJobKind
+	}
 	return q.job(ctx, id, false, false)
 }
 
@@ -73,6 +76,9 @@ func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
 // round trip, the HSTRLEN of both before the read; a value that grows
 // past limit between the two is read all the same.
 func (q *Queue) JobUpTo(ctx context.Context, id ids.ID, limit int64) (*JobInfo, error) {
+	if id.NS != ids.Job {
+		return nil, emq.ErrJobKind
+	}
 	key := keys.Job(q.name, id.String())
 	b := q.c.vk.B()
 	sizes := q.c.vk.DoMulti(ctx, b.Hstrlen().Key(key).Field("payload").Build(), b.Hstrlen().Key(key).Field("result").Build())
@@ -90,11 +96,8 @@ func (q *Queue) JobUpTo(ctx context.Context, id ids.ID, limit int64) (*JobInfo, 
 // result come last, so a read can leave them out.
 var rowFields = []string{"state", "attempts", "revived", "priority", "error", "repeat", "payload", "result"}
 
-// job reads job id, its payload and result unless skipped.
+// job reads job id, a JOB id, its payload and result unless skipped.
 func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool) (*JobInfo, error) {
-	if id.NS != ids.Job {
-		return nil, emq.ErrJobKind
-	}
 	key, text := keys.Job(q.name, id.String()), id.String()
 	fields := slices.Clip(rowFields[:len(rowFields)-2]) // appends copy, never write rowFields
 	if !skipPayload {
