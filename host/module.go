@@ -40,7 +40,8 @@ var (
 // of the queue comes due, with the queue's four sets as its keys.
 func (m *Module) OnSweep(h Handler) { sweeper = h }
 
-// Module is the server's context while the module loads.
+// Module is the server's context while the module loads, or while it tells
+// the module of a config change (OnConfigChange).
 type Module struct {
 	ctx  *C.ValkeyModuleCtx
 	argv **C.ValkeyModuleString

@@ -39,14 +39,6 @@ func Load(m *host.Module) error {
 	} else {
 		m.Log(host.Warning, "emq: this server has no module ACL categories, so the verbs are in none (not @emq, @write or @fast, and -@write does not refuse them): grant each by name, +emq.enqueue style, or all with +@all")
 	}
-	warnEviction(m)
-	if err := m.OnConfigChange(func(m *host.Module, names []string) {
-		if slices.Contains(names, "maxmemory-policy") {
-			warnEviction(m)
-		}
-	}); err != nil {
-		return err
-	}
 	if err := m.Intern(emq.Constants); err != nil {
 		return err
 	}
@@ -65,7 +57,17 @@ func Load(m *host.Module) error {
 	if err := m.CanWait(); err != nil {
 		return err
 	}
-	return m.OnInfo(stats.info)
+	if err := m.OnInfo(stats.info); err != nil {
+		return err
+	}
+	// last, where nothing after it can fail the load: no failed load leaves
+	// the server a subscription into a module it did not keep
+	warnEviction(m)
+	return m.OnConfigChange(func(m *host.Module, names []string) {
+		if slices.Contains(names, "maxmemory-policy") {
+			warnEviction(m)
+		}
+	})
 }
 
 // warnEviction warns in the server log when its maxmemory-policy may evict

@@ -59,6 +59,39 @@ func TestASecondModuleLoadIsRefusedAndTheServerKeepsRunning(t *testing.T) {
 	// What the verbs do after this is TestVerbsSurviveARefusedSecondLoad.
 }
 
+// TestAFailedLoadLeavesNoCallbackBehind: a MODULE LOAD whose arguments
+// are refused fails after the module has registered parts of itself; the
+// server keeps nothing of it that calls in — a CONFIG SET, which a loaded
+// module follows, answers as ever — and a load after it works whole, its
+// config-change warning written once.
+func TestAFailedLoadLeavesNoCallbackBehind(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	so, err := valkeytest.ModulePath()
+	require.NoError(t, err)
+	got := errorText(s.Do("MODULE", "LOAD", so, "no-such-config", "1"))
+	require.True(t, strings.HasPrefix(got, loadRefusal), got)
+	require.NoError(t, s.Do("CONFIG", "SET", "maxmemory-policy", "allkeys-lru").Error())
+	assert.Equal(t, "PONG", str(t, s, "PING"))
+	assert.Zero(t, modulesNamed(t, s, "emq"))
+
+	require.NoError(t, s.Do("MODULE", "LOAD", so).Error())
+	require.NoError(t, s.Do("CONFIG", "SET", "maxmemory-policy", "allkeys-random").Error())
+	warned := 0
+	for _, line := range s.ModuleWarnings() {
+		if strings.Contains(line, "maxmemory-policy is allkeys-random") {
+			warned++
+		}
+	}
+	assert.Equal(t, 1, warned, "one warning, from the module loaded")
+	require.NoError(t, s.Do("CONFIG", "SET", "maxmemory-policy", "noeviction").Error())
+	m, err := ids.NewMinter(14)
+	require.NoError(t, err)
+	calls, _ := oneOfEach(m, "afterfail")
+	for _, c := range calls {
+		assert.NoError(t, s.Do(c.argv()...).Error(), c.String())
+	}
+}
+
 // modulesNamed counts the modules MODULE LIST shows under name.
 func modulesNamed(t *testing.T, s *valkeytest.Server, name string) int {
 	t.Helper()
