@@ -80,8 +80,6 @@ type Dashboard struct {
 	pages map[string]*template.Template
 	// key signs the CSRF tokens and the actions' messages (see mac).
 	key     []byte
-	user    string
-	pass    string
 	rate    *throughput
 	handler http.Handler
 }
@@ -101,30 +99,18 @@ func New(cfg Config) (*Dashboard, error) {
 		cfg.Logger = slog.Default()
 	}
 	d := &Dashboard{cfg: cfg, key: make([]byte, 32), rate: newThroughput()}
-	if cfg.Auth != "" {
-		var err error
-		if d.user, d.pass, err = ParseAuth(cfg.Auth); err != nil {
-			return nil, err
-		}
+	authenticate, err := Authenticate(cfg.Auth)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := rand.Read(d.key); err != nil {
 		return nil, err
 	}
-	var err error
 	if d.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
-	d.handler = d.routes()
+	d.handler = authenticate(d.routes())
 	return d, nil
-}
-
-// ParseAuth splits Config.Auth, user:password, both non-empty.
-func ParseAuth(auth string) (user, pass string, err error) {
-	user, pass, ok := strings.Cut(auth, ":")
-	if !ok || user == "" || pass == "" {
-		return "", "", errors.New("dashboard: auth is user:password, both non-empty")
-	}
-	return user, pass, nil
 }
 
 // ServeHTTP serves the dashboard.
@@ -148,8 +134,7 @@ func (d *Dashboard) Run(ctx context.Context) {
 	}
 }
 
-// routes is the dashboard's mux, behind basic auth and cross-origin
-// protection.
+// routes is the dashboard's mux, behind cross-origin protection.
 func (d *Dashboard) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(assets, "static")
@@ -164,7 +149,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/delete", d.action(d.remove))
 	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
-	return d.authenticate(http.NewCrossOriginProtection().Handler(mux))
+	return http.NewCrossOriginProtection().Handler(mux)
 }
 
 // filesOnly is an fs.FS whose directories do not exist: http.FileServer
@@ -194,22 +179,31 @@ func (d *Dashboard) page(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// authenticate asks for Config.Auth's credentials when set.
-func (d *Dashboard) authenticate(next http.Handler) http.Handler {
-	if d.user == "" {
-		return next
+// Authenticate returns what puts a handler behind HTTP basic
+// authentication with auth's credentials, "user:password" (both
+// non-empty), as Config.Auth puts the dashboard; for auth "", the handler
+// as it is.
+func Authenticate(auth string) (func(http.Handler) http.Handler, error) {
+	if auth == "" {
+		return func(h http.Handler) http.Handler { return h }, nil
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, pass, ok := r.BasicAuth()
-		userOK := subtle.ConstantTimeCompare([]byte(user), []byte(d.user))
-		passOK := subtle.ConstantTimeCompare([]byte(pass), []byte(d.pass))
-		if !ok || userOK&passOK != 1 {
-			w.Header().Set("WWW-Authenticate", `Basic realm="emq", charset="UTF-8"`)
-			http.Error(w, "authentication required", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+	user, pass, ok := strings.Cut(auth, ":")
+	if !ok || user == "" || pass == "" {
+		return nil, errors.New("dashboard: auth is user:password, both non-empty")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, p, ok := r.BasicAuth()
+			userOK := subtle.ConstantTimeCompare([]byte(u), []byte(user))
+			passOK := subtle.ConstantTimeCompare([]byte(p), []byte(pass))
+			if !ok || userOK&passOK != 1 {
+				w.Header().Set("WWW-Authenticate", `Basic realm="emq", charset="UTF-8"`)
+				http.Error(w, "authentication required", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, nil
 }
 
 // MetricsHandler serves the Prometheus metrics of in's queues and INFO

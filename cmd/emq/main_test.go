@@ -653,6 +653,18 @@ func TestCLIServes(t *testing.T) {
 			assert.Equal(t, http.StatusServiceUnavailable, code, url)
 			assert.Contains(t, body, "connection refused", url)
 		}
+		// with --auth, the waiting page too is for the credentials only
+		authed := serving(t, addr, "dash", "--listen", "127.0.0.1:0", "--auth", "ops:s3cret")
+		code, body := fetch(t, authed)
+		assert.Equal(t, http.StatusUnauthorized, code)
+		assert.NotContains(t, body, addr)
+		req, err := http.NewRequest(http.MethodGet, authed, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth("ops", "s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		late := valkeytest.Start(t, valkeytest.Options{Port: port})
 		queuetest.Fill(t, late.Client())
 		for _, url := range pages {

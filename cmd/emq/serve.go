@@ -68,16 +68,15 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 		}
 		fmt.Fprintf(s.e.stderr, "emq dash: warning: %s is not loopback and has no --auth: anyone who reaches it reads your queues\n", s.o.listen)
 	}
-	if s.o.auth != "" {
-		if _, _, err := dashboard.ParseAuth(s.o.auth); err != nil {
-			return usageError("--auth: %v", err)
-		}
+	gate, err := dashboard.Authenticate(s.o.auth)
+	if err != nil {
+		return usageError("--auth: %v", err)
 	}
 	mode := "read-only"
 	if s.o.write {
 		mode = "write"
 	}
-	return serve(ctx, s, mode, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
+	return serve(ctx, s, mode, gate, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
 		d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write, Auth: s.o.auth,
 			Sample: s.o.sample, Logger: slog.New(slog.NewTextHandler(s.e.stderr, nil))})
 		if err != nil {
@@ -92,7 +91,7 @@ func runMetrics(ctx context.Context, s *session, _ []string) error {
 	if _, err := isLoopback(s.o.listen); err != nil {
 		return err
 	}
-	return serve(ctx, s, "metrics on /metrics", func(_ context.Context, in *inspect.Inspector) (http.Handler, error) {
+	return serve(ctx, s, "metrics on /metrics", nil, func(_ context.Context, in *inspect.Inspector) (http.Handler, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", dashboard.MetricsHandler(in, 0))
 		return mux, nil
@@ -118,17 +117,26 @@ const shutdownGrace = 5 * time.Second
 // serve serves on --listen, until ctx ends, the handler build makes from
 // the session's inspector. It listens at once and builds once the server
 // answers: started before its server (a machine booting both), emq dash and
-// emq metrics answer 503 naming why and try again every second, as their
-// pages do when the server goes away later. A server that answers with a
-// refusal (a wrong password …) ends the run, as for every other command.
-func serve(ctx context.Context, s *session, what string, build func(context.Context, *inspect.Inspector) (http.Handler, error)) error {
+// emq metrics answer 503 naming why — behind gate, when not nil, as the
+// built handler will be — and try again every second, as their pages do
+// when the server goes away later. A server that answers with a refusal (a
+// wrong password …) ends the run, as for every other command.
+func serve(ctx context.Context, s *session, what string, gate func(http.Handler) http.Handler,
+	build func(context.Context, *inspect.Inspector) (http.Handler, error)) error {
 	l, err := net.Listen("tcp", s.o.listen)
 	if err != nil {
 		return err
 	}
 	var current atomic.Pointer[http.Handler]
 	use := func(h http.Handler) { current.Store(&h) }
-	use(unavailable("connecting to " + s.o.addr))
+	waiting := func(why string) {
+		h := unavailable(why)
+		if gate != nil {
+			h = gate(h)
+		}
+		use(h)
+	}
+	waiting("connecting to " + s.o.addr)
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })}
 	served := make(chan error, 1)
@@ -138,7 +146,7 @@ func serve(ctx context.Context, s *session, what string, build func(context.Cont
 	announce := sync.OnceFunc(func() {
 		fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, s.o.addr)
 	})
-	in, err := waitForServer(ctx, s, func(err error) { use(unavailable(err.Error())); announce() })
+	in, err := waitForServer(ctx, s, func(err error) { waiting(err.Error()); announce() })
 	if err == nil && in != nil {
 		var h http.Handler
 		if h, err = build(ctx, in); err == nil {
