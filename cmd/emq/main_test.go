@@ -658,13 +658,16 @@ func TestCLIServes(t *testing.T) {
 		code, body := fetch(t, authed)
 		assert.Equal(t, http.StatusUnauthorized, code)
 		assert.NotContains(t, body, addr)
-		req, err := http.NewRequest(http.MethodGet, authed, nil)
-		require.NoError(t, err)
-		req.SetBasicAuth("ops", "s3cret")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		withAuth := func() int {
+			req, err := http.NewRequest(http.MethodGet, authed, nil)
+			require.NoError(t, err)
+			req.SetBasicAuth("ops", "s3cret")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		assert.Equal(t, http.StatusServiceUnavailable, withAuth())
 		late := valkeytest.Start(t, valkeytest.Options{Port: port})
 		queuetest.Fill(t, late.Client())
 		for _, url := range pages {
@@ -676,6 +679,10 @@ func TestCLIServes(t *testing.T) {
 			}, 10*time.Second, 50*time.Millisecond, "%s serves once its server answers", url)
 			assert.Contains(t, body, "emails", url)
 		}
+		// and once it serves, its pages too
+		require.Eventually(t, func() bool { return withAuth() == http.StatusOK }, 10*time.Second, 50*time.Millisecond)
+		code, _ = fetch(t, authed)
+		assert.Equal(t, http.StatusUnauthorized, code, "the dashboard without the credentials")
 	})
 	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
 		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")

@@ -76,8 +76,10 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 	if s.o.write {
 		mode = "write"
 	}
+	// the gate asks for --auth's credentials on every page, the one saying
+	// the server has not answered yet too: the dashboard has no Auth of its own
 	return serve(ctx, s, mode, gate, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
-		d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write, Auth: s.o.auth,
+		d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write,
 			Sample: s.o.sample, Logger: slog.New(slog.NewTextHandler(s.e.stderr, nil))})
 		if err != nil {
 			return nil, err
@@ -115,12 +117,12 @@ func isLoopback(listen string) (bool, error) {
 const shutdownGrace = 5 * time.Second
 
 // serve serves on --listen, until ctx ends, the handler build makes from
-// the session's inspector. It listens at once and builds once the server
-// answers: started before its server (a machine booting both), emq dash and
-// emq metrics answer 503 naming why — behind gate, when not nil, as the
-// built handler will be — and try again every second, as their pages do
-// when the server goes away later. A server that answers with a refusal (a
-// wrong password …) ends the run, as for every other command.
+// the session's inspector, behind gate when not nil. It listens at once and
+// builds once the server answers: started before its server (a machine
+// booting both), emq dash and emq metrics answer 503 naming why and try
+// again every second, as their pages do when the server goes away later. A
+// server that answers with a refusal (a wrong password …) ends the run, as
+// for every other command.
 func serve(ctx context.Context, s *session, what string, gate func(http.Handler) http.Handler,
 	build func(context.Context, *inspect.Inspector) (http.Handler, error)) error {
 	l, err := net.Listen("tcp", s.o.listen)
@@ -129,16 +131,12 @@ func serve(ctx context.Context, s *session, what string, gate func(http.Handler)
 	}
 	var current atomic.Pointer[http.Handler]
 	use := func(h http.Handler) { current.Store(&h) }
-	waiting := func(why string) {
-		h := unavailable(why)
-		if gate != nil {
-			h = gate(h)
-		}
-		use(h)
+	use(unavailable("connecting to " + s.o.addr))
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })
+	if gate != nil {
+		h = gate(h)
 	}
-	waiting("connecting to " + s.o.addr)
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	// said once the first try's answer is in use, so that a request made
@@ -146,11 +144,11 @@ func serve(ctx context.Context, s *session, what string, gate func(http.Handler)
 	announce := sync.OnceFunc(func() {
 		fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, s.o.addr)
 	})
-	in, err := waitForServer(ctx, s, func(err error) { waiting(err.Error()); announce() })
+	in, err := waitForServer(ctx, s, func(err error) { use(unavailable(err.Error())); announce() })
 	if err == nil && in != nil {
-		var h http.Handler
-		if h, err = build(ctx, in); err == nil {
-			use(h)
+		var built http.Handler
+		if built, err = build(ctx, in); err == nil {
+			use(built)
 			announce()
 			select {
 			case <-ctx.Done():
