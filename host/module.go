@@ -163,10 +163,10 @@ var configChanged func(*Module, []string)
 // OnConfigChange registers f, called after each CONFIG SET with the names of
 // the configs it set, on a Module for the server's context of the event.
 func (m *Module) OnConfigChange(f func(m *Module, names []string)) error {
+	configChanged = f // before the subscription: no event finds it unset
 	if C.emq_subscribe_config(m.ctx) != 0 {
 		return errors.New("cannot subscribe to config changes")
 	}
-	configChanged = f
 	return nil
 }
 
@@ -174,9 +174,6 @@ func (m *Module) OnConfigChange(f func(m *Module, names []string)) error {
 func emqConfigChanged(ctx *C.ValkeyModuleCtx, names **C.char, n C.uint32_t) {
 	guard(ctx, "config changed", nil, func() {
 		injectPanic("config changed")
-		if configChanged == nil {
-			return
-		}
 		set := make([]string, n)
 		for i, name := range unsafe.Slice(names, int(n)) {
 			set[i] = C.GoString(name)
