@@ -15,20 +15,9 @@ import (
 // do, and a replica's READONLY is a refusal like NOPERM.
 func TestCLIConnectionTrouble(t *testing.T) {
 	t.Run("a host that accepts and never answers gives up within --timeout", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				t.Cleanup(func() { c.Close() })
-			}
-		}()
+		addr := fakeHost(t, func(c net.Conn) { t.Cleanup(func() { c.Close() }) })
 		start := time.Now()
-		r := emq(t, l.Addr().String(), "queues", "--timeout", "1s")
+		r := emq(t, addr, "queues", "--timeout", "1s")
 		assert.Equal(t, exitFailed, r.code, r.stderr)
 		// valkey-go's own bound is 5 s; a generous bound above the 1 s asked
 		assert.Less(t, time.Since(start), 4*time.Second, r.stderr)
@@ -67,4 +56,23 @@ func TestCLIConnectionTrouble(t *testing.T) {
 		assert.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stderr, "emials holds no job and has no setting")
 	})
+}
+
+// fakeHost listens on a loopback port until the test ends, handing each
+// connection to conn, and returns its address: a host that is no server.
+func fakeHost(t *testing.T, conn func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn(c)
+		}
+	}()
+	return l.Addr().String()
 }

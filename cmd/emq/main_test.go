@@ -685,22 +685,13 @@ func TestCLIServes(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, code, "the dashboard without the credentials")
 	})
 	t.Run("a port that accepts and hangs up, as a proxy before its server, is waited for too", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				// the greeting read first: a close with it unread would
-				// be a reset, not the end of the stream
-				_, _ = c.Read(make([]byte, 512))
-				c.Close()
-			}
-		}()
-		url := serving(t, l.Addr().String(), "metrics", "--listen", "127.0.0.1:0")
+		addr := fakeHost(t, func(c net.Conn) {
+			// the greeting read first: a close with it unread would be a
+			// reset, not the end of the stream
+			_, _ = c.Read(make([]byte, 512))
+			c.Close()
+		})
+		url := serving(t, addr, "metrics", "--listen", "127.0.0.1:0")
 		code, body := fetch(t, url+"metrics")
 		assert.Equal(t, http.StatusServiceUnavailable, code)
 		assert.Contains(t, body, "EOF")
