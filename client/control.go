@@ -45,8 +45,10 @@ func (q *Queue) Remove(ctx context.Context, id ids.ID) (bool, error) {
 // Limit caps how many jobs the queue's claims deliver: at most max (1 …
 // 1,000,000) per window (1 ms … 2^31−1 ms, whole milliseconds rounded
 // up). A window starts with the first delivery after the last one ended;
-// emq:{<queue>}:limiter counts it. Max 0 removes the limit, whatever
-// window. It wakes the queue's waiting BClaims.
+// emq:{<queue>}:limiter counts it. A new max applies to the window under
+// way; a shorter window cuts it to end a new window after the next claim,
+// keeping its count. Max 0 removes the limit, whatever window. It wakes
+// the queue's waiting BClaims.
 func (q *Queue) Limit(ctx context.Context, max int, window time.Duration) error {
 	ms := millis(window)
 	if max == 0 && window <= 0 {

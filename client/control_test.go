@@ -224,6 +224,63 @@ func TestLimit(t *testing.T) {
 	}
 }
 
+// TestAShorterWindowCutsTheWindowUnderWay: a limit set with a shorter
+// window mid-window cuts the window under way to end the new window from
+// the next claim, keeping its count — whatever that claim delivers, and
+// for a BClaim waiting on the window — natively and on the scripts.
+func TestAShorterWindowCutsTheWindowUnderWay(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("cut", n.m, Policy{Lease: time.Minute})
+			require.NoError(t, err)
+			limiter := keys.Set("cut", keys.Limiter)
+			_, err = q.EnqueueMany(ctx(t), make([][]byte, 3))
+			require.NoError(t, err)
+			require.NoError(t, q.Limit(ctx(t), 1, time.Hour))
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Len(t, jobs, 1)
+
+			// a longer window: the window under way keeps its end
+			require.NoError(t, q.Limit(ctx(t), 1, 2*time.Hour))
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Empty(t, jobs, "the window is used up")
+			near(t, time.Now().Add(time.Hour), time.UnixMilli(integer(t, n.s, "PEXPIRETIME", limiter)), "the window's end as it was")
+
+			// a shorter one: the next claim cuts it, though it delivers nothing
+			require.NoError(t, q.Limit(ctx(t), 1, 300*time.Millisecond))
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Empty(t, jobs, "the cut window keeps its count")
+			assert.Equal(t, "1", str(t, n, "GET", limiter))
+			assert.LessOrEqual(t, integer(t, n.s, "PTTL", limiter), int64(300), "the window ends a new window from the claim at the latest")
+			time.Sleep(350 * time.Millisecond)
+			jobs, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Len(t, jobs, 1, "a new window")
+
+			// a BClaim waiting on an hour's window is woken by the shorter limit and served at the cut window's end
+			require.NoError(t, q.Limit(ctx(t), 1, time.Hour))
+			must(t, n.s, "PEXPIRE", limiter, "3600000")
+			type claimed struct {
+				jobs []*Job
+				err  error
+			}
+			got := make(chan claimed, 1)
+			go func() {
+				jobs, err := q.BClaim(ctx(t), 1, 5*time.Second)
+				got <- claimed{jobs, err}
+			}()
+			time.Sleep(100 * time.Millisecond)
+			require.NoError(t, q.Limit(ctx(t), 1, 200*time.Millisecond))
+			c := <-got
+			require.NoError(t, c.err)
+			assert.Len(t, c.jobs, 1, "the waiting BClaim was served at the cut window's end, not at its timeout")
+		})
+	}
+}
+
 // TestSetEvents: with events on, each transition appends its entry to the
 // queue's events stream in the same turn; off, none — natively and on the
 // scripts.

@@ -108,6 +108,8 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	queueCall("limit", func(q *Queue) any { return outcome(nil, q.Limit(ctx(t), 2, time.Minute)) })
 	tw.same("a limited claim", tw.claim(tw.long, 5))
 	tw.same("a claim of a used window", tw.claim(tw.long, 5))
+	queueCall("limit of a shorter window", func(q *Queue) any { return outcome(nil, q.Limit(ctx(t), 2, 30*time.Second)) })
+	tw.same("a claim cutting the window under way", tw.claim(tw.long, 5))
 	tw.both("PEXPIRE", set(keys.Limiter), "1") // the window ends
 	time.Sleep(5 * time.Millisecond)
 	tw.same("a claim in a new window, under a short lease", tw.claim(tw.short, 1))

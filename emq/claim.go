@@ -111,11 +111,12 @@ type turn struct {
 	st    settings
 	// the rate window: the limiter's key (-1 without a limit), the jobs it
 	// delivered, when it ends, and whether the limiter holds it already
-	// (with its expiry) or this turn begins it
-	limiter         int
-	used, windowEnd int64
-	windowStored    bool
-	repeats         int // the schedules' key; -1 when the queue has none
+	// (with its expiry) or this turn begins it — or cuts it: a window
+	// begun under a longer rate_ms ends rate_ms from now at the latest
+	limiter                 int
+	used, windowEnd         int64
+	windowStored, windowCut bool
+	repeats                 int // the schedules' key; -1 when the queue has none
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
@@ -174,7 +175,12 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		case String:
 			if end := s.ExpireAt(k); end > t.now {
 				t.used, _ = ParseInt(s.Value(k))
-				t.used, t.windowEnd, t.windowStored = max(t.used, 0), end, true
+				t.used = max(t.used, 0)
+				if end <= t.windowEnd {
+					t.windowEnd, t.windowStored = end, true
+				} else {
+					t.windowCut = true
+				}
 			}
 		default:
 			return nil, errors.ErrWrongType
@@ -207,6 +213,7 @@ func (t *turn) run(a claimArgs) error {
 	if err != nil {
 		return err
 	}
+	t.countWindow(delivered)
 	t.toPending()
 	switch {
 	case delivered == 0 && a.wait && t.s.MayWait():
@@ -229,7 +236,7 @@ func (t *turn) run(a claimArgs) error {
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
-	t.limiter, t.used, t.windowEnd, t.windowStored, t.repeats = -1, 0, 0, false, -1
+	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats = -1, 0, 0, false, false, -1
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
 	return t
@@ -306,16 +313,23 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 	}
 	t.cands = append(t.cands[:0], t.cands[j:]...) // the candidates not taken
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
-	if t.limiter >= 0 && delivered > 0 {
-		t.used += int64(delivered)
-		op := SetPXAt
-		if t.windowStored { // the expiry stays
-			op = SetKeepTTL
-		}
-		p.write(Write{Op: op, Key: int32(t.limiter), Count: t.used, AtMs: t.windowEnd})
-		t.windowStored = true
-	}
 	return delivered, again, nil
+}
+
+// countWindow writes the rate window's count when the turn delivered jobs
+// in it — with the window's end when the turn begins the window, keeping
+// the expiry when it goes on — or cuts the window short, whatever it
+// delivered.
+func (t *turn) countWindow(delivered int) {
+	if t.limiter < 0 || delivered == 0 && !t.windowCut {
+		return
+	}
+	t.used += int64(delivered)
+	op := SetPXAt
+	if t.windowStored { // the expiry stays
+		op = SetKeepTTL
+	}
+	t.p.write(Write{Op: op, Key: int32(t.limiter), Count: t.used, AtMs: t.windowEnd})
 }
 
 // order is claim order: lowest score (priority) first, then byte order.

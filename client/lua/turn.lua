@@ -24,7 +24,8 @@ end
 -- open_turn checks the turn's keys as the verbs do — the sets, the
 -- settings, the rate window's limiter (when the queue has a limit: a
 -- string or absent) and the schedules (when it has any: a sorted set or
--- absent) — and returns the turn, or nil and the WRONGTYPE reply.
+-- absent) — and returns the turn, or nil and the WRONGTYPE reply. A
+-- window begun under a longer rate_ms is cut to end rate_ms from now.
 local function open_turn(batch)
   local st, refused = open(false)
   if not st then
@@ -38,7 +39,12 @@ local function open_turn(batch)
     if kind == 'string' then
       local window_end = redis.call('PEXPIRETIME', limiter)
       if window_end > t.now then
-        t.used, t.window_end = math.max(parse_int(redis.call('GET', limiter)) or 0, 0), window_end
+        t.used = math.max(parse_int(redis.call('GET', limiter)) or 0, 0)
+        if window_end <= t.window_end then
+          t.window_end = window_end
+        else
+          t.cut = true
+        end
       end
     elseif kind ~= 'none' then
       return nil, redis.error_reply(WRONGTYPE)
@@ -147,7 +153,7 @@ end
 -- in claim order — until count are delivered or count + batch were taken,
 -- into claimed, and returns the index of the first candidate it did not
 -- reach. A paused queue takes nothing; a limited one at most what its rate
--- window has left, and records what it delivered in the limiter.
+-- window has left.
 local function claim(t, lease, count, max, claimed)
   local allowed = count
   if allowed == 0 or t.st.paused then
@@ -197,10 +203,15 @@ local function claim(t, lease, count, max, claimed)
       end
     end
   end
-  if t.limiter and delivered > 0 then
+  return j
+end
+
+-- count_window records in the limiter what the turn delivered, or the
+-- window it cut short whatever it delivered.
+local function count_window(t, delivered)
+  if t.limiter and (delivered > 0 or t.cut) then
     redis.call('SET', t.limiter, decimal(t.used + delivered), 'PXAT', decimal(t.window_end))
   end
-  return j
 end
 
 -- remove_all removes ids from sorted set key, a thousand at a time (Lua's
@@ -231,6 +242,7 @@ local function run(t, lease, count, max)
   move(t, ACTIVE, t.active, STALLED, 'stalled')
   local claimed = {}
   local first = claim(t, lease, count, max, claimed)
+  count_window(t, #claimed)
   for k = PENDING, DEAD do
     remove_all(KEYS[k], t.gone[k])
   end
