@@ -3,18 +3,31 @@ package host
 /*
 #include "shim.h"
 
-// The call is C memory (serve's stack), and Go passes its address to the
-// two crossings every verb makes as an integer: a pointer to a struct
-// holding pointers gets the runtime's cgo pointer check (GODEBUG cgocheck)
-// at each crossing, which finds C memory only after searching the Go heap
-// and modules: ~150 instructions a crossing, 1 % of an EMQ.ENQUEUE. The
-// check guards Go memory; this address is never Go's.
+// The call is C memory (serve's stack), and Go passes its address as an
+// integer to the two crossings every verb makes and to the reads verbs
+// make per call or per job (a row's fields, a set's head, a derived key):
+// a pointer to a struct holding pointers gets the runtime's cgo pointer
+// check (GODEBUG cgocheck) at each crossing, which finds C memory only
+// after searching the Go heap and modules: ~120–150 instructions a
+// crossing, 1 % of an EMQ.ENQUEUE. The check guards Go memory; this
+// address is never Go's.
 static void emq_open_at(uintptr_t c, int n, int values, const char *queue, size_t qlen) {
     emq_open((emq_call *)c, n, values, queue, qlen);
 }
 static int emq_apply_at(uintptr_t c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies,
                         int nreplies, const char *scratch, const emq_span *spans, int wake, int nevents) {
     return emq_apply((emq_call *)c, ops, nops, refs, replies, nreplies, scratch, spans, wake, nevents);
+}
+static int emq_open_derived_at(uintptr_t c, const char *name, size_t len, int access, const uint32_t *fields, int n,
+                               const char *scratch, const emq_span *spans) {
+    return emq_open_derived((emq_call *)c, name, len, access, fields, n, scratch, spans);
+}
+static emq_value *emq_hash_get_at(uintptr_t c, int k, const uint32_t *fields, int n, const char *scratch,
+                                  const emq_span *spans) {
+    return emq_hash_get((emq_call *)c, k, fields, n, scratch, spans);
+}
+static int emq_zrange_at(uintptr_t c, int k, double max, int exclusive, int limit) {
+    return emq_zrange((emq_call *)c, k, max, exclusive, limit);
 }
 */
 import "C"
@@ -126,7 +139,7 @@ func (c *Call) pairsRead() []emq.Value {
 // access it so, reading fields of a hash in place.
 func (c *Call) OpenDerived(p *emq.Plan, name emq.Ref, access emq.Access, fields []emq.Ref) (int, []emq.Value, bool) {
 	b := p.ScratchBytes(name)
-	k := C.emq_open_derived((*C.emq_call)(c), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
+	k := C.emq_open_derived_at(c.at(), (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
 		C.int(access), (*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
 	if k < 0 || len(fields) == 0 {
 		return int(k), nil, k >= 0
@@ -180,7 +193,7 @@ func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
 	if len(fields) == 0 {
 		return nil
 	}
-	v := C.emq_hash_get((*C.emq_call)(c), C.int(k), (*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))),
+	v := C.emq_hash_get_at(c.at(), C.int(k), (*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))),
 		C.int(len(fields)), scratch(p), spans(p))
 	return unsafe.Slice((*emq.Value)(unsafe.Pointer(v)), len(fields))
 }
@@ -191,7 +204,7 @@ func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Membe
 	if exclusive {
 		ex = 1
 	}
-	n := C.emq_zrange((*C.emq_call)(c), C.int(k), C.double(max), ex, C.int(limit))
+	n := C.emq_zrange_at(c.at(), C.int(k), C.double(max), ex, C.int(limit))
 	if n == 0 {
 		return nil
 	}
