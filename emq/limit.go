@@ -10,9 +10,9 @@ import "github.com/echomq/emq/keys"
 // 2^31−1); max 0 removes the limit. The window starts with the first
 // delivery after the last one ended, and emq:{q}:limiter counts it; a
 // claim cuts a window begun under a longer window_ms to end window_ms
-// from it (docs/commands.md, EMQ.LIMIT). It
-// wakes the queue's waiting workers (a raised limit may let them claim)
-// and replies 1; a limit as it was already is no write, no event.
+// from it (docs/commands.md, EMQ.LIMIT). It wakes the queue's waiting
+// workers (a raised limit may let them claim) and replies 1; a limit as
+// it was already is no write, no event.
 var Limit = &Verb{Name: "EMQ.LIMIT", Arity: 6, Keys: 2, Cap: "limit",
 	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkLimit(a); return err },
 	Run:   limit}
