@@ -128,7 +128,7 @@ func admissionKeys(a [][]byte, idArg int, sets ...string) ([]byte, error) {
 	}
 	same := true
 	for i, set := range sets {
-		q, ok := keys.SplitSet(a[3+i], set)
+		q, ok := keys.SplitSetOf(a[3+i], set, queue)
 		if !ok {
 			if set == keys.PendingSet {
 				return nil, errPendingLayout

@@ -117,7 +117,7 @@ func checkMany(a [][]byte) (queue []byte, priority, at int64, err error) {
 	if !ok {
 		return nil, 0, 0, setLayout[keys.PendingSet]
 	}
-	other, ok := keys.SplitSet(a[3], keys.DelayedSet)
+	other, ok := keys.SplitSetOf(a[3], keys.DelayedSet, queue)
 	if !ok {
 		return nil, 0, 0, setLayout[keys.DelayedSet]
 	}

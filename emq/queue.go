@@ -60,7 +60,7 @@ func queueKeys(a [][]byte, job bool, sets ...string) (queue, id []byte, err erro
 	}
 	same := true
 	for i, set := range sets {
-		q, ok := keys.SplitSet(a[k+i], set)
+		q, ok := keys.SplitSetOf(a[k+i], set, queue)
 		if !ok {
 			return nil, nil, setLayout[set]
 		}

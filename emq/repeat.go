@@ -254,11 +254,11 @@ func checkRepeat(a [][]byte, now int64) (r repeatArgs, err error) {
 	if r.queue, r.name, ok = keys.SplitRepeat(a[2]); !ok {
 		return r, errRepeatLayout
 	}
-	set, ok := keys.SplitSet(a[3], keys.Repeats)
+	set, ok := keys.SplitSetOf(a[3], keys.Repeats, r.queue)
 	if !ok {
 		return r, setLayout[keys.Repeats]
 	}
-	config, ok := keys.SplitSet(a[4], keys.Config)
+	config, ok := keys.SplitSetOf(a[4], keys.Config, r.queue)
 	if !ok {
 		return r, setLayout[keys.Config]
 	}
@@ -386,7 +386,7 @@ func checkUnrepeat(a [][]byte) ([]byte, error) {
 	if !ok {
 		return nil, errRepeatLayout
 	}
-	other, ok := keys.SplitSet(a[3], keys.Repeats)
+	other, ok := keys.SplitSetOf(a[3], keys.Repeats, queue)
 	switch {
 	case !ok:
 		return nil, setLayout[keys.Repeats]

@@ -175,7 +175,7 @@ func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
 	var queue []byte
 	same := true
 	for i, set := range []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet} {
-		q, ok := keys.SplitSet(a[2+i], set)
+		q, ok := keys.SplitSetOf(a[2+i], set, queue)
 		if !ok {
 			return c, setLayout[set]
 		}

@@ -62,18 +62,23 @@ func split(key []byte, kind string) (name, rest []byte, ok bool) {
 
 // nameEnd is the index of the '}' that ends the name key starts with, or
 // -1 when a '{' or NUL comes first or there is none: one pass for what
-// bytes.IndexByte and ValidName would check in two.
+// bytes.IndexByte and ValidName would check in two, one table lookup a
+// byte (on short names, faster than either).
 func nameEnd(key []byte) int {
 	for i, c := range key {
-		switch c {
-		case '}':
-			return i
-		case '{', 0:
+		if nameStop[c] {
+			if c == '}' {
+				return i
+			}
 			return -1
 		}
 	}
 	return -1
 }
+
+// nameStop are the bytes that end a name: '}', and '{' and NUL, which no
+// name holds.
+var nameStop = [256]bool{'}': true, '{': true, 0: true}
 
 // SplitJob splits emq:{<queue>}:job:<id>. The id is one segment: a ':' in
 // it is the key's structure going wrong, not an id of the wrong namespace.
@@ -98,6 +103,18 @@ const (
 func SplitSet(key []byte, set string) (queue []byte, ok bool) {
 	queue, rest, ok := split(key, set)
 	return queue, ok && len(rest) == 0
+}
+
+// SplitSetOf splits key as SplitSet does when the call's queue is known
+// already (nil: not yet): a key of that queue, which an earlier split found
+// a valid name, is recognised by comparison alone.
+func SplitSetOf(key []byte, set string, queue []byte) (q []byte, ok bool) {
+	n := len(prefix) + len(queue)
+	if queue != nil && len(key) == n+2+len(set) && string(key[:len(prefix)]) == prefix &&
+		string(key[len(prefix):n]) == string(queue) && key[n] == '}' && key[n+1] == ':' && string(key[n+2:]) == set {
+		return key[len(prefix):n], true
+	}
+	return SplitSet(key, set)
 }
 
 // SplitRepeat splits emq:{<queue>}:repeat:<name>: the schedule's name is

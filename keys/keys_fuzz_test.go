@@ -57,6 +57,28 @@ func FuzzSplit(f *testing.F) {
 	})
 }
 
+// FuzzSplitSetOf: knowing the call's queue (a valid name, or none) never
+// changes how a key splits — only what the split costs.
+func FuzzSplitSetOf(f *testing.F) {
+	f.Add([]byte("emq:{q}:active"), []byte("q"))
+	f.Add([]byte("emq:{qq}:active"), []byte("q"))
+	f.Add([]byte("emq:{q}:active"), []byte(""))
+	f.Fuzz(func(t *testing.T, key, queue []byte) {
+		if len(queue) > 0 && !keys.ValidName(queue) {
+			return
+		}
+		if len(queue) == 0 {
+			queue = nil
+		}
+		for _, set := range []string{keys.PendingSet, keys.ActiveSet, keys.Config} {
+			want, wantOK := keys.SplitSet(key, set)
+			got, ok := keys.SplitSetOf(key, set, queue)
+			require.Equal(t, wantOK, ok, "%q in %s of %q", key, set, queue)
+			require.Equal(t, string(want), string(got))
+		}
+	})
+}
+
 // FuzzBuild: every key built from a valid name splits back into the parts
 // it was built from; a stream key does exactly when its sname is valid.
 func FuzzBuild(f *testing.F) {

@@ -92,6 +92,45 @@ func TestSplitPending(t *testing.T) {
 	}
 }
 
+// TestSplitSetOfIsSplitSet: knowing the queue only makes the split
+// cheaper; every key splits as SplitSet splits it, of that queue, of
+// another, or of none.
+func TestSplitSetOfIsSplitSet(t *testing.T) {
+	cases := []struct {
+		name, in, known string
+		ok              bool
+		queue           string
+	}{
+		{"the known queue's set", "emq:{q}:active", "q", true, "q"},
+		{"another queue's set", "emq:{r}:active", "q", true, "r"},
+		{"a queue the known one begins", "emq:{qq}:active", "q", true, "qq"},
+		{"a queue that begins the known one", "emq:{q}:active", "qq", true, "q"},
+		{"the known queue, another set", "emq:{q}:pending", "q", false, ""},
+		{"the known queue, a longer set", "emq:{q}:activex", "q", false, ""},
+		{"the known queue without its }", "emq:{q:active", "q", false, ""},
+		{"the known queue under another prefix", "emx:{q}:active", "q", false, ""},
+		{"a name with { after the known queue", "emq:{q{}:active", "q", false, ""},
+		{"no queue known yet", "emq:{q}:active", "", true, "q"},
+		{"no queue known yet, a bad layout", "emq:{}:active", "", false, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var known []byte
+			if c.known != "" {
+				known = []byte(c.known)
+			}
+			queue, ok := keys.SplitSetOf([]byte(c.in), keys.ActiveSet, known)
+			require.Equal(t, c.ok, ok)
+			wantQueue, wantOK := keys.SplitSet([]byte(c.in), keys.ActiveSet)
+			require.Equal(t, wantOK, ok)
+			assert.Equal(t, string(wantQueue), string(queue))
+			if c.ok {
+				assert.Equal(t, c.queue, string(queue))
+			}
+		})
+	}
+}
+
 func TestSplitStream(t *testing.T) {
 	cases := []struct {
 		name, in     string
