@@ -331,14 +331,7 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, int access, cons
         return -1;
     }
     int k = open_derived(c, s, open_key(c, s));
-    if (n > 0) {
-        if (c->types[k] == EMQ_KEY_HASH) {
-            emq_hash_get(c, k, fields, n, scratch, spans);
-        } else {
-            c->hvals = grow(c->hvals, NULL, &c->caphvals, n, sizeof(*c->hvals));
-            memset(c->hvals, 0, sizeof(*c->hvals) * (size_t)n);
-        }
-    }
+    if (n > 0) emq_hash_get(c, k, fields, n, scratch, spans);
     return k;
 }
 
@@ -364,19 +357,27 @@ static emq_arg view(ValkeyModuleString *s) {
     return a;
 }
 
-// emq_hash_get reads n fields of hash key k into c->hvals.
-emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
-    c->hvals = grow(c->hvals, NULL, &c->caphvals, n, sizeof(*c->hvals));
+// read_fields reads n fields of key k into out: zero values for a field
+// the hash does not hold, and for every field of another type.
+static void read_fields(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch,
+                        const emq_span *spans, emq_value *out) {
+    if (n <= 0) return;
+    memset(out, 0, sizeof(*out) * (size_t)n);
+    if (c->types[k] != EMQ_KEY_HASH) return;
     for (int i = 0; i < n; i++) {
-        emq_value *v = &c->hvals[i];
-        memset(v, 0, sizeof(*v));
-        ValkeyModuleString *out = NULL;
-        api.HashGet(c->keys[k], 0, emq_resolve(c, fields[i], scratch, spans), &out, NULL);
-        if (!out) continue;
-        v->bytes = view(out);
-        v->ref = held_ref(hold(c, out));
-        v->found = 1;
+        ValkeyModuleString *v = NULL;
+        api.HashGet(c->keys[k], 0, emq_resolve(c, fields[i], scratch, spans), &v, NULL);
+        if (!v) continue;
+        out[i].bytes = view(v);
+        out[i].ref = held_ref(hold(c, v));
+        out[i].found = 1;
     }
+}
+
+// emq_hash_get reads n fields of key k into c->hvals, as read_fields does.
+emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
+    c->hvals = grow(c->hvals, c->inline_hvals, &c->caphvals, n, sizeof(*c->hvals));
+    read_fields(c, k, fields, n, scratch, spans, c->hvals);
     return c->hvals;
 }
 
@@ -445,7 +446,7 @@ int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
         double score;
         ValkeyModuleString *m = api.ZsetRangeCurrentElement(c->keys[k], &score);
         if (!m) break;
-        c->members = grow(c->members, NULL, &c->capmembers, n + 1, sizeof(*c->members));
+        c->members = grow(c->members, c->inline_members, &c->capmembers, n + 1, sizeof(*c->members));
         c->members[n].bytes = view(m);
         c->members[n].ref = held_ref(hold(c, m));
         c->members[n].score = score;
@@ -586,8 +587,8 @@ static void finish(emq_call *c, emq_arg *inline_args) {
         api.Free(c->expires);
     }
     if (c->held != c->inline_held) api.Free(c->held);
-    if (c->hvals) api.Free(c->hvals);
-    if (c->members) api.Free(c->members);
+    if (c->hvals != c->inline_hvals) api.Free(c->hvals);
+    if (c->members != c->inline_members) api.Free(c->members);
     if (c->fields) api.Free(c->fields);
     if (c->pairs != c->inline_pairs) api.Free(c->pairs);
     if (c->pairbuf != c->inline_pairbuf) api.Free(c->pairbuf);
@@ -613,6 +614,10 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.capkeys = EMQ_INLINE_KEYS;
     c.held = c.inline_held;
     c.capheld = EMQ_INLINE_HELD;
+    c.hvals = c.inline_hvals;
+    c.caphvals = EMQ_INLINE_READS;
+    c.members = c.inline_members;
+    c.capmembers = EMQ_INLINE_READS;
     c.pairs = c.inline_pairs;
     c.cappairs = EMQ_INLINE_PAIRS;
     c.pairbuf = c.inline_pairbuf;

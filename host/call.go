@@ -200,6 +200,9 @@ func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
 
 // ZRange reads members of sorted set key k scored up to max, in place.
 func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Member {
+	if c.Type(k) != emq.ZSet { // no crossing to read nothing
+		return nil
+	}
 	ex := C.int(0)
 	if exclusive {
 		ex = 1

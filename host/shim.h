@@ -183,6 +183,7 @@ enum {
 #define EMQ_INLINE_KEYS 8
 #define EMQ_INLINE_HELD 16
 #define EMQ_INLINE_PAIRS 12
+#define EMQ_INLINE_READS 8
 #define EMQ_INLINE_PAIRBUF 128
 
 // One command in flight: lives on the C stack of the command handler.
@@ -226,6 +227,8 @@ typedef struct emq_call {
     emq_arg inline_values[EMQ_INLINE_KEYS];
     long long inline_expires[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_held[EMQ_INLINE_HELD];
+    emq_value inline_hvals[EMQ_INLINE_READS];
+    emq_member inline_members[EMQ_INLINE_READS];
     emq_value inline_pairs[EMQ_INLINE_PAIRS];
     char inline_pairbuf[EMQ_INLINE_PAIRBUF];
 } emq_call;
