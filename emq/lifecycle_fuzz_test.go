@@ -130,6 +130,25 @@ func (s *fakeServer) ZRange(k int, max float64, exclusive bool, limit int) []Mem
 	return out
 }
 
+// ZRangeRows reads sorted set key k up to max, lowest first, opening each
+// member's row unless the ACL denies it.
+func (s *fakeServer) ZRangeRows(p *Plan, k int, max float64, exclusive bool, limit int, prefix Ref, fields []Ref) []Row {
+	if prefix&refKind != refScratch {
+		s.t.Fatalf("ZRangeRows: a prefix not in the scratch")
+	}
+	var rows []Row
+	for _, m := range s.ZRange(k, max, exclusive, limit) {
+		r := Row{Member: m, Key: s.openProbed(string(p.ScratchBytes(prefix)) + string(m.Bytes))}
+		if r.Key < 0 || s.types[r.Key] != Hash {
+			r.Values = make([]Value, len(fields))
+		} else {
+			r.Values = s.HashGet(p, r.Key, fields)
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
 // ZScore reads member's score in sorted set key k.
 func (s *fakeServer) ZScore(k int, member []byte) (float64, bool) {
 	if s.queue == nil || k >= len(s.queue.names) {

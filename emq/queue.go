@@ -254,6 +254,14 @@ func openJob(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, e
 	return k, v, nil
 }
 
+// jobPrefix writes the prefix of queue's job rows, emq:{<queue>}:job:,
+// into p's scratch and returns a ref to it (Server.ZRangeRows).
+func jobPrefix(p *Plan, queue []byte) Ref {
+	off := len(p.Scratch)
+	p.Scratch = keys.AppendJob(p.Scratch, queue, nil)
+	return p.span(off)
+}
+
 // openNamed opens, as openJob does, the row of a job one of the queue's
 // sets or a settlement names: one that is empty while the slot migrates
 // may be on the other node, errMoving (elsewhere).

@@ -34,6 +34,14 @@ type Member struct {
 	Score float64
 }
 
+// Row is a sorted-set member and its job row, opened with the member's
+// read (Server.ZRangeRows). Its layout is C's emq_row.
+type Row struct {
+	Member
+	Key    int     // the row's key number, or Denied
+	Values []Value // the fields read, one per field asked, as HashGet reads them
+}
+
 // Server is one command's view of the server it runs in: it opens keys,
 // reads them and applies a plan. The call's declared keys are its
 // arguments 2 … 1+numkeys, numbered from 0; keys a verb derives (the job
@@ -78,6 +86,16 @@ type Server interface {
 	// at most max (below max, with exclusive), lowest first; valid until
 	// the call ends, the slice until the next ZRange.
 	ZRange(k int, max float64, exclusive bool, limit int) []Member
+	// ZRangeRows reads members as ZRange does and, in the same step, opens
+	// each one's job row — named by scratch ref prefix of p (the queue's
+	// emq:{<queue>}:job:) followed by the member — as OpenDerived opens a
+	// derived key for AccessReadWrite, reading fields of it; a row the call
+	// opened already keeps its number (no second handle on a key may
+	// outlive a delete made through the first). A row the caller may not
+	// touch is Denied: nothing opened, read or logged, and the verb that
+	// acts on it refuses through OpenDerived, which logs the denial. Valid
+	// as ZRange's members, the slice until the next ZRangeRows.
+	ZRangeRows(p *Plan, k int, max float64, exclusive bool, limit int, prefix Ref, fields []Ref) []Row
 	// ZScore reads member's score in sorted set key k; found is false when
 	// the set does not hold it (or k is not a sorted set).
 	ZScore(k int, member []byte) (score float64, found bool)

@@ -54,22 +54,29 @@ func (t *turn) sweep() error {
 
 // move makes candidates of at most batch jobs of set key set scored up to
 // max (below it, with exclusive), oldest first, skipping the ids this call
-// settled; an id whose row is gone only leaves the set.
+// settled; an id whose row is gone only leaves the set. The set's head and
+// the rows it names are read in one step.
 func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Ref, counter Counter) error {
 	s, p := t.s, t.p
-	for _, m := range s.ZRange(set, max, exclusive, t.batch) {
-		if t.done.has(m.Bytes) {
+	read := priorityFields
+	if t.st.events.on() {
+		read = priorityAttemptsFields
+	}
+	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, jobPrefix(p, t.queue), read) {
+		if t.done.has(r.Bytes) {
 			continue
 		}
-		read := priorityFields
-		if t.st.events.on() {
-			read = priorityAttemptsFields
+		k, v := r.Key, r.Values
+		if k == Denied { // refused as the row's own opening refuses, logging the denial
+			var err error
+			if k, v, err = openJob(s, p, t.queue, r.Bytes, read); err != nil {
+				return err
+			}
 		}
-		k, v, err := openNamed(s, p, t.queue, m.Bytes, read)
-		if err != nil {
+		if err := elsewhere(s, k); err != nil {
 			return err
 		}
-		c, ok := swept(s, p, m, k, set, v[0])
+		c, ok := swept(s, p, r.Member, k, set, v[0])
 		if !ok {
 			continue
 		}
@@ -77,7 +84,7 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 		t.cands = append(t.cands, c)
 		if t.st.events.on() {
 			attempts, _ := ParseInt(v[1].Bytes)
-			t.st.events.job(p, event, m.Ref, attempts)
+			t.st.events.job(p, event, r.Ref, attempts)
 		}
 		p.Count(counter, 1)
 	}

@@ -456,6 +456,63 @@ int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
     return n;
 }
 
+// opened returns the number of the key the call opened on name (len
+// bytes), or -1 when it opened none.
+static int opened(const emq_call *c, const char *name, size_t len) {
+    for (int k = 0; k < c->nkeys; k++) {
+        size_t have;
+        const char *s = api.StringPtrLen(c->names[k], &have);
+        if (have == len && memcmp(s, name, len) == 0) return k;
+    }
+    return -1;
+}
+
+// emq_zrange_rows reads members as emq_zrange does and, in the same
+// crossing, opens each one's job row — named prefix + the member — as
+// emq_open_derived opens a derived key for reading and writing, reading n
+// fields of it: into c->rows, their fields in c->rowvals. A row the call
+// opened already keeps its number — a member the verb acted on this call
+// (and will skip) is not opened twice, so no second handle outlives a
+// delete made through the first. A row the caller may not touch is
+// EMQ_DENIED, with nothing opened or logged: the verb that acts on it
+// refuses through emq_open_derived, which logs.
+int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, const char *prefix, size_t plen,
+                    const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
+    int m = emq_zrange(c, k, max, exclusive, limit);
+    if (m == 0) return 0;
+    c->rows = grow(c->rows, c->inline_rows, &c->caprows, m, sizeof(*c->rows));
+    c->rowvals = grow(c->rowvals, c->inline_rowvals, &c->caprowvals, m * n, sizeof(*c->rowvals));
+    char inline_name[128];
+    for (int i = 0; i < m; i++) {
+        emq_row *r = &c->rows[i];
+        r->member = c->members[i];
+        r->values = c->rowvals + (size_t)i * (size_t)n;
+        r->nvalues = r->capvalues = (size_t)n;
+        size_t len = plen + r->member.bytes.len;
+        char *name = len <= sizeof(inline_name) ? inline_name : api.Alloc(len);
+        memcpy(name, prefix, plen);
+        memcpy(name + plen, r->member.bytes.ptr, r->member.bytes.len);
+        int key = opened(c, name, len);
+        if (key < 0) {
+            ValkeyModuleString *s = api.CreateString(NULL, name, len);
+            if (may_touch(c, s, EMQ_READ | EMQ_WRITE, 0)) {
+                key = open_derived(c, s, open_key(c, s));
+            } else {
+                api.FreeString(NULL, s);
+                key = EMQ_DENIED;
+            }
+        }
+        if (name != inline_name) api.Free(name);
+        r->key = key;
+        if (key == EMQ_DENIED) {
+            if (n > 0) memset(r->values, 0, sizeof(*r->values) * (size_t)n);
+            continue;
+        }
+        read_fields(c, key, fields, n, scratch, spans, r->values);
+    }
+    return m;
+}
+
 // emq_zscore reads member's score in sorted set key k into *score: 1 when
 // the set holds it, else 0 (another type, or no such key: 0).
 int emq_zscore(emq_call *c, int k, const char *member, size_t len, double *score) {
@@ -589,6 +646,8 @@ static void finish(emq_call *c, emq_arg *inline_args) {
     if (c->held != c->inline_held) api.Free(c->held);
     if (c->hvals != c->inline_hvals) api.Free(c->hvals);
     if (c->members != c->inline_members) api.Free(c->members);
+    if (c->rows != c->inline_rows) api.Free(c->rows);
+    if (c->rowvals != c->inline_rowvals) api.Free(c->rowvals);
     if (c->fields) api.Free(c->fields);
     if (c->pairs != c->inline_pairs) api.Free(c->pairs);
     if (c->pairbuf != c->inline_pairbuf) api.Free(c->pairbuf);
@@ -618,6 +677,10 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.caphvals = EMQ_INLINE_READS;
     c.members = c.inline_members;
     c.capmembers = EMQ_INLINE_READS;
+    c.rows = c.inline_rows;
+    c.caprows = EMQ_INLINE_READS;
+    c.rowvals = c.inline_rowvals;
+    c.caprowvals = 2 * EMQ_INLINE_READS;
     c.pairs = c.inline_pairs;
     c.cappairs = EMQ_INLINE_PAIRS;
     c.pairbuf = c.inline_pairbuf;

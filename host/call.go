@@ -29,6 +29,10 @@ static emq_value *emq_hash_get_at(uintptr_t c, int k, const uint32_t *fields, in
 static int emq_zrange_at(uintptr_t c, int k, double max, int exclusive, int limit) {
     return emq_zrange((emq_call *)c, k, max, exclusive, limit);
 }
+static int emq_zrange_rows_at(uintptr_t c, int k, double max, int exclusive, int limit, const char *prefix,
+                              size_t plen, const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
+    return emq_zrange_rows((emq_call *)c, k, max, exclusive, limit, prefix, plen, fields, n, scratch, spans);
+}
 */
 import "C"
 
@@ -212,6 +216,26 @@ func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Membe
 		return nil
 	}
 	return unsafe.Slice((*emq.Member)(unsafe.Pointer(c.members)), int(n))
+}
+
+// ZRangeRows reads members of sorted set key k as ZRange does, opening
+// each one's job row, prefix + the member, and reading fields of it.
+func (c *Call) ZRangeRows(p *emq.Plan, k int, max float64, exclusive bool, limit int, prefix emq.Ref, fields []emq.Ref) []emq.Row {
+	if c.Type(k) != emq.ZSet {
+		return nil
+	}
+	ex := C.int(0)
+	if exclusive {
+		ex = 1
+	}
+	b := p.ScratchBytes(prefix)
+	n := C.emq_zrange_rows_at(c.at(), C.int(k), C.double(max), ex, C.int(limit),
+		(*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
+		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*emq.Row)(unsafe.Pointer(c.rows)), int(n))
 }
 
 // ZScore reads member's score in sorted set key k.

@@ -14,13 +14,14 @@ import (
 // Go and C share the plan's memory and the call's read results, and number
 // writes, replies and refs alike: emq.Write is C's emq_op, emq.Reply
 // emq_reply, emq.Span emq_span, emq.Value emq_value, emq.Member emq_member,
-// and C's emq_arg is a Go []byte. Each line fails to compile when a size,
-// an offset or a constant drifts apart.
+// emq.Row emq_row, and C's emq_arg is a Go []byte. Each line fails to
+// compile when a size, an offset or a constant drifts apart.
 var (
 	w emq.Write
 	r emq.Reply
 	v emq.Value
 	m emq.Member
+	o emq.Row
 	s emq.Span
 
 	_ = [1]struct{}{}[unsafe.Sizeof([]byte(nil))-C.sizeof_emq_arg]
@@ -59,6 +60,12 @@ var (
 	_ = [1]struct{}{}[C.sizeof_emq_member-unsafe.Sizeof(m)]
 	_ = [1]struct{}{}[unsafe.Offsetof(m.Ref)-C.EMQ_MEMBER_OFF_REF]
 	_ = [1]struct{}{}[unsafe.Offsetof(m.Score)-C.EMQ_MEMBER_OFF_SCORE]
+
+	_ = [1]struct{}{}[unsafe.Sizeof(o)-C.sizeof_emq_row]
+	_ = [1]struct{}{}[C.sizeof_emq_row-unsafe.Sizeof(o)]
+	_ = [1]struct{}{}[unsafe.Offsetof(o.Key)-C.EMQ_ROW_OFF_KEY]
+	_ = [1]struct{}{}[unsafe.Offsetof(o.Values)-C.EMQ_ROW_OFF_VALUES]
+	_ = [1]struct{}{}[unsafe.Sizeof(o.Key)-8]
 )
 
 // The numbering of writes, replies and refs.

@@ -53,6 +53,15 @@ typedef struct emq_member {
     double score;
 } emq_member;
 
+// A sorted-set member with its job row, opened with it (emq.Row); values
+// is laid out as a Go []emq.Value.
+typedef struct emq_row {
+    emq_member member;
+    int64_t key; // the row's key number, or EMQ_DENIED
+    emq_value *values;
+    size_t nvalues, capvalues;
+} emq_row;
+
 // One write of a plan (emq.Write).
 typedef struct emq_op {
     uint8_t op;
@@ -175,6 +184,8 @@ enum {
     EMQ_VALUE_OFF_FOUND = offsetof(emq_value, found),
     EMQ_MEMBER_OFF_REF = offsetof(emq_member, ref),
     EMQ_MEMBER_OFF_SCORE = offsetof(emq_member, score),
+    EMQ_ROW_OFF_KEY = offsetof(emq_row, key),
+    EMQ_ROW_OFF_VALUES = offsetof(emq_row, values),
 };
 
 // ---- one command in flight ------------------------------------------------
@@ -209,6 +220,10 @@ typedef struct emq_call {
     int caphvals;
     emq_member *members;
     int capmembers;
+    emq_row *rows;     // emq_zrange_rows' answer, with its rows' fields in rowvals
+    int caprows;
+    emq_value *rowvals;
+    int caprowvals;
     ValkeyModuleUser *user; // the caller, looked up for derived keys' ACL
     int user_looked;
     uint64_t top_ms, top_seq; // emq_stream_top's answer
@@ -229,6 +244,8 @@ typedef struct emq_call {
     ValkeyModuleString *inline_held[EMQ_INLINE_HELD];
     emq_value inline_hvals[EMQ_INLINE_READS];
     emq_member inline_members[EMQ_INLINE_READS];
+    emq_row inline_rows[EMQ_INLINE_READS];
+    emq_value inline_rowvals[2 * EMQ_INLINE_READS];
     emq_value inline_pairs[EMQ_INLINE_PAIRS];
     char inline_pairbuf[EMQ_INLINE_PAIRBUF];
 } emq_call;
@@ -258,6 +275,8 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, int access, cons
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_hash_fields(emq_call *c, int k);
 int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
+int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, const char *prefix, size_t plen,
+                    const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_zscore(emq_call *c, int k, const char *member, size_t len, double *score);
 void emq_stream_top(emq_call *c, int k);
 int emq_stream_entry(emq_call *c, int k, uint64_t ms, uint64_t seq);

@@ -306,6 +306,35 @@ func TestSettleSettlesThenClaims(t *testing.T) {
 	assert.Equal(t, map[string]int64{"settled": 3, "settles_refused": 3}, infoFields(t, s, "settled", "settles_refused"))
 }
 
+// TestSettleOfAPassedLeaseIsNotSweptAgain: a settlement acting on a job
+// whose lease has passed, not yet requeued, settles it; the same call's
+// claim turn, whose sweep finds the job due in active, leaves it alone —
+// its row, deleted by the ack, is not opened a second time — and the
+// server goes on serving.
+func TestSettleOfAPassedLeaseIsNotSweptAgain(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("settlepassed")
+	ids := jobIDs(3)
+	for _, id := range ids {
+		must(t, s, q.enqueue(id, "p")...)
+	}
+	require.Len(t, claimJobs(t, s, q.claim(longLease, 2, 5)...), 2)
+	for _, id := range ids[:2] { // both leases passed
+		must(t, s, "ZADD", keys.Set(q.name, keys.ActiveSet), "XX", "1", id)
+	}
+	reply, err := s.Do(q.settle(longLease, 1, 5, "ACK", ids[0], "1", "0")...).ToAny()
+	require.NoError(t, err)
+	require.Equal(t, []any{[]any{int64(1)}, []any{[]any{ids[1], int64(2), "p"}}}, reply,
+		"the acked job is settled; the other passed lease is swept and claimed again")
+	assert.Empty(t, row(t, s, q, ids[0]), "acked with keep 0: deleted")
+	assert.Empty(t, setsHolding(t, s, q, ids[0]))
+	assert.Equal(t, []string{keys.Set(q.name, keys.PendingSet)}, setsHolding(t, s, q, ids[2]))
+	assert.Equal(t, map[string]int64{"settled": 1, "stalls_requeued": 1}, infoFields(t, s, "settled", "stalls_requeued"))
+	pong, err := s.Do("PING").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "PONG", pong)
+}
+
 // errTexts replaces the error elements of a reply with their text.
 func errTexts(v any) any {
 	switch x := v.(type) {
