@@ -195,6 +195,20 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.both("ZADD", set(keys.DelayedSet), "1", j[13].String())
 	tw.both("ZADD", set(keys.ActiveSet), "1", j[14].String())
 	tw.same("a claim taking an id once, out of every set, and dropping dangling ids", tw.claim(tw.long, 5))
+	// an id due in delayed and expired in active, of a queue with nothing
+	// else, to a claim of 1 that stops on it: taken once, left in active
+	two := newTwin(t, nodes, queue+"two")
+	x := nodes[0].m.Mint(ids.Job)
+	twoSet := func(name string) string { return keys.Set(queue+"two", name) }
+	two.same("enqueue", two.admit(two.long, x, "x"))
+	two.both("ZREM", twoSet(keys.PendingSet), x.String())
+	two.both("ZADD", twoSet(keys.DelayedSet), "1", x.String())
+	two.both("ZADD", twoSet(keys.ActiveSet), "1", x.String())
+	two.same("a claim of 1 taking an id of two sets once", two.claim(two.long, 1))
+	for _, n := range two.nodes {
+		assert.Equal(t, int64(0), integer(t, n.s, "ZCARD", twoSet(keys.PendingSet)), "%s: not left in pending", n)
+		assert.Equal(t, int64(1), integer(t, n.s, "ZCARD", twoSet(keys.ActiveSet)), "%s: active", n)
+	}
 	tw.same("enqueue", tw.admit(tw.long, j[12], "p12", Priority(2)))
 	tw.both("HSET", row(j[12]), "attempts", "2", "revived", "1")
 	tw.same("a claim within a revived budget", tw.claim(tw.long, 1))

@@ -295,8 +295,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 		case j < len(t.cands):
 			cand = t.cands[j]
 			j++
-			// a settlement's job failed back to pending is settled, and takeable
-			if cand.from != claimPending && t.done.has(cand.member.Bytes) {
+			if t.takenAlready(cand) {
 				continue
 			}
 		default:
@@ -311,9 +310,25 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			delivered++
 		}
 	}
-	t.cands = append(t.cands[:0], t.cands[j:]...) // the candidates not taken
+	// the candidates not taken, but for a second entry of an id taken (an id
+	// in two sets): the entry taken moved the job, out of every set it left
+	rest := t.cands[:0]
+	for _, c := range t.cands[j:] {
+		if !t.takenAlready(c) {
+			rest = append(rest, c)
+		}
+	}
+	t.cands = rest
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
 	return delivered, again, nil
+}
+
+// takenAlready reports whether candidate c's id was taken by this turn
+// already (or settled by this call): a second entry of it, which the
+// turn leaves alone. A settlement's job failed back to pending is
+// settled, and takeable.
+func (t *turn) takenAlready(c candidate) bool {
+	return c.from != claimPending && t.done.has(c.member.Bytes)
 }
 
 // countWindow writes the rate window's count when the turn delivered jobs

@@ -223,13 +223,16 @@ local function remove_all(key, ids)
 end
 
 -- to_pending writes the moves of the candidates from index first on into
--- pending, each at its priority.
+-- pending, each at its priority — but for a second entry of an id the
+-- claim took (an id in two sets): the entry taken moved the job.
 local function to_pending(t, first)
   for k = first, #t.cands do
     local c = t.cands[k]
-    redis.call('ZREM', KEYS[c.from], c.id)
-    redis.call('HSET', c.row, unpack(c.fields))
-    redis.call('ZADD', KEYS[PENDING], c.score, c.id)
+    if not t.taken[c.id] then
+      redis.call('ZREM', KEYS[c.from], c.id)
+      redis.call('HSET', c.row, unpack(c.fields))
+      redis.call('ZADD', KEYS[PENDING], c.score, c.id)
+    end
   end
 end
 

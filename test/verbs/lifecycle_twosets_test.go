@@ -46,20 +46,24 @@ func TestATurnTakesEachIDOnceAndLeavesItInNoOtherSet(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		setup [][]string
+		count int64
 		max   int64 // max_attempts: 1 sends the job to dead
 		want  []claimed
 		sets  []string
 	}{
 		{"pending at a higher score and a due delayed entry", [][]string{{"ZADD", q.pending, "7", id}, {"ZADD", q.delayed, "1", id}},
-			5, []claimed{{id, 1, "p"}}, []string{q.active}},
+			2, 5, []claimed{{id, 1, "p"}}, []string{q.active}},
 		{"a due delayed entry and an expired active one", [][]string{{"ZREM", q.pending, id}, {"ZADD", q.delayed, "1", id}, {"ZADD", q.active, "1", id}},
-			5, []claimed{{id, 1, "p"}}, []string{q.active}},
+			2, 5, []claimed{{id, 1, "p"}}, []string{q.active}},
+		{"a due delayed entry and an expired active one, to a claim of 1 that stops on it",
+			[][]string{{"ZREM", q.pending, id}, {"ZADD", q.delayed, "1", id}, {"ZADD", q.active, "1", id}},
+			1, 5, []claimed{{id, 1, "p"}}, []string{q.active}},
 		{"pending and a delayed entry not yet due", [][]string{{"ZADD", q.delayed, soon, id}},
-			5, []claimed{{id, 1, "p"}}, []string{q.active}},
+			2, 5, []claimed{{id, 1, "p"}}, []string{q.active}},
 		{"pending and dead", [][]string{{"ZADD", q.dead, "1", id}},
-			5, []claimed{{id, 1, "p"}}, []string{q.active}},
+			2, 5, []claimed{{id, 1, "p"}}, []string{q.active}},
 		{"pending and delayed, its budget spent: to dead alone", [][]string{{"ZADD", q.delayed, soon, id}, {"HSET", q.job(id), "attempts", "1"}},
-			1, nil, []string{q.dead}},
+			2, 1, nil, []string{q.dead}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			flush(t, s)
@@ -71,10 +75,10 @@ func TestATurnTakesEachIDOnceAndLeavesItInNoOtherSet(t *testing.T) {
 				}
 				must(t, s, cmd...)
 			}
-			require.Equal(t, tc.want, claimJobs(t, s, q.claim(longLease, 2, tc.max)...), "delivered once")
+			require.Equal(t, tc.want, claimJobs(t, s, q.claim(longLease, tc.count, tc.max)...), "delivered once")
 			require.Equal(t, tc.sets, setsHolding(t, s, q, id), "left in no other set")
 			time.Sleep(350 * time.Millisecond) // past any due time above
-			require.Nil(t, claimJobs(t, s, q.claim(longLease, 2, tc.max)...), "never delivered again")
+			require.Nil(t, claimJobs(t, s, q.claim(longLease, tc.count, tc.max)...), "never delivered again")
 		})
 	}
 }
