@@ -125,6 +125,9 @@ type turn struct {
 	// a bit per set of the four (claimPending …) holding members when the
 	// turn began
 	filled uint8
+	// the prefix of the queue's job rows, emq:{<queue>}:job:, in the plan's
+	// scratch: the sweeps' rows are named by it (Server.ZRangeRows)
+	rows Ref
 }
 
 // candidate is a job the turn may take besides pending's own.
@@ -239,6 +242,7 @@ func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats = -1, 0, 0, false, false, -1
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
+	t.rows = jobPrefix(p, queue)
 	return t
 }
 

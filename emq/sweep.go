@@ -62,7 +62,7 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 	if t.st.events.on() {
 		read = priorityAttemptsFields
 	}
-	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, jobPrefix(p, t.queue), read) {
+	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, t.rows, read) {
 		if t.done.has(r.Bytes) {
 			continue
 		}
