@@ -108,6 +108,7 @@ func TestSplitSetOfIsSplitSet(t *testing.T) {
 		{"the known queue, another set", "emq:{q}:pending", "q", false, ""},
 		{"the known queue, a longer set", "emq:{q}:activex", "q", false, ""},
 		{"the known queue without its }", "emq:{q:active", "q", false, ""},
+		{"the known queue, another byte for its }", "emq:{qx:active", "q", false, ""},
 		{"the known queue under another prefix", "emx:{q}:active", "q", false, ""},
 		{"a name with { after the known queue", "emq:{q{}:active", "q", false, ""},
 		{"no queue known yet", "emq:{q}:active", "", true, "q"},
