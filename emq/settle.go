@@ -90,12 +90,15 @@ func settle(c Call) error {
 func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	s, p := t.s, t.p
 	id := args[st.id]
+	if t.done.has(id) {
+		// settled earlier in the call: not active any more, and its row,
+		// open already, is not opened again (no second handle may outlive
+		// a delete made through the first)
+		return errLease
+	}
 	k, _, err := openNamed(s, p, t.queue, id, nil)
 	if err != nil {
 		return err
-	}
-	if t.done.has(id) {
-		return errLease // settled earlier in the call: not active any more
 	}
 	row, err := leasedJob(s, p, k, st.attempt)
 	if err != nil {

@@ -358,12 +358,13 @@ static emq_arg view(ValkeyModuleString *s) {
 }
 
 // read_fields reads n fields of key k into out: zero values for a field
-// the hash does not hold, and for every field of another type.
+// the hash does not hold, and for every field of another type or of a
+// key not opened (k < 0: EMQ_DENIED).
 static void read_fields(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch,
                         const emq_span *spans, emq_value *out) {
     if (n <= 0) return;
     memset(out, 0, sizeof(*out) * (size_t)n);
-    if (c->types[k] != EMQ_KEY_HASH) return;
+    if (k < 0 || c->types[k] != EMQ_KEY_HASH) return;
     for (int i = 0; i < n; i++) {
         ValkeyModuleString *v = NULL;
         api.HashGet(c->keys[k], 0, emq_resolve(c, fields[i], scratch, spans), &v, NULL);
@@ -504,10 +505,6 @@ int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, co
         }
         if (name != inline_name) api.Free(name);
         r->key = key;
-        if (key == EMQ_DENIED) {
-            if (n > 0) memset(r->values, 0, sizeof(*r->values) * (size_t)n);
-            continue;
-        }
         read_fields(c, key, fields, n, scratch, spans, r->values);
     }
     return m;

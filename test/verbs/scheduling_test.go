@@ -308,9 +308,10 @@ func TestSettleSettlesThenClaims(t *testing.T) {
 
 // TestSettleOfAPassedLeaseIsNotSweptAgain: a settlement acting on a job
 // whose lease has passed, not yet requeued, settles it; the same call's
-// claim turn, whose sweep finds the job due in active, leaves it alone —
-// its row, deleted by the ack, is not opened a second time — and the
-// server goes on serving.
+// claim turn, whose sweep finds the job due in active, leaves it alone,
+// and the server goes on serving. (That the sweep reuses the row's open
+// key rather than opening it again — host/call.c's opened() — a client
+// cannot see: a second handle's fault is a read of freed memory.)
 func TestSettleOfAPassedLeaseIsNotSweptAgain(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("settlepassed")
