@@ -80,7 +80,7 @@ bench-work: deps build
 ## variant, ROWS to pick rows, OUT=docs/PERFORMANCE.md to write its callgrind section); prints the table
 BASELINE_COMMIT := 52bcac7
 BASELINE_SO     := $(BUILD)/emq-0.2.so
-BASELINE_ROWS   := ^(ENQUEUE|ENQUEUE of [0-9]+|SCHEDULE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|REVIVE|REMOVE|SETTLE.*|CLAIM, .*|.*, events on)$$
+BASELINE_ROWS   := ^(ENQUEUE|ENQUEUE of [0-9]+|SCHEDULE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|STALLED\.CHECK of [0-9]+|REVIVE|REMOVE|SETTLE.*|CLAIM, .*|.*, events on)$$
 bench-baseline: deps build $(BASELINE_SO)
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -baseline $(abspath $(BASELINE_SO)) -cg-ops $${CG_OPS:-2000} -rows '$(or $(ROWS),$(BASELINE_ROWS))' $(if $(OUT),-out $(OUT))
 

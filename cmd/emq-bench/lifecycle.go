@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -128,7 +129,31 @@ func lifecycleRows() []row {
 	for _, v := range []lifecycleVerb{claimVerb, extendVerb, ackVerb, failVerb, stalledCheckVerb, reviveVerb, removeVerb} {
 		rs = append(rs, v.row())
 	}
-	return rs
+	return append(rs, stalledBatchRow(benchSweepBatch))
+}
+
+// stalledBatchRow is STALLED.CHECK requeuing n passed leases a call, the
+// sweep batch of a claim's sweeps: what a sweep costs a job must not grow
+// with the jobs it moves.
+func stalledBatchRow(n int) row {
+	lv := stalledCheckVerb
+	lv.name = fmt.Sprintf("STALLED.CHECK of %d", n)
+	prepare := lv.prepare
+	lv.prepare = func(w *cmdBuf, g *opGen, set string) {
+		for range n {
+			prepare(w, g, set)
+		}
+	}
+	lv.check = func(g *opGen) ([]string, int64) { return []string{"ZCARD", g.set("pending")}, g.ops * int64(n) }
+	lv.args = func(w *cmdBuf, g *opGen, _ bool) int {
+		w.str("2")
+		g.sets(w, "pending", "active")
+		w.int(int64(n))
+		return 4
+	}
+	r := lv.row()
+	r.entries = n
+	return r
 }
 
 // row is the row of the verb against its script.
