@@ -628,8 +628,30 @@ void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *
     if (text != inline_text) api.Free(text);
 }
 
+#ifdef EMQ_ONE_HANDLE
+// warn_shared_handles, in test builds only (host/handles_emqtest.go), logs
+// a warning for each key the call opened twice, so that a test sees the
+// hazard and not only the rare crash it may cause.
+static void warn_shared_handles(const emq_call *c) {
+    for (int i = 0; i < c->nkeys; i++) {
+        size_t ilen;
+        const char *iname = api.StringPtrLen(c->names[i], &ilen);
+        for (int j = i + 1; j < c->nkeys; j++) {
+            size_t jlen;
+            const char *jname = api.StringPtrLen(c->names[j], &jlen);
+            if (ilen == jlen && memcmp(iname, jname, ilen) == 0) {
+                api.Log(c->ctx, "warning", "emq: one call opened key %.*s twice (keys %d and %d)", (int)ilen, iname, i, j);
+            }
+        }
+    }
+}
+#endif
+
 // finish closes the call's keys and frees what it held.
 static void finish(emq_call *c, emq_arg *inline_args) {
+#ifdef EMQ_ONE_HANDLE
+    warn_shared_handles(c);
+#endif
     for (int k = 0; k < c->nkeys; k++) api.CloseKey(c->keys[k]);
     for (int i = 0; i < c->nheld; i++) api.FreeString(NULL, c->held[i]);
     if (c->user) api.FreeModuleUser(c->user);
