@@ -90,11 +90,13 @@ type Server interface {
 	// each one's job row — named by scratch ref prefix of p (the queue's
 	// emq:{<queue>}:job:) followed by the member — as OpenDerived opens a
 	// derived key for AccessReadWrite, reading fields of it; a row the call
-	// opened already keeps its number (no second handle on a key may
-	// outlive a delete made through the first). A row the caller may not
-	// touch is Denied: nothing opened, read or logged, and the verb that
-	// acts on it refuses through OpenDerived, which logs the denial. Valid
-	// as ZRange's members, the slice until the next ZRangeRows.
+	// opened before its first ZRangeRows keeps its number (no second
+	// handle on a key may outlive a delete made through the first: the
+	// rows a call deletes, a settlement's, are opened before it sweeps). A
+	// row the caller may not touch is Denied: nothing opened, read or
+	// logged, and the verb that acts on it refuses through OpenDerived,
+	// which logs the denial. Valid as ZRange's members, the slice until the
+	// next ZRangeRows.
 	ZRangeRows(p *Plan, k int, max float64, exclusive bool, limit int, prefix Ref, fields []Ref) []Row
 	// ZScore reads member's score in sorted set key k; found is false when
 	// the set does not hold it (or k is not a sorted set).

@@ -458,9 +458,9 @@ int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
 }
 
 // opened returns the number of the key the call opened on name (len
-// bytes), or -1 when it opened none.
+// bytes) before its first emq_zrange_rows, or -1 when it opened none.
 static int opened(const emq_call *c, const char *name, size_t len) {
-    for (int k = 0; k < c->nkeys; k++) {
+    for (int k = 0; k < c->rows_from; k++) {
         size_t have;
         const char *s = api.StringPtrLen(c->names[k], &have);
         if (have == len && memcmp(s, name, len) == 0) return k;
@@ -472,13 +472,19 @@ static int opened(const emq_call *c, const char *name, size_t len) {
 // crossing, opens each one's job row — named prefix + the member — as
 // emq_open_derived opens a derived key for reading and writing, reading n
 // fields of it: into c->rows, their fields in c->rowvals. A row the call
-// opened already keeps its number — a member the verb acted on this call
-// (and will skip) is not opened twice, so no second handle outlives a
-// delete made through the first. A row the caller may not touch is
-// EMQ_DENIED, with nothing opened or logged: the verb that acts on it
-// refuses through emq_open_derived, which logs.
+// opened before its first range of rows keeps its number — a member the
+// verb settled this call (and will skip) is not opened twice, so no second
+// handle outlives a delete made through the first. Only those are looked
+// among: a call deletes no row it opened after it began to sweep, and the
+// rows of one range are distinct members (of two ranges, one id in two
+// sets, which no verb writes: a second handle, nothing deleted), so the
+// look costs a row the keys opened before — not the rows opened with it,
+// which made a sweep of n rows cost n² comparisons. A row the caller may
+// not touch is EMQ_DENIED, with nothing opened or logged: the verb that
+// acts on it refuses through emq_open_derived, which logs.
 int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, const char *prefix, size_t plen,
                     const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
+    if (c->rows_from < 0) c->rows_from = c->nkeys;
     int m = emq_zrange(c, k, max, exclusive, limit);
     if (m == 0) return 0;
     c->rows = grow(c->rows, c->inline_rows, &c->caprows, m, sizeof(*c->rows));
@@ -700,6 +706,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.caprows = EMQ_INLINE_READS;
     c.rowvals = c.inline_rowvals;
     c.caprowvals = 2 * EMQ_INLINE_READS;
+    c.rows_from = -1;
     c.pairs = c.inline_pairs;
     c.cappairs = EMQ_INLINE_PAIRS;
     c.pairbuf = c.inline_pairbuf;

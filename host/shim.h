@@ -222,6 +222,7 @@ typedef struct emq_call {
     int capmembers;
     emq_row *rows;     // emq_zrange_rows' answer, with its rows' fields in rowvals
     int caprows;
+    int rows_from;     // the keys opened before the call's first emq_zrange_rows, or -1
     emq_value *rowvals;
     int caprowvals;
     ValkeyModuleUser *user; // the caller, looked up for derived keys' ACL
