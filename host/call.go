@@ -111,11 +111,7 @@ func emqServe(c *C.emq_call, verb C.int) {
 // and with values the bytes of the strings among them; for the queue
 // settingsOf (nil: none) it looks for the settings keys.
 func (c *Call) Open(n int, values bool, settingsOf []byte) emq.SettingsKeys {
-	v := C.int(0)
-	if values {
-		v = 1
-	}
-	C.emq_open_at(c.at(), C.int(n), v, (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
+	C.emq_open_at(c.at(), C.int(n), cBool(values), (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
 		C.size_t(len(settingsOf)))
 	return emq.SettingsKeys{
 		Config:  int(c.settings[C.EMQ_SETTINGS_CONFIG]),
@@ -207,11 +203,7 @@ func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Membe
 	if c.Type(k) != emq.ZSet { // no crossing to read nothing
 		return nil
 	}
-	ex := C.int(0)
-	if exclusive {
-		ex = 1
-	}
-	n := C.emq_zrange_at(c.at(), C.int(k), C.double(max), ex, C.int(limit))
+	n := C.emq_zrange_at(c.at(), C.int(k), C.double(max), cBool(exclusive), C.int(limit))
 	if n == 0 {
 		return nil
 	}
@@ -224,18 +216,22 @@ func (c *Call) ZRangeRows(p *emq.Plan, k int, max float64, exclusive bool, limit
 	if c.Type(k) != emq.ZSet {
 		return nil
 	}
-	ex := C.int(0)
-	if exclusive {
-		ex = 1
-	}
 	b := p.ScratchBytes(prefix)
-	n := C.emq_zrange_rows_at(c.at(), C.int(k), C.double(max), ex, C.int(limit),
+	n := C.emq_zrange_rows_at(c.at(), C.int(k), C.double(max), cBool(exclusive), C.int(limit),
 		(*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b)),
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(fields))), C.int(len(fields)), scratch(p), spans(p))
 	if n == 0 {
 		return nil
 	}
 	return unsafe.Slice((*emq.Row)(unsafe.Pointer(c.rows)), int(n))
+}
+
+// cBool is b as C's int.
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // ZScore reads member's score in sorted set key k.
