@@ -311,7 +311,9 @@ func TestSettleSettlesThenClaims(t *testing.T) {
 // claim turn, whose sweep finds the job due in active, leaves it alone,
 // and the server goes on serving. (That the sweep reuses the row's open
 // key rather than opening it again — host/call.c's opened() — a client
-// cannot see: a second handle's fault is a read of freed memory.)
+// cannot see: a second handle's fault is a read of freed memory. The
+// emqtest build logs it: test/torture's
+// TestASettledRowIsNotOpenedAgainBySweeps.)
 func TestSettleOfAPassedLeaseIsNotSweptAgain(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("settlepassed")
