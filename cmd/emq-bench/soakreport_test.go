@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -37,6 +38,41 @@ func TestSteady(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.steady, measureFlatness("m", tt.xs).steady())
+		})
+	}
+}
+
+func TestSoakTableJudgesTheHeapInUseOnlyWhenNoGCRan(t *testing.T) {
+	// samples whose heap in use grows by 1 % a sample after warm-up, and
+	// whose live heap (last marked) stays put
+	series := func(gcs func(i int) int64) []soakSample {
+		out := make([]soakSample, 21)
+		for i := range out {
+			out[i] = soakSample{calls: int64(i) * 1000, rss: 1000, usedMemory: 1000,
+				goHeap: 1000 + 10*int64(i), goLive: 500, goGCs: gcs(i)}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		gcs         func(i int) int64
+		live, inUse string
+	}{
+		{"no GC after warm-up: the heap in use only grows, and is judged", func(int) int64 { return 3 }, "not judged", "MISS"},
+		{"GCs after warm-up: the heap in use saws, the live heap is judged", func(i int) int64 { return int64(i) }, "PASS (flat)", "not judged"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			soakTable(&b, series(tt.gcs))
+			verdicts := map[string]string{}
+			for _, line := range strings.Split(b.String(), "\n") {
+				cells := strings.Split(line, " | ")
+				if len(cells) == 8 && strings.HasPrefix(cells[0], "| emq_go_heap_") {
+					verdicts[strings.Fields(cells[0])[1]] = strings.TrimSuffix(cells[7], " |")
+				}
+			}
+			assert.Equal(t, map[string]string{"emq_go_heap_live_bytes": tt.live, "emq_go_heap_inuse_bytes": tt.inUse}, verdicts)
 		})
 	}
 }
