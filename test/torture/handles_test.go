@@ -6,56 +6,123 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/echomq/emq/internal/valkeytest"
 )
+
+// handleQueue is a queue on a server running the test build, which logs a
+// warning for every key one call opened twice: a second handle on a key
+// would read freed memory when it closes after a delete made through the
+// first, which no reply shows.
+type handleQueue struct {
+	t    *testing.T
+	s    *valkeytest.Server
+	sets []string // pending, active, delayed, dead
+}
+
+const handlesPrefix = "emq:{handles}:"
+
+func newHandleQueue(t *testing.T) *handleQueue {
+	q := handlesPrefix
+	return &handleQueue{t: t, s: startTestModule(t), sets: []string{q + "pending", q + "active", q + "delayed", q + "dead"}}
+}
+
+func (h *handleQueue) job(i int) string { return fmt.Sprintf("JOB0018f2a4c1e%05x", i+1) }
+
+func (h *handleQueue) row(i int) string { return handlesPrefix + "job:" + h.job(i) }
+
+// do sends args, each as its text, and returns the reply, which must not
+// be an error (its elements may be).
+func (h *handleQueue) do(args ...any) any {
+	h.t.Helper()
+	strs := make([]string, len(args))
+	for i, a := range args {
+		strs[i] = fmt.Sprint(a)
+	}
+	r, err := h.s.Do(strs...).ToAny()
+	require.NoError(h.t, err, "%q", strs)
+	return r
+}
+
+// claim plans an EMQ.CLAIM of count jobs under an hour's lease.
+func (h *handleQueue) claim(count int) []any {
+	return []any{"EMQ.CLAIM", 4, h.sets[0], h.sets[1], h.sets[2], h.sets[3], 3_600_000, count, 5}
+}
+
+// settle plans an EMQ.SETTLE claiming count jobs after the settlements.
+func (h *handleQueue) settle(count int, settlements ...[]any) []any {
+	args := []any{"EMQ.SETTLE", 4, h.sets[0], h.sets[1], h.sets[2], h.sets[3], 3_600_000, count, 5, len(settlements)}
+	for _, st := range settlements {
+		args = append(args, st...)
+	}
+	return args
+}
+
+// claimed admits jobs jobs and claims them, under leases that passed when
+// passed is set.
+func (h *handleQueue) claimed(jobs int, passed bool) {
+	for i := range jobs {
+		h.do("EMQ.ENQUEUE", 2, h.row(i), h.sets[0], h.job(i), "p")
+	}
+	h.do(h.claim(jobs)...)
+	for i := 0; passed && i < jobs; i++ {
+		h.do("ZADD", h.sets[1], "XX", 1, h.job(i))
+	}
+}
+
+// assertOneHandleEach asserts that the server serves on and no call opened
+// a key twice.
+func (h *handleQueue) assertOneHandleEach() {
+	assert.Equal(h.t, "PONG", h.do("PING"))
+	assert.Empty(h.t, h.s.ModuleWarnings(), "no call opened a key twice:\n%s", h.s.LogTail(20))
+}
 
 // TestASettledRowIsNotOpenedAgainBySweeps: EMQ.SETTLE acknowledges, with
 // keep 0, a job whose lease has passed, so the claim part's sweep of
 // active names the row the settlement deleted. The sweep must not open it
-// again: a second handle on the key would read the freed row when it
-// closes. The emqtest build logs every key a call opened twice, so the
-// server log shows what the replies cannot. A sweep of many rows opens
-// none twice either.
+// again. A sweep of many rows opens none twice either.
 func TestASettledRowIsNotOpenedAgainBySweeps(t *testing.T) {
-	s := startTestModule(t)
-	const q = "emq:{handles}:"
-	sets := []string{q + "pending", q + "active", q + "delayed", q + "dead"}
-	job := func(i int) string { return fmt.Sprintf("JOB0018f2a4c1e%05x", i+1) }
-	do := func(args ...any) any {
-		t.Helper()
-		strs := make([]string, len(args))
-		for i, a := range args {
-			strs[i] = fmt.Sprint(a)
-		}
-		r, err := s.Do(strs...).ToAny()
-		require.NoError(t, err, "%q", strs)
-		return r
-	}
+	h := newHandleQueue(t)
 	const jobs = 40
-	for i := range jobs {
-		do("EMQ.ENQUEUE", 2, q+"job:"+job(i), sets[0], job(i), "p")
-	}
-	do("EMQ.CLAIM", 4, sets[0], sets[1], sets[2], sets[3], 3_600_000, jobs, 5)
-	for i := range jobs { // every lease passed
-		do("ZADD", sets[1], "XX", 1, job(i))
-	}
+	h.claimed(jobs, true)
 
 	// settlements of the first two passed leases, one deleting its row,
 	// then a claim whose sweep of active names both
-	claim := []any{"EMQ.SETTLE", 4, sets[0], sets[1], sets[2], sets[3], 3_600_000, 1, 5, 2,
-		"ACK", job(0), 1, 0, "ACK", job(1), 1, 60_000}
-	assert.Equal(t, []any{[]any{int64(1), int64(1)}, []any{[]any{job(2), int64(2), "p"}}}, do(claim...),
+	assert.Equal(t, []any{[]any{int64(1), int64(1)}, []any{[]any{h.job(2), int64(2), "p"}}},
+		h.do(h.settle(1, []any{"ACK", h.job(0), 1, 0}, []any{"ACK", h.job(1), 1, 60_000})...),
 		"both settled; the claim part delivers the next passed lease, swept and claimed again")
-	assert.EqualValues(t, 0, do("EXISTS", q+"job:"+job(0)), "acked with keep 0: deleted")
+	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted")
 
 	// the claim's sweep requeued the other passed leases: claimed again,
 	// they pass again, and one call sweeps them all
-	do("EMQ.CLAIM", 4, sets[0], sets[1], sets[2], sets[3], 3_600_000, jobs, 5)
+	h.do(h.claim(jobs)...)
 	for i := 2; i < jobs; i++ {
-		do("ZADD", sets[1], "XX", 1, job(i))
+		h.do("ZADD", h.sets[1], "XX", 1, h.job(i))
 	}
-	assert.EqualValues(t, jobs-2, do("EMQ.STALLED.CHECK", 2, sets[0], sets[1], 1000))
+	assert.EqualValues(t, jobs-2, h.do("EMQ.STALLED.CHECK", 2, h.sets[0], h.sets[1], 1000))
+	h.assertOneHandleEach()
+}
 
-	pong := do("PING")
-	assert.Equal(t, "PONG", pong)
-	assert.Empty(t, s.ModuleWarnings(), "no call opened a key twice:\n%s", s.LogTail(20))
+// TestASettlementOfAnIDSettledInTheCallDoesNotOpenItsRowAgain: EMQ.SETTLE
+// acknowledges a job with keep 0, deleting its row, then settles the same
+// id again — an ACK and a FAIL. Each later settlement is EMQLEASE, refused
+// before the row is opened a second time.
+func TestASettlementOfAnIDSettledInTheCallDoesNotOpenItsRowAgain(t *testing.T) {
+	h := newHandleQueue(t)
+	h.claimed(2, false)
+	reply := h.do(h.settle(0,
+		[]any{"ACK", h.job(0), 1, 0},
+		[]any{"ACK", h.job(0), 1, 0},
+		[]any{"FAIL", h.job(0), 1, 0, "again"},
+		[]any{"ACK", h.job(1), 1, 60_000},
+	)...)
+	settled := reply.([]any)[0].([]any)
+	require.Len(t, settled, 4)
+	assert.Equal(t, int64(1), settled[0])
+	for _, r := range settled[1:3] {
+		assert.ErrorContains(t, r.(error), "EMQLEASE", "settled earlier in the call")
+	}
+	assert.Equal(t, int64(1), settled[3])
+	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted, and not written again")
+	h.assertOneHandleEach()
 }
