@@ -637,7 +637,11 @@ void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *
 #ifdef EMQ_ONE_HANDLE
 // warn_shared_handles, in test builds only (host/handles_emqtest.go), logs
 // a warning for each key the call opened twice, so that a test sees the
-// hazard and not only the rare crash it may cause.
+// hazard and not only the rare crash it may cause. It compares the names
+// itself rather than through opened(), the look it checks: a fault of
+// opened() that finds nothing would also hide every double open from a
+// checker built on it (such a mutant passes TestASettledRowIsNotOpened-
+// AgainBySweeps with a shared look, and fails it with this one).
 static void warn_shared_handles(const emq_call *c) {
     for (int i = 0; i < c->nkeys; i++) {
         size_t ilen;
