@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // handleQueue is a queue on a server running the test build, which logs a
@@ -20,16 +21,19 @@ type handleQueue struct {
 	sets []string // pending, active, delayed, dead
 }
 
-const handlesPrefix = "emq:{handles}:"
+const handlesQueue = "handles"
 
 func newHandleQueue(t *testing.T) *handleQueue {
-	q := handlesPrefix
-	return &handleQueue{t: t, s: startTestModule(t), sets: []string{q + "pending", q + "active", q + "delayed", q + "dead"}}
+	sets := []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet, keys.DeadSet}
+	for i, set := range sets {
+		sets[i] = keys.Set(handlesQueue, set)
+	}
+	return &handleQueue{t: t, s: startTestModule(t), sets: sets}
 }
 
 func (h *handleQueue) job(i int) string { return fmt.Sprintf("JOB0018f2a4c1e%05x", i+1) }
 
-func (h *handleQueue) row(i int) string { return handlesPrefix + "job:" + h.job(i) }
+func (h *handleQueue) row(i int) string { return keys.Job(handlesQueue, h.job(i)) }
 
 // do sends args, each as its text, and returns the reply, which must not
 // be an error (its elements may be).
