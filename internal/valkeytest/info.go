@@ -1,7 +1,9 @@
 package valkeytest
 
 import (
+	"fmt"
 	"maps"
+	"os"
 	"strconv"
 	"strings"
 
@@ -54,4 +56,21 @@ func (s *Server) Calls(names ...string) int64 {
 		total += n
 	}
 	return total
+}
+
+// ProcStatus returns the number field of the server process's
+// /proc/<pid>/status holds, in the file's unit: VmRSS in kB, Threads a
+// count.
+func (s *Server) ProcStatus(field string) (int64, error) {
+	pid := s.InfoField("server", "process_id")
+	status, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, found := strings.CutPrefix(line, field+":"); found {
+			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%s/status", field, pid)
 }

@@ -1,9 +1,7 @@
 package builtin
 
 import (
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -115,16 +113,7 @@ func settledMemory(t *testing.T, s *valkeytest.Server) memoryHeld {
 // residentSet reads the server process's resident set from /proc.
 func residentSet(t *testing.T, s *valkeytest.Server) int64 {
 	t.Helper()
-	pid := s.InfoField("server", "process_id")
-	status, err := os.ReadFile("/proc/" + pid + "/status")
+	kb, err := s.ProcStatus("VmRSS")
 	require.NoError(t, err)
-	for _, line := range strings.Split(string(status), "\n") {
-		if v, found := strings.CutPrefix(line, "VmRSS:"); found {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(v, "kB")), 10, 64)
-			require.NoError(t, err, line)
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS for process %s", pid)
-	return 0
+	return kb << 10
 }
