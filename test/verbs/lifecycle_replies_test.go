@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // wire sends each call on one connection of its own, speaking RESP3 when
@@ -103,6 +104,13 @@ func TestLifecycleRepliesHaveTheDocumentedTypes(t *testing.T) {
 			claimJobs(t, s, q.claim(longLease, 1, 5)...)
 			got = wire(t, s, resp3, q.fail(jobs[1], 2, 0, 5, "e"), q.fail(jobs[2], 1, 10, 5, "e")) // the revived job, claimed again
 			require.Equal(t, []string{"$7\r\npending\r\n", "$7\r\ndelayed\r\n"}, got)
+		})
+		t.Run(proto+": CAPS and each schedule of REPEATS are field/value pairs in a flat array, never a map", func(t *testing.T) {
+			flush(t, s)
+			must(t, s, q.repeat("hourly", "@every 1h", "", "p", 0, 0, 0, 0)...)
+			got := wire(t, s, resp3, []string{"EMQ.CAPS"}, []string{"EMQ.REPEATS", "1", keys.Set(q.name, keys.Repeats)})
+			require.True(t, strings.HasPrefix(got[0], "*4\r\n$7\r\nversion\r\n$5\r\n0.3.0\r\n$4\r\ncaps\r\n*"), got[0])
+			require.True(t, strings.HasPrefix(got[1], "*1\r\n*24\r\n$4\r\nname\r\n$6\r\nhourly\r\n$4\r\nspec\r\n"), got[1])
 		})
 	}
 }
