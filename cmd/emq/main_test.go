@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -550,7 +551,7 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-var servingAt = regexp.MustCompile(`serving (http://[0-9.:]+/)`)
+var servingAt = regexp.MustCompile(`serving (http://[0-9.:\[\]]+/)`)
 
 // running is a command run in the background: what it printed so far,
 // and its stop.
@@ -695,6 +696,57 @@ func TestCLIServes(t *testing.T) {
 		code, body := fetch(t, url+"metrics")
 		assert.Equal(t, http.StatusServiceUnavailable, code)
 		assert.Contains(t, body, "EOF")
+	})
+	t.Run("on loopback, a request for a name that is not loopback is refused (DNS rebinding)", func(t *testing.T) {
+		dash := serving(t, s.Addr, "dash", "--listen", "127.0.0.1:0", "--write")
+		metrics := serving(t, s.Addr, "metrics", "--listen", "127.0.0.1:0") + "metrics"
+		port := func(at string) string {
+			u, err := url.Parse(at)
+			require.NoError(t, err)
+			return u.Port()
+		}
+		for _, c := range []struct {
+			method, url, host string
+			want              int
+		}{
+			{http.MethodGet, dash, "attacker.example:" + port(dash), http.StatusForbidden},
+			{http.MethodGet, dash, "attacker.example", http.StatusForbidden},
+			{http.MethodPost, dash + "queues/payments/resume", "attacker.example:" + port(dash), http.StatusForbidden},
+			{http.MethodGet, metrics, "attacker.example:" + port(metrics), http.StatusForbidden},
+			{http.MethodGet, dash, "localhost:" + port(dash), http.StatusOK},
+			{http.MethodGet, dash, "LOCALHOST", http.StatusOK},
+			{http.MethodGet, dash, "[::1]:" + port(dash), http.StatusOK},
+			{http.MethodGet, dash, "127.0.0.2", http.StatusOK},
+			{http.MethodGet, metrics, "127.0.0.1:" + port(metrics), http.StatusOK},
+		} {
+			req, err := http.NewRequest(c.method, c.url, nil)
+			require.NoError(t, err)
+			req.Host = c.host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			assert.Equal(t, c.want, resp.StatusCode, "%s %s, Host %s: %s", c.method, c.url, c.host, body)
+			if c.want == http.StatusForbidden {
+				assert.Contains(t, string(body), "is not a loopback name")
+			}
+		}
+		paused, err := s.Do("HGET", "emq:{payments}:config", "paused").ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "1", paused, "the refused action did nothing")
+	})
+	t.Run("off loopback, --auth decides and any name is served", func(t *testing.T) {
+		served, err := url.Parse(serving(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--auth", "ops:s3cret"))
+		require.NoError(t, err)
+		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+served.Port()+"/", nil)
+		require.NoError(t, err)
+		req.Host = "dash.example"
+		req.SetBasicAuth("ops", "s3cret")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
 	})
 	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
 		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")

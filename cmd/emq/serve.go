@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,7 +23,9 @@ var dashCmd = &command{
 	detail: `Serves the dashboard on --listen (loopback by default). It is read-only
 unless --write is given; actions are POSTs carrying a CSRF token. --auth
 user:password (or $EMQ_DASH_AUTH) asks for HTTP basic authentication on
-every page. Serving actions on an address other than loopback needs --auth.
+every page. Serving actions on an address other than loopback needs --auth;
+on loopback it answers only requests for a loopback name (localhost,
+127.0.0.1, [::1]), so no other site's page reaches it by DNS rebinding.
 Throughput (completed and failed jobs per minute, the last hour) is sampled
 from INFO emq every --sample while the dashboard runs. Started before its
 server, it answers 503 and tries the server every second until it answers.`,
@@ -106,11 +109,38 @@ func isLoopback(listen string) (bool, error) {
 	if err != nil {
 		return false, usageError("--listen %q: %v", listen, err)
 	}
-	if host == "localhost" {
-		return true, nil
+	return loopbackName(host), nil
+}
+
+// loopbackName reports whether host, a name or an IP without its port, is
+// localhost or a loopback IP.
+func loopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback(), nil
+	ip := net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackHosts answers 403 to a request whose Host header is not a
+// loopback name, for a listener on loopback. A browser sends the name it
+// fetched: a page of another site whose DNS name its owner re-points at
+// 127.0.0.1 (DNS rebinding) is same-origin with that name, so it could
+// read the pages and their CSRF tokens and post the actions; only a
+// loopback name reaches them. Off loopback, --auth is what keeps others
+// out (a browser sends no credentials to another name).
+func loopbackHosts(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host // no port
+		}
+		if !loopbackName(host) {
+			http.Error(w, fmt.Sprintf("emq: Host %q is not a loopback name: this listener on loopback answers localhost, 127.0.0.1 and [::1] only", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // shutdownGrace bounds the requests in flight once the run is interrupted.
@@ -135,6 +165,9 @@ func serve(ctx context.Context, s *session, what string, gate func(http.Handler)
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })
 	if gate != nil {
 		h = gate(h)
+	}
+	if loopback, _ := isLoopback(s.o.listen); loopback {
+		h = loopbackHosts(h)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
