@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
@@ -187,6 +191,33 @@ func TestBrowser(t *testing.T) {
 			assert.False(t, wide, "%s is wider than the window", page[:min(len(page), 12)])
 		}
 		shoot(t, ctx, dir, "10-long-name")
+	})
+	t.Run("another site cannot frame a page; the stylesheet applies under the page's policy", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(rw.url+"/"))
+		assert.Equal(t, "flex", step(t, ctx, chromedp.Evaluate[string](`getComputedStyle(document.querySelector("header")).display`)),
+			"style.css is loaded")
+		// another origin (a port of its own) framing the overview, as a
+		// clickjacking page would under a lure of its own
+		lure := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, `<!doctype html><title>lure</title><iframe src="%s/"></iframe>`, rw.url)
+		}))
+		defer lure.Close()
+		step(t, ctx, chromedp.Navigate(lure.URL))
+		frame := func() *cdp.Frame {
+			tree := step(t, ctx, func(ctx context.Context, tg *chromedp.Target) (*page.FrameTree, error) {
+				res, err := cdp.Call(ctx, tg, page.GetFrameTree, cdp.Empty{})
+				return res.FrameTree, err
+			})
+			if len(tree.ChildFrames) == 0 {
+				return nil
+			}
+			return tree.ChildFrames[0].Frame
+		}
+		var f *cdp.Frame
+		require.Eventually(t, func() bool { f = frame(); return f != nil && f.UnreachableURL != "" }, 10*time.Second, 50*time.Millisecond,
+			"the browser refuses to load the overview in another site's frame")
+		assert.Equal(t, rw.url+"/", f.UnreachableURL)
+		assert.NotEqual(t, rw.url+"/", f.URL)
 	})
 	t.Run("a read-only dashboard shows no action and refuses the POST", func(t *testing.T) {
 		other := f.EmailsDead[1].String()

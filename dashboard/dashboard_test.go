@@ -280,6 +280,36 @@ func TestPages(t *testing.T) {
 // TestActions: a read-only dashboard refuses every POST; a write one
 // refuses a POST without a valid token or from another origin, and does
 // the action through its verb with one.
+// TestSecurityHeaders: every answer — a page, the stylesheet, a 404, a
+// refused action — forbids framing and loads only the dashboard's own.
+func TestSecurityHeaders(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	w := serveDashboard(t, s.Client(), Config{Write: true})
+	for _, c := range []struct {
+		method, path string
+		code         int
+	}{
+		{http.MethodGet, "/", http.StatusOK},
+		{http.MethodGet, "/queues/emails", http.StatusOK},
+		{http.MethodGet, "/static/style.css", http.StatusOK},
+		{http.MethodGet, "/no/such/page", http.StatusNotFound},
+		{http.MethodPost, "/queues/emails/pause", http.StatusForbidden}, // no CSRF token
+	} {
+		req, err := http.NewRequest(c.method, w.url+c.path, nil)
+		require.NoError(t, err)
+		resp, err := w.hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, c.code, resp.StatusCode, "%s %s", c.method, c.path)
+		for k, v := range securityHeaders {
+			assert.Equal(t, v, resp.Header.Get(k), "%s %s: %s", c.method, c.path, k)
+		}
+		assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+		assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+	}
+}
+
 func TestActions(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	f := queuetest.Fill(t, s.Client())
