@@ -74,6 +74,7 @@ type options struct {
 	count int
 
 	listen, auth string
+	allowHosts   string
 	write        bool
 	sample       time.Duration
 }

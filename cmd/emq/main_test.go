@@ -735,6 +735,18 @@ func TestCLIServes(t *testing.T) {
 		paused, err := s.Do("HGET", "emq:{payments}:config", "paused").ToString()
 		require.NoError(t, err)
 		assert.Equal(t, "1", paused, "the refused action did nothing")
+
+		// behind a reverse proxy that passes its Host on, --allow-host names it
+		proxied := serving(t, s.Addr, "metrics", "--listen", "127.0.0.1:0", "--allow-host", "dash.example, ops.example") + "metrics"
+		for host, want := range map[string]int{"dash.example:443": http.StatusOK, "OPS.example": http.StatusOK, "attacker.example": http.StatusForbidden} {
+			req, err := http.NewRequest(http.MethodGet, proxied, nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, want, resp.StatusCode, "Host %s", host)
+		}
 	})
 	t.Run("off loopback, --auth decides and any name is served", func(t *testing.T) {
 		served, err := url.Parse(serving(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--auth", "ops:s3cret"))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,7 +26,8 @@ unless --write is given; actions are POSTs carrying a CSRF token. --auth
 user:password (or $EMQ_DASH_AUTH) asks for HTTP basic authentication on
 every page. Serving actions on an address other than loopback needs --auth;
 on loopback it answers only requests for a loopback name (localhost,
-127.0.0.1, [::1]), so no other site's page reaches it by DNS rebinding.
+127.0.0.1, [::1]) or a name of --allow-host (a reverse proxy's that passes
+its Host on), so no other site's page reaches it by DNS rebinding.
 Throughput (completed and failed jobs per minute, the last hour) is sampled
 from INFO emq every --sample while the dashboard runs. Started before its
 server, it answers 503 and tries the server every second until it answers.`,
@@ -55,6 +57,7 @@ per primary; the list of queues is refreshed by a background SCAN. The same
 
 func listenFlag(fs *flag.FlagSet, o *options, def string) {
 	fs.StringVar(&o.listen, "listen", def, "`host:port` to serve HTTP on")
+	fs.StringVar(&o.allowHosts, "allow-host", "", "on loopback, the `names` (comma-separated) a request may name besides localhost and loopback IPs: a reverse proxy's")
 }
 
 func runDash(ctx context.Context, s *session, _ []string) error {
@@ -122,21 +125,22 @@ func loopbackName(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loopbackHosts answers 403 to a request whose Host header is not a
-// loopback name, for a listener on loopback. A browser sends the name it
-// fetched: a page of another site whose DNS name its owner re-points at
-// 127.0.0.1 (DNS rebinding) is same-origin with that name, so it could
-// read the pages and their CSRF tokens and post the actions; only a
-// loopback name reaches them. Off loopback, --auth is what keeps others
-// out (a browser sends no credentials to another name).
-func loopbackHosts(h http.Handler) http.Handler {
+// loopbackHosts answers 403 to a request whose Host header is neither a
+// loopback name nor one of allowed (--allow-host: a reverse proxy's name),
+// for a listener on loopback. A browser sends the name it fetched: a page
+// of another site whose DNS name its owner re-points at 127.0.0.1 (DNS
+// rebinding) is same-origin with that name, so it could read the pages and
+// their CSRF tokens and post the actions; only a name the operator serves
+// under reaches them. Off loopback, --auth is what keeps others out (a
+// browser sends no credentials to another name).
+func loopbackHosts(h http.Handler, allowed []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
 			host = r.Host // no port
 		}
-		if !loopbackName(host) {
-			http.Error(w, fmt.Sprintf("emq: Host %q is not a loopback name: this listener on loopback answers localhost, 127.0.0.1 and [::1] only", r.Host), http.StatusForbidden)
+		if !loopbackName(host) && !slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, host) }) {
+			http.Error(w, fmt.Sprintf("emq: Host %q is not a loopback name: this listener on loopback answers localhost, 127.0.0.1, [::1] and the names of --allow-host only", r.Host), http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -167,7 +171,7 @@ func serve(ctx context.Context, s *session, what string, gate func(http.Handler)
 		h = gate(h)
 	}
 	if loopback, _ := isLoopback(s.o.listen); loopback {
-		h = loopbackHosts(h)
+		h = loopbackHosts(h, strings.FieldsFunc(s.o.allowHosts, func(r rune) bool { return r == ',' || r == ' ' }))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
