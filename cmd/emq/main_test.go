@@ -620,6 +620,25 @@ func fetch(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// requestFor sends method to target naming host in its Host header, as a
+// browser that fetched that name would, after setup when not nil, and
+// returns the status and the body.
+func requestFor(t *testing.T, method, target, host string, setup func(*http.Request)) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, target, nil)
+	require.NoError(t, err)
+	req.Host = host
+	if setup != nil {
+		setup(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
 // TestCLIServes: emq dash and emq metrics serve on the address given,
 // until interrupted; actions off loopback need --auth.
 func TestCLIServes(t *testing.T) {
@@ -719,17 +738,10 @@ func TestCLIServes(t *testing.T) {
 			{http.MethodGet, dash, "127.0.0.2", http.StatusOK},
 			{http.MethodGet, metrics, "127.0.0.1:" + port(metrics), http.StatusOK},
 		} {
-			req, err := http.NewRequest(c.method, c.url, nil)
-			require.NoError(t, err)
-			req.Host = c.host
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			require.NoError(t, err)
-			assert.Equal(t, c.want, resp.StatusCode, "%s %s, Host %s: %s", c.method, c.url, c.host, body)
+			code, body := requestFor(t, c.method, c.url, c.host, nil)
+			assert.Equal(t, c.want, code, "%s %s, Host %s: %s", c.method, c.url, c.host, body)
 			if c.want == http.StatusForbidden {
-				assert.Contains(t, string(body), "is not a loopback name")
+				assert.Contains(t, body, "is not a loopback name")
 			}
 		}
 		paused, err := s.Do("HGET", "emq:{payments}:config", "paused").ToString()
@@ -739,26 +751,16 @@ func TestCLIServes(t *testing.T) {
 		// behind a reverse proxy that passes its Host on, --allow-host names it
 		proxied := serving(t, s.Addr, "metrics", "--listen", "127.0.0.1:0", "--allow-host", "dash.example, ops.example") + "metrics"
 		for host, want := range map[string]int{"dash.example:443": http.StatusOK, "OPS.example": http.StatusOK, "attacker.example": http.StatusForbidden} {
-			req, err := http.NewRequest(http.MethodGet, proxied, nil)
-			require.NoError(t, err)
-			req.Host = host
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			resp.Body.Close()
-			assert.Equal(t, want, resp.StatusCode, "Host %s", host)
+			code, _ := requestFor(t, http.MethodGet, proxied, host, nil)
+			assert.Equal(t, want, code, "Host %s", host)
 		}
 	})
 	t.Run("off loopback, --auth decides and any name is served", func(t *testing.T) {
 		served, err := url.Parse(serving(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--auth", "ops:s3cret"))
 		require.NoError(t, err)
-		req, err := http.NewRequest(http.MethodGet, "http://127.0.0.1:"+served.Port()+"/", nil)
-		require.NoError(t, err)
-		req.Host = "dash.example"
-		req.SetBasicAuth("ops", "s3cret")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		resp.Body.Close()
-		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		code, _ := requestFor(t, http.MethodGet, "http://127.0.0.1:"+served.Port()+"/", "dash.example",
+			func(req *http.Request) { req.SetBasicAuth("ops", "s3cret") })
+		assert.Equal(t, http.StatusOK, code)
 	})
 	t.Run("actions off loopback without --auth are refused", func(t *testing.T) {
 		r := emq(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--write")
