@@ -84,7 +84,7 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 	}
 	// the gate asks for --auth's credentials on every page, the one saying
 	// the server has not answered yet too: the dashboard has no Auth of its own
-	return serve(ctx, s, mode, gate, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
+	return serve(ctx, s, mode, loopback, gate, func(ctx context.Context, in *inspect.Inspector) (http.Handler, error) {
 		d, err := dashboard.New(dashboard.Config{Inspector: in, Client: s.c, Write: s.o.write,
 			Sample: s.o.sample, Logger: slog.New(slog.NewTextHandler(s.e.stderr, nil))})
 		if err != nil {
@@ -96,10 +96,11 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 }
 
 func runMetrics(ctx context.Context, s *session, _ []string) error {
-	if _, err := isLoopback(s.o.listen); err != nil {
+	loopback, err := isLoopback(s.o.listen)
+	if err != nil {
 		return err
 	}
-	return serve(ctx, s, "metrics on /metrics", nil, func(_ context.Context, in *inspect.Inspector) (http.Handler, error) {
+	return serve(ctx, s, "metrics on /metrics", loopback, nil, func(_ context.Context, in *inspect.Inspector) (http.Handler, error) {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", dashboard.MetricsHandler(in, 0))
 		return mux, nil
@@ -151,13 +152,14 @@ func loopbackHosts(h http.Handler, allowed []string) http.Handler {
 const shutdownGrace = 5 * time.Second
 
 // serve serves on --listen, until ctx ends, the handler build makes from
-// the session's inspector, behind gate when not nil. It listens at once and
+// the session's inspector, behind gate when not nil and, when the listener
+// is on loopback, behind loopbackHosts. It listens at once and
 // builds once the server answers: started before its server (a machine
 // booting both), emq dash and emq metrics answer 503 naming why and try
 // again every second, as their pages do when the server goes away later. A
 // server that answers with a refusal (a wrong password …) ends the run, as
 // for every other command.
-func serve(ctx context.Context, s *session, what string, gate func(http.Handler) http.Handler,
+func serve(ctx context.Context, s *session, what string, loopback bool, gate func(http.Handler) http.Handler,
 	build func(context.Context, *inspect.Inspector) (http.Handler, error)) error {
 	l, err := net.Listen("tcp", s.o.listen)
 	if err != nil {
@@ -170,7 +172,7 @@ func serve(ctx context.Context, s *session, what string, gate func(http.Handler)
 	if gate != nil {
 		h = gate(h)
 	}
-	if loopback, _ := isLoopback(s.o.listen); loopback {
+	if loopback {
 		h = loopbackHosts(h, strings.FieldsFunc(s.o.allowHosts, func(r rune) bool { return r == ',' || r == ' ' }))
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
