@@ -302,11 +302,13 @@ func TestSecurityHeaders(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, c.code, resp.StatusCode, "%s %s", c.method, c.path)
-		for k, v := range securityHeaders {
-			assert.Equal(t, v, resp.Header.Get(k), "%s %s: %s", c.method, c.path, k)
-		}
-		assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'")
-		assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+		// each policy by its own words, not securityHeaders read back:
+		// one dropped from the table fails here
+		csp := strings.Split(resp.Header.Get("Content-Security-Policy"), "; ")
+		assert.ElementsMatch(t, []string{"default-src 'self'", "object-src 'none'", "base-uri 'none'", "form-action 'self'",
+			"frame-ancestors 'none'"}, csp, "%s %s", c.method, c.path)
+		assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), "%s %s", c.method, c.path)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), "%s %s", c.method, c.path)
 	}
 }
 
