@@ -58,9 +58,8 @@ func (s *Server) Calls(names ...string) int64 {
 	return total
 }
 
-// ProcStatus returns the number field of the server process's
-// /proc/<pid>/status holds, in the file's unit: VmRSS in kB, Threads a
-// count.
+// ProcStatus returns the number that field holds in the server process's
+// /proc/<pid>/status, in the file's unit: VmRSS in kB, Threads a count.
 func (s *Server) ProcStatus(field string) (int64, error) {
 	pid := s.InfoField("server", "process_id")
 	status, err := os.ReadFile("/proc/" + pid + "/status")
