@@ -609,25 +609,20 @@ func serving(t *testing.T, addr string, args ...string) string {
 	return url
 }
 
-// fetch GETs url and returns the status and body.
+// fetch GETs url and returns the status and the body.
 func fetch(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	return resp.StatusCode, string(b)
+	return requestFor(t, http.MethodGet, url, "", nil)
 }
 
-// requestFor sends method to target naming host in its Host header, as a
-// browser that fetched that name would, after setup when not nil, and
-// returns the status and the body.
+// requestFor sends method to target naming host (when not empty) in its
+// Host header, as a browser that fetched that name would, after setup when
+// not nil, and returns the status and the body.
 func requestFor(t *testing.T, method, target, host string, setup func(*http.Request)) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, target, nil)
 	require.NoError(t, err)
-	req.Host = host
+	req.Host = host // empty: the URL's
 	if setup != nil {
 		setup(req)
 	}
@@ -679,13 +674,8 @@ func TestCLIServes(t *testing.T) {
 		assert.Equal(t, http.StatusUnauthorized, code)
 		assert.NotContains(t, body, addr)
 		withAuth := func() int {
-			req, err := http.NewRequest(http.MethodGet, authed, nil)
-			require.NoError(t, err)
-			req.SetBasicAuth("ops", "s3cret")
-			resp, err := http.DefaultClient.Do(req)
-			require.NoError(t, err)
-			resp.Body.Close()
-			return resp.StatusCode
+			code, _ := requestFor(t, http.MethodGet, authed, "", func(req *http.Request) { req.SetBasicAuth("ops", "s3cret") })
+			return code
 		}
 		assert.Equal(t, http.StatusServiceUnavailable, withAuth())
 		late := valkeytest.Start(t, valkeytest.Options{Port: port})
