@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"time"
-	_ "time/tzdata" // time zones from Go's own copy: the server's /usr/share/zoneinfo may be missing
 	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
@@ -61,6 +60,11 @@ var (
 	errScheduleRow  = static(errors.State, "the schedule's row is not one EMQ.REPEAT wrote")
 )
 
+// maxSpec is the longest spec a schedule takes, in bytes: room for every
+// value of every cron field listed one by one (under 400 bytes), not for a
+// spec a tick would spend long parsing.
+const maxSpec = 1024
+
 // maxScheduleNumber is the most schedules a queue numbers: a tick's job id
 // carries the number in its 22 low bits.
 const maxScheduleNumber = 1<<22 - 1
@@ -93,6 +97,9 @@ func parseSpec(spec []byte) (rule, error) {
 	var sc rule
 	var err error
 	text := string(spec)
+	if len(spec) > maxSpec {
+		return sc, errors.New(errors.Shape, "spec %q: a spec is at most %d bytes", clip(text), maxSpec)
+	}
 	if d, ok := strings.CutPrefix(text, "@every "); ok {
 		dur, err := time.ParseDuration(strings.TrimSpace(d))
 		if err != nil || dur < time.Millisecond || dur%time.Millisecond != 0 || dur > (1<<40)*time.Millisecond {
@@ -108,22 +115,6 @@ func parseSpec(spec []byte) (rule, error) {
 		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(err.Error()))
 	}
 	return sc, nil
-}
-
-// location is the IANA zone named by tz, UTC when empty.
-func location(tz []byte) (*time.Location, error) {
-	if len(tz) == 0 {
-		return time.UTC, nil
-	}
-	name := string(tz)
-	if name == "Local" || strings.ContainsAny(name, " \t") {
-		return nil, errors.New(errors.Shape, "unknown time zone %q", clip(name))
-	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, errors.New(errors.Shape, "unknown time zone %q", clip(name))
-	}
-	return loc, nil
 }
 
 // clipAt is how much of an argument a refusal quotes back: Valkey's own

@@ -1,6 +1,7 @@
 package emq
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,8 @@ func TestBadRulesAreShapeRefusals(t *testing.T) {
 		{"@every " + strings.Repeat("9", 200), "", `spec "@every ` + strings.Repeat("9", 121) + `…": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
 		{"* * * * * " + strings.Repeat("é", 100), "", `spec "* * * * * ` + strings.Repeat("é", 59) + `…": expected exactly 5 fields, found 6: [* * * * * ` + strings.Repeat("é", 40) + `…`},
 		{"* * * * *", strings.Repeat("Z", 1000), `unknown time zone "` + strings.Repeat("Z", 128) + `…"`},
+		// A spec is at most 1024 bytes, even one that would parse.
+		{"* * * * *" + strings.Repeat(" ", 1016), "", `spec "* * * * *` + strings.Repeat(" ", 119) + `…": a spec is at most 1024 bytes`},
 	} {
 		t.Run(tc.spec+" "+tc.tz, func(t *testing.T) {
 			_, err := parseRule([]byte(tc.spec), []byte(tc.tz))
@@ -125,6 +128,23 @@ func TestBadRulesAreShapeRefusals(t *testing.T) {
 			assert.Equal(t, errors.Shape, errors.CodeOf(err))
 			assert.Equal(t, tc.want, err.(*errors.Refusal).Msg)
 		})
+	}
+}
+
+// The longest spec taken is 1024 bytes, room for a cron rule that lists
+// every value of every field.
+func TestLongSpecsUpTo1024BytesParse(t *testing.T) {
+	list := func(from, to int) string {
+		var vs []string
+		for v := from; v <= to; v++ {
+			vs = append(vs, strconv.Itoa(v))
+		}
+		return strings.Join(vs, ",")
+	}
+	every := strings.Join([]string{list(0, 59), list(0, 23), list(1, 31), list(1, 12), list(0, 6)}, " ")
+	for _, spec := range []string{every, "* * * * *" + strings.Repeat(" ", 1015)} {
+		_, err := parseRule([]byte(spec), nil)
+		assert.NoError(t, err, "%d bytes", len(spec))
 	}
 }
 

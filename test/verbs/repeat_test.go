@@ -2,12 +2,14 @@ package verbs
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
@@ -145,6 +147,42 @@ func TestALimitedScheduleFinishesAndStaysListed(t *testing.T) {
 	assert.Equal(t, "inf", score, "never due")
 }
 
+// TestARowAClaimCannotReadMakesNoJob: a due schedule whose row is gone, is
+// not a hash, or was edited into one EMQ.REPEAT would not write — a spec
+// that does not parse or is over 1024 bytes, a zone the module does not
+// know, a number out of range — makes no job: it leaves repeats, counted in
+// dangling_dropped, and is no longer listed.
+func TestARowAClaimCannotReadMakesNoJob(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for i, c := range []struct {
+		name  string
+		edits func(row string) [][]string
+	}{
+		{"a spec that does not parse", func(row string) [][]string { return [][]string{{"HSET", row, "spec", "61 * * * *"}} }},
+		{"a spec over 1024 bytes", func(row string) [][]string {
+			return [][]string{{"HSET", row, "spec", "@every 20ms" + strings.Repeat(" ", 1014)}}
+		}},
+		{"a zone the module does not know", func(row string) [][]string { return [][]string{{"HSET", row, "tz", "Mars/Olympus"}} }},
+		{"a number out of range", func(row string) [][]string { return [][]string{{"HSET", row, "number", "4194304"}} }},
+		{"no row", func(row string) [][]string { return [][]string{{"DEL", row}} }},
+		{"a row that is not a hash", func(row string) [][]string { return [][]string{{"DEL", row}, {"SET", row, "x"}} }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := queueOf("unread" + strconv.Itoa(i))
+			must(t, s, q.repeat("tick", "@every 20ms", "", "p", 0, 0, 0, 0)...)
+			for _, edit := range c.edits(keys.Repeat(q.name, "tick")) {
+				must(t, s, edit...)
+			}
+			time.Sleep(50 * time.Millisecond)
+			before := infoFields(t, s, "dangling_dropped")["dangling_dropped"]
+			assert.Nil(t, claimJobs(t, s, q.claim(longLease, 10, 5)...))
+			assert.Equal(t, before+1, infoFields(t, s, "dangling_dropped")["dangling_dropped"])
+			assert.True(t, valkey.IsValkeyNil(s.Do("ZSCORE", keys.Set(q.name, keys.Repeats), "tick").Error()), "it leaves repeats")
+			assert.Empty(t, schedules(t, s, q))
+		})
+	}
+}
+
 // TestBadSchedulesAreRefusedAndWriteNothing: a cron field out of range, an
 // unknown zone, an interval of 0, and more, are EMQSHAPE, nothing written.
 func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
@@ -173,6 +211,7 @@ func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
 		{"no tick a job id holds", q.repeat("r", "@daily", "", "p", 0, lastTick, 0, 0), "EMQSHAPE " + noTick},
 		{"a priority out of range", q.repeat("r", "@daily", "", "p", 1<<31, 0, 0, 0), "EMQSHAPE priority must be an integer from 0 to 2147483647"},
 		{"a limit out of range", q.repeat("r", "@daily", "", "p", 0, 0, 0, 1<<31), "EMQSHAPE limit must be an integer from 0 to 2147483647"},
+		{"a spec over 1024 bytes", q.repeat("r", "* * * * *"+strings.Repeat(" ", 1016), "", "p", 0, 0, 0, 0), `EMQSHAPE spec "* * * * *` + strings.Repeat(" ", 119) + `…": a spec is at most 1024 bytes`},
 		{"a name too long", q.repeat(string(make([]byte, 201)), "@daily", "", "p", 0, 0, 0, 0), "EMQLAYOUT repeat key must be emq:{<queue>}:repeat:<name>, the name at most 200 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) { refuse(t, s, c.want, c.args...) })
