@@ -745,6 +745,32 @@ func TestCLIServes(t *testing.T) {
 			assert.Equal(t, want, code, "Host %s", host)
 		}
 	})
+	t.Run("a client that stalls is cut off: a connection left idle, a body never finished", func(t *testing.T) {
+		// the idle bound is its own, shorter than the read's, which an
+		// unset idle bound would fall back to
+		was := connBounds
+		t.Cleanup(func() { connBounds = was })
+		connBounds.idle, connBounds.read = 200*time.Millisecond, 2*time.Second
+		dash, err := url.Parse(serving(t, s.Addr, "dash", "--listen", "127.0.0.1:0", "--write"))
+		require.NoError(t, err)
+		for _, c := range []struct {
+			what, request string
+			within        time.Duration
+		}{
+			{"idle after its answer", "GET / HTTP/1.1\r\nHost: " + dash.Host + "\r\n\r\n", time.Second},
+			{"a body never finished", "POST /queues/payments/resume HTTP/1.1\r\nHost: " + dash.Host +
+				"\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ncsrf=", 6 * time.Second},
+		} {
+			conn, err := net.Dial("tcp", dash.Host)
+			require.NoError(t, err)
+			_, err = io.WriteString(conn, c.request)
+			require.NoError(t, err)
+			require.NoError(t, conn.SetReadDeadline(time.Now().Add(c.within)))
+			_, err = io.ReadAll(conn) // to the server's close, or the deadline's error
+			assert.NoError(t, err, "%s: the server closes the connection", c.what)
+			conn.Close()
+		}
+	})
 	t.Run("off loopback, --auth decides and any name is served", func(t *testing.T) {
 		served, err := url.Parse(serving(t, s.Addr, "dash", "--listen", "0.0.0.0:0", "--auth", "ops:s3cret"))
 		require.NoError(t, err)

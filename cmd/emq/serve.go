@@ -151,6 +151,12 @@ func loopbackHosts(h http.Handler, allowed []string) http.Handler {
 // shutdownGrace bounds the requests in flight once the run is interrupted.
 const shutdownGrace = 5 * time.Second
 
+// connBounds bound how long a client of emq dash or emq metrics holds a
+// connection: its request's headers, its whole request (the form an action
+// posts), the answer's write, and a kept-alive connection left idle.
+var connBounds = struct{ header, read, write, idle time.Duration }{
+	header: 10 * time.Second, read: 30 * time.Second, write: time.Minute, idle: 2 * time.Minute}
+
 // serve serves on --listen, until ctx ends, the handler build makes from
 // the session's inspector, behind gate when not nil and, when the listener
 // is on loopback, behind loopbackHosts. It listens at once and
@@ -175,7 +181,8 @@ func serve(ctx context.Context, s *session, what string, loopback bool, gate fun
 	if loopback {
 		h = loopbackHosts(h, strings.FieldsFunc(s.o.allowHosts, func(r rune) bool { return r == ',' || r == ' ' }))
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: connBounds.header, ReadTimeout: connBounds.read,
+		WriteTimeout: connBounds.write, IdleTimeout: connBounds.idle}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	// said once the first try's answer is in use, so that a request made
