@@ -273,6 +273,16 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 			tw.both(cmd...)
 		}
 	}
+	// turning events off never reads the stream: a key of another type
+	// there, which refuses the verbs above, does not keep them on
+	tw.both("RENAME", set(keys.Events), "saved")
+	tw.both("SET", set(keys.Events), "x")
+	queueCall("events off over a stream of another type", func(q *Queue) any { return outcome(q.SetEvents(ctx(t), 0)) })
+	tw.same("enqueue with events off over it", tw.admit(tw.long, nodes[0].m.Mint(ids.Job), "x"))
+	tw.both("DEL", set(keys.Events))
+	tw.both("RENAME", "saved", set(keys.Events))
+	queueCall("events on again", func(q *Queue) any { return outcome(q.SetEvents(ctx(t), 6)) })
+
 	tw.both("SET", row(j[14]), "x")
 	for _, v := range []struct {
 		name string

@@ -393,7 +393,7 @@ func TestEventGroup(t *testing.T) {
 // is the last stream ID there is (an XADD by hand) takes no entry, and a
 // verb that would append one is refused EMQORDER with nothing written —
 // not its transition made and its event lost — natively and on the
-// scripts.
+// scripts; EMQ.EVENTS, which appends none, still sets the cap.
 func TestAFullEventsStreamRefusesAndWritesNothing(t *testing.T) {
 	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
@@ -412,6 +412,8 @@ func TestAFullEventsStreamRefusesAndWritesNothing(t *testing.T) {
 			_, err = q.Pause(ctx(t))
 			requireRefusal(t, err, emqerrors.Order)
 			assert.Equal(t, before, digest(t, n.s), "nothing written")
+			_, err = q.SetEvents(ctx(t), 50)
+			require.NoError(t, err, "EMQ.EVENTS appends no event: a stream that takes none refuses it nothing")
 
 			must(t, n.s, "DEL", keys.Set(name, keys.Events))
 			jobs, err := q.Claim(ctx(t), 1)

@@ -1,6 +1,9 @@
 package emq
 
-import "github.com/echomq/emq/keys"
+import (
+	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/keys"
+)
 
 // Events turns a queue's lifecycle events stream on or off:
 //
@@ -9,7 +12,9 @@ import "github.com/echomq/emq/keys"
 // With cap 1 … 2^31−1 every transition a verb makes of the queue's jobs,
 // and of the queue itself, appends one entry to emq:{q}:events in the same
 // turn, the stream trimmed to about cap entries (MAXLEN ~); cap 0 turns
-// them off (the stream stays). Replies 1, or 0 when nothing changed.
+// them off (the stream stays, unread: whatever the key holds, so a key of
+// another type there does not keep them on). Replies 1, or 0 when nothing
+// changed.
 var Events = &Verb{Name: "EMQ.EVENTS", Arity: 5, Keys: 2, Cap: "events",
 	Check: func(a [][]byte, _ int64) error { _, _, err := checkEvents(a); return err },
 	Run:   events}
@@ -22,15 +27,21 @@ const eventsCapArg = 4
 
 func events(c Call) error {
 	// shape and fence
-	queue, capacity, err := checkEvents(c.Args)
+	_, capacity, err := checkEvents(c.Args)
 	if err != nil {
 		return err
 	}
 
-	// reads
+	// reads: the stream only when events go on — off leaves it as it is,
+	// so a key of another type there, which refuses every verb that would
+	// append, does not keep them from being turned off
 	s, p := c.Server, c.Plan
-	st, err := openControl(s, p, queue, Stream)
-	if err != nil {
+	s.Open(2, false, nil)
+	if t := s.Type(1); capacity > 0 && t != Empty && t != Stream {
+		return errors.ErrWrongType
+	}
+	var st settings
+	if err := st.readFields(s, declaredConfig(s, 0)); err != nil {
 		return err
 	}
 

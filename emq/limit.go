@@ -32,7 +32,7 @@ func limit(c Call) error {
 
 	// reads
 	s, p := c.Server, c.Plan
-	st, err := openControl(s, p, queue, ZSet)
+	st, err := openControl(s, p, queue)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func pause(c Call, paused bool) error {
 
 	// reads
 	s, p := c.Server, c.Plan
-	st, err := openControl(s, p, queue, ZSet)
+	st, err := openControl(s, p, queue)
 	if err != nil {
 		return err
 	}
@@ -73,12 +73,12 @@ func checkControl(a [][]byte, second string) ([]byte, error) {
 	return queue, err
 }
 
-// openControl runs the reads the queue setting verbs share — the config a
-// hash or absent, the second key of type second or absent — and returns
-// the queue's settings. The config is a declared key of these verbs.
-func openControl(s Server, p *Plan, queue []byte, second KeyType) (settings, error) {
+// openControl runs the reads PAUSE, RESUME and LIMIT share — the config a
+// hash or absent, the pending key a sorted set or absent — and returns the
+// queue's settings. The config is a declared key of these verbs.
+func openControl(s Server, p *Plan, queue []byte) (settings, error) {
 	s.Open(2, false, nil)
-	if t := s.Type(1); t != Empty && t != second {
+	if t := s.Type(1); t != Empty && t != ZSet {
 		return settings{}, errors.ErrWrongType
 	}
 	var st settings

@@ -102,7 +102,7 @@ end
 -- take entries) and repeat_seq. It returns them, or nil and the refusal:
 -- WRONGTYPE, or EMQORDER for an events stream that takes no entry. With
 -- quiet — a verb that appends no event — it leaves the events stream
--- unread.
+-- unread (st.cap set, st.events not).
 local function settings(key, quiet)
   local st = { paused = false, rate_max = 0, rate_ms = 0, repeat_seq = 0 }
   local config = queue_key(key, 'config')
@@ -125,16 +125,19 @@ local function settings(key, quiet)
     st.repeat_seq = seq
   end
   local cap = parse_int(v[4])
-  if cap and cap > 0 and not quiet then
-    local events = queue_key(key, 'events')
-    local t = key_type(events)
-    if wrong_type(t, 'stream') then
-      return nil, redis.error_reply(WRONGTYPE)
+  if cap and cap > 0 then
+    st.cap = cap
+    if not quiet then
+      local events = queue_key(key, 'events')
+      local t = key_type(events)
+      if wrong_type(t, 'stream') then
+        return nil, redis.error_reply(WRONGTYPE)
+      end
+      if t == 'stream' and full(events) then
+        return nil, redis.error_reply(EVENTS_FULL)
+      end
+      st.events = events
     end
-    if t == 'stream' and full(events) then
-      return nil, redis.error_reply(EVENTS_FULL)
-    end
-    st.events, st.cap = events, cap
   end
   return st
 end
@@ -203,11 +206,10 @@ local function open_leased(attempt)
   return st
 end
 
--- open_control is what the queue setting verbs (PAUSE, RESUME, LIMIT,
--- EVENTS) read: KEYS[2] of type second or absent, then the settings of the
--- config KEYS[1].
-local function open_control(second)
-  if wrong_type(key_type(KEYS[2]), second) then
+-- open_control is what PAUSE, RESUME and LIMIT read: KEYS[2] a sorted set
+-- or absent, then the settings of the config KEYS[1].
+local function open_control()
+  if wrong_type(key_type(KEYS[2]), 'zset') then
     return nil, redis.error_reply(WRONGTYPE)
   end
   return settings(KEYS[1])

@@ -1,7 +1,7 @@
 #!lua flags=allow-oom
 -- EMQ.LIMIT: KEYS config pending; ARGV max window_ms (max 0 removes the
 -- limit).
-local st, refused = open_control('zset')
+local st, refused = open_control()
 if not st then
   return refused
 end

@@ -1,6 +1,6 @@
 #!lua flags=allow-oom
 -- EMQ.PAUSE: KEYS config pending. Replies 0 when the queue was paused.
-local st, refused = open_control('zset')
+local st, refused = open_control()
 if not st then
   return refused
 end

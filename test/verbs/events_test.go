@@ -101,6 +101,27 @@ func TestEveryTransitionAppendsItsEvent(t *testing.T) {
 	step("no events once off", q.enqueue(jobN(7), "p"))
 }
 
+// TestEventsTurnOffWhateverTheStreamHolds: a queue whose events key was
+// overwritten with another type refuses every verb that would append to it
+// (WRONGTYPE); EMQ.EVENTS … 0 turns its events off all the same — off
+// leaves the stream as it is, so it never reads it — and the queue works
+// again. Turning them on over it stays WRONGTYPE, nothing written.
+func TestEventsTurnOffWhateverTheStreamHolds(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("overwritten")
+	must(t, s, q.events(100)...)
+	must(t, s, "SET", keys.Set(q.name, keys.Events), "x")
+	refuse(t, s, wrongType, q.enqueue(jobN(1), "p")...)
+	refuse(t, s, wrongType, q.events(50)...)
+	assert.Equal(t, int64(1), integer(t, s, q.events(0)...))
+	assert.Equal(t, int64(1), integer(t, s, q.enqueue(jobN(1), "p")...))
+	left, err := s.Do("GET", keys.Set(q.name, keys.Events)).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "x", left, "the key is left as it is")
+	assert.Equal(t, int64(0), integer(t, s, q.events(0)...), "off already")
+	refuse(t, s, wrongType, q.events(50)...)
+}
+
 // TestTheEventsStreamKeepsToItsCap: the stream is trimmed as XADD MAXLEN ~
 // trims it: never more than its cap by more than a node of entries.
 func TestTheEventsStreamKeepsToItsCap(t *testing.T) {
