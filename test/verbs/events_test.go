@@ -122,6 +122,36 @@ func TestEventsTurnOffWhateverTheStreamHolds(t *testing.T) {
 	refuse(t, s, wrongType, q.events(50)...)
 }
 
+// TestACallMakingNoTransitionIsAnsweredOverAFullStream: a stream whose top
+// is the last ID there is refuses the calls that would append an entry, and
+// only those: a call that makes no transition — a duplicate ENQUEUE, a
+// claim or a STALLED.CHECK finding nothing, a RESUME of a queue not paused,
+// a REMOVE of no job, EMQ.EVENTS — is answered as ever, nothing appended;
+// REVIVE of a job not dead meets its own refusal.
+func TestACallMakingNoTransitionIsAnsweredOverAFullStream(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("topped")
+	must(t, s, q.events(1000)...)
+	must(t, s, "HSET", q.job(jobN(1)), "state", "done", "attempts", "1", "payload", "p")
+	must(t, s, "XADD", keys.Set(q.name, keys.Events), "18446744073709551615-18446744073709551615", "f", "v")
+	before := snapshot(t, s)
+	for _, c := range []struct {
+		what string
+		call []string
+	}{
+		{"a duplicate ENQUEUE", q.enqueue(jobN(1), "again")},
+		{"a STALLED.CHECK finding nothing", q.stalledCheck(100)},
+		{"a RESUME of a queue not paused", q.resume()},
+		{"a REMOVE of no job", q.remove(jobN(2))},
+		{"EMQ.EVENTS at the cap it has", q.events(1000)},
+	} {
+		assert.Equal(t, int64(0), integer(t, s, c.call...), c.what)
+	}
+	assert.Nil(t, claimJobs(t, s, q.claim(longLease, 5, 5)...), "a claim finding nothing")
+	refuse(t, s, "EMQSTATE the job is not dead", q.revive(jobN(1))...)
+	assert.Equal(t, before, snapshot(t, s), "nothing appended, nothing written")
+}
+
 // TestTheEventsStreamKeepsToItsCap: the stream is trimmed as XADD MAXLEN ~
 // trims it: never more than its cap by more than a node of entries.
 func TestTheEventsStreamKeepsToItsCap(t *testing.T) {
