@@ -16,6 +16,8 @@ import (
 // ticks in UTC from now on, forever, at priority 0.
 type RepeatOptions struct {
 	// TZ is the IANA time zone of a cron spec ("Europe/Paris"); "" is UTC.
+	// The zones are the emq package's own copy of the database, never the
+	// host's, so the module and this client's ticks agree on every host.
 	TZ string
 	// Priority is each job's priority, 0 … 2^31−1 (lower is claimed first).
 	Priority int
