@@ -277,9 +277,6 @@ func TestPages(t *testing.T) {
 	})
 }
 
-// TestActions: a read-only dashboard refuses every POST; a write one
-// refuses a POST without a valid token or from another origin, and does
-// the action through its verb with one.
 // TestSecurityHeaders: every answer — a page, the stylesheet, a 404, a
 // refused action — forbids framing and loads only the dashboard's own.
 func TestSecurityHeaders(t *testing.T) {
@@ -312,6 +309,9 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 }
 
+// TestActions: a read-only dashboard refuses every POST; a write one
+// refuses a POST without a valid token or from another origin, and does
+// the action through its verb with one.
 func TestActions(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	f := queuetest.Fill(t, s.Client())
