@@ -68,7 +68,9 @@ func (s *Server) ProcStatus(field string) (int64, error) {
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		if v, found := strings.CutPrefix(line, field+":"); found {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if words := strings.Fields(v); len(words) > 0 { // the number, then its unit if any
+				return strconv.ParseInt(words[0], 10, 64)
+			}
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%s/status", field, pid)
