@@ -14,6 +14,7 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // event is one keyspace notification: what happened to which key.
@@ -179,36 +180,65 @@ func (ch eventStream) until(t *testing.T, last event) keyspaceEvents {
 	return got
 }
 
+// trackingCache is a client with client-side caching on (RESP3 tracking),
+// reading keys' types through its cache.
+type trackingCache struct{ c valkey.Client }
+
+func newTrackingCache(t *testing.T, s *valkeytest.Server) trackingCache {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, ForceSingleClient: true})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return trackingCache{c}
+}
+
+// cached reads the type of key through the cache and reports whether the
+// cache answered.
+func (tc trackingCache) cached(t *testing.T, key string) bool {
+	r := tc.c.DoCache(ctx(t), tc.c.B().Type().Key(key).Cache(), time.Minute)
+	require.NoError(t, r.Error())
+	return r.IsCacheHit()
+}
+
+// track caches key.
+func (tc trackingCache) track(t *testing.T, key string) {
+	tc.cached(t, key)
+	require.True(t, tc.cached(t, key), "the second read of %s comes from the cache", key)
+}
+
+// invalidated waits for the invalidation of key.
+func (tc trackingCache) invalidated(t *testing.T, key string) {
+	eventually(t, 5*time.Second, "an invalidation of "+key, func() bool { return !tc.cached(t, key) })
+}
+
+// untouched asserts that keys are still cached once a marker written
+// after the calls has been invalidated: invalidations reach the tracking
+// connection in order, so any for keys would have arrived too.
+func (tc trackingCache) untouched(t *testing.T, s *valkeytest.Server, keys ...string) {
+	tc.track(t, "marker")
+	ok(t, s, "SET", "marker", "x")
+	tc.invalidated(t, "marker")
+	for _, k := range keys {
+		assert.True(t, tc.cached(t, k), "%s was invalidated", k)
+	}
+}
+
 func TestClientTrackingInvalidatesWhatVerbsWrite(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(9)
 	require.NoError(t, err)
-	tracking, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, ForceSingleClient: true})
-	require.NoError(t, err)
-	t.Cleanup(tracking.Close)
+	cache := newTrackingCache(t, s)
 	writer := newClient(t, s, "")
-	// cached reads the type of key through the tracking client's cache
-	// and reports whether the cache answered.
-	cached := func(key string) bool {
-		r := tracking.DoCache(ctx(t), tracking.B().Type().Key(key).Cache(), time.Minute)
-		require.NoError(t, r.Error())
-		return r.IsCacheHit()
-	}
-	track := func(t *testing.T, key string) {
-		cached(key)
-		require.True(t, cached(key), "the second read of %s comes from the cache", key)
-	}
 
 	t.Run("every key a verb writes is invalidated", func(t *testing.T) {
 		calls, written := oneOfEach(m, "track")
 		for _, k := range written {
-			track(t, k)
+			cache.track(t, k)
 		}
 		for _, c := range calls {
 			require.NoError(t, as(t, writer, c).Error(), c.String())
 		}
 		for _, k := range written {
-			eventually(t, 5*time.Second, "an invalidation of "+k, func() bool { return !cached(k) })
+			cache.invalidated(t, k)
 		}
 	})
 
@@ -217,8 +247,8 @@ func TestClientTrackingInvalidatesWhatVerbsWrite(t *testing.T) {
 		for _, c := range calls {
 			require.NoError(t, as(t, writer, c).Error(), c.String())
 		}
-		for _, k := range append(written, "marker") {
-			track(t, k)
+		for _, k := range written {
+			cache.track(t, k)
 		}
 		noWrite := []step{
 			{calls[0], want{n: 0}},
@@ -229,14 +259,107 @@ func TestClientTrackingInvalidatesWhatVerbsWrite(t *testing.T) {
 		for _, s := range noWrite {
 			expect(t, s.c, as(t, writer, s.c), s.w)
 		}
-		// Invalidations reach the tracking connection in order: once the
-		// marker's arrived, any for the verbs' keys would have too.
-		require.NoError(t, as(t, writer, builtin("SET", 1, "marker", "x")).Error())
-		eventually(t, 5*time.Second, "the marker's invalidation", func() bool { return !cached("marker") })
-		for _, k := range written {
-			assert.True(t, cached(k), "%s was invalidated", k)
-		}
+		cache.untouched(t, s, written...)
 	})
+}
+
+// TestDerivedKeysAreInvalidatedAsWritten: the keys a verb finds rather than
+// is given — a claimed, requeued or promoted job's row, the limiter, the
+// events stream, the row of a schedule a tick advances — are written as a
+// built-in writes its keys: a client WATCHing one has its EXEC aborted,
+// and a tracking client's cache of one is invalidated; a call that leaves
+// one alone does neither.
+func TestDerivedKeysAreInvalidatedAsWritten(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(10)
+	require.NoError(t, err)
+	cache := newTrackingCache(t, s)
+	// Each case prepares its own queue and returns the derived key to
+	// watch and the call that writes it, or leaves it alone.
+	row := func(q string, id ids.ID) string { return keys.Job(q, id.String()) }
+	cases := []struct {
+		name    string
+		prepare func(q string) (watched string, call command)
+		written bool
+	}{
+		{"CLAIM writes the claimed job's row", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, enqueue(q, id, "p").argv()...)
+			return row(q, id), claim(q, 60_000, 1, 3)
+		}, true},
+		{"STALLED.CHECK writes the row of the job it requeues", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, enqueue(q, id, "p").argv()...)
+			ok(t, s, claim(q, 1, 1, 3).argv()...)
+			time.Sleep(20 * time.Millisecond) // the lease passes
+			return row(q, id), stalledCheck(q, 10)
+		}, true},
+		{"a paused queue's CLAIM writes the row of the due job it promotes", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, control("EMQ.PAUSE", q).argv()...)
+			ok(t, s, schedule(q, id, "p", 0, time.Now().UnixMilli()+20).argv()...)
+			time.Sleep(50 * time.Millisecond) // the job comes due
+			return row(q, id), claim(q, 60_000, 1, 3)
+		}, true},
+		{"the timer's sweep, a worker waiting, writes the row of the due job it promotes", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, control("EMQ.PAUSE", q).argv()...) // the waiter claims nothing: the timer alone writes
+			ok(t, s, schedule(q, id, "p", 0, time.Now().UnixMilli()+150).argv()...)
+			return row(q, id), verb("EMQ.BCLAIM", queueSets(q), "60000", "1", "3", "400")
+		}, true},
+		{"SETTLE writes the row of the job it acks", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, enqueue(q, id, "p").argv()...)
+			ok(t, s, claim(q, 60_000, 1, 3).argv()...)
+			return row(q, id), settle(q, 60_000, 0, 3, 1, "ACK", id.String(), "1", "60000")
+		}, true},
+		{"CLAIM of a limited queue writes the limiter", func(q string) (string, command) {
+			ok(t, s, control("EMQ.LIMIT", q, "5", "60000").argv()...)
+			ok(t, s, enqueue(q, m.Mint(ids.Job), "p").argv()...)
+			return keys.Set(q, keys.Limiter), claim(q, 60_000, 1, 3)
+		}, true},
+		{"CLAIM of a queue with events on appends to its events stream", func(q string) (string, command) {
+			ok(t, s, control("EMQ.EVENTS", q, "100").argv()...)
+			ok(t, s, enqueue(q, m.Mint(ids.Job), "p").argv()...)
+			return keys.Set(q, keys.Events), claim(q, 60_000, 1, 3)
+		}, true},
+		{"a CLAIM's tick writes the schedule's row", func(q string) (string, command) {
+			ok(t, s, repeat(q, "often", "@every 1ms", 0).argv()...)
+			time.Sleep(20 * time.Millisecond) // a tick comes due
+			return keys.Repeat(q, "often"), claim(q, 60_000, 1, 3)
+		}, true},
+		{"a paused queue's CLAIM leaves the pending job's row alone", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, enqueue(q, id, "p").argv()...)
+			ok(t, s, control("EMQ.PAUSE", q).argv()...)
+			return row(q, id), claim(q, 60_000, 1, 3)
+		}, false},
+		{"a CLAIM that delivers nothing leaves the limiter alone", func(q string) (string, command) {
+			ok(t, s, control("EMQ.LIMIT", q, "5", "60000").argv()...)
+			ok(t, s, enqueue(q, m.Mint(ids.Job), "p").argv()...)
+			ok(t, s, claim(q, 60_000, 1, 3).argv()...)
+			return keys.Set(q, keys.Limiter), claim(q, 60_000, 1, 3)
+		}, false},
+		{"a refused CLAIM leaves the job's row alone", func(q string) (string, command) {
+			id := m.Mint(ids.Job)
+			ok(t, s, enqueue(q, id, "p").argv()...)
+			ok(t, s, "SET", queueSets(q)[3], "not a set")
+			return row(q, id), claim(q, 60_000, 1, 3)
+		}, false},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			watched, call := tc.prepare("derived" + strconv.Itoa(i))
+			cache.track(t, watched)
+			aborted := watchAcross(t, s, watched, func() { s.Do(call.argv()...) })
+			assert.Equal(t, tc.written, aborted, "EXEC aborted watching %s across %s", watched, call)
+			if tc.written {
+				cache.invalidated(t, watched)
+			} else {
+				cache.untouched(t, s, watched)
+			}
+		})
+	}
 }
 
 func TestMonitorAndSlowlogShowVerbsAsSent(t *testing.T) {
