@@ -420,16 +420,34 @@ func TestBlockedReadersWakeOnVerbWrites(t *testing.T) {
 	calls, _ := oneOfEach(m, "block")
 	app, pub := calls[1], calls[2]
 	ok(t, s, "XGROUP", "CREATE", pub.keys[0], "g", "$", "MKSTREAM")
+	ok(t, s, control("EMQ.EVENTS", "blockq", "100").argv()...)
+	ok(t, s, enqueue("blockq", m.Mint(ids.Job), "p").argv()...)
+	events := keys.Set("blockq", keys.Events)
 	reader := newClient(t, s, "")
+	// entries counts what a blocked XREAD or XREADGROUP got of key.
+	entries := func(key string) func(valkey.ValkeyResult) (int, error) {
+		return func(r valkey.ValkeyResult) (int, error) {
+			streams, err := r.AsXRead()
+			return len(streams[key]), err
+		}
+	}
 
 	cases := []struct {
 		rule  string
 		read  []string
 		write command
+		got   func(valkey.ValkeyResult) (int, error)
 		want  int
 	}{
-		{"XREAD blocked on a stream wakes with APPEND's entries", []string{"XREAD", "BLOCK", "10000", "STREAMS", app.keys[0], "$"}, app, 2},
-		{"XREADGROUP blocked on msgs wakes with PUBLISH's envelope", []string{"XREADGROUP", "GROUP", "g", "c", "BLOCK", "10000", "STREAMS", pub.keys[0], ">"}, pub, 1},
+		{"XREAD blocked on a stream wakes with APPEND's entries", []string{"XREAD", "BLOCK", "10000", "STREAMS", app.keys[0], "$"}, app, entries(app.keys[0]), 2},
+		{"XREADGROUP blocked on msgs wakes with PUBLISH's envelope", []string{"XREADGROUP", "GROUP", "g", "c", "BLOCK", "10000", "STREAMS", pub.keys[0], ">"}, pub, entries(pub.keys[0]), 1},
+		{"XREAD blocked on a queue's events stream wakes with a claim's entry", []string{"XREAD", "BLOCK", "10000", "STREAMS", events, "$"},
+			claim("blockq", 60_000, 1, 3), entries(events), 1},
+		{"BZPOPMIN blocked on a pending set wakes with ENQUEUE's job, as with ZADD's", []string{"BZPOPMIN", keys.Pending("blockz"), "10"},
+			enqueue("blockz", m.Mint(ids.Job), "p"), func(r valkey.ValkeyResult) (int, error) {
+				popped, err := r.AsStrSlice() // the key, the member, its score
+				return len(popped) / 3, err
+			}, 1},
 	}
 	for _, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {
@@ -444,9 +462,9 @@ func TestBlockedReadersWakeOnVerbWrites(t *testing.T) {
 			require.NoError(t, s.Do(tc.write.argv()...).Error())
 			select {
 			case r := <-done:
-				streams, err := r.AsXRead()
+				n, err := tc.got(r)
 				require.NoError(t, err)
-				assert.Len(t, streams[tc.write.keys[0]], tc.want)
+				assert.Equal(t, tc.want, n)
 				assert.Less(t, time.Since(began), time.Second)
 			case <-time.After(5 * time.Second):
 				require.FailNow(t, "the blocked reader did not wake")
