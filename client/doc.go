@@ -147,6 +147,8 @@
 //     it: the losers' reads are wasted. INFO emq counts none of it.
 //   - The scripts touch the schedule and job rows, which are not among
 //     their keys (as CLAIM's script does).
+//   - Over maxmemory, where the module holds ticks back, the scripts make
+//     them: they cannot tell.
 //
 // # One queue over a cluster
 //

@@ -116,7 +116,8 @@ type turn struct {
 	limiter                 int
 	used, windowEnd         int64
 	windowStored, windowCut bool
-	repeats                 int // the schedules' key; -1 when the queue has none
+	repeats                 int  // the schedules' key; -1 when the queue has none
+	held                    bool // due ticks held back: the server is over maxmemory
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
@@ -221,10 +222,17 @@ func (t *turn) run(a claimArgs) error {
 	switch {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
+		repeats := t.repeats
+		if t.held {
+			repeats = -1 // due already: looked at again in heldMs, not at once
+		}
 		p.Wait = Wait{Queue: t.queue, On: claimPending, TimeoutMs: a.timeout,
-			Due: [len(DueSets)]int{claimDelayed, claimActive, t.repeats}, Again: again}
+			Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again}
 		if t.limiter >= 0 && t.used >= t.st.rateMax {
-			p.Wait.WindowEnd = t.windowEnd
+			p.Wait.At = t.windowEnd
+		}
+		if at := t.now + heldMs; t.held && (p.Wait.At == 0 || at < p.Wait.At) {
+			p.Wait.At = at
 		}
 	case delivered == 0:
 		p.Replies[head] = Reply{Kind: ReplyNullArray}
@@ -239,7 +247,7 @@ func (t *turn) run(a claimArgs) error {
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
-	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats = -1, 0, 0, false, false, -1
+	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held = -1, 0, 0, false, false, -1, false
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
 	t.rows = jobPrefix(p, queue)

@@ -255,9 +255,10 @@ func (p *Plan) Reset() {
 // Wait is a blocking verb's request to wait: for a job of Queue, until key
 // On is signalled ready or TimeoutMs passes (0: forever). Due are the keys
 // (-1: none) of the queue's DueSets, in their order, whose lowest scores
-// are the times the queue next needs a sweep, and WindowEnd (0: none) is
-// one more, the end of a rate window, which passes just after it (the
-// limiter expires then): at the first of them the host wakes the waiters
+// are the times the queue next needs a sweep, and At (0: none) is one
+// more, which passes just after it: the end of a rate window (the limiter
+// expires then), or when to look again at ticks a turn held back (the
+// server over maxmemory). At the first of them the host wakes the waiters
 // itself. Again asks the host to run the verb again soon, still waiting —
 // on the event loop's next pass, so that other clients are served between
 // turns: the turn stopped on its budget with more of the queue left to
@@ -267,7 +268,7 @@ type Wait struct {
 	On        int
 	TimeoutMs int64
 	Due       [len(DueSets)]int
-	WindowEnd int64
+	At        int64
 	Again     bool
 }
 

@@ -478,13 +478,21 @@ func repeats(c Call) error {
 // tick plans the jobs of the schedules' due ticks, at most batch of them:
 // each schedule due makes one job — for its due tick, however many ticks
 // passed since (a server that was down makes one, not a burst) — and moves
-// on to its first tick after now.
+// on to its first tick after now. A tick is an admission: over maxmemory,
+// where the server refuses EMQ.ENQUEUE, the turn holds the due ticks back
+// and they stay due, so that the first turn with room makes one job of
+// each schedule's first missed tick.
 func (t *turn) tick() error {
 	if t.repeats < 0 {
 		return nil
 	}
 	s, p := t.s, t.p
-	for _, m := range s.ZRange(t.repeats, float64(t.now), false, t.batch) {
+	due := s.ZRange(t.repeats, float64(t.now), false, t.batch)
+	if len(due) > 0 && s.OutOfMemory() {
+		t.held = true
+		return nil
+	}
+	for _, m := range due {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, t.queue, m.Bytes)
 		k, v, ok := s.OpenDerived(p, p.span(off), AccessReadWrite, scheduleFields)
@@ -568,6 +576,10 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	p.Count(RepeatsTicked, 1)
 	return nil
 }
+
+// heldMs is how soon a waiting worker's turn looks again at the due ticks
+// a turn held back over maxmemory.
+const heldMs = 100
 
 // minted reports whether the turn made a tick's job under id already:
 // schedules given one number tick alike, and a second row of one key made

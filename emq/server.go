@@ -121,6 +121,9 @@ type Server interface {
 	// NowMs returns the server's clock in Unix milliseconds, read once when
 	// the command started.
 	NowMs() int64
+	// OutOfMemory reports whether the server is over its maxmemory now —
+	// where it refuses the deny-oom commands, EMQ.ENQUEUE among them.
+	OutOfMemory() bool
 	// Apply makes every write of p — its XAddAuto appends to the events
 	// stream first, then the others in order — replicates them as the
 	// built-ins they stand for, and replies p.Replies. Having written and

@@ -14,22 +14,25 @@ import (
 // TestAClaimTurnReadsOnlyTheDueSchedules: a queue's schedules are found
 // through its repeats set by next tick, so a claim turn opens the rows of
 // the due ones only — at most emq.sweep-batch — whatever their number: its
-// cost is O(log S + batch), S schedules.
+// cost is O(log S + batch), S schedules. Over maxmemory it opens none and
+// writes nothing: the due ticks are held back.
 func TestAClaimTurnReadsOnlyTheDueSchedules(t *testing.T) {
 	const now = int64(1_800_000_000_000)
 	for _, tc := range []struct {
 		schedules, due, batch, opened int
+		oom                           bool
 	}{
-		{10, 0, 100, 0},
-		{1000, 0, 100, 0},
-		{10, 3, 100, 3},
-		{1000, 3, 100, 3},
-		{1000, 500, 100, 100},
+		{10, 0, 100, 0, false},
+		{1000, 0, 100, 0, false},
+		{10, 3, 100, 3, false},
+		{1000, 3, 100, 3, false},
+		{1000, 500, 100, 100, false},
+		{1000, 3, 100, 0, true},
 	} {
-		t.Run(fmt.Sprintf("%d schedules, %d due, a batch of %d", tc.schedules, tc.due, tc.batch), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%d schedules, %d due, a batch of %d, over maxmemory %v", tc.schedules, tc.due, tc.batch, tc.oom), func(t *testing.T) {
 			args := []string{"EMQ.CLAIM", "4", keys.Pending("q"), keys.Set("q", keys.ActiveSet), keys.Set("q", keys.DelayedSet),
 				keys.Set("q", keys.DeadSet), "1000", "1000", "5"}
-			s := &fakeServer{now: now, types: []KeyType{Empty, Empty, Empty, Empty}}
+			s := &fakeServer{now: now, types: []KeyType{Empty, Empty, Empty, Empty}, oom: tc.oom}
 			s.queue = newFakeQueue(args[2:6])
 			s.queue.rows[keys.Set("q", keys.Config)] = fakeRow{typ: Hash, fields: map[string]string{"repeat_seq": fmt.Sprint(tc.schedules)}}
 			repeats := keys.Set("q", keys.Repeats)
@@ -55,6 +58,7 @@ func TestAClaimTurnReadsOnlyTheDueSchedules(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.opened, opened, "schedule rows opened")
+			assert.Equal(t, tc.due > 0 && !tc.oom, len(s.plan.Writes) > 0, "writes planned")
 		})
 	}
 }

@@ -34,6 +34,7 @@ type fakeServer struct {
 	held    []string // the strings reads handed out, by held index
 
 	moving bool // the queue's slot is being migrated: Moving says so
+	oom    bool // the server is over its maxmemory: OutOfMemory says so
 	asked  int  // calls of Moving
 
 	opens   int  // calls of Open
@@ -124,6 +125,8 @@ func (s *fakeServer) StreamTop(k int) ids.StreamID {
 func (s *fakeServer) NowMs() int64 { return s.now }
 
 func (s *fakeServer) MayWait() bool { return false }
+
+func (s *fakeServer) OutOfMemory() bool { return s.oom }
 
 // Apply writes unless the plan's first write is an append at or below its
 // stream's top, as the server's own append refuses.

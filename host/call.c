@@ -278,6 +278,10 @@ int emq_moving(emq_call *c, int k) {
     return refused;
 }
 
+// emq_out_of_memory reports whether the server is over its maxmemory: where
+// it refuses deny-oom commands.
+int emq_out_of_memory(emq_call *c) { return (api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM) != 0; }
+
 // caller_user returns the ACL user the call runs as, or NULL for none — a
 // client with no user is unrestricted, as the server treats it. A client
 // that is connected is found by its id. One that is not — a script's, a

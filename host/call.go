@@ -286,6 +286,9 @@ func serverRefusal(command, text string) error {
 // NowMs returns the server's clock, read when the command started.
 func (c *Call) NowMs() int64 { return int64(c.now_ms) }
 
+// OutOfMemory reports whether the server is over its maxmemory now.
+func (c *Call) OutOfMemory() bool { return C.emq_out_of_memory((*C.emq_call)(c)) != 0 }
+
 // Apply makes p's writes and replies, in one crossing into C, which reads
 // the plan in place (see layout.go); the count of its events appends tells
 // C whether it has any to make first.

@@ -271,6 +271,7 @@ void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen);
 void emq_read_value(emq_call *c, int k);
 long long emq_expire_at(emq_call *c, int k);
 int emq_moving(emq_call *c, int k);
+int emq_out_of_memory(emq_call *c);
 int emq_open_derived(emq_call *c, const char *name, size_t len, int access, const uint32_t *fields, int n,
                      const char *scratch, const emq_span *spans);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);

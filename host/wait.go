@@ -190,8 +190,8 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 			arm(c.ctx, q, score, emq.DueSets[i].After)
 		}
 	}
-	if w.WindowEnd > 0 {
-		arm(c.ctx, q, float64(w.WindowEnd), true)
+	if w.At > 0 {
+		arm(c.ctx, q, float64(w.At), true)
 	}
 	if w.Again {
 		// the turn stopped on its budget: look again on the event loop's

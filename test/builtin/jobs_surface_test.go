@@ -85,10 +85,7 @@ func TestOutOfMemoryLetsWorkersDrainButRefusesRevive(t *testing.T) {
 	require.Len(t, claimed(t, s.Do(claim(q, 20, 1, 5).argv()...)), 1) // jobs[3], to stall
 	time.Sleep(50 * time.Millisecond)
 
-	limit := infoInt(t, s, "memory", "used_memory") + 2<<20
-	ok(t, s, "CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10))
-	ok(t, s, "SETRANGE", "filler", "8000000", "x")
-	require.Greater(t, infoInt(t, s, "memory", "used_memory"), limit)
+	overMaxmemory(t, s)
 
 	t.Run("REVIVE answers OOM and writes nothing", func(t *testing.T) {
 		before := digest(t, s)

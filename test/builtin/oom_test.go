@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,19 +12,14 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
 	m, err := ids.NewMinter(5)
 	require.NoError(t, err)
-	overLimit := func() {
-		t.Helper()
-		limit := infoInt(t, s, "memory", "used_memory") + 2<<20
-		ok(t, s, "CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10))
-		ok(t, s, "SETRANGE", "filler", "8000000", "x") // allowed: the server was under its limit
-		require.Greater(t, infoInt(t, s, "memory", "used_memory"), limit)
-	}
+	overLimit := func() { overMaxmemory(t, s) }
 	allWork := func(t *testing.T, tag string) {
 		calls, _ := oneOfEach(m, tag)
 		for _, c := range calls {
@@ -71,6 +67,51 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 		overLimit()
 		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
 		allWork(t, "raised")
+	})
+}
+
+// overMaxmemory sets s's maxmemory 2 MB above what it uses, then writes 8
+// MB (allowed: the server was under its limit), so that it is over it.
+func overMaxmemory(t *testing.T, s *valkeytest.Server) {
+	t.Helper()
+	limit := infoInt(t, s, "memory", "used_memory") + 2<<20
+	ok(t, s, "CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10))
+	ok(t, s, "SETRANGE", "filler", "8000000", "x")
+	require.Greater(t, infoInt(t, s, "memory", "used_memory"), limit)
+}
+
+// TestOutOfMemoryHoldsTicksBack: a schedule's tick is an admission, so
+// over maxmemory — where EMQ.ENQUEUE is refused — a claim turn makes no
+// job of it and the schedule stays due; a waiting worker's turn looks at
+// it again every 100 ms, not at once; with room again, the first turn
+// makes one job, of the first missed tick.
+func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	const q = "oomticks"
+	ok(t, s, repeat(q, "often", "@every 10ms", 0).argv()...)
+	row := keys.Repeat(q, "often")
+	first := str(t, s, "HGET", row, "next")
+	overMaxmemory(t, s)
+	time.Sleep(50 * time.Millisecond) // ticks come due
+
+	t.Run("a claim makes no job and writes nothing", func(t *testing.T) {
+		before := digest(t, s)
+		assert.Empty(t, claimed(t, s.Do(claim(q, 60_000, 1, 3).argv()...)))
+		assert.Equal(t, before, digest(t, s))
+		assert.Equal(t, "0", str(t, s, "HGET", row, "made"))
+	})
+	t.Run("a waiting worker's turn looks again every 100 ms, not at once", func(t *testing.T) {
+		before, fired := digest(t, s), infoInt(t, s, "emq", "emq_timers_fired")
+		assert.Empty(t, claimed(t, s.Do(verb("EMQ.BCLAIM", queueSets(q), "60000", "1", "3", "500").argv()...)))
+		assert.LessOrEqual(t, infoInt(t, s, "emq", "emq_timers_fired")-fired, int64(10), "timers fired in 500 ms")
+		assert.Equal(t, before, digest(t, s))
+	})
+	t.Run("with room again, the first claim makes one job, of the first missed tick", func(t *testing.T) {
+		ok(t, s, "DEL", "filler")
+		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
+		assert.Len(t, claimed(t, s.Do(claim(q, 60_000, 10, 3).argv()...)), 1)
+		assert.Equal(t, "1", str(t, s, "HGET", row, "made"))
+		assert.Equal(t, first, str(t, s, "HGET", row, "last"))
 	})
 }
 
