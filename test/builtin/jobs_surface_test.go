@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
@@ -132,6 +133,10 @@ func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
 	pending, active, delayed, dead := sets[0], sets[1], sets[2], sets[3]
 	a, b := ids.ID{NS: ids.Job, Value: 1}.String(), ids.ID{NS: ids.Job, Value: 2}.String()
 	ja, jb := keys.Job(q, a), keys.Job(q, b)
+	sched, repeats := keys.Repeat(q, "a"), keys.Set(q, keys.Repeats)
+	const tick = int64(1796000000000) // a tick due: the job of schedule number 1 is ticked
+	id, _ := emq.TickID(tick, 1)
+	ticked := id.String()
 	row := func(key, state, attempts string, more ...string) []string {
 		return append([]string{"HSET", key, "state", state, "attempts", attempts, "payload", "p"}, more...)
 	}
@@ -269,6 +274,29 @@ func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
 			[][]string{row(ja, "dead", "3"), {"ZADD", dead, "1", a}},
 			remove(q, a),
 			[][]string{{"ZREM", dead, a}, {"DEL", ja}}},
+		{"EVENTS: hset on the config",
+			nil,
+			control("EMQ.EVENTS", q, "10"),
+			[][]string{{"HSET", keys.Set(q, keys.Config), "events", "10"}}},
+		{"EVENTS 0: hdel and del of the emptied config",
+			[][]string{{"HSET", keys.Set(q, keys.Config), "events", "10"}},
+			control("EMQ.EVENTS", q, "0"),
+			[][]string{{"HDEL", keys.Set(q, keys.Config), "events"}}},
+		{"REPEAT: hset on the schedule's row and on the config, zadd on repeats",
+			nil,
+			repeat(q, "a", "@every 1h", 0),
+			[][]string{{"HSET", sched, "spec", "@every 1h"}, {"HSET", keys.Set(q, keys.Config), "repeat_seq", "1"}, {"ZADD", repeats, "1", "a"}}},
+		{"CLAIM making a schedule's due tick: hset on its row, zadd on repeats, the job's row made and claimed",
+			[][]string{{"HSET", sched, "spec", "@every 1h", "tz", "", "payload", "p", "priority", "0", "start", "1796000000000", "end", "0",
+				"limit", "0", "number", "1", "made", "0", "next", i64(tick), "last", "0"}, {"ZADD", repeats, i64(tick), "a"},
+				{"HSET", keys.Set(q, keys.Config), "repeat_seq", "1"}},
+			claim(q, 60_000, 1, 5),
+			[][]string{{"HSET", sched, "made", "1"}, {"ZADD", repeats, "1", "a"}, {"HSET", keys.Job(q, ticked), "state", "pending"},
+				{"HSET", keys.Job(q, ticked), "attempts", "1"}, {"ZADD", active, "1", ticked}}},
+		{"UNREPEAT: zrem and del on repeats, del of the schedule's row",
+			[][]string{{"HSET", sched, "spec", "@every 1h"}, {"ZADD", repeats, "1", "a"}},
+			verb("EMQ.UNREPEAT", []string{sched, repeats}),
+			[][]string{{"ZREM", repeats, "a"}, {"DEL", sched}}},
 		{"SETTLE: the ack's, the failure's and the claim's events in order",
 			[][]string{row(ja, "active", "1"), {"ZADD", active, "1", a}, row(jb, "active", "1"), {"ZADD", active, "1", b}},
 			settle(q, 60_000, 1, 5, 2, "ACK", a, "1", "0", "FAIL", b, "1", "0", "e"),
