@@ -115,6 +115,36 @@ func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 	})
 }
 
+// TestOutOfMemoryVerbsThatWorkAppendTheirEvents: over maxmemory a claim
+// and an acknowledgement, which keep working so that workers drain the
+// queue, still append their events: each is part of its transition.
+func TestOutOfMemoryVerbsThatWorkAppendTheirEvents(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	m, err := ids.NewMinter(26)
+	require.NoError(t, err)
+	const q = "oomevents"
+	stream := keys.Set(q, keys.Events)
+	ok(t, s, control("EMQ.EVENTS", q, "100").argv()...)
+	id := m.Mint(ids.Job)
+	ok(t, s, enqueue(q, id, "p").argv()...)
+	overMaxmemory(t, s)
+	last := func() string {
+		entries, err := s.Do("XREVRANGE", stream, "+", "-", "COUNT", "1").ToArray()
+		require.NoError(t, err)
+		require.Len(t, entries, 1)
+		fields, err := entries[0].ToArray()
+		require.NoError(t, err)
+		event, err := fields[1].AsStrSlice()
+		require.NoError(t, err)
+		return event[1] // event <name> …
+	}
+	require.Len(t, claimed(t, s.Do(claim(q, 60_000, 1, 3).argv()...)), 1)
+	assert.Equal(t, "claimed", last())
+	assert.Equal(t, int64(1), num(t, s, ack(q, id.String(), 1, 0).argv()...))
+	assert.Equal(t, "completed", last())
+	assert.Equal(t, int64(3), num(t, s, "XLEN", stream))
+}
+
 // TestAnEvictingPolicyIsWarned: under an allkeys-* policy the server may
 // evict a job's row or a queue's set, so the module warns in the log as it
 // loads under one, and when CONFIG SET sets one later; noeviction and the
