@@ -129,7 +129,10 @@
 // claim turn would — the job row, its pending entry, its added event, the
 // schedule's made, last and next — unless the schedule's score moved
 // since the read (another client made the tick, or the schedule was
-// replaced or removed). What that cannot promise:
+// replaced or removed). Over maxmemory the server refuses tick.lua (it is
+// not allow-oom), as the module holds its ticks back: the worker logs one
+// warning and makes the missed ticks' one job once there is room. What
+// that cannot promise:
 //
 //   - Ticks are made only while some client runs them: with no worker on
 //     the queue, none are; the next run makes one job for the first tick
@@ -147,8 +150,6 @@
 //     it: the losers' reads are wasted. INFO emq counts none of it.
 //   - The scripts touch the schedule and job rows, which are not among
 //     their keys (as CLAIM's script does).
-//   - Over maxmemory, where the module holds ticks back, the scripts make
-//     them: they cannot tell.
 //
 // # One queue over a cluster
 //
@@ -312,9 +313,9 @@
 // when it exists, the events stream only when events are on, the limiter
 // only when the queue has a limit, the schedules only when it has any. Each
 // script's shebang line carries its verb's flags: allow-oom unless the verb
-// is deny-oom (ENQUEUE, SCHEDULE, ENQUEUEMANY, REVIVE, PARK), so over
-// maxmemory the server refuses the same calls; a read-only replica refuses
-// them all. BCLAIM has no script: a script cannot block.
+// is deny-oom (ENQUEUE, SCHEDULE, ENQUEUEMANY, REVIVE, PARK, REPEAT; and
+// tick.lua, whose ticks the module holds back there), so over maxmemory
+// the server refuses the same calls; a read-only replica refuses them all. BCLAIM has no script: a script cannot block.
 //
 // Besides its declared keys, a script touches keys it derives from them,
 // as the verb does: job rows (emq:{<queue>}:job:<JOB id>) and the queue's

@@ -291,6 +291,26 @@ func TestTicks(t *testing.T) {
 			assert.Equal(t, strconv.FormatInt(tick.UnixMilli(), 10), hash(t, n, keys.Repeat(name, schedule))["last"], "%s moved on", schedule)
 		}
 	})
+	t.Run("over maxmemory the server refuses the fallback's tick, which writes nothing; with room it makes one job, of the first missed tick", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue("oom", m, Policy{})
+		require.NoError(t, err)
+		_, err = q.Repeat(ctx(t), "often", "@every 10ms", nil, RepeatOptions{})
+		require.NoError(t, err)
+		first := hash(t, node{s: s}, keys.Repeat("oom", "often"))["next"]
+		time.Sleep(50 * time.Millisecond) // ticks come due
+		must(t, s, "CONFIG", "SET", "maxmemory", "1")
+		before := digest(t, s)
+		made, _, _, err := q.tickFallback(ctx(t))
+		assert.True(t, outOfMemory(err), "%v", err)
+		assert.Zero(t, made)
+		assert.Equal(t, before, digest(t, s))
+		must(t, s, "CONFIG", "SET", "maxmemory", "0")
+		made, _, _, err = q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, 1, made)
+		assert.Equal(t, first, hash(t, node{s: s}, keys.Repeat("oom", "often"))["last"])
+	})
 	t.Run("the fallback run every few ms makes about one job per tick of an @every 100ms", func(t *testing.T) {
 		s, m := moduleless(t)
 		q, err := New(s.Client()).Queue("often", m, Policy{})
@@ -462,6 +482,30 @@ func TestWorkRunsTheSchedules(t *testing.T) {
 			assert.InDelta(t, 15, len(seen), 3, "one job per tick")
 		})
 	}
+}
+
+// TestAWorkerSaysOnceThatTicksAreHeldBack: on a node without the module
+// over maxmemory, where the server refuses its ticks, a worker logs one
+// warning, not an error at every look, and makes the ticks again once
+// there is room.
+func TestAWorkerSaysOnceThatTicksAreHeldBack(t *testing.T) {
+	s, m := moduleless(t)
+	q, err := New(s.Client()).Queue("held", m, Policy{})
+	require.NoError(t, err)
+	_, err = q.Repeat(ctx(t), "often", "@every 20ms", nil, RepeatOptions{})
+	require.NoError(t, err)
+	var logs logBuffer
+	var handled atomic.Int64
+	must(t, s, "CONFIG", "SET", "maxmemory", "1")
+	stop := working(t, q, func(context.Context, *Job) error { handled.Add(1); return nil },
+		WorkOptions{Concurrency: 1, Poll: 100 * time.Millisecond, Logger: logs.logger()})
+	time.Sleep(400 * time.Millisecond)
+	assert.Zero(t, handled.Load(), "no tick made over maxmemory")
+	must(t, s, "CONFIG", "SET", "maxmemory", "0")
+	eventually(t, "a tick's job handled", func() bool { return handled.Load() > 0 })
+	require.NoError(t, stop())
+	assert.Equal(t, 1, strings.Count(logs.String(), "schedule ticks held back"), logs.String())
+	assert.NotContains(t, logs.String(), "level=ERROR")
 }
 
 // TestAWorkerLooksForTicksWhenOneComes: a worker that makes its queue's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -706,16 +707,29 @@ const tickEvery = 50 * time.Millisecond
 func (w *worker) tickLoop() {
 	wake := w.q.c.ticks.add(w.q.name)
 	defer w.q.c.ticks.remove(w.q.name, wake)
+	held := false // the server refuses the ticks: it is over maxmemory
 	for w.stop.Err() == nil {
 		made, native, until, err := w.q.tickFallback(w.stop)
+		over := outOfMemory(err)
 		switch {
+		case over && !held:
+			w.log.Warn("schedule ticks held back: the server is over maxmemory", "err", err)
+		case over: // said once
 		case err != nil && w.stop.Err() == nil:
 			w.log.Error("schedule ticks", "err", err)
 		case made > 0:
 			w.log.Debug("schedule ticks", "jobs", made)
 		}
+		held = over
 		w.sleepOr(tickPause(native, until, err, w.crew.opts.Poll), wake)
 	}
+}
+
+// outOfMemory reports whether err is the server's refusal of a command
+// that may grow its memory while it is over maxmemory.
+func outOfMemory(err error) bool {
+	verr, ok := valkey.IsValkeyErr(err)
+	return ok && strings.HasPrefix(verr.Error(), "OOM ")
 }
 
 // tickPause is how long the tick loop waits before it looks again: Poll

@@ -1,6 +1,8 @@
-#!lua flags=allow-oom
+#!lua
 -- The second half of a tick on a node without the module, what the claim
--- turn's tick writes (emq/repeat.go, tickOne): KEYS repeats pending config
+-- turn's tick writes (emq/repeat.go, tickOne) — not allow-oom: a tick is an
+-- admission, which the module holds back over maxmemory as the server
+-- refuses this script there: KEYS repeats pending config
 -- events; ARGV n, then n ticks of six — name tick made next id priority —
 -- then pairs of name tick to drop (a row that is gone or not one
 -- EMQ.REPEAT wrote). Each is done only while the schedule's score is still
