@@ -12,7 +12,8 @@ import (
 
 // TestCLIConnectionTrouble: what goes wrong while connecting, or on the
 // wrong node, ends the run within --timeout with a message saying what to
-// do, and a replica's READONLY is a refusal like NOPERM.
+// do, and a replica's READONLY, or OOM over maxmemory, is a refusal like
+// NOPERM.
 func TestCLIConnectionTrouble(t *testing.T) {
 	t.Run("a host that accepts and never answers gives up within --timeout", func(t *testing.T) {
 		addr := fakeHost(t, func(c net.Conn) { t.Cleanup(func() { c.Close() }) })
@@ -48,6 +49,14 @@ func TestCLIConnectionTrouble(t *testing.T) {
 		assert.Contains(t, r.stderr, "READONLY")
 		assert.Contains(t, r.stderr, "--addr names a replica")
 		assert.NotContains(t, r.stderr, "holds no job")
+		assert.Empty(t, r.stdout)
+	})
+	t.Run("an enqueue over maxmemory is refused with exit 4", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		require.NoError(t, s.Do("CONFIG", "SET", "maxmemory", "1").Error())
+		r := emq(t, s.Addr, "enqueue", "emails", "hi")
+		assert.Equal(t, exitRefused, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "OOM")
 		assert.Empty(t, r.stdout)
 	})
 	t.Run("a pause of an unknown queue on a primary still notes it", func(t *testing.T) {

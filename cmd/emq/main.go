@@ -17,7 +17,8 @@
 //
 // Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad
 // usage; 3 a job named does not exist; 4 the server refused an action (a
-// refusal code, NOPERM, a replica's READONLY), or some jobs of a bulk action.
+// refusal code, NOPERM, a replica's READONLY, OOM over maxmemory), or some
+// jobs of a bulk action.
 package main
 
 import (
@@ -91,17 +92,18 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, inspect.ErrNoJob), errors.Is(err, emqerrors.NoJob):
 		return exitNotFound
-	case errors.As(err, &refusal), readOnly(err):
+	case errors.As(err, &refusal), serverRefused(err, "READONLY"), serverRefused(err, "OOM"):
 		return exitRefused
 	}
 	return exitFailed
 }
 
-// readOnly reports whether err is a replica's READONLY: the server
-// refused a write, as it refuses one with NOPERM.
-func readOnly(err error) bool {
+// serverRefused reports whether err is the server's refusal of a write
+// with code: a replica's READONLY, or OOM over maxmemory — a refusal as
+// NOPERM is.
+func serverRefused(err error, code string) bool {
 	var verr *valkey.ValkeyError
-	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), "READONLY")
+	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), code+" ")
 }
 
 // run runs the command line args (without the program's name) and returns
@@ -160,7 +162,7 @@ func run(ctx context.Context, args []string, e env) int {
 	defer s.close()
 	if err := cmd.run(ctx, s, pos); err != nil {
 		hint := ""
-		if readOnly(err) {
+		if serverRefused(err, "READONLY") {
 			hint = " (--addr names a replica: actions go to its primary)"
 		}
 		fmt.Fprintf(e.stderr, "emq %s: %s%s\n", cmd.name, terminalText(err.Error()), hint)
@@ -218,7 +220,7 @@ the password comes from $EMQ_PASSWORD), --timeout, and --json (for
 scripts) but for dash and metrics.
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job,
-4 refused by the server (a replica's READONLY too), or some jobs of a
+4 refused by the server (a replica's READONLY, OOM too), or some jobs of a
 bulk action.
 
 "emq help <command>" shows a command's flags and examples.
