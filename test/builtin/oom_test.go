@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -83,7 +84,7 @@ func overMaxmemory(t *testing.T, s *valkeytest.Server) {
 // TestOutOfMemoryHoldsTicksBack: a schedule's tick is an admission, so
 // over maxmemory — where EMQ.ENQUEUE is refused — a claim turn makes no
 // job of it and the schedule stays due; a waiting worker's turn looks at
-// it again every 100 ms, not at once; with room again, the first turn
+// it again every 100 ms, not at once; with room again, the next look
 // makes one job, of the first missed tick.
 func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
@@ -106,10 +107,22 @@ func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 		assert.LessOrEqual(t, infoInt(t, s, "emq", "emq_timers_fired")-fired, int64(10), "timers fired in 500 ms")
 		assert.Equal(t, before, digest(t, s))
 	})
-	t.Run("with room again, the first claim makes one job, of the first missed tick", func(t *testing.T) {
+	t.Run("with room again, a waiting worker gets one job, of the first missed tick, within a look", func(t *testing.T) {
+		waiter := newClient(t, s, "") // its own connection: the others' calls are not queued behind its wait
+		wait := waiter.B().Arbitrary(verb("EMQ.BCLAIM", queueSets(q), "60000", "10", "3", "5000").argv()...).Blocking()
+		done := make(chan valkey.ValkeyResult, 1)
+		go func() { done <- waiter.Do(context.Background(), wait) }()
+		time.Sleep(300 * time.Millisecond) // it waits, the ticks held
 		ok(t, s, "DEL", "filler")
 		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
-		assert.Len(t, claimed(t, s.Do(claim(q, 60_000, 10, 3).argv()...)), 1)
+		freed := time.Now()
+		select {
+		case r := <-done:
+			assert.Len(t, claimed(t, r), 1)
+			assert.Less(t, time.Since(freed), time.Second, "looked again 100 ms apart")
+		case <-time.After(6 * time.Second):
+			require.FailNow(t, "the waiting worker never got the tick's job")
+		}
 		assert.Equal(t, "1", str(t, s, "HGET", row, "made"))
 		assert.Equal(t, first, str(t, s, "HGET", row, "last"))
 	})
