@@ -315,7 +315,8 @@
 // script's shebang line carries its verb's flags: allow-oom unless the verb
 // is deny-oom (ENQUEUE, SCHEDULE, ENQUEUEMANY, REVIVE, PARK, REPEAT; and
 // tick.lua, whose ticks the module holds back there), so over maxmemory
-// the server refuses the same calls; a read-only replica refuses them all. BCLAIM has no script: a script cannot block.
+// the server refuses the same calls; a read-only replica refuses them all.
+// BCLAIM has no script: a script cannot block.
 //
 // Besides its declared keys, a script touches keys it derives from them,
 // as the verb does: job rows (emq:{<queue>}:job:<JOB id>) and the queue's
