@@ -123,7 +123,8 @@
 // the next tick it knows of comes — at least 50 ms and at most Poll
 // apart, every Poll while the queue has no tick to come — and at once
 // when a Repeat through the same Client sets one of the queue's
-// schedules: due.lua reads the due schedules, the next one's time and the
+// schedules: due.lua reads the due schedules (as a claim turn, only when
+// the queue's config holds repeat_seq), the next one's time and the
 // server's clock, the client computes each tick's job id and next tick
 // with the module's own code (package emq), and tick.lua writes what the
 // claim turn would — the job row, its pending entry, its added event, the

@@ -13,6 +13,7 @@ import (
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,6 +202,18 @@ func queueState(t *testing.T, n node, queue string) map[string]any {
 	return out
 }
 
+// oftenWithoutModule is queue name on a node without the module, with a
+// schedule "often" that ticks every interval (a Go duration).
+func oftenWithoutModule(t *testing.T, name, interval string) (*valkeytest.Server, *Queue) {
+	t.Helper()
+	s, m := moduleless(t)
+	q, err := New(s.Client()).Queue(name, m, Policy{})
+	require.NoError(t, err)
+	_, err = q.Repeat(ctx(t), "often", "@every "+interval, nil, RepeatOptions{})
+	require.NoError(t, err)
+	return s, q
+}
+
 // TestTicks: the fallback makes a schedule's ticks as the module's claim
 // turn does — the same job, under the same id, with the same rows — and
 // a tick made by both is one job.
@@ -292,11 +305,7 @@ func TestTicks(t *testing.T) {
 		}
 	})
 	t.Run("over maxmemory the server refuses the fallback's tick, which writes nothing; with room it makes one job, of the first missed tick", func(t *testing.T) {
-		s, m := moduleless(t)
-		q, err := New(s.Client()).Queue("oom", m, Policy{})
-		require.NoError(t, err)
-		_, err = q.Repeat(ctx(t), "often", "@every 10ms", nil, RepeatOptions{})
-		require.NoError(t, err)
+		s, q := oftenWithoutModule(t, "oom", "10ms")
 		first := hash(t, node{s: s}, keys.Repeat("oom", "often"))["next"]
 		time.Sleep(50 * time.Millisecond) // ticks come due
 		must(t, s, "CONFIG", "SET", "maxmemory", "1")
@@ -310,6 +319,20 @@ func TestTicks(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 1, made)
 		assert.Equal(t, first, hash(t, node{s: s}, keys.Repeat("oom", "often"))["last"])
+	})
+	t.Run("as a claim turn, the fallback ticks nothing of a queue whose config lost repeat_seq, until the next Repeat", func(t *testing.T) {
+		s, q := oftenWithoutModule(t, "lost", "10ms")
+		must(t, s, "DEL", keys.Set("lost", keys.Config))
+		time.Sleep(50 * time.Millisecond) // ticks come due
+		made, _, until, err := q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, made)
+		assert.Equal(t, time.Duration(-1), until, "no tick known")
+		_, err = q.Repeat(ctx(t), "hourly", "@every 1h", nil, RepeatOptions{})
+		require.NoError(t, err)
+		made, _, _, err = q.tickFallback(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, 1, made, "the first missed tick")
 	})
 	t.Run("the fallback run every few ms makes about one job per tick of an @every 100ms", func(t *testing.T) {
 		s, m := moduleless(t)
@@ -425,6 +448,13 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 				return reply{first: first}
 			},
 			func() reply {
+				// the numbering lost: a replaced schedule writes it again, at the highest
+				must(t, n.s, "DEL", keys.Set("same", keys.Config))
+				first, err := q.Repeat(ctx(t), "a", "@hourly", []byte("r"), RepeatOptions{Start: start, Limit: 3})
+				require.NoError(t, err)
+				return reply{first: first}
+			},
+			func() reply {
 				list, err := q.Schedules(ctx(t))
 				require.NoError(t, err)
 				return reply{list: list}
@@ -489,11 +519,7 @@ func TestWorkRunsTheSchedules(t *testing.T) {
 // warning, not an error at every look, and makes the ticks again once
 // there is room.
 func TestAWorkerSaysOnceThatTicksAreHeldBack(t *testing.T) {
-	s, m := moduleless(t)
-	q, err := New(s.Client()).Queue("held", m, Policy{})
-	require.NoError(t, err)
-	_, err = q.Repeat(ctx(t), "often", "@every 20ms", nil, RepeatOptions{})
-	require.NoError(t, err)
+	s, q := oftenWithoutModule(t, "held", "20ms")
 	var logs logBuffer
 	var handled atomic.Int64
 	must(t, s, "CONFIG", "SET", "maxmemory", "1")

@@ -307,15 +307,16 @@ func repeat(c Call) error {
 		number = n
 		made, _ = ParseInt(v[schedMade].Bytes)
 		last, _ = ParseInt(v[schedLast].Bytes)
-	} else {
-		seq := st.repeatSeq
-		if seq == 0 && set == ZSet {
-			// the numbering is lost (the config deleted, or its repeat_seq
-			// not a number) while schedules exist: go on above theirs
-			if seq, err = highestNumber(s, p, r.queue); err != nil {
-				return err
-			}
+	}
+	seq := st.repeatSeq
+	if seq == 0 && set == ZSet {
+		// the numbering is lost (the config deleted, or its repeat_seq not
+		// a number) while schedules exist: it goes on above theirs
+		if seq, err = highestNumber(s, p, r.queue); err != nil {
+			return err
 		}
+	}
+	if row != Hash {
 		if number = seq + 1; number > maxScheduleNumber {
 			return errNumbers
 		}
@@ -328,8 +329,10 @@ func repeat(c Call) error {
 		refPriority, Arg(repeatPriority), refStart, p.Decimal(r.start), refEnd, Arg(repeatEnd),
 		refLimit, Arg(repeatLimit), refNumber, p.Decimal(number), refMade, p.Decimal(made),
 		refNext, p.Decimal(first), refLast, p.Decimal(last))
-	if row == Empty {
-		p.hset(2, refRepeatSeq, p.Decimal(number))
+	if row == Empty || st.repeatSeq == 0 {
+		// a new number; or the numbering written again, which is also what
+		// tells a claim turn the queue has schedules to tick
+		p.hset(2, refRepeatSeq, p.Decimal(max(seq, number)))
 	}
 	p.zadd(1, p.Bytes(r.name), tickScore(first))
 	p.replyInt(first)

@@ -91,6 +91,52 @@ func TestMissedTicksMakeOneJob(t *testing.T) {
 	assert.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p", "priority": "4", "repeat": "tick"}, row(t, s, q, jobs[0].ID))
 }
 
+// TestADeletedConfigStopsTheTicksUntilTheNextRepeat: a claim turn looks
+// for schedules only when the queue's config holds repeat_seq, so a DEL of
+// the config leaves the schedules listed but making no jobs; the next
+// EMQ.REPEAT of the queue — a new schedule, or one replaced — writes
+// repeat_seq again, at the highest number, and the ticks resume: one job
+// of the first tick missed (a replaced schedule's ticks start anew).
+func TestADeletedConfigStopsTheTicksUntilTheNextRepeat(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for i, tc := range []struct {
+		name, again string // the schedule the next REPEAT sets, every hour
+		seq         string // repeat_seq it writes
+		replaced    bool
+	}{
+		{"a new schedule", "other", "3", false},
+		{"the schedule replaced", "tick", "2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := queueOf("reset" + strconv.Itoa(i))
+			integer(t, s, q.repeat("early", "@every 1h", "", "e", 0, 0, 0, 0)...)
+			first := integer(t, s, q.repeat("tick", "@every 50ms", "", "p", 0, 0, 0, 0)...)
+			must(t, s, "DEL", keys.Set(q.name, keys.Config))
+			time.Sleep(150 * time.Millisecond)
+			assert.Nil(t, claimJobs(t, s, q.claim(longLease, 10, 5)...), "no tick without repeat_seq")
+
+			spec := "@every 1h"
+			if tc.replaced {
+				spec = "@every 50ms"
+			}
+			again := integer(t, s, q.repeat(tc.again, spec, "", "p", 0, 0, 0, 0)...)
+			seq, err := s.Do("HGET", keys.Set(q.name, keys.Config), "repeat_seq").ToString()
+			require.NoError(t, err)
+			assert.Equal(t, tc.seq, seq, "the highest number")
+			want := first
+			if tc.replaced {
+				want = again
+				time.Sleep(time.Duration(again-serverMs(t, s)+20) * time.Millisecond)
+			}
+			jobs := claimJobs(t, s, q.claim(longLease, 10, 5)...)
+			require.Len(t, jobs, 1)
+			id, ok := ids.Parse(ids.Job, []byte(jobs[0].ID))
+			require.True(t, ok)
+			assert.Equal(t, uint64(want), id.UnixMs(), "the job of the first tick missed")
+		})
+	}
+}
+
 // TestATickMadeTwiceIsOneJob: a tick's job id is minted from the tick and
 // the schedule's number, so a tick whose job exists already — made by a
 // replayed turn, or by the client's fallback racing the module — makes no
