@@ -15,7 +15,10 @@ package emq
 //
 //	EMQ.SWEEP 4 emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead
 //
-// and replies nothing.
+// and replies nothing. When it held due ticks back (the server over
+// maxmemory) its plan's Wait.At, Queue nil, is when the timer looks
+// again: a server that wakes no waiter of an absent key (Redis 7.0) would
+// leave the queue's waiters unwoken and its timer unarmed.
 var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
 	queue, err := claimKeys(c.Args)
 	if err != nil {
@@ -29,6 +32,9 @@ var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
 		return err
 	}
 	t.toPending()
+	if t.held {
+		c.Plan.Wait.At = t.now + heldMs
+	}
 	return c.Server.Apply(c.Plan)
 }}
 

@@ -159,9 +159,17 @@ func (c *Call) Woken() bool { return c.waiter != 0 }
 
 // settle ends a call of verb whose plan is p: a command that asked to wait
 // and replied nothing blocks; a wake-up that replied is served, else keeps
-// waiting. A call that waits re-arms its queue's timer.
+// waiting. A call that waits re-arms its queue's timer, and so does the
+// timer's own sweep when it asks to look again (emq.Sweep).
 func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	w := &p.Wait
+	if verb == C.EMQ_SWEEP_VERB { // the queue's timer: it looks again at At
+		queue, _ := keys.SplitSet(args[2], keys.PendingSet)
+		if q := lookupQueue(int(C.emq_selected_db(c.ctx)), queue); w.At > 0 && q != nil && q.waiters > 0 {
+			arm(c.ctx, q, float64(w.At), true)
+		}
+		return
+	}
 	if c.replied != 0 || w.Queue == nil {
 		if c.waiter != 0 {
 			waitStats.WakeupsServed++
