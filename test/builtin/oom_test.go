@@ -20,14 +20,13 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
 	m, err := ids.NewMinter(5)
 	require.NoError(t, err)
-	overLimit := func() { overMaxmemory(t, s) }
 	allWork := func(t *testing.T, tag string) {
 		calls, _ := oneOfEach(m, tag)
 		for _, c := range calls {
 			assert.NoError(t, s.Do(c.argv()...).Error(), c.String())
 		}
 	}
-	overLimit()
+	overMaxmemory(t, s)
 
 	t.Run("every write verb answers OOM and writes nothing", func(t *testing.T) {
 		calls, written := oneOfEach(m, "oom")
@@ -65,7 +64,7 @@ func TestOutOfMemoryRefusesEveryWriteVerb(t *testing.T) {
 		allWork(t, "flushed")
 	})
 	t.Run("after the limit is raised every verb works again", func(t *testing.T) {
-		overLimit()
+		overMaxmemory(t, s)
 		ok(t, s, "CONFIG", "SET", "maxmemory", "0")
 		allWork(t, "raised")
 	})
