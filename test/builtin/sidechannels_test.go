@@ -184,6 +184,7 @@ func (ch eventStream) until(t *testing.T, last event) keyspaceEvents {
 // reading keys' types through its cache.
 type trackingCache struct{ c valkey.Client }
 
+// newTrackingCache connects a trackingCache to s, closed when t ends.
 func newTrackingCache(t *testing.T, s *valkeytest.Server) trackingCache {
 	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, ForceSingleClient: true})
 	require.NoError(t, err)
@@ -210,14 +211,14 @@ func (tc trackingCache) invalidated(t *testing.T, key string) {
 	eventually(t, 5*time.Second, "an invalidation of "+key, func() bool { return !tc.cached(t, key) })
 }
 
-// untouched asserts that keys are still cached once a marker written
+// untouched asserts that names are still cached once a marker written
 // after the calls has been invalidated: invalidations reach the tracking
-// connection in order, so any for keys would have arrived too.
-func (tc trackingCache) untouched(t *testing.T, s *valkeytest.Server, keys ...string) {
+// connection in order, so any for names would have arrived too.
+func (tc trackingCache) untouched(t *testing.T, s *valkeytest.Server, names ...string) {
 	tc.track(t, "marker")
 	ok(t, s, "SET", "marker", "x")
 	tc.invalidated(t, "marker")
-	for _, k := range keys {
+	for _, k := range names {
 		assert.True(t, tc.cached(t, k), "%s was invalidated", k)
 	}
 }
