@@ -222,24 +222,34 @@ func (t *turn) run(a claimArgs) error {
 	switch {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
-		repeats := t.repeats
-		if t.held {
-			repeats = -1 // due already: looked at again in heldMs, not at once
-		}
-		p.Wait = Wait{Queue: t.queue, On: claimPending, TimeoutMs: a.timeout,
-			Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again}
-		if t.limiter >= 0 && t.used >= t.st.rateMax {
-			p.Wait.At = t.windowEnd
-		}
-		if at := t.now + heldMs; t.held && (p.Wait.At == 0 || at < p.Wait.At) {
-			p.Wait.At = at
-		}
+		t.next(claimPending, a.timeout, again)
 	case delivered == 0:
 		p.Replies[head] = Reply{Kind: ReplyNullArray}
 	default:
 		p.Replies[head].Int = int64(delivered)
 	}
 	return nil
+}
+
+// next sets the plan's Wait to what the turn leaves for later: the queue,
+// On and the timeout of a waiting call (none for the timer's sweep), its
+// due sets — the schedules' only when the turn did not hold their ticks
+// back, which are looked at again in heldMs instead — and At, the first
+// of that look and the end of a used-up rate window.
+func (t *turn) next(on int, timeout int64, again bool) {
+	repeats := t.repeats
+	if t.held {
+		repeats = -1
+	}
+	w := Wait{Queue: t.queue, On: on, TimeoutMs: timeout,
+		Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again}
+	if t.limiter >= 0 && t.used >= t.st.rateMax {
+		w.At = t.windowEnd
+	}
+	if at := t.now + heldMs; t.held && (w.At == 0 || at < w.At) {
+		w.At = at
+	}
+	t.p.Wait = w
 }
 
 // newTurn starts the plan's turn of queue, reusing its slices: a call

@@ -262,7 +262,8 @@ func (p *Plan) Reset() {
 // itself. Again asks the host to run the verb again soon, still waiting —
 // on the event loop's next pass, so that other clients are served between
 // turns: the turn stopped on its budget with more of the queue left to
-// look at.
+// look at. The timer's sweep (Sweep) leaves its Queue and times with On
+// -1: nobody waits, the host arms the timer with them.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int

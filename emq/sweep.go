@@ -15,10 +15,11 @@ package emq
 //
 //	EMQ.SWEEP 4 emq:{q}:pending emq:{q}:active emq:{q}:delayed emq:{q}:dead
 //
-// and replies nothing. When it held due ticks back (the server over
-// maxmemory) its plan's Wait.At, Queue nil, is when the timer looks
-// again: a server that wakes no waiter of an absent key (Redis 7.0) would
-// leave the queue's waiters unwoken and its timer unarmed.
+// and replies nothing. Its plan's Wait holds what it left for later, with
+// nobody waiting: the host arms the queue's timer for it itself, as for a
+// waiting claim — its waiters may not look (a server that wakes no waiter
+// of an absent key, Redis 7.0, does not wake them when the sweep moved
+// nothing into pending), and the queue's next due time would be missed.
 var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
 	queue, err := claimKeys(c.Args)
 	if err != nil {
@@ -32,9 +33,7 @@ var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
 		return err
 	}
 	t.toPending()
-	if t.held {
-		c.Plan.Wait.At = t.now + heldMs
-	}
+	t.next(-1, 0, false)
 	return c.Server.Apply(c.Plan)
 }}
 

@@ -160,13 +160,12 @@ func (c *Call) Woken() bool { return c.waiter != 0 }
 // settle ends a call of verb whose plan is p: a command that asked to wait
 // and replied nothing blocks; a wake-up that replied is served, else keeps
 // waiting. A call that waits re-arms its queue's timer, and so does the
-// timer's own sweep when it asks to look again (emq.Sweep).
+// timer's own sweep (emq.Sweep), for what it left.
 func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	w := &p.Wait
-	if verb == C.EMQ_SWEEP_VERB { // the queue's timer: it looks again at At
-		queue, _ := keys.SplitSet(args[2], keys.PendingSet)
-		if q := lookupQueue(int(C.emq_selected_db(c.ctx)), queue); w.At > 0 && q != nil && q.waiters > 0 {
-			arm(c.ctx, q, float64(w.At), true)
+	if verb == C.EMQ_SWEEP_VERB {
+		if q := lookupQueue(int(C.emq_selected_db(c.ctx)), w.Queue); c.replied == 0 && w.Queue != nil && q != nil && q.waiters > 0 {
+			c.armFor(q, w)
 		}
 		return
 	}
@@ -190,6 +189,19 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
+	c.armFor(q, w)
+	if w.Again {
+		// the turn stopped on its budget: look again on the event loop's
+		// next pass, by the timer — signalled ready now, the server would
+		// run turn after turn before it serves anyone else, and a backlog
+		// of jobs no claim delivers (budgets spent) would stall it
+		arm(c.ctx, q, float64(int64(C.emq_now_ms())), false)
+	}
+}
+
+// armFor arms q's timer for the first time w leaves for later: the lowest
+// score of its due sets as they are after the call's writes, and At.
+func (c *Call) armFor(q *queueWait, w *emq.Wait) {
 	for i, k := range w.Due {
 		if k < 0 {
 			continue
@@ -200,13 +212,6 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	}
 	if w.At > 0 {
 		arm(c.ctx, q, float64(w.At), true)
-	}
-	if w.Again {
-		// the turn stopped on its budget: look again on the event loop's
-		// next pass, by the timer — signalled ready now, the server would
-		// run turn after turn before it serves anyone else, and a backlog
-		// of jobs no claim delivers (budgets spent) would stall it
-		arm(c.ctx, q, float64(int64(C.emq_now_ms())), false)
 	}
 }
 

@@ -447,6 +447,22 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 			require.Less(t, p50(lates), 100*time.Millisecond, "the median delivery after the due time")
 		})
 	}
+	t.Run("a due id whose row is gone, ahead of a job due later: the timer drops it and looks again at the next", func(t *testing.T) {
+		// on Redis 7.0 nothing the sweep moved into pending wakes a waiter
+		// there: the timer arms itself for what is due next
+		flush(t, s)
+		gone, later := enqueueB(t, s, 1), enqueueB(t, s, 2)
+		must(t, s, bq.claim(100_000, 2, 5)...)
+		must(t, s, failB(gone, 100)...)
+		must(t, s, failB(later, 400)...)
+		must(t, s, "DEL", bq.job(gone))
+		w := blockB(t, s, 100_000, 5_000)
+		start := time.Now()
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, later, claimedID(t, got))
+		require.Less(t, time.Since(start), 1500*time.Millisecond)
+	})
 	t.Run("a nearer due time re-arms the queue's timer", func(t *testing.T) {
 		flush(t, s)
 		far := enqueueB(t, s, 1)
