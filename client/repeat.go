@@ -22,7 +22,9 @@ type RepeatOptions struct {
 	// Priority is each job's priority, 0 … 2^31−1 (lower is claimed first).
 	Priority int
 	// Start is when the schedule starts: an "@every d" schedule ticks at
-	// Start + k·d (k ≥ 1), a cron one at its times after Start. The zero
+	// Start + k·d (k ≥ 1), a cron one at its times after Start; either
+	// only after the call, so a Start in the past makes no job for the
+	// ticks before it (it sets an "@every" schedule's phase). The zero
 	// time is now.
 	Start time.Time
 	// End is when it ends: no tick after it. The zero time is never.

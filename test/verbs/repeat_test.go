@@ -91,6 +91,25 @@ func TestMissedTicksMakeOneJob(t *testing.T) {
 	assert.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p", "priority": "4", "repeat": "tick"}, row(t, s, q, jobs[0].ID))
 }
 
+// TestAStartInThePastTicksFirstAfterTheCall: a start before the REPEAT
+// call makes no job for the ticks between them — an interval keeps its
+// phase, a cron rule its times — and the first tick is the first after
+// the call.
+func TestAStartInThePastTicksFirstAfterTheCall(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("past")
+	const hour = int64(time.Hour / time.Millisecond)
+	start := serverMs(t, s) - 90*60_000 // the 1st tick 30 minutes ago, the 2nd 30 minutes on
+	assert.Equal(t, start+2*hour, integer(t, s, q.repeat("interval", "@every 1h", "", "p", 0, start, 0, 0)...))
+	now := serverMs(t, s)
+	assert.Equal(t, now-now%hour+hour, integer(t, s, q.repeat("cron", "0 * * * *", "", "p", 0, now-24*hour, 0, 0)...),
+		"the next full hour, not the day's ticks before it")
+	assert.Nil(t, claimJobs(t, s, q.claim(longLease, 10, 5)...), "no job of a tick before the call")
+	for _, sc := range schedules(t, s, q) {
+		assert.Equal(t, "0", sc["made"], sc["name"])
+	}
+}
+
 // TestADeletedConfigStopsTheTicksUntilTheNextRepeat: a claim turn looks
 // for schedules only when the queue's config holds repeat_seq, so a DEL of
 // the config leaves the schedules listed but making no jobs; the next
