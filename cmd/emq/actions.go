@@ -43,7 +43,7 @@ func runRevive(ctx context.Context, s *session, args []string) error {
 	if s.o.all {
 		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
 	}
-	return s.each(ctx, "revived", idArgs, q.Revive)
+	return s.eachJob(ctx, "revived", idArgs, q.Revive)
 }
 
 var deleteCmd = &command{
@@ -58,7 +58,7 @@ ack or fail. A job that does not exist is exit 3.`,
 		if err != nil {
 			return err
 		}
-		return s.each(ctx, "deleted", args[1:], remover(q))
+		return s.eachJob(ctx, "deleted", args[1:], remover(q))
 	},
 }
 
@@ -270,48 +270,57 @@ func runEnqueue(ctx context.Context, s *session, args []string) error {
 	return err
 }
 
-// failedJSON is one job an action failed on.
+// failedJSON is one job, or one schedule, an action failed on: ID is the
+// job's id or the schedule's name.
 type failedJSON struct {
 	ID    string `json:"id"`
 	Error string `json:"error"`
 }
 
-// eachJSON is what an action on named jobs did.
+// eachJSON is what an action on named jobs, or schedules, did.
 type eachJSON struct {
 	Done   []string     `json:"done"`
 	Failed []failedJSON `json:"failed"`
 }
 
-// each acts on each job id named, one call per job, and reports every
-// one. The error's code is 3 when every failure was a missing job, else 4.
-func (s *session) each(ctx context.Context, done string, idArgs []string, act func(context.Context, ids.ID) error) error {
+// eachJob acts on each job id named, one call per job, once every id has
+// been read.
+func (s *session) eachJob(ctx context.Context, done string, idArgs []string, act func(context.Context, ids.ID) error) error {
 	jobs := make([]ids.ID, len(idArgs))
+	names := make([]string, len(idArgs))
 	for i, a := range idArgs {
 		id, err := parseJobID(a)
 		if err != nil {
 			return err
 		}
-		jobs[i] = id
+		jobs[i], names[i] = id, id.String()
 	}
+	return s.each(ctx, done, names, func(ctx context.Context, i int) error { return act(ctx, jobs[i]) })
+}
+
+// each acts on each of the things named — jobs, schedules — calling act
+// with its index, and reports every one. The error's code is 3 when every
+// failure was a missing one, else 4.
+func (s *session) each(ctx context.Context, done string, names []string, act func(context.Context, int) error) error {
 	out := eachJSON{Done: []string{}, Failed: []failedJSON{}}
 	code := exitNotFound
-	for _, id := range jobs {
-		if err := act(ctx, id); err != nil {
+	for i, name := range names {
+		if err := act(ctx, i); err != nil {
 			if exitCode(err) != exitNotFound {
 				code = exitRefused
 			}
-			out.Failed = append(out.Failed, failedJSON{ID: id.String(), Error: err.Error()})
+			out.Failed = append(out.Failed, failedJSON{ID: name, Error: err.Error()})
 			continue
 		}
-		out.Done = append(out.Done, id.String())
+		out.Done = append(out.Done, name)
 	}
 	if s.o.json {
 		if err := writeJSON(s.e.stdout, out); err != nil {
 			return err
 		}
 	} else {
-		for _, id := range out.Done {
-			fmt.Fprintf(s.e.stdout, "%s %s\n", done, id)
+		for _, name := range out.Done {
+			fmt.Fprintf(s.e.stdout, "%s %s\n", done, printable(name))
 		}
 	}
 	if len(out.Failed) == 0 {
@@ -319,7 +328,7 @@ func (s *session) each(ctx context.Context, done string, idArgs []string, act fu
 	}
 	lines := make([]string, len(out.Failed))
 	for i, f := range out.Failed {
-		lines[i] = f.ID + ": " + f.Error
+		lines[i] = printable(f.ID) + ": " + f.Error
 	}
 	return &exitError{code: code, err: errors.New(strings.Join(lines, "\n  "))}
 }

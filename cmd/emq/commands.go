@@ -40,8 +40,8 @@ var commands []*command
 
 func init() {
 	commands = []*command{
-		queuesCmd, jobsCmd, jobCmd,
-		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, limitCmd, eventsCmd, enqueueCmd,
+		queuesCmd, jobsCmd, jobCmd, repeatsCmd,
+		reviveCmd, deleteCmd, purgeCmd, pauseCmd, resumeCmd, limitCmd, eventsCmd, unrepeatCmd, enqueueCmd,
 		tailCmd, statsCmd, dashCmd, metricsCmd,
 	}
 }

@@ -210,8 +210,12 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 func overview() string {
 	var b strings.Builder
 	b.WriteString("emq shows and steers emq queues on a server or a cluster.\n\nUsage: emq <command> [arguments] [flags]\n\nCommands:\n")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	b.WriteString(`
 Every command takes --addr host:port (a cluster: any node, or several
@@ -219,7 +223,7 @@ comma-separated; default $EMQ_ADDR or 127.0.0.1:6379), --user ($EMQ_USER;
 the password comes from $EMQ_PASSWORD), --timeout, and --json (for
 scripts) but for dash and metrics.
 
-Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job,
+Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job (or schedule),
 4 refused by the server (a replica's READONLY, OOM too), or some jobs of a
 bulk action.
 

@@ -41,8 +41,14 @@ type result struct {
 // emq runs the command against addr with the fixture's clock.
 func emq(t *testing.T, addr string, args ...string) result {
 	t.Helper()
+	return emqAt(t, addr, queuetest.Now, args...)
+}
+
+// emqAt runs the command against addr with its clock stopped at now.
+func emqAt(t *testing.T, addr string, now time.Time, args ...string) result {
+	t.Helper()
 	var stdout, stderr, progress bytes.Buffer
-	e := env{stdout: &stdout, stderr: &stderr, progress: &progress, now: func() time.Time { return queuetest.Now },
+	e := env{stdout: &stdout, stderr: &stderr, progress: &progress, now: func() time.Time { return now },
 		getenv: func(k string) string {
 			if k == "EMQ_ADDR" {
 				return addr
