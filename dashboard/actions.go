@@ -115,3 +115,22 @@ func (d *Dashboard) remove(r *http.Request) (back, msg string, err error) {
 	}
 	return back, "Deleted " + id.String() + ".", nil
 }
+
+// unrepeat removes one of the queue's repeat schedules through
+// EMQ.UNREPEAT, back to the queue's page; the jobs it made stay.
+func (d *Dashboard) unrepeat(r *http.Request) (back, msg string, err error) {
+	queue, name := r.PathValue("queue"), r.PathValue("name")
+	back = queuePath(queue)
+	q, err := d.queue(queue)
+	if err != nil {
+		return back, "", err
+	}
+	found, err := q.Unrepeat(r.Context(), name)
+	if err != nil {
+		return back, "", err
+	}
+	if !found {
+		return back, "", fmt.Errorf("queue %s has no schedule %s: removed already?", queue, name)
+	}
+	return back, fmt.Sprintf("Removed the schedule %s: it makes no more jobs; those it made stay.", name), nil
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -116,8 +117,8 @@ func work(t *testing.T, w *site, s *valkeytest.Server) {
 
 // TestBrowser: a person opens the overview, follows a queue to its dead
 // jobs, opens one, revives it and sees the counts change; pauses the queue
-// and resumes it; deletes a pending job; a read-only dashboard shows no
-// action and refuses the POST. The pages are left as
+// and resumes it; deletes a pending job; removes a schedule; a read-only
+// dashboard shows no action and refuses the POST. The pages are left as
 // PNGs under build/screenshots.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
@@ -177,6 +178,18 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(t, ctx, "nav.tabs a.current"), "pending 3", "back on the pending tab, one job fewer")
 	shoot(t, ctx, dir, "8-job-deleted")
 
+	t.Run("a schedule's Remove, confirmed, takes it off the queue's page", func(t *testing.T) {
+		require.NoError(t, s.Do("EMQ.REPEAT", "3", keys.Repeat("emails", "nightly"), keys.Set("emails", keys.Repeats),
+			keys.Set("emails", keys.Config), "30 2 * * *", "Europe/Berlin", "build the report", "0", "0", "0", "0").Error())
+		step(t, ctx, chromedp.Navigate(rw.url+"/queues/emails"))
+		assert.Contains(t, text(t, ctx, "#schedules"), "30 2 * * * Europe/Berlin")
+		step(t, ctx, chromedp.Click(chromedp.CSS("#schedules details.danger summary")))
+		step(t, ctx, chromedp.WaitVisible(chromedp.CSS("#schedules details.danger button")))
+		shoot(t, ctx, dir, "11-schedule-remove")
+		step(t, ctx, chromedp.Click(chromedp.CSS("#schedules details.danger button")))
+		assert.Contains(t, text(t, ctx, "#flash"), "Removed the schedule nightly")
+		assert.Zero(t, step(t, ctx, chromedp.Evaluate[int](`document.querySelectorAll("#schedules").length`)), "no schedule left to list")
+	})
 	t.Run("a long queue name wraps: every count and action stays on screen", func(t *testing.T) {
 		long := strings.Repeat("L", 600)
 		m, err := ids.NewMinter(9)

@@ -151,6 +151,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /queues/{queue}/jobs/{id}/delete", d.action(d.remove))
 	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
+	mux.HandleFunc("POST /queues/{queue}/schedules/{name}/remove", d.action(d.unrepeat))
 	return secured(http.NewCrossOriginProtection().Handler(mux))
 }
 

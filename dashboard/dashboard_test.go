@@ -416,8 +416,9 @@ func serveDashboardAt(t *testing.T, s *site) *site {
 	return &site{url: s.url, hc: &hc, d: s.d}
 }
 
-// TestSteering: pause and resume a queue (overview and queue page) and
-// delete a job (job page) through their verbs; the pages show the buttons
+// TestSteering: pause and resume a queue (overview and queue page),
+// delete a job (job page) and remove a schedule (queue page) through their
+// verbs; the pages show the buttons
 // only on a write dashboard, and a POST without a token or to a read-only
 // dashboard writes nothing.
 func TestSteering(t *testing.T) {
@@ -499,6 +500,35 @@ func TestSteering(t *testing.T) {
 		code, loc = rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}})
 		assert.Equal(t, http.StatusSeeOther, code)
 		assert.Contains(t, loc, "/queues/emails?err=queue+emails+holds+no+job")
+	})
+	t.Run("a schedule's Remove removes it through EMQ.UNREPEAT; a read-only dashboard offers and does none", func(t *testing.T) {
+		const name = "daily/report" // a slash, escaped in the path
+		require.NoError(t, s.Do("EMQ.REPEAT", "3", keys.Repeat("emails", name), keys.Set("emails", keys.Repeats), keys.Set("emails", keys.Config),
+			"@daily", "", "p", "0", "0", "0", "0").Error())
+		listed := func() int64 {
+			n, err := s.Do("ZCARD", keys.Set("emails", keys.Repeats)).AsInt64()
+			require.NoError(t, err)
+			return n
+		}
+		path := "/queues/emails/schedules/daily%2Freport/remove"
+		_, body := rw.get(t, "/queues/emails")
+		assert.Contains(t, body, `action="`+path+`"`)
+		_, body = ro.get(t, "/queues/emails")
+		assert.Contains(t, body, `<table id="schedules">`)
+		assert.NotContains(t, body, `method="post"`)
+		code, _ := ro.post(t, path, url.Values{"csrf": {"x"}})
+		assert.Equal(t, http.StatusForbidden, code)
+		code, _ = rw.post(t, path, url.Values{})
+		assert.Equal(t, http.StatusForbidden, code, "no token")
+		assert.Equal(t, int64(1), listed())
+
+		code, loc := rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.True(t, strings.HasPrefix(loc, "/queues/emails?msg=Removed+the+schedule+daily%2Freport"), loc)
+		assert.Zero(t, listed())
+		code, loc = rw.post(t, path, url.Values{"csrf": {rw.token(t, "/")}})
+		assert.Equal(t, http.StatusSeeOther, code)
+		assert.Contains(t, loc, "/queues/emails?err=queue+emails+has+no+schedule+daily%2Freport")
 	})
 }
 
