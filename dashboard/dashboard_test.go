@@ -563,11 +563,14 @@ func TestAuth(t *testing.T) {
 	assert.Error(t, err, "auth is user:password")
 }
 
-// TestMetrics: /metrics has every queue's sizes by state and INFO emq's
-// fields, counters as counters; a server that cannot be read fails it.
+// TestMetrics: /metrics has every queue's sizes by state and schedules,
+// and INFO emq's fields, counters as counters; a server that cannot be
+// read fails it.
 func TestMetrics(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	queuetest.Fill(t, s.Client())
+	require.NoError(t, s.Do("EMQ.REPEAT", "3", keys.Repeat("emails", "nightly"), keys.Set("emails", keys.Repeats), keys.Set("emails", keys.Config),
+		"@daily", "", "p", "0", "0", "0", "0").Error())
 	w := serveDashboard(t, s.Client(), Config{})
 	code, body := w.get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)
@@ -579,6 +582,8 @@ func TestMetrics(t *testing.T) {
 		`emq_queue_rate_limit{queue="payments"} 10`,
 		`emq_queue_rate_window_seconds{queue="payments"} 1`,
 		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3594`,
+		`emq_queue_schedules{queue="emails"} 1`,
+		`emq_queue_schedules{queue="invoices"} 0`,
 		`# TYPE emq_jobs_dead_total counter`,
 		`emq_jobs_dead_total{node="` + s.Addr + `"} 3`,
 		`emq_node_up{node="` + s.Addr + `"} 1`,

@@ -24,6 +24,7 @@ import (
 //	emq_queue_rate_limit{queue}                   jobs per window, when limited
 //	emq_queue_rate_window_seconds{queue}          the limit's window
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
+//	emq_queue_schedules{queue}                    its repeat schedules
 //	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
 //	emq_node_up{node}                             1 for a primary read, 0 for one that did not answer
 //	emq_calls_total{node,verb}                    calls of each verb
@@ -46,6 +47,7 @@ type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
+	schedules                                       *prometheus.Desc
 	unreadable, up                                  *prometheus.Desc
 	calls, ok, refused, refusals                    *prometheus.Desc
 }
@@ -67,6 +69,7 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		limit:      prometheus.NewDesc("emq_queue_rate_limit", "Jobs the queue delivers per window, when limited.", q, nil),
 		windowSecs: prometheus.NewDesc("emq_queue_rate_window_seconds", "The window of the queue's rate limit.", q, nil),
 		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending (0 when none).", q, nil),
+		schedules:  prometheus.NewDesc("emq_queue_schedules", "Repeat schedules of the queue, finished ones included.", q, nil),
 		up:         prometheus.NewDesc("emq_node_up", "1 for a primary that answered the scrape, 0 for one the cluster lists that did not: its queues have no series.", []string{"node"}, nil),
 		unreadable: prometheus.NewDesc("emq_queue_unreadable", "1 for a queue the server refused to read (a key of its layout of another type, say): it has no other series.", q, nil),
 		calls:      prometheus.NewDesc("emq_calls_total", "Calls of each emq verb since the module loaded, refused ones included.", verb, nil),
@@ -119,6 +122,7 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			ch <- prometheus.MustNewConstMetric(c.windowSecs, prometheus.GaugeValue, s.Limit.Window.Seconds(), s.Queue)
 		}
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.HeadAge.Seconds(), s.Queue)
+		ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(s.Repeats), s.Queue)
 	}
 	nodes, lost := c.in.Stats(ctx)
 	var down *inspect.UnreachableError

@@ -62,6 +62,12 @@ func TestReadingQueues(t *testing.T) {
 		names, err := inspect.New(s.Client(), inspect.Options{}).Queues(ctx(t))
 		require.NoError(t, err)
 		assert.Equal(t, []string{"cron", "emails", "invoices", "payments", "quiet"}, names)
+		sums, err := in.Summaries(ctx(t), []string{"cron", "quiet", "nosuch"})
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), sums[0].Repeats, "its schedules counted")
+		for i, blank := range []bool{false, false, true} {
+			assert.Equal(t, blank, sums[i].Blank(), "%s: a schedule or a setting is no mistyped name", sums[i].Queue)
+		}
 	})
 	t.Run("summaries count each state and read the config", func(t *testing.T) {
 		sums, err := in.Summaries(ctx(t), []string{"emails", "payments", "invoices", "nosuch"})

@@ -22,6 +22,9 @@ type Summary struct {
 	// Events is the cap of the queue's events stream while its lifecycle
 	// events are on (the config's events field); 0 when they are off.
 	Events int64
+	// Repeats is how many repeat schedules the queue has (the size of its
+	// repeats set), finished ones included.
+	Repeats int64
 	// Head is the JOB id at the head of pending — the next to be claimed —
 	// or "" when nothing is pending; HeadAge is how long ago it was minted.
 	// With one priority in use the head is the oldest pending job; with
@@ -58,23 +61,23 @@ func (s Summary) Total() int64 {
 	return n
 }
 
-// Blank reports whether the queue holds no job and has no setting (not
-// paused, no rate limit, events off): the server knows nothing of it, as
-// of a mistyped name.
+// Blank reports whether the queue holds no job, has no setting (not
+// paused, no rate limit, events off) and no schedule: the server knows
+// nothing of it, as of a mistyped name.
 func (s Summary) Blank() bool {
-	return s.Total() == 0 && !s.Paused && s.Limit.Max == 0 && s.Events == 0
+	return s.Total() == 0 && !s.Paused && s.Limit.Max == 0 && s.Events == 0 && s.Repeats == 0
 }
 
 // perQueue is how many commands summarize one queue: a ZCARD per state,
-// the config's fields, the head of pending.
-const perQueue = 4 + 2
+// the config's fields, the head of pending, the ZCARD of its schedules.
+const perQueue = 4 + 3
 
 // summaryBatch bounds the commands of one pipeline.
 const summaryBatch = 256
 
 // Summaries summarizes each queue of names, in order: a fixed number of
-// O(1) or O(log N) commands per queue (ZCARD of each set, HMGET of the
-// config, ZRANGE of the head of pending), pipelined. A queue whose read
+// O(1) or O(log N) commands per queue (ZCARD of each set and of the
+// schedules, HMGET of the config, ZRANGE of the head of pending), pipelined. A queue whose read
 // the server refused has its Summary.Err; the error is a read that got no
 // answer.
 func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, error) {
@@ -88,7 +91,8 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 				cmds = append(cmds, in.vk.B().Zcard().Key(keys.Set(q, string(st))).Build())
 			}
 			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms", "events").Build(),
-				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build())
+				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build(),
+				in.vk.B().Zcard().Key(keys.Set(q, keys.Repeats)).Build())
 		}
 		replies := in.vk.DoMulti(ctx, cmds...)
 		for i, q := range batch {
@@ -142,6 +146,9 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 	}
 	if len(head) > 0 {
 		s.Head, s.HeadAge = head[0], ageOf(head[0], now)
+	}
+	if s.Repeats, err = r[6].AsInt64(); err != nil {
+		return s, fmt.Errorf("queue %s: ZCARD repeats: %w", q, err)
 	}
 	return s, nil
 }

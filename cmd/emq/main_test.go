@@ -806,8 +806,8 @@ func TestCLIUnreadableQueue(t *testing.T) {
 	require.NoError(t, s.Do("SET", "emq:{wt}:pending", "notazset").Error())
 	r := emq(t, s.Addr, "queues")
 	require.Equal(t, exitOK, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "\nemails    3        1       1        2     no      -      59m54s\n")
-	assert.Contains(t, r.stdout, "\nwt        ?        ?       ?        ?     ?       ?      ?\n")
+	assert.Contains(t, r.stdout, "\nemails    3        1       1        2     no      -      0          59m54s\n")
+	assert.Contains(t, r.stdout, "\nwt        ?        ?       ?        ?     ?       ?      ?          ?\n")
 	assert.Contains(t, r.stderr, "emq queues: cannot read wt (its row shows ?): queue wt: ZCARD pending: WRONGTYPE")
 
 	r = emq(t, s.Addr, "queues", "--json")

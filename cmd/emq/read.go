@@ -17,7 +17,7 @@ import (
 )
 
 var queuesCmd = &command{
-	name: "queues", summary: "every queue found: jobs per state, paused, rate limit, oldest pending job",
+	name: "queues", summary: "every queue found: jobs per state, paused, rate limit, schedules, oldest pending job",
 	detail: `Finds queues with SCAN over their key layouts on every primary (bounded
 COUNT per call) and counts each state with ZCARD. OLDEST PENDING is the age
 of the job at the head of pending, the next to be claimed: the oldest
@@ -38,6 +38,7 @@ type queueJSON struct {
 	LimitMax      int64  `json:"limit_max"`
 	LimitWindowMs int64  `json:"limit_window_ms"`
 	Events        int64  `json:"events"`
+	Schedules     int64  `json:"schedules"`
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
 	// Error is why the queue could not be read; its counts are then 0.
@@ -66,7 +67,7 @@ func printQueues(s *session, sums []inspect.Summary) error {
 		for i, q := range sums {
 			out[i] = queueJSON{Queue: q.Queue, Pending: q.Counts[inspect.Pending], Active: q.Counts[inspect.Active],
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
-				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events,
+				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events, Schedules: q.Repeats,
 				OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
 			if q.Err != nil {
 				out[i].Error = q.Err.Error()
@@ -74,10 +75,10 @@ func printQueues(s *session, sums []inspect.Summary) error {
 		}
 		return writeJSON(s.e.stdout, out)
 	}
-	t := newTable(s.e.stdout, "QUEUE", "PENDING", "ACTIVE", "DELAYED", "DEAD", "PAUSED", "LIMIT", "OLDEST PENDING")
+	t := newTable(s.e.stdout, "QUEUE", "PENDING", "ACTIVE", "DELAYED", "DEAD", "PAUSED", "LIMIT", "SCHEDULES", "OLDEST PENDING")
 	for _, q := range sums {
 		if q.Err != nil {
-			t.row(printable(q.Queue), "?", "?", "?", "?", "?", "?", "?")
+			t.row(printable(q.Queue), "?", "?", "?", "?", "?", "?", "?", "?")
 			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %s\n", printable(q.Queue), printable(q.Err.Error()))
 			continue
 		}
@@ -86,7 +87,7 @@ func printQueues(s *session, sums []inspect.Summary) error {
 			oldest = readable.Duration(q.HeadAge)
 		}
 		t.row(printable(q.Queue), count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
-			count(q.Counts[inspect.Dead]), yesNo(q.Paused), q.Limit.String(), oldest)
+			count(q.Counts[inspect.Dead]), yesNo(q.Paused), q.Limit.String(), count(q.Repeats), oldest)
 	}
 	if len(sums) == 0 {
 		fmt.Fprintln(s.e.stderr, "no queues found")

@@ -80,6 +80,16 @@ func TestCLIRepeats(t *testing.T) {
 		assert.Equal(t, "Europe/Berlin", out[1].TZ)
 		assert.Equal(t, time.Date(2030, 1, 1, 1, 30, 0, 0, time.UTC).UnixMilli(), out[1].NextMs, "02:30 in Berlin")
 	})
+	t.Run("a queue of only schedules is counted, and no mistyped name", func(t *testing.T) {
+		r := emq(t, s.Addr, "queues")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "\nreports  0        0       0        0     no      -      2          -\n")
+		for _, args := range [][]string{{"jobs", "reports"}, {"pause", "reports"}, {"resume", "reports"}} {
+			r := emq(t, s.Addr, args...)
+			require.Equal(t, exitOK, r.code, r.stderr)
+			assert.NotContains(t, r.stderr, "mistyped", args)
+		}
+	})
 	t.Run("a finished schedule comes last, with its last tick", func(t *testing.T) {
 		_, err := q.Repeat(ctx, "once", "@every 50ms", []byte("ping"), client.RepeatOptions{Limit: 1})
 		require.NoError(t, err)
