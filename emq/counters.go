@@ -32,6 +32,7 @@ const (
 	ClaimsPaused
 	ClaimsLimited
 	JobsRefused
+	RepeatsHeld
 
 	// NumCounters is how many counters there are.
 	NumCounters
@@ -65,4 +66,5 @@ var CounterNames = [NumCounters]string{
 	ClaimsPaused:       "claims_paused",
 	ClaimsLimited:      "claims_limited",
 	JobsRefused:        "jobs_refused",
+	RepeatsHeld:        "repeats_held",
 }

@@ -493,6 +493,7 @@ func (t *turn) tick() error {
 	due := s.ZRange(t.repeats, float64(t.now), false, t.batch)
 	if len(due) > 0 && s.OutOfMemory() {
 		t.held = true
+		p.Count(RepeatsHeld, 1)
 		return nil
 	}
 	for _, m := range due {

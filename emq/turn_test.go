@@ -15,7 +15,7 @@ import (
 // through its repeats set by next tick, so a claim turn opens the rows of
 // the due ones only — at most emq.sweep-batch — whatever their number: its
 // cost is O(log S + batch), S schedules. Over maxmemory it opens none and
-// writes nothing: the due ticks are held back.
+// writes nothing: the due ticks are held back, and the hold is counted.
 func TestAClaimTurnReadsOnlyTheDueSchedules(t *testing.T) {
 	const now = int64(1_800_000_000_000)
 	for _, tc := range []struct {
@@ -59,6 +59,11 @@ func TestAClaimTurnReadsOnlyTheDueSchedules(t *testing.T) {
 			}
 			assert.Equal(t, tc.opened, opened, "schedule rows opened")
 			assert.Equal(t, tc.due > 0 && !tc.oom, len(s.plan.Writes) > 0, "writes planned")
+			held := int64(0)
+			if tc.oom {
+				held = 1
+			}
+			assert.Equal(t, held, s.plan.Counts[RepeatsHeld], "turns that held ticks back")
 		})
 	}
 }

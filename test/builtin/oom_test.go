@@ -94,11 +94,12 @@ func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 	overMaxmemory(t, s)
 	time.Sleep(50 * time.Millisecond) // ticks come due
 
-	t.Run("a claim makes no job and writes nothing", func(t *testing.T) {
-		before := digest(t, s)
+	t.Run("a claim makes no job and writes nothing, and INFO counts the hold", func(t *testing.T) {
+		before, held := digest(t, s), infoInt(t, s, "emq", "emq_repeats_held")
 		assert.Empty(t, claimed(t, s.Do(claim(q, 60_000, 1, 3).argv()...)))
 		assert.Equal(t, before, digest(t, s))
 		assert.Equal(t, "0", str(t, s, "HGET", row, "made"))
+		assert.Equal(t, held+1, infoInt(t, s, "emq", "emq_repeats_held"))
 	})
 	t.Run("a waiting worker's turn looks again every 100 ms, not at once", func(t *testing.T) {
 		before, fired := digest(t, s), infoInt(t, s, "emq", "emq_timers_fired")
