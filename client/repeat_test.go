@@ -411,6 +411,8 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 	nodes := startNodes(t)
 	// ticks after a start to come do not depend on when each node is called
 	start := time.UnixMilli(time.Now().Add(24 * time.Hour).UnixMilli())
+	// a start before the calls: the first tick after each, past+2h on both
+	past := time.UnixMilli(time.Now().Add(-90 * time.Minute).UnixMilli())
 	type reply struct {
 		first   time.Time
 		removed bool
@@ -445,6 +447,12 @@ func TestRepeatScriptsWriteTheVerbsRows(t *testing.T) {
 				first, err := q.Repeat(ctx(t), "c", "@every 1h", nil, RepeatOptions{Start: start})
 				require.NoError(t, err)
 				must(t, n.s, "DEL", keys.Set("same", keys.Events))
+				return reply{first: first}
+			},
+			func() reply {
+				first, err := q.Repeat(ctx(t), "d", "@every 1h", nil, RepeatOptions{Start: past})
+				require.NoError(t, err)
+				require.Equal(t, past.Add(2*time.Hour), first, "no tick before the call")
 				return reply{first: first}
 			},
 			func() reply {
