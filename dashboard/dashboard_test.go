@@ -418,9 +418,8 @@ func serveDashboardAt(t *testing.T, s *site) *site {
 
 // TestSteering: pause and resume a queue (overview and queue page),
 // delete a job (job page) and remove a schedule (queue page) through their
-// verbs; the pages show the buttons
-// only on a write dashboard, and a POST without a token or to a read-only
-// dashboard writes nothing.
+// verbs; the pages show the buttons only on a write dashboard, and a POST
+// without a token or to a read-only dashboard writes nothing.
 func TestSteering(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	f := queuetest.Fill(t, s.Client())

@@ -39,9 +39,9 @@ func reportsQueue(t *testing.T, vk valkey.Client) *client.Queue {
 }
 
 // TestCLIRepeats: repeats lists a queue's schedules, next tick first and
-// the finished last, as the golden table and as JSON; unrepeat removes
-// those named, exit 3 for one that does not exist and 4 for a name the
-// server refuses, which removes nothing.
+// the finished last, as the golden table and as JSON; queues counts them;
+// unrepeat removes those named — exit 3 for one that does not exist, 4
+// for a name the server refuses, the other names removed all the same.
 func TestCLIRepeats(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
