@@ -223,12 +223,7 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 				return []string{"EMQ.ACK", "2", keys.Job(q.name, q.active), keys.Set(q.name, keys.ActiveSet), "1", "0"}
 			},
 			func(t *testing.T, owner *valkeytest.Server, q fullQueue, _ valkey.ValkeyResult) {
-				last, err := owner.Do("XREVRANGE", keys.Set(q.name, keys.Events), "+", "-", "COUNT", "1").ToArray()
-				require.NoError(t, err)
-				entry, err := last[0].ToArray()
-				require.NoError(t, err)
-				fields, err := entry[1].AsStrSlice()
-				require.NoError(t, err)
+				fields := lastEntry(t, owner, keys.Set(q.name, keys.Events))
 				assert.Equal(t, []string{"event", "completed", "job", q.active}, fields[:4], "the one stream has the event")
 			}},
 	} {

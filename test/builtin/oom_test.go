@@ -141,16 +141,7 @@ func TestOutOfMemoryVerbsThatWorkAppendTheirEvents(t *testing.T) {
 	id := m.Mint(ids.Job)
 	ok(t, s, enqueue(q, id, "p").argv()...)
 	overMaxmemory(t, s)
-	last := func() string {
-		entries, err := s.Do("XREVRANGE", stream, "+", "-", "COUNT", "1").ToArray()
-		require.NoError(t, err)
-		require.Len(t, entries, 1)
-		fields, err := entries[0].ToArray()
-		require.NoError(t, err)
-		event, err := fields[1].AsStrSlice()
-		require.NoError(t, err)
-		return event[1] // event <name> …
-	}
+	last := func() string { return lastEntry(t, s, stream)[1] } // event <name> …
 	require.Len(t, claimed(t, s.Do(claim(q, 60_000, 1, 3).argv()...)), 1)
 	assert.Equal(t, "claimed", last())
 	assert.Equal(t, int64(1), num(t, s, ack(q, id.String(), 1, 0).argv()...))

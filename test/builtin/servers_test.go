@@ -92,6 +92,19 @@ func num(t *testing.T, s *valkeytest.Server, args ...string) int64 {
 	return v
 }
 
+// lastEntry returns the fields of stream's last entry, in order.
+func lastEntry(t *testing.T, s *valkeytest.Server, stream string) []string {
+	t.Helper()
+	entries, err := s.Do("XREVRANGE", stream, "+", "-", "COUNT", "1").ToArray()
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "%s holds an entry", stream)
+	entry, err := entries[0].ToArray()
+	require.NoError(t, err)
+	fields, err := entry[1].AsStrSlice()
+	require.NoError(t, err)
+	return fields
+}
+
 // ok sends a command that must not fail.
 func ok(t *testing.T, s *valkeytest.Server, args ...string) {
 	t.Helper()
