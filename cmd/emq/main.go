@@ -16,9 +16,9 @@
 //	emq dash --listen 127.0.0.1:8080 --write
 //
 // Exit codes: 0 done; 1 failed (no server, an unexpected reply); 2 bad
-// usage; 3 a job named does not exist; 4 the server refused an action (a
-// refusal code, NOPERM, a replica's READONLY, OOM over maxmemory), or some
-// jobs of a bulk action.
+// usage; 3 a job (or schedule) named does not exist; 4 the server refused
+// an action (a refusal code, NOPERM, a replica's READONLY, OOM over
+// maxmemory), or some jobs of a bulk action.
 package main
 
 import (

@@ -84,10 +84,14 @@ func TestCLIRepeats(t *testing.T) {
 		r := emq(t, s.Addr, "queues")
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "\nreports  0        0       0        0     no      -      2          -\n")
-		for _, args := range [][]string{{"jobs", "reports"}, {"pause", "reports"}, {"resume", "reports"}} {
+		// the commands that note a queue the server knows nothing of
+		for _, args := range [][]string{{"jobs", "reports"}, {"pause", "reports"}, {"events", "reports", "10"}} {
 			r := emq(t, s.Addr, args...)
 			require.Equal(t, exitOK, r.code, r.stderr)
 			assert.NotContains(t, r.stderr, "mistyped", args)
+		}
+		for _, args := range [][]string{{"resume", "reports"}, {"events", "reports", "off"}} {
+			require.Equal(t, exitOK, emq(t, s.Addr, args...).code, args)
 		}
 	})
 	t.Run("a finished schedule comes last, with its last tick", func(t *testing.T) {
