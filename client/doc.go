@@ -164,7 +164,10 @@
 // [Sharded.Work] works every shard with one set of handler slots: each
 // shard has its own settle calls and lease renewals, a dry shard waits in
 // a blocking claim of its own on its node, and no shard takes more than
-// an even share of the room while others have jobs.
+// an even share of the room while others have jobs. [Sharded.Pause] and
+// [Sharded.Resume] pause and resume every shard, one call per shard sent
+// at once (the shards stop one by one, not in one turn); a limit, the
+// events and the schedules are each shard's own ([Sharded.Shards]).
 //
 //	s, err := c.Sharded("orders", 12, minter, client.Policy{Durability: client.Durability{Replicas: 1}})
 //	id, err := s.Enqueue(ctx, payload)             // the next shard in turn

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync"
@@ -126,6 +127,42 @@ func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...En
 	}
 	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// Pause pauses every shard, as [Queue.Pause] pauses one queue: their
+// claims take nothing until Resume. Each shard is one call to the node
+// serving it, all sent at once, so the shards stop one by one, not in one
+// turn: a claim may take a job from a shard the pause has not reached yet.
+// It reports how many shards were running; a shard the server refused is
+// named in the error, and the others are paused.
+func (s *Sharded) Pause(ctx context.Context) (int, error) { return s.each(ctx, (*Queue).Pause) }
+
+// Resume resumes every shard, as [Queue.Resume] resumes one queue, each
+// shard's waiting BClaims woken. Like Pause it is one call per shard, all
+// sent at once; it reports how many shards were paused, and a shard the
+// server refused is named in the error.
+func (s *Sharded) Resume(ctx context.Context) (int, error) { return s.each(ctx, (*Queue).Resume) }
+
+// each runs f on every shard at once and counts the shards it reports
+// true of; each error is wrapped with its shard's name.
+func (s *Sharded) each(ctx context.Context, f func(*Queue, context.Context) (bool, error)) (int, error) {
+	var changed atomic.Int64
+	errs := make([]error, len(s.shards))
+	var wg sync.WaitGroup
+	for i, q := range s.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ok, err := f(q, ctx)
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %s: %w", q.name, err)
+			} else if ok {
+				changed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(changed.Load()), errors.Join(errs...)
 }
 
 // Work works every shard as [Queue.Work] works one queue, with one set of

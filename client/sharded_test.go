@@ -131,6 +131,61 @@ func TestShardedQueue(t *testing.T) {
 		}
 		assert.Equal(t, want, order)
 	})
+
+	t.Run("Pause and Resume reach every shard and count the shards they changed", func(t *testing.T) {
+		s := newSharded(t, n, "halted", 3, Policy{})
+		for _, q := range s.Shards() {
+			_, err := q.Enqueue(ctx(t), []byte("p"))
+			require.NoError(t, err)
+		}
+		claims := func() (got int) {
+			for _, q := range s.Shards() {
+				jobs, err := q.Claim(ctx(t), 10)
+				require.NoError(t, err)
+				got += len(jobs)
+			}
+			return got
+		}
+
+		changed, err := s.Pause(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, 3, changed)
+		for _, q := range s.Shards() {
+			assert.Equal(t, int64(1), integer(t, n.s, "HEXISTS", q.config, "paused"), q.name)
+		}
+		assert.Zero(t, claims(), "no shard hands out a job while paused")
+
+		_, err = s.Shards()[1].Resume(ctx(t))
+		require.NoError(t, err)
+		changed, err = s.Pause(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, 1, changed, "only the shard that was running")
+
+		changed, err = s.Resume(ctx(t))
+		require.NoError(t, err)
+		assert.Equal(t, 3, changed)
+		changed, err = s.Resume(ctx(t))
+		require.NoError(t, err)
+		assert.Zero(t, changed, "none was paused")
+		assert.Equal(t, 3, claims())
+	})
+
+	t.Run("a shard the server refuses is named and the others are paused", func(t *testing.T) {
+		s := newSharded(t, n, "mixed", 3, Policy{})
+		bad := s.Shards()[1]
+		require.NoError(t, n.s.Do("SET", bad.config, "x").Error())
+		changed, err := s.Pause(ctx(t))
+		requireRefusal(t, err, emqerrors.WrongType)
+		assert.Contains(t, err.Error(), "shard mixed#1: ")
+		assert.NotContains(t, err.Error(), "mixed#0")
+		assert.Equal(t, 2, changed)
+		for _, q := range []*Queue{s.Shards()[0], s.Shards()[2]} {
+			assert.Equal(t, int64(1), integer(t, n.s, "HEXISTS", q.config, "paused"), q.name)
+		}
+		value, err := n.s.Do("GET", bad.config).ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "x", value, "the refused shard is left as it was")
+	})
 }
 
 // shardsByNode maps each primary of cl to the shards of s whose slot it
@@ -224,6 +279,22 @@ func TestShardedWorkInACluster(t *testing.T) {
 	for _, id := range want {
 		assert.Equal(t, 1, seen[id], "job %s", id)
 	}
+
+	t.Run("Pause and Resume reach each shard on the node serving it", func(t *testing.T) {
+		for _, tc := range []struct {
+			do     func(context.Context) (int, error)
+			paused int64
+		}{{s.Pause, 1}, {s.Resume, 0}} {
+			changed, err := tc.do(ctx(t))
+			require.NoError(t, err)
+			assert.Equal(t, shards, changed)
+			for owner, idx := range placed {
+				for _, i := range idx {
+					assert.Equal(t, tc.paused, integer(t, owner, "HEXISTS", s.shards[i].config, "paused"), "shard %d on %s", i, owner.Addr)
+				}
+			}
+		}
+	})
 }
 
 // TestShardedFairness: the shards of one Work share its handler slots so
