@@ -123,6 +123,8 @@ type turn struct {
 	cands []candidate
 	// ids this turn settled or took: never taken (again), never swept
 	done idSet
+	// the rows the settlements opened, by id
+	opened idSet
 	// a bit per set of the four (claimPending …) holding members when the
 	// turn began
 	filled uint8
@@ -260,6 +262,7 @@ func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held = -1, 0, 0, false, false, -1, false
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
+	t.opened.reset()
 	t.rows = jobPrefix(p, queue)
 	return t
 }
@@ -327,7 +330,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			break
 		}
 		taken++
-		t.done.add(cand.member.Bytes)
+		t.done.add(cand.member.Bytes, cand.job)
 		if t.take(a, cand) {
 			delivered++
 		}

@@ -77,7 +77,7 @@ func enqueueMany(c Call) error {
 			}
 			asked = true
 		}
-		p.admitted.add(id)
+		p.admitted.add(id, k)
 		a.row(p, st.events, k, Arg(i), Arg(i+1))
 		p.members = append(p.members, Arg(i))
 		p.replyInt(1)

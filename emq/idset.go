@@ -6,14 +6,21 @@ import (
 )
 
 // idSet is the ids a call has acted on — taken or settled by a claim turn,
-// admitted by EMQ.ENQUEUEMANY — so that it acts on none twice. It looks through
-// the few one by one, and keeps them sorted (for a binary search) once
-// there are more; an id above every one it holds — the common case, ids
-// minted in order — costs it one comparison. Its room is kept across
-// calls.
+// admitted by EMQ.ENQUEUEMANY, its row opened by a settlement — so that it
+// acts on none twice, each with the number of the key its row was opened
+// as, so that no row is opened twice. It looks through the few one by one,
+// and keeps them sorted (for a binary search) once there are more; an id
+// above every one it holds — the common case, ids minted in order — costs
+// it one comparison. Its room is kept across calls.
 type idSet struct {
-	ids    [][]byte
+	ids    []heldID
 	sorted bool
+}
+
+// heldID is an id of an idSet and its row's key.
+type heldID struct {
+	id  []byte
+	key int
 }
 
 // fewIDs is how many ids an idSet looks through one by one before it keeps
@@ -22,39 +29,53 @@ const fewIDs = 16
 
 // has reports whether the set holds id.
 func (s *idSet) has(id []byte) bool {
-	if s.sorted {
-		if bytes.Compare(id, s.ids[len(s.ids)-1]) > 0 {
-			return false
-		}
-		_, found := slices.BinarySearchFunc(s.ids, id, bytes.Compare)
-		return found
-	}
-	for _, d := range s.ids {
-		if bytes.Equal(d, id) {
-			return true
-		}
-	}
-	return false
+	_, found := s.key(id)
+	return found
 }
 
-// add puts id in the set.
-func (s *idSet) add(id []byte) {
+// key returns the key of id's row, and whether the set holds id.
+func (s *idSet) key(id []byte) (int, bool) {
+	if s.sorted {
+		if bytes.Compare(id, s.ids[len(s.ids)-1].id) > 0 {
+			return 0, false
+		}
+		i, found := slices.BinarySearchFunc(s.ids, id, compareHeld)
+		if !found {
+			return 0, false
+		}
+		return s.ids[i].key, true
+	}
+	for _, h := range s.ids {
+		if bytes.Equal(h.id, id) {
+			return h.key, true
+		}
+	}
+	return 0, false
+}
+
+// compareHeld orders held ids by their bytes.
+func compareHeld(h heldID, id []byte) int { return bytes.Compare(h.id, id) }
+
+// add puts id in the set with its row's key; an id held already keeps
+// the key it has.
+func (s *idSet) add(id []byte, key int) {
+	h := heldID{id, key}
 	if !s.sorted {
 		if !s.has(id) {
-			s.ids = append(s.ids, id)
+			s.ids = append(s.ids, h)
 		}
 		if len(s.ids) > fewIDs {
-			slices.SortFunc(s.ids, bytes.Compare)
+			slices.SortFunc(s.ids, func(a, b heldID) int { return bytes.Compare(a.id, b.id) })
 			s.sorted = true
 		}
 		return
 	}
-	if bytes.Compare(id, s.ids[len(s.ids)-1]) > 0 {
-		s.ids = append(s.ids, id)
+	if bytes.Compare(id, s.ids[len(s.ids)-1].id) > 0 {
+		s.ids = append(s.ids, h)
 		return
 	}
-	if i, found := slices.BinarySearchFunc(s.ids, id, bytes.Compare); !found {
-		s.ids = slices.Insert(s.ids, i, id)
+	if i, found := slices.BinarySearchFunc(s.ids, id, compareHeld); !found {
+		s.ids = slices.Insert(s.ids, i, h)
 	}
 }
 

@@ -556,6 +556,12 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	if t.minted(p.ScratchBytes(idRef)) {
 		return nil // two schedules numbered alike (repeat_seq lowered by hand) tick as one job
 	}
+	if t.done.has(p.ScratchBytes(idRef)) {
+		// settled by this call (a tick made again on a clock set back):
+		// made already, and its row, which the settlement may delete, is
+		// not opened twice
+		return nil
+	}
 	job, _, err := openJob(s, p, t.queue, p.ScratchBytes(idRef), nil)
 	if err != nil {
 		return err

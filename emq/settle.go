@@ -91,21 +91,26 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	s, p := t.s, t.p
 	id := args[st.id]
 	if t.done.has(id) {
-		// settled earlier in the call: not active any more, and its row,
-		// open already, is not opened again (no second handle may outlive
-		// a delete made through the first)
-		return errLease
+		return errLease // settled earlier in the call: not active any more
 	}
-	k, _, err := openNamed(s, p, t.queue, id, nil)
-	if err != nil {
-		return err
+	// A row an earlier settlement opened, and refused, is not opened
+	// again: no second handle may outlive what this one writes — a delete
+	// frees the row's object, and on Valkey 8.1 and later an expiry set
+	// moves it.
+	k, opened := t.opened.key(id)
+	if !opened {
+		var err error
+		if k, _, err = openNamed(s, p, t.queue, id, nil); err != nil {
+			return err
+		}
+		t.opened.add(id, k)
 	}
 	row, err := leasedJob(s, p, k, st.attempt)
 	if err != nil {
 		return err
 	}
 	ref := Arg(st.id)
-	t.done.add(id)
+	t.done.add(id, k)
 	switch st.kind {
 	case 'F':
 		to := failSets{pending: claimPending, active: claimActive, delayed: claimDelayed, dead: claimDead}

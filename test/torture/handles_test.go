@@ -130,3 +130,61 @@ func TestASettlementOfAnIDSettledInTheCallDoesNotOpenItsRowAgain(t *testing.T) {
 	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted, and not written again")
 	h.assertOneHandleEach()
 }
+
+// TestARowASettlementRefusedIsNotOpenedAgainByALaterOne: EMQ.SETTLE
+// refuses a settlement of a job under a stale attempt, then settles the
+// same job under its own — acked with keep 0 (a delete) and with a result
+// kept (an expiry set, which on Valkey 8.1 and later moves the row's
+// object). The later settlement uses the row the refused one opened: a
+// second handle would read the freed object when it closes, as memcheck
+// saw (make memcheck).
+func TestARowASettlementRefusedIsNotOpenedAgainByALaterOne(t *testing.T) {
+	h := newHandleQueue(t)
+	h.claimed(2, false)
+	reply := h.do(h.settle(0,
+		[]any{"ACK", h.job(0), 2, 0},
+		[]any{"ACK", h.job(0), 1, 0},
+		[]any{"DONE", h.job(1), 2, 60_000, "stale"},
+		[]any{"DONE", h.job(1), 1, 60_000, "result"},
+	)...)
+	settled := reply.([]any)[0].([]any)
+	require.Len(t, settled, 4)
+	for _, i := range []int{0, 2} {
+		assert.ErrorContains(t, settled[i].(error), "EMQLEASE", "a stale attempt")
+	}
+	assert.Equal(t, int64(1), settled[1])
+	assert.Equal(t, int64(1), settled[3])
+	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted")
+	assert.Equal(t, "result", h.do("HGET", h.row(1), "result"))
+	assert.Positive(t, h.do("PTTL", h.row(1)), "kept for keep_ms")
+	h.assertOneHandleEach()
+}
+
+// TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain: a schedule whose
+// next tick is one it made already — a clock set back, made here by
+// writing the schedule's next tick back by hand — comes due in the claim
+// part of the EMQ.SETTLE that acknowledges, with keep 0, the job that tick
+// made. The tick is made already: it neither makes the job again nor opens
+// the row the settlement deletes a second time.
+func TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain(t *testing.T) {
+	h := newHandleQueue(t)
+	schedule, schedules := keys.Repeat(handlesQueue, "hourly"), keys.Set(handlesQueue, keys.Repeats)
+	now := h.s.Do("TIME")
+	secs, err := now.ToArray()
+	require.NoError(t, err)
+	sec, _ := secs[0].AsInt64()
+	usec, _ := secs[1].AsInt64()
+	start := sec*1000 + usec/1000 - 3_600_000 + 300 // its first tick 300 ms from now
+	h.do("EMQ.REPEAT", 3, schedule, schedules, keys.Set(handlesQueue, keys.Config), "@every 1h", "UTC", "p", 0, start, 0, 0)
+	claimed := h.do("EMQ.BCLAIM", 4, h.sets[0], h.sets[1], h.sets[2], h.sets[3], 3_600_000, 1, 5, 5_000) // woken by the tick
+	id := claimed.([]any)[0].([]any)[0].(string)
+	tick := h.do("HGET", schedule, "last")
+	h.do("HSET", schedule, "next", tick)
+	h.do("ZADD", schedules, tick, "hourly")
+
+	assert.Equal(t, []any{[]any{int64(1)}, nil}, h.do(h.settle(1, []any{"ACK", id, 1, 0})...),
+		"acknowledged; the tick made already makes nothing")
+	assert.EqualValues(t, 0, h.do("EXISTS", keys.Job(handlesQueue, id)), "deleted, and not made again")
+	assert.EqualValues(t, 0, h.do("ZCARD", h.sets[0]))
+	h.assertOneHandleEach()
+}
