@@ -290,7 +290,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			return 0, false, nil
 		}
 	}
-	s, p := t.s, t.p
+	s := t.s
 	slices.SortFunc(t.cands, func(x, y candidate) int { return order(x.member, y.member) })
 	maxTaken := allowed + t.batch
 	limit := allowed
@@ -312,7 +312,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			if t.done.has(m.Bytes) {
 				continue // an id in two sets at once, taken already: once
 			}
-			k, v, err := openNamed(s, p, t.queue, m.Bytes, claimFields)
+			k, v, err := t.openRow(m.Bytes, claimFields)
 			if err != nil {
 				return 0, false, err
 			}

@@ -562,9 +562,12 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 		// not opened twice
 		return nil
 	}
-	job, _, err := openJob(s, p, t.queue, p.ScratchBytes(idRef), nil)
-	if err != nil {
-		return err
+	job, opened := t.opened.key(p.ScratchBytes(idRef)) // a settlement refused it: no second handle
+	if !opened {
+		var err error
+		if job, _, err = openJob(s, p, t.queue, p.ScratchBytes(idRef), nil); err != nil {
+			return err
+		}
 	}
 	if s.Type(job) != Empty {
 		return nil // made already: a tick is one job

@@ -93,18 +93,11 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	if t.done.has(id) {
 		return errLease // settled earlier in the call: not active any more
 	}
-	// A row an earlier settlement opened, and refused, is not opened
-	// again: no second handle may outlive what this one writes — a delete
-	// frees the row's object, and on Valkey 8.1 and later an expiry set
-	// moves it.
-	k, opened := t.opened.key(id)
-	if !opened {
-		var err error
-		if k, _, err = openNamed(s, p, t.queue, id, nil); err != nil {
-			return err
-		}
-		t.opened.add(id, k)
+	k, _, err := t.openRow(id, nil)
+	if err != nil {
+		return err
 	}
+	t.opened.add(id, k)
 	row, err := leasedJob(s, p, k, st.attempt)
 	if err != nil {
 		return err
@@ -129,6 +122,18 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 		p.replyInt(1)
 	}
 	return nil
+}
+
+// openRow opens the row of job id, reading fields of it, as openNamed
+// does — or, when a settlement of the call opened it already (and refused,
+// or settled it), reads them of that key. A row is never opened twice: no
+// second handle may outlive what the first writes — a delete frees the
+// row's object, and on Valkey 8.1 and later an expiry set moves it.
+func (t *turn) openRow(id []byte, fields []Ref) (int, []Value, error) {
+	if k, ok := t.opened.key(id); ok {
+		return k, t.s.HashGet(t.p, k, fields), nil
+	}
+	return openNamed(t.s, t.p, t.queue, id, fields)
 }
 
 // refusalText writes err's reply text, "<CODE> <message>", into p's

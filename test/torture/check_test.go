@@ -31,6 +31,7 @@ type verbStats struct {
 	// successes, by what they add up to in INFO emq
 	admitted, duplicates, entries, envelopes, failures int64
 	claimed                                            int64 // jobs delivered by claims
+	acked, failed, settlesRefused                      int64 // EMQ.SETTLE's settlements
 }
 
 // tally is what a worker's calls met, by verb.
@@ -54,6 +55,9 @@ func (t tally) add(o tally) {
 		d.envelopes += s.envelopes
 		d.failures += s.failures
 		d.claimed += s.claimed
+		d.acked += s.acked
+		d.failed += s.failed
+		d.settlesRefused += s.settlesRefused
 	}
 }
 

@@ -188,3 +188,17 @@ func TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain(t *testing.T) {
 	assert.EqualValues(t, 0, h.do("ZCARD", h.sets[0]))
 	h.assertOneHandleEach()
 }
+
+// TestAClaimTakesTheRowARefusedSettlementOpened: EMQ.SETTLE refuses an
+// ack of a job that is pending, not active, and its claim part then takes
+// that job from pending — through the row the settlement opened, not a
+// second handle.
+func TestAClaimTakesTheRowARefusedSettlementOpened(t *testing.T) {
+	h := newHandleQueue(t)
+	h.do("EMQ.ENQUEUE", 2, h.row(0), h.sets[0], h.job(0), "p")
+	reply := h.do(h.settle(1, []any{"ACK", h.job(0), 1, 0})...).([]any)
+	require.Len(t, reply, 2)
+	assert.ErrorContains(t, reply[0].([]any)[0].(error), "EMQLEASE", "pending, not active")
+	assert.Equal(t, []any{[]any{h.job(0), int64(1), "p"}}, reply[1], "claimed")
+	h.assertOneHandleEach()
+}

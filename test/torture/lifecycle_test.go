@@ -157,6 +157,40 @@ func reviveCall(queue, id string) lifeBuilt {
 	return lifeArgs("EMQ.REVIVE", 3, id, queue, []string{keys.PendingSet, keys.DeadSet})
 }
 
+// settlement is one settlement of an EMQ.SETTLE: its kind (ACK, DONE or
+// FAIL, in any case), job, attempt, keep_ms or backoff_ms, and result or
+// error.
+type settlement struct {
+	kind    string
+	job     *lifeJob
+	attempt int64
+	ms      int64
+	text    []byte
+}
+
+func settleCall(queue string, leaseMs, count, maxAttempts int64, sts []settlement) lifeBuilt {
+	b := lifeArgs("EMQ.SETTLE", 4, "", queue, lifeSets, leaseMs, 1, maxInt32, count, 0, 1000, maxAttempts, 1, maxInt32,
+		int64(len(sts)), 0, 1000)
+	for _, st := range sts {
+		b.args = append(b.args, []byte(st.kind))
+		b.ids = append(b.ids, idAt{len(b.args), 0, ids.Job})
+		b.args = append(b.args, []byte(st.job.id))
+		low := int64(0)
+		if strings.EqualFold(st.kind, "DONE") {
+			low = 1
+		}
+		for _, n := range [][3]int64{{st.attempt, 1, maxInt32}, {st.ms, low, max40}} {
+			b.bounds[len(b.args)] = [2]int64{n[1], n[2]}
+			b.counts = append(b.counts, len(b.args))
+			b.args = append(b.args, []byte(strconv.FormatInt(n[0], 10)))
+		}
+		if !strings.EqualFold(st.kind, "ACK") {
+			b.args = append(b.args, st.text)
+		}
+	}
+	return b
+}
+
 // leaseMs is mostly an hour, sometimes a few milliseconds, so that leases
 // pass during the run and claims and STALLED.CHECK requeue them.
 func (g *gen) leaseMs() int64 {
@@ -193,13 +227,7 @@ func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
 		}
 	case p < 50 || active == nil && p < 80:
 		b := claimCall(queue, g.leaseMs(), 1+int64(g.pick(4)), 1+int64(g.pick(4)))
-		return b, "claim", func(r reply) {
-			for _, e := range r.elems {
-				if j := m.byID[e.elems[0].text]; j != nil {
-					j.state, j.attempt = "active", e.elems[1].n
-				}
-			}
-		}
+		return b, "claim", m.claimed
 	case p < 58 && active != nil:
 		b := extendCall(active.queue, active.id, attempt(active), g.leaseMs())
 		return b, "extend", func(reply) {}
@@ -226,6 +254,8 @@ func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
 		}
 	case p < 88:
 		return stalledCall(queue, 1+int64(g.pick(20))), "stalled.check", func(reply) {}
+	case p < 95:
+		return g.lifeSettle(space, m, queue, attempt)
 	}
 	j := m.inState(g, "dead")
 	if j == nil {
@@ -234,6 +264,66 @@ func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
 	return reviveCall(j.queue, j.id), "revive", func(r reply) {
 		if !r.isError() {
 			j.state, j.attempt = "pending", 0
+		}
+	}
+}
+
+// lifeSettle makes an EMQ.SETTLE of up to three settlements — of active
+// jobs, a job in another state now and then, and a job settled again under
+// another attempt (settled twice, or refused and then settled) — and a
+// claim of up to three jobs, or none.
+func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(*lifeJob) int64) (lifeBuilt, string, func(reply)) {
+	var sts []settlement
+	for range g.pick(4) {
+		j := m.inState(g, "active")
+		if j == nil || j.queue != queue || g.pick(6) == 0 {
+			j = m.jobs[g.pick(len(m.jobs))]
+		}
+		// a job never claimed is at attempt 0
+		st := settlement{job: j, attempt: max(1, attempt(j))}
+		if len(sts) > 0 && g.pick(4) == 0 { // the job before, under an attempt of its own
+			st = settlement{job: sts[len(sts)-1].job, attempt: max(1, sts[len(sts)-1].attempt+int64(g.pick(3))-1)}
+		}
+		switch g.pick(3) {
+		case 0:
+			// as the ack case: no row may expire within the run
+			st.kind = "ACK"
+			if g.pick(3) == 0 || space != "valid" {
+				st.ms = g.failTTL()
+			}
+		case 1:
+			st.kind, st.ms, st.text = "DONE", g.failTTL(), g.bytes(g.pick(24))
+		default:
+			st.kind, st.ms, st.text = "FAIL", []int64{0, 1 + g.r.Int64N(100), 3_600_000}[g.pick(3)], g.bytes(g.pick(24))
+		}
+		if g.pick(5) == 0 {
+			st.kind = strings.ToLower(st.kind)
+		}
+		sts = append(sts, st)
+	}
+	b := settleCall(queue, g.leaseMs(), int64(g.pick(4)), 1+int64(g.pick(4)), sts)
+	return b, "settle", func(r reply) {
+		if r.kind != '*' || len(r.elems) != 2 {
+			return
+		}
+		for i, e := range r.elems[0].elems {
+			switch {
+			case i >= len(sts) || e.isError():
+			case e.kind == '$':
+				sts[i].job.state = e.text
+			default:
+				m.gone(sts[i].job.id)
+			}
+		}
+		m.claimed(r.elems[1])
+	}
+}
+
+// claimed learns the jobs of a claim's reply: active under their attempts.
+func (m *lifeModel) claimed(r reply) {
+	for _, e := range r.elems {
+		if j := m.byID[e.elems[0].text]; j != nil {
+			j.state, j.attempt = "active", e.elems[1].n
 		}
 	}
 }
@@ -437,19 +527,26 @@ func (g *gen) lifeGarbage() call {
 func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 	switch verb {
 	case "EMQ.CLAIM":
-		n, _ := strconv.Atoi(string(args[7]))
-		if r.kind != '*' || !r.null && (len(r.elems) == 0 || len(r.elems) > n) {
-			return fmt.Errorf("want nil or 1 to count=%d jobs, got %s", n, r)
+		return claimSuccess(args, r, s)
+	case "EMQ.SETTLE":
+		n, _ := strconv.Atoi(string(args[9]))
+		if r.kind != '*' || len(r.elems) != 2 || r.elems[0].kind != '*' || len(r.elems[0].elems) != n {
+			return fmt.Errorf("want [the n=%d settlements' replies, the claim's], got %s", n, r)
 		}
-		for _, e := range r.elems {
-			if e.kind != '*' || len(e.elems) != 3 || e.elems[0].kind != '$' || e.elems[1].kind != ':' || e.elems[1].n < 1 || e.elems[2].kind != '$' {
-				return fmt.Errorf("want [id attempt payload] for each job, got %s", e)
-			}
-			if _, ok := ids.Parse(ids.Job, []byte(e.elems[0].text)); !ok {
-				return fmt.Errorf("a claimed id that is no JOB id: %s", e)
+		for i, e := range r.elems[0].elems {
+			code, _, _ := strings.Cut(e.text, " ")
+			switch {
+			case e.isError() && moduleCodes[code]:
+				s.settlesRefused++
+			case e.String() == "1":
+				s.acked++
+			case e.kind == '$' && (e.text == "pending" || e.text == "delayed" || e.text == "dead"):
+				s.failed++
+			default:
+				return fmt.Errorf("settlement %d: want 1, pending, delayed, dead or a refusal, got %s", i+1, e)
 			}
 		}
-		s.claimed += int64(len(r.elems))
+		return claimSuccess(args, r.elems[1], s)
 	case "EMQ.EXTEND":
 		if r.kind != ':' || r.n <= unixMs2020 {
 			return fmt.Errorf("want a deadline in Unix ms, got %s", r)
@@ -468,6 +565,25 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 			return fmt.Errorf("want 0 to limit=%d, got %s", limit, r)
 		}
 	}
+	return nil
+}
+
+// claimSuccess checks that r has the shape of a claim's reply — EMQ.CLAIM's,
+// or EMQ.SETTLE's claim part — and counts its jobs.
+func claimSuccess(args [][]byte, r reply, s *verbStats) error {
+	n, _ := strconv.Atoi(string(args[7]))
+	if r.kind != '*' || !r.null && (len(r.elems) == 0 || len(r.elems) > n) {
+		return fmt.Errorf("want nil or 1 to count=%d jobs, got %s", n, r)
+	}
+	for _, e := range r.elems {
+		if e.kind != '*' || len(e.elems) != 3 || e.elems[0].kind != '$' || e.elems[1].kind != ':' || e.elems[1].n < 1 || e.elems[2].kind != '$' {
+			return fmt.Errorf("want [id attempt payload] for each job, got %s", e)
+		}
+		if _, ok := ids.Parse(ids.Job, []byte(e.elems[0].text)); !ok {
+			return fmt.Errorf("a claimed id that is no JOB id: %s", e)
+		}
+	}
+	s.claimed += int64(len(r.elems))
 	return nil
 }
 
@@ -537,14 +653,17 @@ func verifyQueue(t *testing.T, c *conn, queue string) int {
 // replies said, and logs what the lifecycle calls met.
 func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
 	ok := func(verb string) int64 { return total.verb(verb).calls - total.verb(verb).refused }
-	assert.Equal(t, total.verb("EMQ.CLAIM").claimed, delta("jobs_claimed"), "emq_jobs_claimed: the jobs the claims replied")
+	settle := total.verb("EMQ.SETTLE")
+	assert.Equal(t, total.verb("EMQ.CLAIM").claimed+settle.claimed, delta("jobs_claimed"), "emq_jobs_claimed: the jobs the claims replied")
 	assert.Equal(t, ok("EMQ.EXTEND"), delta("jobs_extended"))
-	assert.Equal(t, ok("EMQ.ACK"), delta("jobs_acked"))
+	assert.Equal(t, ok("EMQ.ACK")+settle.acked, delta("jobs_acked"))
 	assert.Equal(t, ok("EMQ.REVIVE"), delta("jobs_revived"))
-	failDead := ok("EMQ.FAIL") - delta("jobs_retried") - delta("jobs_delayed") // FAILs accepted neither retrying nor delaying
+	assert.Equal(t, settle.acked+settle.failed, delta("settled"), "emq_settled: the settlements applied")
+	assert.Equal(t, settle.settlesRefused, delta("settles_refused"))
+	failDead := ok("EMQ.FAIL") + settle.failed - delta("jobs_retried") - delta("jobs_delayed") // FAILs accepted neither retrying nor delaying
 	assert.True(t, failDead >= 0 && failDead <= delta("jobs_dead"), "every FAIL accepted retried, delayed or killed its job")
 	var calls []string
-	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE"} {
+	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE", "EMQ.SETTLE"} {
 		calls = append(calls, fmt.Sprintf("%s %d/%d", v, total.verb(v).calls, total.verb(v).refused))
 	}
 	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped",
