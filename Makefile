@@ -6,7 +6,7 @@ MODULE_SO  := $(abspath $(BUILD)/emq.so)
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work bench-cluster failover soak fuzz torture clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work bench-cluster failover soak fuzz torture memcheck clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -112,6 +112,11 @@ soak: deps build
 ## fuzz: every fuzz target, long
 fuzz:
 	bash scripts/fuzz.sh $${FUZZTIME:-60s}
+
+## memcheck: the server suites with every server under valgrind's memcheck (valkey 8.1 built
+## with libc's malloc); fails on a memory error in the server's memory (PKGS to pick packages)
+memcheck: deps build
+	bash scripts/memcheck.sh $(PKGS)
 
 ## torture: the large live-server torture run
 torture: deps build

@@ -8,6 +8,11 @@
 #   redis-7.0   bookworm's binary package, extracted (never installed)
 #   redis-8.0   sid's source package (Debian's patches, system jemalloc)
 #
+# and, outside the matrix (named only), for `make memcheck`:
+#
+#   valkey-8.1-libc  valkey-8.1's tarball built with libc's malloc, whose
+#                    blocks valgrind's memcheck tracks (not jemalloc's)
+#
 # Trixie's and sid's binary packages need a newer libc than bookworm's, so
 # those servers are built from source with `make -j2`. Trixie's own
 # debian/ tarballs for valkey 8.1 and redis 8.0 are listed in its index but
@@ -99,14 +104,16 @@ build_server() {
       ln -sfn "$(command -v valkey-server)" "$dir/server"
       echo "bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server)" >"$dir/origin"
       ;;
-    valkey-8.1)
+    valkey-8.1 | valkey-8.1-libc)
+      local malloc=jemalloc what="bundled jemalloc"
+      [ "$name" = valkey-8.1-libc ] && malloc=libc what="libc malloc"
       apt_ready
       fetch_source valkey/trixie "$dir" --tar-only
       tree=$(unpack_one "$dir" 'valkey_8.1*.orig.tar.*')
-      make -C "$tree" -j2 BUILD_TLS=no valkey-server >"$dir/build.log" 2>&1 ||
+      make -C "$tree" -j2 BUILD_TLS=no MALLOC=$malloc valkey-server >"$dir/build.log" 2>&1 ||
         { tail -20 "$dir/build.log" >&2; exit 1; }
       cp "$tree/src/valkey-server" "$dir/server"
-      echo "trixie source package valkey, its $(cd "$dir/src" && ls valkey_*.orig.tar.*) (bundled jemalloc)" >"$dir/origin"
+      echo "trixie source package valkey, its $(cd "$dir/src" && ls valkey_*.orig.tar.*) ($what)" >"$dir/origin"
       ;;
     valkey-9 | redis-8.0)
       apt_ready
@@ -128,7 +135,7 @@ build_server() {
       echo "bookworm binary package redis-server $(dpkg-deb -f "$dir"/deb/redis-server_*.deb Version), extracted" >"$dir/origin"
       ;;
     *)
-      echo "servers: unknown server $name (one of: ${NAMES[*]})" >&2
+      echo "servers: unknown server $name (one of: ${NAMES[*]} valkey-8.1-libc)" >&2
       exit 2
       ;;
   esac
@@ -141,6 +148,7 @@ for name in "$@"; do
     echo "servers: providing $name" >&2
     build_server "$name"
   fi
-  want_version "$cache/$name/server" "${name#*-}"
+  version=${name#*-}
+  want_version "$cache/$name/server" "${version%-libc}"
   echo "$name $cache/$name/server"
 done
