@@ -44,21 +44,23 @@ func enqueueMany(c Call) error {
 		return err
 	}
 	a := admitAt(0, 1, priority, at, s.NowMs(), Arg(manyPriority), Arg(manyAt))
-	p.admitted.reset()
+	p.opened.reset()
 	p.members = p.members[:0]
 	p.reply(ReplyArray, 0, int64(len(c.Args)-manyFirst)/2)
 	asked := false // whether the slot's migration was asked about
 	for i := manyFirst; i < len(c.Args); i += 2 {
 		id := c.Args[i]
-		if p.admitted.has(id) {
-			p.replyInt(0)
-			p.Count(JobsDuplicate, 1)
-			continue
-		}
-		k, _, err := openJob(s, p, queue, id, nil)
-		if err != nil {
-			refuseJob(p, err)
-			continue
+		// An id a pair before named is not opened again (no key is opened
+		// twice), and its row reads as it did then: before the call's
+		// writes.
+		k, again := p.opened.key(id)
+		if !again {
+			var err error
+			if k, _, err = openJob(s, p, queue, id, nil); err != nil {
+				refuseJob(p, err)
+				continue
+			}
+			p.opened.add(id, k)
 		}
 		switch s.Type(k) {
 		case Hash:
@@ -66,6 +68,11 @@ func enqueueMany(c Call) error {
 			p.Count(JobsDuplicate, 1)
 			continue
 		case Empty:
+			if again { // admitted by the pair before
+				p.replyInt(0)
+				p.Count(JobsDuplicate, 1)
+				continue
+			}
 		default:
 			refuseJob(p, errors.ErrWrongType)
 			continue
@@ -77,7 +84,6 @@ func enqueueMany(c Call) error {
 			}
 			asked = true
 		}
-		p.admitted.add(id, k)
 		a.row(p, st.events, k, Arg(i), Arg(i+1))
 		p.members = append(p.members, Arg(i))
 		p.replyInt(1)

@@ -6,9 +6,9 @@ import (
 )
 
 // idSet is the ids a call has acted on — taken or settled by a claim turn,
-// admitted by EMQ.ENQUEUEMANY, its row opened by a settlement — so that it
-// acts on none twice, each with the number of the key its row was opened
-// as, so that no row is opened twice. It looks through the few one by one,
+// its row opened by a settlement or by EMQ.ENQUEUEMANY — so that it acts on
+// none twice, each with the number of the key its row was opened as, so
+// that no row is opened twice. It looks through the few one by one,
 // and keeps them sorted (for a binary search) once there are more; an id
 // above every one it holds — the common case, ids minted in order — costs
 // it one comparison. Its room is kept across calls.

@@ -231,8 +231,8 @@ type Plan struct {
 	Wake int
 	// what the lifecycle verbs gather before they plan, reused across calls
 	turn        turn  // a claim turn's state, its slices kept
-	admitted    idSet // the ids an EMQ.ENQUEUEMANY call admitted …
-	members     []Ref // … as the members of its one ZADD
+	opened      idSet // the rows an EMQ.ENQUEUEMANY call opened, by id …
+	members     []Ref // … and the ids it admitted, the members of its one ZADD
 	settlements []settlement
 }
 
@@ -290,7 +290,7 @@ type DueSet struct {
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.turn.opened.oversized() || p.admitted.oversized() || cap(p.members) > maxKept ||
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.turn.opened.oversized() || p.opened.oversized() || cap(p.members) > maxKept ||
 		cap(p.settlements) > maxKept
 }
 

@@ -202,3 +202,22 @@ func TestAClaimTakesTheRowARefusedSettlementOpened(t *testing.T) {
 	assert.Equal(t, []any{[]any{h.job(0), int64(1), "p"}}, reply[1], "claimed")
 	h.assertOneHandleEach()
 }
+
+// TestAnEnqueueManyOpensEachRowOnce: EMQ.ENQUEUEMANY names each id twice —
+// a job that exists, a row of another type, a new job — and opens each
+// row once, replying to the second pair as the row read the first time.
+func TestAnEnqueueManyOpensEachRowOnce(t *testing.T) {
+	h := newHandleQueue(t)
+	h.do("EMQ.ENQUEUE", 2, h.row(0), h.sets[0], h.job(0), "p")
+	h.do("SET", h.row(1), "x")
+	reply := h.do("EMQ.ENQUEUEMANY", 2, h.sets[0], h.sets[2], 0, 0,
+		h.job(0), "a", h.job(0), "b", h.job(1), "c", h.job(1), "d", h.job(2), "e", h.job(2), "f").([]any)
+	require.Len(t, reply, 6)
+	assert.Equal(t, []any{int64(0), int64(0), int64(1), int64(0)}, []any{reply[0], reply[1], reply[4], reply[5]},
+		"exists, exists; admitted, then a duplicate")
+	for _, i := range []int{2, 3} {
+		assert.ErrorContains(t, reply[i].(error), "WRONGTYPE")
+	}
+	assert.Equal(t, "e", h.do("HGET", h.row(2), "payload"), "the first pair's payload")
+	h.assertOneHandleEach()
+}
