@@ -32,6 +32,8 @@ type verbStats struct {
 	admitted, duplicates, entries, envelopes, failures int64
 	claimed                                            int64 // jobs delivered by claims
 	acked, failed, settlesRefused                      int64 // EMQ.SETTLE's settlements
+	removed                                            int64 // jobs EMQ.REMOVE deleted
+	scheduled                                          int64 // jobs admitted into delayed
 }
 
 // tally is what a worker's calls met, by verb.
@@ -58,6 +60,8 @@ func (t tally) add(o tally) {
 		d.acked += s.acked
 		d.failed += s.failed
 		d.settlesRefused += s.settlesRefused
+		d.removed += s.removed
+		d.scheduled += s.scheduled
 	}
 }
 

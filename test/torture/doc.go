@@ -16,8 +16,12 @@
 // A third of the valid and mutated calls take jobs through their lifecycle
 // (docs/commands.md) in queues of their own — enqueue, claim, extend, ack,
 // fail, stalled.check, revive, with leases and backoffs of milliseconds so
-// that sweeps happen — and garbage includes the lifecycle's; at the end every
-// lifecycle queue holds each id in at most one set, the set its row's state.
+// that sweeps happen; settle, with settlements of one job under two
+// attempts; and version 0.3's schedule (at a time and a priority),
+// enqueuemany (an id twice, a job that exists), remove, pause, resume,
+// limit and events — and garbage includes the lifecycle's; at the end every
+// lifecycle queue holds each id in at most one set, the set its row's
+// state, and INFO emq's lifecycle counters agree with the replies.
 //
 // make test runs a bounded torture (about 20,000 calls); make torture sets
 // EMQ_TORTURE=full for 200,000. EMQ_TORTURE_SEED replays a run.

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,10 +53,11 @@ type lifeJob struct {
 
 // lifeModel is a worker's jobs of one space, as the replies told.
 type lifeModel struct {
-	jobs   []*lifeJob // every job not known to be gone
-	byID   map[string]*lifeJob
-	queues map[string]bool
-	acked  int // jobs acknowledged, whose rows are gone or done
+	jobs    []*lifeJob // every job not known to be gone
+	byID    map[string]*lifeJob
+	queues  map[string]bool
+	acked   int // jobs acknowledged, whose rows are gone or done
+	removed int // jobs removed
 }
 
 func (g *gen) lifeOf(space string) *lifeModel {
@@ -87,14 +89,21 @@ func (m *lifeModel) inState(g *gen, want string) *lifeJob {
 
 // gone forgets a job acknowledged.
 func (m *lifeModel) gone(id string) {
+	if m.drop(id) {
+		m.acked++
+	}
+}
+
+// drop forgets a job, reporting whether the model knew it.
+func (m *lifeModel) drop(id string) bool {
 	for i, j := range m.jobs {
 		if j.id == id {
 			m.jobs = append(m.jobs[:i], m.jobs[i+1:]...)
 			delete(m.byID, id)
-			m.acked++
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // lifeBuilt is a lifecycle call under construction: where its integer
@@ -117,12 +126,23 @@ func lifeArgs(verb string, numkeys int, jobID, queue string, sets []string, ints
 		b.keys = append(b.keys, len(b.args))
 		b.args = append(b.args, []byte(keys.Set(queue, s)))
 	}
+	b.ints(ints...)
+	return b
+}
+
+// ints appends integer arguments, each given as value, lowest, highest.
+func (b *lifeBuilt) ints(ints ...int64) {
 	for i := 0; i+2 < len(ints); i += 3 {
 		b.bounds[len(b.args)] = [2]int64{ints[i+1], ints[i+2]}
 		b.counts = append(b.counts, len(b.args))
 		b.args = append(b.args, []byte(strconv.FormatInt(ints[i], 10)))
 	}
-	return b
+}
+
+// id appends a job id argument.
+func (b *lifeBuilt) id(id string) {
+	b.ids = append(b.ids, idAt{len(b.args), 0, ids.Job})
+	b.args = append(b.args, []byte(id))
 }
 
 // The bounds of docs/commands.md's integer arguments.
@@ -173,22 +193,89 @@ func settleCall(queue string, leaseMs, count, maxAttempts int64, sts []settlemen
 		int64(len(sts)), 0, 1000)
 	for _, st := range sts {
 		b.args = append(b.args, []byte(st.kind))
-		b.ids = append(b.ids, idAt{len(b.args), 0, ids.Job})
-		b.args = append(b.args, []byte(st.job.id))
+		b.id(st.job.id)
 		low := int64(0)
 		if strings.EqualFold(st.kind, "DONE") {
 			low = 1
 		}
-		for _, n := range [][3]int64{{st.attempt, 1, maxInt32}, {st.ms, low, max40}} {
-			b.bounds[len(b.args)] = [2]int64{n[1], n[2]}
-			b.counts = append(b.counts, len(b.args))
-			b.args = append(b.args, []byte(strconv.FormatInt(n[0], 10)))
-		}
+		b.ints(st.attempt, 1, maxInt32, st.ms, low, max40)
 		if !strings.EqualFold(st.kind, "ACK") {
 			b.args = append(b.args, st.text)
 		}
 	}
 	return b
+}
+
+func scheduleCall(queue, id string, payload []byte, priority, atMs int64) lifeBuilt {
+	b := lifeArgs("EMQ.SCHEDULE", 3, "", queue, nil)
+	b.keys = append(b.keys, len(b.args))
+	b.ids = append(b.ids, idAt{len(b.args), len(keys.Job(queue, "")), ids.Job})
+	b.args = append(b.args, []byte(keys.Job(queue, id)))
+	for _, set := range []string{keys.PendingSet, keys.DelayedSet} {
+		b.keys = append(b.keys, len(b.args))
+		b.args = append(b.args, []byte(keys.Set(queue, set)))
+	}
+	b.id(id)
+	b.ids[0], b.ids[1] = b.ids[1], b.ids[0] // the argument's id first, as ENQUEUE's
+	b.args = append(b.args, payload)
+	b.ints(priority, 0, maxInt32, atMs, 0, 1<<47)
+	return b
+}
+
+func enqueueManyCall(queue string, priority, atMs int64, jobIDs []string, payloads [][]byte) lifeBuilt {
+	b := lifeArgs("EMQ.ENQUEUEMANY", 2, "", queue, []string{keys.PendingSet, keys.DelayedSet}, priority, 0, maxInt32, atMs, 0, 1<<47)
+	for i, id := range jobIDs {
+		b.id(id)
+		b.args = append(b.args, payloads[i])
+	}
+	return b
+}
+
+func removeCall(queue, id string) lifeBuilt {
+	return lifeArgs("EMQ.REMOVE", 5, id, queue, lifeSets)
+}
+
+// settingCall is one of a queue's setting verbs — PAUSE, RESUME, LIMIT,
+// EVENTS — on its config and second key.
+func settingCall(verb, queue, second string, ints ...int64) lifeBuilt {
+	return lifeArgs(verb, 2, "", queue, []string{keys.Config, second}, ints...)
+}
+
+// atMs is when an admission makes its job claimable: now (0), in the
+// past, in a minute or so, or never — not so near now that the reply could
+// not tell whether the job was admitted or scheduled (INFO emq counts
+// them apart).
+func (g *gen) atMs() int64 {
+	switch g.pick(4) {
+	case 0:
+		return unixMs2020
+	case 1:
+		return time.Now().UnixMilli() + 30_000 + g.r.Int64N(60_000)
+	case 2:
+		return 1 << 47
+	}
+	return 0
+}
+
+// admitted is the state an admission at atMs puts its job in.
+func admitted(atMs int64) string {
+	if atMs > time.Now().UnixMilli() {
+		return "delayed"
+	}
+	return "pending"
+}
+
+// priority is mostly 0, else one of a few, now and then the highest.
+func (g *gen) priority() int64 {
+	switch g.pick(4) {
+	case 0:
+		return 1 + int64(g.pick(5))
+	case 1:
+		if g.pick(4) == 0 {
+			return maxInt32
+		}
+	}
+	return 0
 }
 
 // leaseMs is mostly an hour, sometimes a few milliseconds, so that leases
@@ -252,10 +339,12 @@ func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
 				active.state = r.text
 			}
 		}
-	case p < 88:
+	case p < 84:
 		return stalledCall(queue, 1+int64(g.pick(20))), "stalled.check", func(reply) {}
-	case p < 95:
+	case p < 90:
 		return g.lifeSettle(space, m, queue, attempt)
+	case p < 97:
+		return g.lifeOf03(m, queue)
 	}
 	j := m.inState(g, "dead")
 	if j == nil {
@@ -317,6 +406,67 @@ func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(
 		}
 		m.claimed(r.elems[1])
 	}
+}
+
+// lifeOf03 makes a call of a verb of version 0.3 on queue: an admission
+// at a time and priority (EMQ.SCHEDULE, EMQ.ENQUEUEMANY, whose batch may
+// name a job twice or one that exists), an EMQ.REMOVE, or a change of the
+// queue's settings — pause, resume, a rate limit, its events stream.
+func (g *gen) lifeOf03(m *lifeModel, queue string) (lifeBuilt, string, func(reply)) {
+	admit := func(id, state string) {
+		j := &lifeJob{queue: queue, id: id, state: state}
+		m.jobs = append(m.jobs, j)
+		m.byID[id] = j
+	}
+	switch g.pick(8) {
+	case 0, 1:
+		id, at := g.mint(ids.Job), g.atMs()
+		return scheduleCall(queue, id, g.bytes(g.pick(32)), g.priority(), at), "schedule", func(r reply) {
+			if r.n == 1 {
+				admit(id, admitted(at))
+			}
+		}
+	case 2, 3:
+		var jobIDs []string
+		var payloads [][]byte
+		for range 1 + g.pick(4) {
+			id := g.mint(ids.Job)
+			switch j := m.jobs[g.pick(len(m.jobs))]; {
+			case len(jobIDs) > 0 && g.pick(4) == 0:
+				id = jobIDs[g.pick(len(jobIDs))]
+			case j.queue == queue && g.pick(6) == 0: // one id, one queue: the model knows a job by its id
+				id = j.id
+			}
+			jobIDs, payloads = append(jobIDs, id), append(payloads, g.bytes(g.pick(32)))
+		}
+		at := g.atMs()
+		return enqueueManyCall(queue, g.priority(), at, jobIDs, payloads), "enqueuemany", func(r reply) {
+			for i, e := range r.elems {
+				if i < len(jobIDs) && e.kind == ':' && e.n == 1 {
+					admit(jobIDs[i], admitted(at))
+				}
+			}
+		}
+	case 4:
+		j := m.jobs[g.pick(len(m.jobs))]
+		return removeCall(j.queue, j.id), "remove", func(r reply) {
+			if r.kind == ':' && r.n == 1 {
+				m.drop(j.id)
+				m.removed++
+			}
+		}
+	case 5:
+		verb := []string{"EMQ.PAUSE", "EMQ.RESUME"}[g.pick(2)]
+		return settingCall(verb, queue, keys.PendingSet), strings.ToLower(verb[4:]), func(reply) {}
+	case 6:
+		// Windows of an hour or two: the limiter, which expires at its
+		// window's end, must not between a refused batch's two digests.
+		most := int64(g.pick(6)) // 0 removes the limit
+		window := 3_600_000 + g.r.Int64N(3_600_000)
+		return settingCall("EMQ.LIMIT", queue, keys.PendingSet, most, 0, 1_000_000, window, 1, maxInt32), "limit", func(reply) {}
+	}
+	capacity := []int64{0, 0, 10, 1000}[g.pick(4)]
+	return settingCall("EMQ.EVENTS", queue, keys.Events, capacity, 0, maxInt32), "events", func(reply) {}
 }
 
 // claimed learns the jobs of a claim's reply: active under their attempts.
@@ -559,6 +709,34 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		if r.kind != '$' || r.text != "pending" && r.text != "delayed" && r.text != "dead" {
 			return fmt.Errorf("want pending, delayed or dead, got %s", r)
 		}
+	case "EMQ.SCHEDULE", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.EVENTS":
+		if r.kind != ':' || r.n != 0 && r.n != 1 {
+			return fmt.Errorf("want 0 or 1, got %s", r)
+		}
+		switch verb {
+		case "EMQ.SCHEDULE":
+			s.admission(args[8], r.n)
+		case "EMQ.REMOVE":
+			s.removed += r.n
+		}
+	case "EMQ.LIMIT":
+		if r.String() != "1" {
+			return fmt.Errorf("want 1, got %s", r)
+		}
+	case "EMQ.ENQUEUEMANY":
+		if r.kind != '*' || len(r.elems) != (len(args)-6)/2 {
+			return fmt.Errorf("want a reply per job, got %s", r)
+		}
+		for i, e := range r.elems {
+			code, _, _ := strings.Cut(e.text, " ")
+			switch {
+			case e.isError() && moduleCodes[code]:
+			case e.kind == ':' && (e.n == 0 || e.n == 1):
+				s.admission(args[5], e.n)
+			default:
+				return fmt.Errorf("job %d: want 0, 1 or a refusal, got %s", i+1, e)
+			}
+		}
 	case "EMQ.STALLED.CHECK":
 		limit, _ := strconv.ParseInt(string(args[4]), 10, 64)
 		if r.kind != ':' || r.n < 0 || r.n > limit {
@@ -566,6 +744,20 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		}
 	}
 	return nil
+}
+
+// admission counts a job an admission at atMs admitted (n 1: into pending,
+// or delayed, scheduled) or met as a duplicate (n 0).
+func (s *verbStats) admission(atMs []byte, n int64) {
+	at, _ := strconv.ParseInt(string(atMs), 10, 64)
+	switch {
+	case n == 0:
+		s.duplicates++
+	case admitted(at) == "delayed":
+		s.scheduled++
+	default:
+		s.admitted++
+	}
 }
 
 // claimSuccess checks that r has the shape of a claim's reply — EMQ.CLAIM's,
@@ -660,10 +852,13 @@ func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
 	assert.Equal(t, ok("EMQ.REVIVE"), delta("jobs_revived"))
 	assert.Equal(t, settle.acked+settle.failed, delta("settled"), "emq_settled: the settlements applied")
 	assert.Equal(t, settle.settlesRefused, delta("settles_refused"))
+	assert.Equal(t, total.verb("EMQ.REMOVE").removed, delta("jobs_removed"))
+	assert.Equal(t, total.verb("EMQ.SCHEDULE").scheduled+total.verb("EMQ.ENQUEUEMANY").scheduled, delta("jobs_scheduled"))
 	failDead := ok("EMQ.FAIL") + settle.failed - delta("jobs_retried") - delta("jobs_delayed") // FAILs accepted neither retrying nor delaying
 	assert.True(t, failDead >= 0 && failDead <= delta("jobs_dead"), "every FAIL accepted retried, delayed or killed its job")
 	var calls []string
-	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE", "EMQ.SETTLE"} {
+	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE", "EMQ.SETTLE",
+		"EMQ.SCHEDULE", "EMQ.ENQUEUEMANY", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.LIMIT", "EMQ.EVENTS"} {
 		calls = append(calls, fmt.Sprintf("%s %d/%d", v, total.verb(v).calls, total.verb(v).refused))
 	}
 	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped",
