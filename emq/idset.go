@@ -65,7 +65,7 @@ func (s *idSet) add(id []byte, key int) {
 			s.ids = append(s.ids, h)
 		}
 		if len(s.ids) > fewIDs {
-			slices.SortFunc(s.ids, func(a, b heldID) int { return bytes.Compare(a.id, b.id) })
+			slices.SortFunc(s.ids, func(a, b heldID) int { return compareHeld(a, b.id) })
 			s.sorted = true
 		}
 		return
