@@ -797,7 +797,7 @@ func verifyLife(t *testing.T, c *conn, g *gen) {
 			require.NoError(t, err)
 			assert.Contains(t, lifeSets, r.text, "job %s, admitted and never acknowledged, is in a set", j.id)
 		}
-		t.Logf("worker %s: %d lifecycle jobs live, %d acknowledged", g.name, len(m.jobs), m.acked)
+		t.Logf("worker %s: %d lifecycle jobs live, %d acknowledged, %d removed", g.name, len(m.jobs), m.acked, m.removed)
 	}
 	t.Logf("worker %s: the lifecycle queues' %d job rows and sets agree", g.name, jobs)
 }
