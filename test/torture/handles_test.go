@@ -2,6 +2,7 @@ package torture
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -107,57 +108,52 @@ func TestASettledRowIsNotOpenedAgainBySweeps(t *testing.T) {
 	h.assertOneHandleEach()
 }
 
-// TestASettlementOfAnIDSettledInTheCallDoesNotOpenItsRowAgain: EMQ.SETTLE
-// acknowledges a job with keep 0, deleting its row, then settles the same
-// id again — an ACK and a FAIL. Each later settlement is EMQLEASE, refused
-// before the row is opened a second time.
-func TestASettlementOfAnIDSettledInTheCallDoesNotOpenItsRowAgain(t *testing.T) {
-	h := newHandleQueue(t)
-	h.claimed(2, false)
-	reply := h.do(h.settle(0,
-		[]any{"ACK", h.job(0), 1, 0},
-		[]any{"ACK", h.job(0), 1, 0},
-		[]any{"FAIL", h.job(0), 1, 0, "again"},
-		[]any{"ACK", h.job(1), 1, 60_000},
-	)...)
-	settled := reply.([]any)[0].([]any)
-	require.Len(t, settled, 4)
-	assert.Equal(t, int64(1), settled[0])
-	for _, r := range settled[1:3] {
-		assert.ErrorContains(t, r.(error), "EMQLEASE", "settled earlier in the call")
+// TestSettlementsOfOneJobOpenItsRowOnce: EMQ.SETTLE settles one job twice
+// or more in one call, and opens its row once.
+//   - Settled, then again: an ack with keep 0 deletes the row, and each
+//     later settlement of the id — an ACK, a FAIL — is EMQLEASE, refused
+//     before the row would be opened a second time.
+//   - Refused, then settled: a settlement under a stale attempt opens the
+//     row; the later one under the job's own uses that row — acked with
+//     keep 0 (a delete), or with a result kept (an expiry set, which on
+//     Valkey 8.1 and later moves the row's object). A second handle would
+//     read the freed object when it closes, as memcheck saw (make
+//     memcheck).
+func TestSettlementsOfOneJobOpenItsRowOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		settlements func(h *handleQueue) [][]any
+		want        []string // each settlement's reply: 1, or its refusal's code
+	}{
+		{"settled, then again", func(h *handleQueue) [][]any {
+			return [][]any{{"ACK", h.job(0), 1, 0}, {"ACK", h.job(0), 1, 0}, {"FAIL", h.job(0), 1, 0, "again"},
+				{"DONE", h.job(1), 1, 60_000, "result"}}
+		}, []string{"1", "EMQLEASE", "EMQLEASE", "1"}},
+		{"refused, then settled", func(h *handleQueue) [][]any {
+			return [][]any{{"ACK", h.job(0), 2, 0}, {"ACK", h.job(0), 1, 0},
+				{"DONE", h.job(1), 2, 60_000, "stale"}, {"DONE", h.job(1), 1, 60_000, "result"}}
+		}, []string{"EMQLEASE", "1", "EMQLEASE", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHandleQueue(t)
+			h.claimed(2, false)
+			reply := h.do(h.settle(0, tc.settlements(h)...)...)
+			var got []string
+			for _, r := range reply.([]any)[0].([]any) {
+				if err, ok := r.(error); ok {
+					code, _, _ := strings.Cut(err.Error(), " ")
+					got = append(got, code)
+					continue
+				}
+				got = append(got, fmt.Sprint(r))
+			}
+			assert.Equal(t, tc.want, got)
+			assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted, and not written again")
+			assert.Equal(t, "result", h.do("HGET", h.row(1), "result"))
+			assert.Positive(t, h.do("PTTL", h.row(1)), "kept for keep_ms")
+			h.assertOneHandleEach()
+		})
 	}
-	assert.Equal(t, int64(1), settled[3])
-	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted, and not written again")
-	h.assertOneHandleEach()
-}
-
-// TestARowASettlementRefusedIsNotOpenedAgainByALaterOne: EMQ.SETTLE
-// refuses a settlement of a job under a stale attempt, then settles the
-// same job under its own — acked with keep 0 (a delete) and with a result
-// kept (an expiry set, which on Valkey 8.1 and later moves the row's
-// object). The later settlement uses the row the refused one opened: a
-// second handle would read the freed object when it closes, as memcheck
-// saw (make memcheck).
-func TestARowASettlementRefusedIsNotOpenedAgainByALaterOne(t *testing.T) {
-	h := newHandleQueue(t)
-	h.claimed(2, false)
-	reply := h.do(h.settle(0,
-		[]any{"ACK", h.job(0), 2, 0},
-		[]any{"ACK", h.job(0), 1, 0},
-		[]any{"DONE", h.job(1), 2, 60_000, "stale"},
-		[]any{"DONE", h.job(1), 1, 60_000, "result"},
-	)...)
-	settled := reply.([]any)[0].([]any)
-	require.Len(t, settled, 4)
-	for _, i := range []int{0, 2} {
-		assert.ErrorContains(t, settled[i].(error), "EMQLEASE", "a stale attempt")
-	}
-	assert.Equal(t, int64(1), settled[1])
-	assert.Equal(t, int64(1), settled[3])
-	assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted")
-	assert.Equal(t, "result", h.do("HGET", h.row(1), "result"))
-	assert.Positive(t, h.do("PTTL", h.row(1)), "kept for keep_ms")
-	h.assertOneHandleEach()
 }
 
 // TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain: a schedule whose
