@@ -131,6 +131,9 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 // row's object, and on Valkey 8.1 and later an expiry set moves it.
 func (t *turn) openRow(id []byte, fields []Ref) (int, []Value, error) {
 	if k, ok := t.opened.key(id); ok {
+		if t.s.Type(k) != Hash {
+			return k, make([]Value, len(fields)), nil // zero, as openNamed reads another type (a rare path)
+		}
 		return k, t.s.HashGet(t.p, k, fields), nil
 	}
 	return openNamed(t.s, t.p, t.queue, id, fields)
