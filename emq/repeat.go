@@ -556,13 +556,9 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	if t.minted(p.ScratchBytes(idRef)) {
 		return nil // two schedules numbered alike (repeat_seq lowered by hand) tick as one job
 	}
-	if t.done.has(p.ScratchBytes(idRef)) {
-		// settled by this call (a tick made again on a clock set back):
-		// made already, and its row, which the settlement may delete, is
-		// not opened twice
-		return nil
-	}
-	job, opened := t.opened.key(p.ScratchBytes(idRef)) // a settlement refused it: no second handle
+	// A row a settlement of the call opened (a tick made again on a clock
+	// set back) is not opened twice: it reads as it did then, made already.
+	job, opened := t.opened.key(p.ScratchBytes(idRef))
 	if !opened {
 		var err error
 		if job, _, err = openJob(s, p, t.queue, p.ScratchBytes(idRef), nil); err != nil {
