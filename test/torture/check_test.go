@@ -34,6 +34,7 @@ type verbStats struct {
 	acked, failed, settlesRefused                      int64 // EMQ.SETTLE's settlements
 	removed                                            int64 // jobs EMQ.REMOVE deleted
 	scheduled                                          int64 // jobs admitted into delayed
+	ticking                                            int64 // repeat schedules set to tick within a second
 }
 
 // tally is what a worker's calls met, by verb.
@@ -62,6 +63,7 @@ func (t tally) add(o tally) {
 		d.settlesRefused += s.settlesRefused
 		d.removed += s.removed
 		d.scheduled += s.scheduled
+		d.ticking += s.ticking
 	}
 }
 

@@ -19,9 +19,11 @@
 // that sweeps happen; settle, with settlements of one job under two
 // attempts; and version 0.3's schedule (at a time and a priority),
 // enqueuemany (an id twice, a job that exists), remove, pause, resume,
-// limit and events — and garbage includes the lifecycle's; at the end every
-// lifecycle queue holds each id in at most one set, the set its row's
-// state, and INFO emq's lifecycle counters agree with the replies.
+// limit, events, and repeat schedules (repeat, unrepeat, repeats) whose
+// ticks the run's claims make — and garbage includes the lifecycle's; at
+// the end every lifecycle queue holds each id in at most one set, the set
+// its row's state, and INFO emq's lifecycle counters agree with the
+// replies.
 //
 // make test runs a bounded torture (about 20,000 calls); make torture sets
 // EMQ_TORTURE=full for 200,000. EMQ_TORTURE_SEED replays a run.

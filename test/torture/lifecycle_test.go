@@ -139,6 +139,12 @@ func (b *lifeBuilt) ints(ints ...int64) {
 	}
 }
 
+// key appends a key argument.
+func (b *lifeBuilt) key(key string) {
+	b.keys = append(b.keys, len(b.args))
+	b.args = append(b.args, []byte(key))
+}
+
 // id appends a job id argument.
 func (b *lifeBuilt) id(id string) {
 	b.ids = append(b.ids, idAt{len(b.args), 0, ids.Job})
@@ -208,12 +214,10 @@ func settleCall(queue string, leaseMs, count, maxAttempts int64, sts []settlemen
 
 func scheduleCall(queue, id string, payload []byte, priority, atMs int64) lifeBuilt {
 	b := lifeArgs("EMQ.SCHEDULE", 3, "", queue, nil)
-	b.keys = append(b.keys, len(b.args))
 	b.ids = append(b.ids, idAt{len(b.args), len(keys.Job(queue, "")), ids.Job})
-	b.args = append(b.args, []byte(keys.Job(queue, id)))
+	b.key(keys.Job(queue, id))
 	for _, set := range []string{keys.PendingSet, keys.DelayedSet} {
-		b.keys = append(b.keys, len(b.args))
-		b.args = append(b.args, []byte(keys.Set(queue, set)))
+		b.key(keys.Set(queue, set))
 	}
 	b.id(id)
 	b.ids[0], b.ids[1] = b.ids[1], b.ids[0] // the argument's id first, as ENQUEUE's
@@ -233,6 +237,25 @@ func enqueueManyCall(queue string, priority, atMs int64, jobIDs []string, payloa
 
 func removeCall(queue, id string) lifeBuilt {
 	return lifeArgs("EMQ.REMOVE", 5, id, queue, lifeSets)
+}
+
+// repeatCall sets the schedule name of queue (EMQ.REPEAT).
+func repeatCall(queue, name, spec, tz string, payload []byte, priority, startMs, endMs, limit int64) lifeBuilt {
+	b := lifeArgs("EMQ.REPEAT", 3, "", queue, nil)
+	b.key(keys.Repeat(queue, name))
+	b.key(keys.Set(queue, keys.Repeats))
+	b.key(keys.Set(queue, keys.Config))
+	b.args = append(b.args, []byte(spec), []byte(tz), payload)
+	b.ints(priority, 0, maxInt32, startMs, 0, 1<<47, endMs, 0, 1<<47, limit, 0, maxInt32)
+	return b
+}
+
+// unrepeatCall removes the schedule name of queue (EMQ.UNREPEAT).
+func unrepeatCall(queue, name string) lifeBuilt {
+	b := lifeArgs("EMQ.UNREPEAT", 2, "", queue, nil)
+	b.key(keys.Repeat(queue, name))
+	b.key(keys.Set(queue, keys.Repeats))
+	return b
 }
 
 // settingCall is one of a queue's setting verbs — PAUSE, RESUME, LIMIT,
@@ -314,7 +337,7 @@ func (g *gen) lifeCall(space string) (lifeBuilt, string, func(reply)) {
 		}
 	case p < 50 || active == nil && p < 80:
 		b := claimCall(queue, g.leaseMs(), 1+int64(g.pick(4)), 1+int64(g.pick(4)))
-		return b, "claim", m.claimed
+		return b, "claim", m.claimedIn(queue)
 	case p < 58 && active != nil:
 		b := extendCall(active.queue, active.id, attempt(active), g.leaseMs())
 		return b, "extend", func(reply) {}
@@ -404,21 +427,22 @@ func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(
 				m.gone(sts[i].job.id)
 			}
 		}
-		m.claimed(r.elems[1])
+		m.claimedIn(queue)(r.elems[1])
 	}
 }
 
 // lifeOf03 makes a call of a verb of version 0.3 on queue: an admission
 // at a time and priority (EMQ.SCHEDULE, EMQ.ENQUEUEMANY, whose batch may
-// name a job twice or one that exists), an EMQ.REMOVE, or a change of the
-// queue's settings — pause, resume, a rate limit, its events stream.
+// name a job twice or one that exists), an EMQ.REMOVE, a change of the
+// queue's settings — pause, resume, a rate limit, its events stream — or
+// of its repeat schedules, whose ticks the claims then make.
 func (g *gen) lifeOf03(m *lifeModel, queue string) (lifeBuilt, string, func(reply)) {
 	admit := func(id, state string) {
 		j := &lifeJob{queue: queue, id: id, state: state}
 		m.jobs = append(m.jobs, j)
 		m.byID[id] = j
 	}
-	switch g.pick(8) {
+	switch g.pick(11) {
 	case 0, 1:
 		id, at := g.mint(ids.Job), g.atMs()
 		return scheduleCall(queue, id, g.bytes(g.pick(32)), g.priority(), at), "schedule", func(r reply) {
@@ -464,15 +488,52 @@ func (g *gen) lifeOf03(m *lifeModel, queue string) (lifeBuilt, string, func(repl
 		most := int64(g.pick(6)) // 0 removes the limit
 		window := 3_600_000 + g.r.Int64N(3_600_000)
 		return settingCall("EMQ.LIMIT", queue, keys.PendingSet, most, 0, 1_000_000, window, 1, maxInt32), "limit", func(reply) {}
+	case 7, 8:
+		return g.lifeRepeat(queue), "repeat", func(reply) {}
+	case 9:
+		if g.pick(2) == 0 {
+			return lifeArgs("EMQ.REPEATS", 1, "", queue, []string{keys.Repeats}), "repeats", func(reply) {}
+		}
+		return unrepeatCall(queue, repeatNames[g.pick(len(repeatNames))]), "unrepeat", func(reply) {}
 	}
 	capacity := []int64{0, 0, 10, 1000}[g.pick(4)]
 	return settingCall("EMQ.EVENTS", queue, keys.Events, capacity, 0, maxInt32), "events", func(reply) {}
 }
 
-// claimed learns the jobs of a claim's reply: active under their attempts.
-func (m *lifeModel) claimed(r reply) {
-	for _, e := range r.elems {
-		if j := m.byID[e.elems[0].text]; j != nil {
+// repeatNames are the names of a lifecycle queue's repeat schedules.
+var repeatNames = []string{"r0", "r1", "r2"}
+
+// lifeRepeat sets one of queue's schedules: mostly ticking every few
+// milliseconds, so that the run's claims make its jobs, and now and then
+// hourly or by a cron rule in a time zone; starting now, at a phase set in
+// the past, or in a minute; ending never or in two days (a tick before the
+// end, whatever the rule); made without limit or a few times.
+func (g *gen) lifeRepeat(queue string) lifeBuilt {
+	specs := []string{"@every 20ms", "@every 20ms", "@every 20ms", "@every 250ms", "@every 1h", "* * * * *", "*/5 * * * *", "@hourly"}
+	spec, tz := specs[g.pick(len(specs))], []string{"", "", "Europe/Berlin", "America/New_York"}[g.pick(4)]
+	now := time.Now().UnixMilli()
+	start, end, limit := []int64{0, 0, 0, unixMs2020, unixMs2020, now + 30_000 + g.r.Int64N(60_000)}[g.pick(6)], int64(0), int64(0)
+	if g.pick(4) == 0 {
+		end = now + 2*24*3_600_000
+	}
+	if g.pick(3) == 0 {
+		limit = 1 + int64(g.pick(5))
+	}
+	return repeatCall(queue, repeatNames[g.pick(len(repeatNames))], spec, tz, g.bytes(g.pick(32)), g.priority(), start, end, limit)
+}
+
+// claimedIn learns the jobs of a claim's reply on queue: active under
+// their attempts, and a job the model never admitted — a repeat schedule's
+// tick — among its jobs from now on.
+func (m *lifeModel) claimedIn(queue string) func(reply) {
+	return func(r reply) {
+		for _, e := range r.elems {
+			j := m.byID[e.elems[0].text]
+			if j == nil {
+				j = &lifeJob{queue: queue, id: e.elems[0].text}
+				m.jobs = append(m.jobs, j)
+				m.byID[j.id] = j
+			}
 			j.state, j.attempt = "active", e.elems[1].n
 		}
 	}
@@ -719,6 +780,26 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		case "EMQ.REMOVE":
 			s.removed += r.n
 		}
+	case "EMQ.REPEAT":
+		if r.kind != ':' || r.n != 0 && r.n <= unixMs2020 {
+			return fmt.Errorf("want the first tick in Unix ms, or 0, got %s", r)
+		}
+		if r.n != 0 && r.n < time.Now().UnixMilli()+1000 {
+			s.ticking++
+		}
+	case "EMQ.UNREPEAT":
+		if r.kind != ':' || r.n != 0 && r.n != 1 {
+			return fmt.Errorf("want 0 or 1, got %s", r)
+		}
+	case "EMQ.REPEATS":
+		if r.kind != '*' || r.null {
+			return fmt.Errorf("want a list of the queue's schedules, got %s", r)
+		}
+		for _, e := range r.elems {
+			if e.kind != '*' || len(e.elems) != 24 || e.elems[0].text != "name" {
+				return fmt.Errorf("want each schedule as name and the row's 11 fields, got %s", e)
+			}
+		}
 	case "EMQ.LIMIT":
 		if r.String() != "1" {
 			return fmt.Errorf("want 1, got %s", r)
@@ -858,10 +939,14 @@ func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
 	assert.True(t, failDead >= 0 && failDead <= delta("jobs_dead"), "every FAIL accepted retried, delayed or killed its job")
 	var calls []string
 	for _, v := range []string{"EMQ.CLAIM", "EMQ.EXTEND", "EMQ.ACK", "EMQ.FAIL", "EMQ.STALLED.CHECK", "EMQ.REVIVE", "EMQ.SETTLE",
-		"EMQ.SCHEDULE", "EMQ.ENQUEUEMANY", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.LIMIT", "EMQ.EVENTS"} {
+		"EMQ.SCHEDULE", "EMQ.ENQUEUEMANY", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.LIMIT", "EMQ.EVENTS",
+		"EMQ.REPEAT", "EMQ.UNREPEAT", "EMQ.REPEATS"} {
 		calls = append(calls, fmt.Sprintf("%s %d/%d", v, total.verb(v).calls, total.verb(v).refused))
 	}
-	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped",
+	if total.verb("EMQ.REPEAT").ticking >= 3 { // and one, not unset before a claim, would do
+		assert.Positive(t, delta("repeats_ticked"), "the schedules set to tick within a second made jobs in the claims after them")
+	}
+	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped, %d ticks made",
 		strings.Join(calls, ", "), delta("jobs_claimed"), delta("jobs_promoted"), delta("stalls_requeued"), delta("jobs_dead"),
-		delta("jobs_revived"), delta("dangling_dropped"))
+		delta("jobs_revived"), delta("dangling_dropped"), delta("repeats_ticked"))
 }
