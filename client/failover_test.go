@@ -302,17 +302,23 @@ type producer struct {
 
 // produce enqueues n jobs, in batches of 50 to one shard each, from four
 // goroutines; an enqueue not confirmed is retried under its id until it
-// is. It returns at once; wait waits for the end.
+// is. It returns at once; wait waits for the end. A test that ends before
+// it, failed, stops the batches and waits for the goroutines, which report
+// to t.
 func (p *producer) produce(t *testing.T, n int) (wait func() produced) {
 	const batch, goroutines = 50, 4
 	p.enqueued.Store(0)
 	p.out = produced{shard: map[ids.ID]string{}}
-	batches := make(chan int)
+	batches, stop := make(chan int), make(chan struct{})
 	go func() {
+		defer close(batches)
 		for b := 0; b*batch < n; b++ {
-			batches <- b
+			select {
+			case batches <- b:
+			case <-stop:
+				return
+			}
 		}
-		close(batches)
 	}()
 	var wg sync.WaitGroup
 	for range goroutines {
@@ -328,6 +334,10 @@ func (p *producer) produce(t *testing.T, n int) (wait func() produced) {
 			}
 		}()
 	}
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
 	return func() produced {
 		wg.Wait()
 		return p.out
