@@ -114,7 +114,8 @@ fuzz:
 	bash scripts/fuzz.sh $${FUZZTIME:-60s}
 
 ## memcheck: the server suites with every server under valgrind's memcheck (valkey 8.1 built
-## with libc's malloc); fails on a memory error in the server's memory (PKGS to pick packages)
+## with libc's malloc); fails on a memory error in the server's memory (PKGS to pick packages, go test flags
+## first: PKGS='-run TestClusterFailover ./client/')
 memcheck: deps build
 	bash scripts/memcheck.sh $(PKGS)
 

@@ -15,8 +15,11 @@
 # ("in a rw- anonymous segment") — and, from them, values it thinks
 # uninitialised (--undef-value-errors=no).
 #
-# Usage: scripts/memcheck.sh [PACKAGE...]   (default: every package whose
-# tests start servers). Logs: build/memcheck/.
+# Usage: scripts/memcheck.sh [GO TEST FLAG...] [PACKAGE...]   (default: every
+# package whose tests start servers; e.g. -run '^TestClusterFailover$'
+# ./client/). TestClusterFailover enqueues EMQ_FAILOVER_JOBS jobs a phase,
+# 5,000 here unless set: its 100,000 do not fit its bounds under valgrind.
+# Logs: build/memcheck/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$PWD/build/memcheck
@@ -44,7 +47,8 @@ else
   pkgs=$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
     awk '/\/internal\/valkeytest( |$)/ {print $1}')
 fi
-echo "memcheck: $(echo $pkgs | wc -w) packages, every server under valgrind ($server)" >&2
+echo "memcheck: go test $(echo $pkgs), every server under valgrind ($server)" >&2
+export EMQ_FAILOVER_JOBS=${EMQ_FAILOVER_JOBS:-5000}
 if ! EMQ_SERVER=$out/server go test -count=1 -timeout 90m $pkgs >"$out/test.log" 2>&1 </dev/null; then
   echo "memcheck: tests that failed under valgrind (not judged here):" >&2
   grep -E '^--- FAIL' "$out/test.log" | sed 's/^/  /' >&2 || true
