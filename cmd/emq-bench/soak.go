@@ -16,7 +16,7 @@ import (
 // unless refusals are off, then trims what it made so that the data set
 // stays the same size.
 const (
-	soakCallsPerCycle   = 13
+	soakCallsPerCycle   = 15
 	soakRefusedPerCycle = 2
 	soakKeep            = 1000 // jobs, stream entries and failure keys kept per connection
 	soakCyclesPerBatch  = 8
@@ -90,10 +90,11 @@ func (s *soakConn) writeCycle(w *cmdBuf) {
 }
 
 // lifeCycle appends a job's life in the connection's lifecycle queue,
-// which it leaves empty, its events on (soakEventsCap): admitted at a
-// priority (SCHEDULE), claimed (attempt 1), failed back to pending,
-// claimed again (attempt 2) by a SETTLE that settles nothing, and
-// acknowledged by a SETTLE that claims nothing.
+// which it leaves empty, with the settings setUp gave it: the queue paused
+// and resumed, then the job admitted at a priority (SCHEDULE), claimed
+// (attempt 1), failed back to pending, claimed again (attempt 2) by a
+// SETTLE that settles nothing, and acknowledged by a SETTLE that claims
+// nothing.
 func (s *soakConn) lifeCycle(w *cmdBuf, job []byte) {
 	prefix := []byte(s.lifePrefix())
 	set := func(name string) { w.join(prefix, []byte("}:"), []byte(name)) }
@@ -102,6 +103,12 @@ func (s *soakConn) lifeCycle(w *cmdBuf, job []byte) {
 		for _, name := range []string{"pending", "active", "delayed", "dead"} {
 			set(name)
 		}
+	}
+	for _, verb := range []string{"EMQ.PAUSE", "EMQ.RESUME"} {
+		w.command(verb, 4)
+		w.str("2")
+		set("config")
+		set("pending")
 	}
 	w.command("EMQ.SCHEDULE", 9)
 	w.str("3")
@@ -146,30 +153,57 @@ func (s *soakConn) lifeCycle(w *cmdBuf, job []byte) {
 	w.str("0")
 }
 
-// soakEventsCap is the cap of the lifecycle queues' events streams.
-const soakEventsCap = 1000
+// The lifecycle queues' settings: an events stream capped at
+// soakEventsCap entries; a rate limit the soak never reaches, whose window
+// (the limiter key, expiring at its end) starts anew every soakWindowMs;
+// and a repeat schedule never due within a soak, which every claim turn
+// looks at.
+const (
+	soakEventsCap = 1000
+	soakRateMax   = 1_000_000
+	soakWindowMs  = 1000
+	soakRepeat    = "@every 8760h"
+)
 
 // lifePrefix is emq:{<the connection's lifecycle queue>.
 func (s *soakConn) lifePrefix() string { return s.prefix + ":life" }
 
-// turnEventsOn turns the lifecycle queue's events on: once, before the
-// cycles, not counted.
-func (s *soakConn) turnEventsOn() error {
+// setUp gives the lifecycle queue its settings: once, before the cycles,
+// not counted.
+func (s *soakConn) setUp() error {
+	life := s.lifePrefix()
 	s.w.reset()
 	s.w.command("EMQ.EVENTS", 5)
 	s.w.str("2")
-	s.w.str(s.lifePrefix() + "}:config")
-	s.w.str(s.lifePrefix() + "}:events")
+	s.w.str(life + "}:config")
+	s.w.str(life + "}:events")
 	s.w.int(soakEventsCap)
+	s.w.command("EMQ.LIMIT", 6)
+	s.w.str("2")
+	s.w.str(life + "}:config")
+	s.w.str(life + "}:pending")
+	s.w.int(soakRateMax)
+	s.w.int(soakWindowMs)
+	s.w.command("EMQ.REPEAT", 12)
+	s.w.str("3")
+	s.w.str(life + "}:repeat:never-due")
+	s.w.str(life + "}:repeats")
+	s.w.str(life + "}:config")
+	s.w.str(soakRepeat)
+	for _, arg := range []string{"", "p", "0", "0", "0", "0"} { // tz, payload, priority, start, end, limit
+		s.w.str(arg)
+	}
 	if _, err := s.nc.Write(s.w.b); err != nil {
 		return err
 	}
 	s.rr.errors = 0
-	if err := s.rr.skip(); err != nil {
-		return err
+	for range s.w.n {
+		if err := s.rr.skip(); err != nil {
+			return err
+		}
 	}
 	if s.rr.errors != 0 {
-		return fmt.Errorf("EMQ.EVENTS: %s", s.rr.failure)
+		return fmt.Errorf("the lifecycle queue's settings: %s", s.rr.failure)
 	}
 	return nil
 }
@@ -245,7 +279,7 @@ func runSoak(o options) (section, body string, err error) {
 	var scs []*soakConn
 	for i, c := range conns {
 		sc := &soakConn{conn: c, prefix: fmt.Sprintf("emq:{soak:c%d", i), base: base + uint64(i)<<32, refusals: o.refusals}
-		if err := sc.turnEventsOn(); err != nil {
+		if err := sc.setUp(); err != nil {
 			return "", "", err
 		}
 		scs = append(scs, sc)
@@ -287,9 +321,12 @@ func runSoak(o options) (section, body string, err error) {
 		refusals = "two refused calls (EMQORDER, EMQKIND)"
 	}
 	setup := fmt.Sprintf("%d calls in %s (%.0f calls/s) over %d connections; each cycle admits a job, re-admits it, appends 10 entries, "+
-		"publishes, counts a failure, makes %s and EMQ.CAPS, takes a job of a queue of its own (its events on, capped at %d) through schedule, claim, fail, settle claiming it again, settle acking it, then trims to %d jobs/entries per connection; "+
+		"publishes, counts a failure, makes %s and EMQ.CAPS, pauses and resumes a queue of its own "+
+		"(its events on, capped at %d; limited to %d jobs per %d ms, never reached, a window starting again after each ends; a repeat schedule %q, never due) "+
+		"and takes a job of it through schedule, claim, fail, settle claiming it again, settle acking it, then trims to %d jobs/entries per connection; "+
 		"a sample every %d calls; the first %.0f%% of samples are warm-up; %s",
-		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakEventsCap, soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
+		last.calls, elapsed.Round(time.Second), float64(last.calls)/elapsed.Seconds(), len(scs), refusals, soakEventsCap, soakRateMax, soakWindowMs, soakRepeat,
+		soakKeep, callsPerSample, 100*soakWarmUp, s.pinning)
 	section, title := sectionSoak, "## Soak: memory under millions of calls"
 	if !o.refusals {
 		section, title = sectionSoak+"-accepted", "## Soak: memory under millions of accepted calls"
