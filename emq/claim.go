@@ -123,7 +123,8 @@ type turn struct {
 	cands []candidate
 	// ids this turn settled or took: never taken (again), never swept
 	done idSet
-	// the rows the settlements opened, by id
+	// the rows the call opened by id — its settlements', its ticks' — that
+	// a later read of the job uses rather than open them again
 	opened idSet
 	// a bit per set of the four (claimPending …) holding members when the
 	// turn began

@@ -553,17 +553,20 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	off := len(p.Scratch)
 	p.Scratch = id.Append(p.Scratch)
 	idRef := p.span(off)
-	if t.minted(p.ScratchBytes(idRef)) {
-		return nil // two schedules numbered alike (repeat_seq lowered by hand) tick as one job
+	if t.isCandidate(p.ScratchBytes(idRef)) {
+		return nil // made already: swept this turn, or ticked by a schedule numbered alike (repeat_seq lowered by hand)
 	}
-	// A row a settlement of the call opened (a tick made again on a clock
+	// A row the call opened (a settlement's: a tick made again on a clock
 	// set back) is not opened twice: it reads as it did then, made already.
+	// A row the tick opens is the call's for a later read: made already,
+	// its job may be in pending, where the claim reads it.
 	job, opened := t.opened.key(p.ScratchBytes(idRef))
 	if !opened {
 		var err error
 		if job, _, err = openJob(s, p, t.queue, p.ScratchBytes(idRef), nil); err != nil {
 			return err
 		}
+		t.opened.add(p.ScratchBytes(idRef), job)
 	}
 	if s.Type(job) != Empty {
 		return nil // made already: a tick is one job
@@ -590,12 +593,14 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 // a turn held back over maxmemory.
 const heldMs = 100
 
-// minted reports whether the turn made a tick's job under id already:
-// schedules given one number tick alike, and a second row of one key made
-// in one turn would be a second key of one name (the server asserts).
-func (t *turn) minted(id []byte) bool {
+// isCandidate reports whether id is a candidate of the turn's already: a
+// job a sweep moved, whose row the sweep opened, or a tick's job the turn
+// made — schedules given one number tick alike, and a second row of one
+// key made in one turn would be a second key of one name (the server
+// asserts). Either way the job exists, and its row is not opened again.
+func (t *turn) isCandidate(id []byte) bool {
 	for _, c := range t.cands {
-		if c.from == fromNew && bytes.Equal(c.member.Bytes, id) {
+		if bytes.Equal(c.member.Bytes, id) {
 			return true
 		}
 	}

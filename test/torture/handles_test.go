@@ -164,25 +164,63 @@ func TestSettlementsOfOneJobOpenItsRowOnce(t *testing.T) {
 // the row the settlement deletes a second time.
 func TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain(t *testing.T) {
 	h := newHandleQueue(t)
-	schedule, schedules := keys.Repeat(handlesQueue, "hourly"), keys.Set(handlesQueue, keys.Repeats)
-	now := h.s.Do("TIME")
-	secs, err := now.ToArray()
-	require.NoError(t, err)
-	sec, _ := secs[0].AsInt64()
-	usec, _ := secs[1].AsInt64()
-	start := sec*1000 + usec/1000 - 3_600_000 + 300 // its first tick 300 ms from now
-	h.do("EMQ.REPEAT", 3, schedule, schedules, keys.Set(handlesQueue, keys.Config), "@every 1h", "UTC", "p", 0, start, 0, 0)
-	claimed := h.do("EMQ.BCLAIM", 4, h.sets[0], h.sets[1], h.sets[2], h.sets[3], 3_600_000, 1, 5, 5_000) // woken by the tick
-	id := claimed.([]any)[0].([]any)[0].(string)
-	tick := h.do("HGET", schedule, "last")
-	h.do("HSET", schedule, "next", tick)
-	h.do("ZADD", schedules, tick, "hourly")
-
+	id := h.tickedAgain()
 	assert.Equal(t, []any{[]any{int64(1)}, nil}, h.do(h.settle(1, []any{"ACK", id, 1, 0})...),
 		"acknowledged; the tick made already makes nothing")
 	assert.EqualValues(t, 0, h.do("EXISTS", keys.Job(handlesQueue, id)), "deleted, and not made again")
 	assert.EqualValues(t, 0, h.do("ZCARD", h.sets[0]))
 	h.assertOneHandleEach()
+}
+
+// TestATickMadeAlreadyOpensItsRowOnce: a schedule's tick comes due again
+// (as above) in a claim whose turn reads the job that tick made — failed
+// back to pending, where the claim takes it, or in active under a lease
+// that passed, which the claim's sweep requeues. The tick, made already,
+// makes nothing, and no row is opened twice: the claim reads pending
+// through the row the tick opened, and the tick does not open the row
+// the sweep did.
+func TestATickMadeAlreadyOpensItsRowOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		back func(h *handleQueue, id string)
+	}{
+		{"failed back to pending", func(h *handleQueue, id string) {
+			h.do("EMQ.FAIL", 5, keys.Job(handlesQueue, id), h.sets[0], h.sets[1], h.sets[2], h.sets[3], 1, 0, 5, "again")
+		}},
+		{"its lease passed", func(h *handleQueue, id string) { h.do("ZADD", h.sets[1], "XX", 1, id) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHandleQueue(t)
+			id := h.tickedAgain()
+			tc.back(h, id)
+			assert.Equal(t, []any{[]any{id, int64(2), "p"}}, h.do(h.claim(2)...), "claimed again, and nothing made")
+			assert.EqualValues(t, 0, h.do("ZCARD", h.sets[0]))
+			h.assertOneHandleEach()
+		})
+	}
+}
+
+// tickedAgain sets a schedule whose first tick comes 300 ms from now,
+// claims the job it makes, and writes the schedule's next tick back to
+// the one it made — as a clock set back would — so that the tick is due
+// again and its job made already. It returns the job's id.
+func (h *handleQueue) tickedAgain() string {
+	h.t.Helper()
+	schedule, schedules := keys.Repeat(handlesQueue, "hourly"), keys.Set(handlesQueue, keys.Repeats)
+	now := h.s.Do("TIME")
+	secs, err := now.ToArray()
+	require.NoError(h.t, err)
+	sec, _ := secs[0].AsInt64()
+	usec, _ := secs[1].AsInt64()
+	start := sec*1000 + usec/1000 - 3_600_000 + 300 // its first tick 300 ms from now
+	h.do("EMQ.REPEAT", 3, schedule, schedules, keys.Set(handlesQueue, keys.Config), "@every 1h", "UTC", "p", 0, start, 0, 0)
+	claimed := h.do("EMQ.BCLAIM", 4, h.sets[0], h.sets[1], h.sets[2], h.sets[3], 3_600_000, 1, 5, 5_000) // woken by the tick
+	require.Len(h.t, claimed, 1, "the tick's job")
+	id := claimed.([]any)[0].([]any)[0].(string)
+	tick := h.do("HGET", schedule, "last")
+	h.do("HSET", schedule, "next", tick)
+	h.do("ZADD", schedules, tick, "hourly")
+	return id
 }
 
 // TestAClaimTakesTheRowARefusedSettlementOpened: EMQ.SETTLE refuses an
