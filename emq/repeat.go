@@ -558,8 +558,8 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	}
 	// A row the call opened (a settlement's: a tick made again on a clock
 	// set back) is not opened twice: it reads as it did then, made already.
-	// A row the tick opens is the call's for a later read: made already,
-	// its job may be in pending, where the claim reads it.
+	// A row the tick opens is kept for the call's later reads: made
+	// already, its job may be in pending, where the claim reads it.
 	job, opened := t.opened.key(p.ScratchBytes(idRef))
 	if !opened {
 		var err error

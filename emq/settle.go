@@ -127,9 +127,9 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 // openRow opens the row of job id, reading fields of it, as openNamed
 // does — or, when the call opened it already (a settlement, which refused
 // or settled it; a tick, which found its job made), reads them of that
-// key. A row is never opened twice: no
-// second handle may outlive what the first writes — a delete frees the
-// row's object, and on Valkey 8.1 and later an expiry set moves it.
+// key. A row is never opened twice: no second handle may outlive what the
+// first writes — a delete frees the row's object, and on Valkey 8.1 and
+// later an expiry set moves it.
 func (t *turn) openRow(id []byte, fields []Ref) (int, []Value, error) {
 	if k, ok := t.opened.key(id); ok {
 		if t.s.Type(k) != Hash {
