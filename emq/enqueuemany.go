@@ -53,14 +53,10 @@ func enqueueMany(c Call) error {
 		// An id a pair before named is not opened again (no key is opened
 		// twice), and its row reads as it did then: before the call's
 		// writes.
-		k, again := p.opened.key(id)
-		if !again {
-			var err error
-			if k, _, err = openJob(s, p, queue, id, nil); err != nil {
-				refuseJob(p, err)
-				continue
-			}
-			p.opened.add(id, k)
+		k, again, err := openOnce(s, p, &p.opened, queue, id)
+		if err != nil {
+			refuseJob(p, err)
+			continue
 		}
 		switch s.Type(k) {
 		case Hash:

@@ -273,6 +273,21 @@ func openNamed(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value,
 	return k, v, err
 }
 
+// openOnce opens, as openJob does, the row of job id — unless set holds
+// it, opened earlier in the call, for no key is opened twice in a call: a
+// second handle may outlive what the first writes (a delete frees the
+// row's object; on Valkey 8.1 and later an expiry set moves it). It
+// returns the row's key, which set then holds, and whether set held it.
+func openOnce(s Server, p *Plan, set *idSet, queue, id []byte) (k int, again bool, err error) {
+	if k, again = set.key(id); again {
+		return k, true, nil
+	}
+	if k, _, err = openJob(s, p, queue, id, nil); err == nil {
+		set.add(id, k)
+	}
+	return k, false, err
+}
+
 // elsewhere returns errMoving when key k, found empty, may hold its value
 // on another node: the queue's slot is being migrated to or imported from
 // another (Server.Moving), and a key of it the migration has moved is

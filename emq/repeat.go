@@ -556,17 +556,13 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	if t.isCandidate(p.ScratchBytes(idRef)) {
 		return nil // made already: swept this turn, or ticked by a schedule numbered alike (repeat_seq lowered by hand)
 	}
-	// A row the call opened (a settlement's: a tick made again on a clock
-	// set back) is not opened twice: it reads as it did then, made already.
-	// A row the tick opens is kept for the call's later reads: made
-	// already, its job may be in pending, where the claim reads it.
-	job, opened := t.opened.key(p.ScratchBytes(idRef))
-	if !opened {
-		var err error
-		if job, _, err = openJob(s, p, t.queue, p.ScratchBytes(idRef), nil); err != nil {
-			return err
-		}
-		t.opened.add(p.ScratchBytes(idRef), job)
+	// A row a settlement opened (a tick made again on a clock set back)
+	// reads as it did then, made already; a row the tick opens is kept for
+	// the call's later reads — made already, its job may be in pending,
+	// where the claim reads it.
+	job, _, err := openOnce(s, p, &t.opened, t.queue, p.ScratchBytes(idRef))
+	if err != nil {
+		return err
 	}
 	if s.Type(job) != Empty {
 		return nil // made already: a tick is one job

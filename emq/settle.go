@@ -93,11 +93,14 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	if t.done.has(id) {
 		return errLease // settled earlier in the call: not active any more
 	}
-	k, _, err := t.openRow(id, nil)
+	// an earlier settlement of the id, refused, opened the row already
+	k, _, err := openOnce(s, p, &t.opened, t.queue, id)
+	if err == nil {
+		err = elsewhere(s, k) // as openNamed
+	}
 	if err != nil {
 		return err
 	}
-	t.opened.add(id, k)
 	row, err := leasedJob(s, p, k, st.attempt)
 	if err != nil {
 		return err
@@ -127,9 +130,7 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 // openRow opens the row of job id, reading fields of it, as openNamed
 // does — or, when the call opened it already (a settlement, which refused
 // or settled it; a tick, which found its job made), reads them of that
-// key. A row is never opened twice: no second handle may outlive what the
-// first writes — a delete frees the row's object, and on Valkey 8.1 and
-// later an expiry set moves it.
+// key (see openOnce).
 func (t *turn) openRow(id []byte, fields []Ref) (int, []Value, error) {
 	if k, ok := t.opened.key(id); ok {
 		if t.s.Type(k) != Hash {
