@@ -770,7 +770,7 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		if r.kind != '$' || r.text != "pending" && r.text != "delayed" && r.text != "dead" {
 			return fmt.Errorf("want pending, delayed or dead, got %s", r)
 		}
-	case "EMQ.SCHEDULE", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.EVENTS":
+	case "EMQ.SCHEDULE", "EMQ.REMOVE", "EMQ.PAUSE", "EMQ.RESUME", "EMQ.EVENTS", "EMQ.UNREPEAT":
 		if r.kind != ':' || r.n != 0 && r.n != 1 {
 			return fmt.Errorf("want 0 or 1, got %s", r)
 		}
@@ -786,10 +786,6 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		}
 		if r.n != 0 && r.n < time.Now().UnixMilli()+1000 {
 			s.ticking++
-		}
-	case "EMQ.UNREPEAT":
-		if r.kind != ':' || r.n != 0 && r.n != 1 {
-			return fmt.Errorf("want 0 or 1, got %s", r)
 		}
 	case "EMQ.REPEATS":
 		if r.kind != '*' || r.null {
