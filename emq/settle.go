@@ -93,9 +93,10 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	if t.done.has(id) {
 		return errLease // settled earlier in the call: not active any more
 	}
-	// an earlier settlement of the id, refused, opened the row already
-	k, _, err := openOnce(s, p, &t.opened, t.queue, id)
-	if err == nil {
+	// an earlier settlement of the id, refused, opened and checked the row
+	// already: an empty one while the slot migrates refuses the whole call
+	k, again, err := openOnce(s, p, &t.opened, t.queue, id)
+	if err == nil && !again {
 		err = elsewhere(s, k) // as openNamed
 	}
 	if err != nil {
