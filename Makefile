@@ -32,9 +32,10 @@ deps: valkey chromium
 run: valkey build
 	valkey-server valkey.conf
 
-## test: every test — unit, fuzz seeds, integration against real servers
+## test: every test — unit, fuzz seeds, integration against real servers — with Go's race detector
+## on the test binaries (the client, the tools, the suites); the module runs in the servers, built as always
 test: deps build
-	$(GOTEST) -timeout 20m ./...
+	$(GOTEST) -race -timeout 20m ./...
 
 ## compat: every server suite against Valkey 8.0, 8.1, 9.x and Redis 7.0, 8.0 (built from
 ## Debian's archive under build/servers/ when missing); writes docs/COMPATIBILITY.md
