@@ -41,15 +41,15 @@ GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off exec valgrind --tool=memcheck --undef-v
 WRAP
 chmod +x "$out/server"
 
-if [ $# -gt 0 ]; then
-  pkgs="$*"
-else
-  pkgs=$(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
+# the arguments as given, each one word (a -run pattern may hold spaces)
+args=("$@")
+if [ $# -eq 0 ]; then
+  mapfile -t args < <(go list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
     awk '/\/internal\/valkeytest( |$)/ {print $1}')
 fi
-echo "memcheck: go test $(echo $pkgs), every server under valgrind ($server)" >&2
+echo "memcheck: go test ${args[*]}, every server under valgrind ($server)" >&2
 export EMQ_FAILOVER_JOBS=${EMQ_FAILOVER_JOBS:-5000}
-if ! EMQ_SERVER=$out/server go test -count=1 -timeout 90m $pkgs >"$out/test.log" 2>&1 </dev/null; then
+if ! EMQ_SERVER=$out/server go test -count=1 -timeout 90m "${args[@]}" >"$out/test.log" 2>&1 </dev/null; then
   echo "memcheck: tests that failed under valgrind (not judged here):" >&2
   grep -E '^--- FAIL' "$out/test.log" | sed 's/^/  /' >&2 || true
 fi
