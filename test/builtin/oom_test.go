@@ -84,14 +84,18 @@ func overMaxmemory(t *testing.T, s *valkeytest.Server) {
 // over maxmemory — where EMQ.ENQUEUE is refused — a claim turn makes no
 // job of it and the schedule stays due; a waiting worker's turn looks at
 // it again every 100 ms, not at once; with room again, the next look
-// makes one job, of the first missed tick. The rule ticks every 100 ms:
-// the timer's sweep makes that job and the worker's wake-up claims it,
-// and a slowed server (valgrind, a busy machine) must not see a second
-// tick due between the two.
+// makes one job, of the first missed tick.
+//
+// The rule ticks 100 ms from now, then an hour on (its phase set by a
+// start in the past). The look that makes the first missed tick's job
+// moves the schedule to its first tick after now; with ticks a few ms
+// apart that one could come due before the worker's wake-up claims —
+// a second job, which a server slowed by valgrind made.
 func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
 	const q = "oomticks"
-	ok(t, s, repeat(q, "often", "@every 100ms", 0).argv()...)
+	phase := time.Now().Add(100*time.Millisecond - time.Hour).UnixMilli()
+	ok(t, s, repeatFrom(q, "often", "@every 1h", 0, phase).argv()...)
 	row := keys.Repeat(q, "often")
 	first := str(t, s, "HGET", row, "next")
 	overMaxmemory(t, s)
