@@ -86,14 +86,14 @@ func settle(queue string, leaseMs, count, maxAttempts int64, n int, settlements 
 }
 
 func repeat(queue, name, spec string, priority int64) command {
-	return repeatFrom(queue, name, spec, priority, 0)
+	return repeatUntil(queue, name, spec, priority, 0)
 }
 
-// repeatFrom is repeat with the rule's start (Unix ms; 0 for the time of
-// the call), which sets an @every rule's phase.
-func repeatFrom(queue, name, spec string, priority, startMs int64) command {
+// repeatUntil is repeat with the schedule's end (Unix ms; 0 for none):
+// no tick comes after it.
+func repeatUntil(queue, name, spec string, priority, endMs int64) command {
 	return verb("EMQ.REPEAT", []string{keys.Repeat(queue, name), keys.Set(queue, keys.Repeats), keys.Set(queue, keys.Config)},
-		spec, "", "tick of "+name, i64(priority), i64(startMs), "0", "0")
+		spec, "", "tick of "+name, i64(priority), "0", i64(endMs), "0")
 }
 
 // lifecycleCalls returns one accepted call of each lifecycle verb on queue

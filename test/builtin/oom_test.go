@@ -86,20 +86,20 @@ func overMaxmemory(t *testing.T, s *valkeytest.Server) {
 // it again every 100 ms, not at once; with room again, the next look
 // makes one job, of the first missed tick.
 //
-// The rule ticks 100 ms from now, then an hour on (its phase set by a
-// start in the past). The look that makes the first missed tick's job
-// moves the schedule to its first tick after now; with ticks a few ms
-// apart that one could come due before the worker's wake-up claims —
-// a second job, which a server slowed by valgrind made.
+// The rule ticks every 10 ms and ends 200 ms after it is set, so that
+// some twenty ticks are missed while the server is full, and none is left
+// to come once it has room: the look that makes the first missed tick's
+// job would otherwise move the schedule to its first tick after now,
+// which may come due before the worker's wake-up claims — a second job,
+// rightly, that a server slowed by valgrind made.
 func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
 	const q = "oomticks"
-	phase := time.Now().Add(100*time.Millisecond - time.Hour).UnixMilli()
-	ok(t, s, repeatFrom(q, "soon", "@every 1h", 0, phase).argv()...)
-	row := keys.Repeat(q, "soon")
+	ok(t, s, repeatUntil(q, "often", "@every 10ms", 0, time.Now().Add(200*time.Millisecond).UnixMilli()).argv()...)
+	row := keys.Repeat(q, "often")
 	first := str(t, s, "HGET", row, "next")
 	overMaxmemory(t, s)
-	time.Sleep(150 * time.Millisecond) // a tick comes due
+	time.Sleep(50 * time.Millisecond) // ticks come due
 
 	t.Run("a claim makes no job and writes nothing, and INFO counts the hold", func(t *testing.T) {
 		before, held := digest(t, s), infoInt(t, s, "emq", "emq_repeats_held")
@@ -132,6 +132,7 @@ func TestOutOfMemoryHoldsTicksBack(t *testing.T) {
 		}
 		assert.Equal(t, "1", str(t, s, "HGET", row, "made"))
 		assert.Equal(t, first, str(t, s, "HGET", row, "last"))
+		assert.Equal(t, "0", str(t, s, "HGET", row, "next"), "finished: no tick after its end")
 	})
 }
 
