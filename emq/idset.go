@@ -35,22 +35,29 @@ func (s *idSet) has(id []byte) bool {
 
 // key returns the key of id's row, and whether the set holds id.
 func (s *idSet) key(id []byte) (int, bool) {
-	if s.sorted {
-		if bytes.Compare(id, s.ids[len(s.ids)-1].id) > 0 {
-			return 0, false
+	_, key, found := s.find(id)
+	return key, found
+}
+
+// find looks id up: where the set holds it, with its row's key, or where
+// it would go (insertAt). An id above every one held costs one comparison.
+func (s *idSet) find(id []byte) (at, key int, found bool) {
+	if !s.sorted {
+		for i, h := range s.ids {
+			if bytes.Equal(h.id, id) {
+				return i, h.key, true
+			}
 		}
-		i, found := slices.BinarySearchFunc(s.ids, id, compareHeld)
-		if !found {
-			return 0, false
-		}
-		return s.ids[i].key, true
+		return len(s.ids), 0, false
 	}
-	for _, h := range s.ids {
-		if bytes.Equal(h.id, id) {
-			return h.key, true
-		}
+	if n := len(s.ids); bytes.Compare(id, s.ids[n-1].id) > 0 {
+		return n, 0, false
 	}
-	return 0, false
+	at, found = slices.BinarySearchFunc(s.ids, id, compareHeld)
+	if found {
+		key = s.ids[at].key
+	}
+	return at, key, found
 }
 
 // compareHeld orders held ids by their bytes.
@@ -59,23 +66,18 @@ func compareHeld(h heldID, id []byte) int { return bytes.Compare(h.id, id) }
 // add puts id in the set with its row's key; an id held already keeps
 // the key it has.
 func (s *idSet) add(id []byte, key int) {
-	h := heldID{id, key}
-	if !s.sorted {
-		if !s.has(id) {
-			s.ids = append(s.ids, h)
-		}
-		if len(s.ids) > fewIDs {
-			slices.SortFunc(s.ids, func(a, b heldID) int { return compareHeld(a, b.id) })
-			s.sorted = true
-		}
-		return
+	if at, _, found := s.find(id); !found {
+		s.insertAt(at, id, key)
 	}
-	if bytes.Compare(id, s.ids[len(s.ids)-1].id) > 0 {
-		s.ids = append(s.ids, h)
-		return
-	}
-	if i, found := slices.BinarySearchFunc(s.ids, id, compareHeld); !found {
-		s.ids = slices.Insert(s.ids, i, h)
+}
+
+// insertAt puts id, which the set does not hold, with its row's key at
+// at, where find placed it — the set unchanged since.
+func (s *idSet) insertAt(at int, id []byte, key int) {
+	s.ids = slices.Insert(s.ids, at, heldID{id, key})
+	if !s.sorted && len(s.ids) > fewIDs {
+		slices.SortFunc(s.ids, func(a, b heldID) int { return compareHeld(a, b.id) })
+		s.sorted = true
 	}
 }
 

@@ -279,11 +279,12 @@ func openNamed(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value,
 // row's object; on Valkey 8.1 and later an expiry set moves it). It
 // returns the row's key, which set then holds, and whether set held it.
 func openOnce(s Server, p *Plan, set *idSet, queue, id []byte) (k int, again bool, err error) {
-	if k, again = set.key(id); again {
+	at, k, again := set.find(id)
+	if again {
 		return k, true, nil
 	}
 	if k, _, err = openJob(s, p, queue, id, nil); err == nil {
-		set.add(id, k)
+		set.insertAt(at, id, k) // looked up once
 	}
 	return k, false, err
 }
