@@ -503,9 +503,9 @@ func (g *gen) lifeOf03(m *lifeModel, queue string) (lifeBuilt, string, func(repl
 // repeatNames are the names of a lifecycle queue's repeat schedules.
 var repeatNames = []string{"r0", "r1", "r2"}
 
-// lifeRepeat sets one of queue's schedules: half the time ticking every
-// few milliseconds, so that the run's claims make its jobs, else hourly or
-// by a cron rule in a time zone; starting now, at a phase set in the past,
+// lifeRepeat sets one of queue's schedules: three times in eight ticking
+// every 20 ms and once every 250 ms, so that the run's claims make its
+// jobs, else hourly or by a cron rule in a time zone; starting now, at a phase set in the past,
 // or in a minute; ending never or in two days (a tick before the end,
 // whatever the rule); made without limit or a few times.
 func (g *gen) lifeRepeat(queue string) lifeBuilt {
