@@ -60,8 +60,8 @@ func (tw *twin) under(qs [2]*Queue, i int, id ids.ID, attempt int64) *Job {
 }
 
 // TestScriptsMatchTheVerbsOf03 drives version 0.3's verbs and the ones it
-// changed — SCHEDULE, PAUSE, RESUME, LIMIT, EVENTS, REMOVE, SETTLE, ACK
-// with a result, claims by priority, through a pause and a rate window,
+// changed — SCHEDULE, PAUSE, RESUME, LIMIT, EVENTS, REMOVE, SETTLE (its
+// releases too), ACK with a result, claims by priority, through a pause and a rate window,
 // dead at claim, revived budgets, ids left in two sets — and their
 // refusals, with the queue's events on (its stream trimmed as it grows),
 // through the same sequence on a server with the module and one running
@@ -215,6 +215,24 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.both("HSET", row(j[12]), "state", "pending", "revived", "x", "error", "old")
 	tw.both("ZADD", set(keys.PendingSet), "2", j[12].String())
 	tw.same("a claim of a spent budget: dead, its error kept", tw.claim(tw.long, 1))
+
+	// releases: given back unspent, one refused, none claimed again by
+	// its call; a revived that is no count counted as none
+	rel := newTwin(t, nodes, queue+"rel")
+	y, z := nodes[0].m.Mint(ids.Job), nodes[0].m.Mint(ids.Job)
+	rel.same("events on", func(i int, _ node) any { return outcome(rel.long[i].SetEvents(ctx(t), 100)) })
+	rel.same("enqueue", rel.admit(rel.long, y, "y", Priority(2)))
+	rel.same("enqueue", rel.admit(rel.long, z, "z"))
+	rel.same("a claim for releasing", rel.claim(rel.long, 2))
+	rel.same("settle: releases, one twice, then a claim that leaves them", rel.settle(rel.long, 2, func(i int) []Settlement {
+		return []Settlement{{Job: rel.job(i, y, 1), Release: true}, {Job: rel.job(i, y, 1), Release: true}, {Job: rel.job(i, z, 1), Release: true}}
+	}))
+	rel.same("a claim of the released jobs", rel.claim(rel.long, 2))
+	rel.both("HSET", keys.Job(queue+"rel", y.String()), "revived", "x")
+	rel.same("settle: a release over a revived that is no count, a failure claimed again", rel.settle(rel.long, 2, func(i int) []Settlement {
+		return []Settlement{{Job: rel.job(i, y, 2), Release: true}, {Job: rel.job(i, z, 2), Err: boom}}
+	}))
+	rel.same("a claim of the job released again", rel.claim(rel.long, 2))
 
 	// settings written outside the verbs, read as the verbs read them
 	tw.same("enqueue", tw.admit(tw.long, j[13], "p13"))

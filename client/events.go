@@ -29,6 +29,7 @@ const (
 	EventStalled   EventName = "stalled"   // its lease passed; requeued by a sweep
 	EventRevived   EventName = "revived"   // dead → pending
 	EventRemoved   EventName = "removed"   // deleted: State, the state it was in
+	EventReleased  EventName = "released"  // active → pending, given back unstarted: its attempt not spent
 	EventPaused    EventName = "paused"    // the queue paused
 	EventResumed   EventName = "resumed"   // the queue resumed
 	EventLimited   EventName = "limited"   // the queue's rate limit set: Max per Window (Max 0: removed)

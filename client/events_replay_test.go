@@ -26,6 +26,7 @@ const (
 	fateStall            // let the lease pass once, then ack
 	fateFailDead         // fail twice (dead), revive, then ack
 	fateStallDead        // let the lease pass twice (dead at a claim), revive, then ack
+	fateRelease          // release twice, fail with backoff 0 (pending: releases spend no attempt), then ack
 	fates
 )
 
@@ -61,7 +62,7 @@ func (r *replay) expect(j *replayJob, ev Event, lo, hi time.Time) {
 }
 
 // TestEventsReplayEveryTransition is issue 28's replay test: 10,000 jobs
-// through retries, backoffs, stalls, deaths and revivals while a listener
+// through retries, backoffs, stalls, deaths, revivals and releases while a listener
 // reads the stream, trimmed to a cap well under the events appended.
 // Every transition of every job comes exactly once, in order per job, as
 // the verbs' replies and the test's own acts say, and the stream never
@@ -257,6 +258,17 @@ func (r *replay) settle(j *replayJob, job *Job) {
 	case fateStallDead:
 		last = 3
 		j.stale = job.Attempt == 2
+	case fateRelease:
+		last = 4
+		switch job.Attempt {
+		case 1, 2:
+			settled, _, err := r.q.Settle(c, []Settlement{{Job: job, Release: true}}, 0)
+			if assert.NoError(t, err) && assert.NoError(t, settled[0].Err) {
+				r.expect(j, Event{Name: EventReleased, Job: job.ID, Attempt: job.Attempt}, time.Time{}, time.Time{})
+			}
+		case 3:
+			fail("retry", 0, StatePending)
+		}
 	}
 	if job.Attempt == last {
 		assert.NoError(t, job.Ack(c))

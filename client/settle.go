@@ -15,18 +15,22 @@ import (
 // is nil, its row kept for the policy's Keep with Result when Result is
 // not nil (which needs a Keep above 0); failed with Err's text when Err is
 // not nil, claimable again after Backoff (0: at once) or dead once its
-// attempts reach the policy's MaxAttempts.
+// attempts reach the policy's MaxAttempts. With Release, the job is given
+// back unstarted instead — pending again at once, its attempt not spent
+// (EMQ.SETTLE's RELEASE) — and Err, Result and Backoff are not read.
 type Settlement struct {
 	Job     *Job
 	Err     error
 	Result  []byte
 	Backoff time.Duration
+	Release bool
 }
 
 // Settled is what became of one settlement.
 type Settled struct {
-	// State is StateDone for an acknowledgement, else where the failed
-	// job went: StatePending, StateDelayed or StateDead.
+	// State is StateDone for an acknowledgement, StatePending for a
+	// release, else where the failed job went: StatePending, StateDelayed
+	// or StateDead.
 	State State
 	// Err refuses this settlement alone — EMQLEASE (the lease was lost, or
 	// the job was settled earlier in the call), EMQNOJOB (the job was
@@ -38,8 +42,9 @@ type Settled struct {
 // Settle settles finished jobs of the queue and claims up to count (0 …
 // 1000; 0 settles only) more under the policy's lease, in one round trip
 // and one server turn: each settlement is Ack, AckResult or FailAfter of
-// its job with every rule of that call, then the claim — which may take a
-// job a settlement just failed back to pending. It returns one Settled per
+// its job with every rule of that call, or its release, then the claim —
+// which may take a job a settlement just failed back to pending, not one
+// it released. It returns one Settled per
 // settlement, in order, and the claimed jobs.
 //
 // A refusal of the call as a whole (a shape, a key of the wrong type)
@@ -48,9 +53,13 @@ type Settled struct {
 func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int) ([]Settled, []*Job, error) {
 	ss := make([]settlement, len(settlements))
 	for i, s := range settlements {
-		ss[i] = settlement{job: s.Job, fail: s.Err != nil, backoff: max(s.Backoff, 0), result: s.Result}
-		if s.Err != nil {
-			ss[i].cause = s.Err.Error()
+		switch {
+		case s.Release:
+			ss[i] = settlement{job: s.Job, release: true}
+		case s.Err != nil:
+			ss[i] = settlement{job: s.Job, fail: true, backoff: max(s.Backoff, 0), cause: s.Err.Error()}
+		default:
+			ss[i] = settlement{job: s.Job, result: s.Result}
 		}
 	}
 	if err := check(emq.Settle, q.settleCall(ss, count).line()...); err != nil {
@@ -63,26 +72,24 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 	out := make([]Settled, len(ss))
 	for i, s := range ss {
 		out[i] = Settled{State: s.state, Err: s.err}
-		if s.err == nil && !s.fail {
-			out[i].State = StateDone
-		}
 	}
 	return out, claimed, nil
 }
 
 // settlement is one finished job as a worker settles it: an ack (keeping
-// result when it is not nil), or a fail with its backoff and cause. settle
-// fills in its outcome.
+// result when it is not nil), a fail with its backoff and cause, or a
+// release of a job no handler started. settle fills in its outcome.
 type settlement struct {
 	job     *Job
 	fail    bool
 	backoff time.Duration
 	cause   string
 	result  []byte
+	release bool
 	// handBack marks a job given back unfinished (its log said so).
 	handBack bool
 
-	state State // where a fail sent the job
+	state State // where it sent the job: StateDone for an ack
 	err   error // its refusal, or the error of a round trip that failed
 }
 
@@ -139,6 +146,8 @@ func (q *Queue) settleArgs(ss []settlement, n int) []string {
 		j := s.job
 		attempt := strconv.FormatInt(j.Attempt, 10)
 		switch {
+		case s.release:
+			args = append(args, "RELEASE", j.idText(), attempt)
 		case s.fail:
 			args = append(args, "FAIL", j.idText(), attempt, millis(s.backoff), s.cause)
 		case s.result != nil:
@@ -166,9 +175,15 @@ func (q *Queue) settleReply(r valkey.ValkeyResult, ss []settlement, alloc func()
 	}
 	for i := range ss {
 		s, m := &ss[i], &replies[i]
-		if s.err = refusal(m.Error()); s.err == nil && s.fail {
+		switch s.err = refusal(m.Error()); {
+		case s.err != nil:
+		case s.fail:
 			state, _ := m.ToString()
 			s.state = State(state)
+		case s.release:
+			s.state = StatePending
+		default:
+			s.state = StateDone
 		}
 	}
 	return q.readClaimedRows(&parts[1], alloc, claimed)

@@ -140,6 +140,45 @@ func TestQueueSettle(t *testing.T) {
 	}
 }
 
+// TestQueueSettleReleases: a released job is pending again with its
+// attempt unspent — one claimed for its only attempt is claimed again, not
+// sent to dead — and the call's own claim leaves it; natively and on the
+// scripts.
+func TestQueueSettleReleases(t *testing.T) {
+	for _, n := range startNodes(t) {
+		t.Run(n.String(), func(t *testing.T) {
+			q, err := n.c.Queue("settle-release", n.m, Policy{Lease: time.Minute, MaxAttempts: 1})
+			require.NoError(t, err)
+			first, err := q.Enqueue(ctx(t), []byte("first"))
+			require.NoError(t, err)
+			second, err := q.Enqueue(ctx(t), []byte("second"))
+			require.NoError(t, err)
+			jobs, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			require.Equal(t, []string{first.String() + "/1"}, claimedIDs(jobs))
+
+			settled, claimed, err := q.Settle(ctx(t), []Settlement{
+				{Job: jobs[0], Release: true, Err: errors.New("not read")},
+				{Job: jobs[0], Release: true},
+			}, 2)
+			require.NoError(t, err)
+			assert.Equal(t, Settled{State: StatePending}, settled[0])
+			require.ErrorIs(t, settled[1].Err, emqerrors.Lease, "released earlier in the call")
+			assert.Equal(t, []string{second.String() + "/1"}, claimedIDs(claimed), "the released job is left for another call")
+			info, err := q.Job(ctx(t), first)
+			require.NoError(t, err)
+			assert.Equal(t, StatePending, info.State)
+			assert.Equal(t, int64(1), info.Attempts, "the lease token is not handed out again")
+			assert.Empty(t, info.Error, "a release is no failure")
+			assert.Equal(t, "1", str(t, n, "HGET", keys.Job(q.name, first.String()), "revived"))
+
+			again, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Equal(t, []string{first.String() + "/2"}, claimedIDs(again), "its one attempt, unspent")
+		})
+	}
+}
+
 // TestQueueSettleRefusals: a refusal of the call as a whole writes
 // nothing.
 func TestQueueSettleRefusals(t *testing.T) {

@@ -194,6 +194,7 @@ var fieldHelps = map[string]string{
 	"emq_stalls_requeued":     "Active jobs whose lease ended, requeued by a claim's sweep.",
 	"emq_dangling_dropped":    "Set members whose row was gone, dropped (by a claim's sweep, EMQ.REMOVE or a repeat's tick).",
 	"emq_jobs_revived":        "Dead jobs revived to pending.",
+	"emq_jobs_released":       "Claimed jobs given back unstarted to pending, their attempts not spent (EMQ.SETTLE's RELEASE).",
 	"emq_parked":              "Messages parked.",
 	"emq_parks_noop":          "Parks that found the entry no longer pending.",
 	"emq_jobs_scheduled":      "Jobs admitted to delayed (EMQ.SCHEDULE or EMQ.ENQUEUEMANY with a time to come).",

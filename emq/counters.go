@@ -33,6 +33,7 @@ const (
 	ClaimsLimited
 	JobsRefused
 	RepeatsHeld
+	JobsReleased
 
 	// NumCounters is how many counters there are.
 	NumCounters
@@ -67,4 +68,5 @@ var CounterNames = [NumCounters]string{
 	ClaimsLimited:      "claims_limited",
 	JobsRefused:        "jobs_refused",
 	RepeatsHeld:        "repeats_held",
+	JobsReleased:       "jobs_released",
 }

@@ -80,7 +80,7 @@ var Constants = []string{"id", "state", "pending", "attempts", "0", "payload", "
 	"origin_stream", "origin_id", "origin_evt", "group", "sub", "failures", "reason", "revived",
 	"priority", "result", "repeat", "paused", "1", "rate_max", "rate_ms", "events", "repeat_seq",
 	"event", "job", "attempt", "lease", "at", "result_size", "window", "max", "added", "scheduled",
-	"promoted", "claimed", "extended", "completed", "failed", "stalled", "removed", "resumed",
+	"promoted", "claimed", "extended", "completed", "failed", "stalled", "removed", "released", "resumed",
 	"limited", "spec", "tz", "start", "end", "limit", "number", "made", "next", "last",
 	"2", "3", "4", "5", "6", "7", "8", "9"}
 
@@ -135,6 +135,7 @@ const (
 	refFailed
 	refStalled
 	refRemoved
+	refReleased
 	refResumed
 	refLimited
 	refSpec

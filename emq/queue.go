@@ -179,8 +179,9 @@ func attemptsOf(v Value) int64 {
 var revivedFields = []Ref{refRevived}
 
 // exhausted reports whether the job of row, at key k, has used its budget
-// of max attempts: attempts − revived, revived being the attempts it had
-// when REVIVE last brought it back (0 if never). Attempts never go back, so
+// of max attempts: attempts − revived, revived being the attempts the
+// budget does not count — those it had when REVIVE last brought it back,
+// and one more for each release since (0 if none). Attempts never go back, so
 // no attempt handed out is ever valid again; revived is read only when
 // attempts alone reach max. A job whose attempts reached the last attempt
 // there is (2^31−1) has none left, whatever it was revived with.
@@ -191,11 +192,17 @@ func exhausted(s Server, p *Plan, k int, row jobRow, max int64) bool {
 	case row.attempts >= math.MaxInt32:
 		return true
 	}
-	revived, ok := ParseInt(s.HashGet(p, k, revivedFields)[0].Bytes)
-	if !ok || revived < 0 || revived > row.attempts {
-		revived = 0
+	return row.attempts-revivedOf(s.HashGet(p, k, revivedFields)[0], row.attempts) >= max
+}
+
+// revivedOf is a row's revived, v, for a row of attempts: 0 when absent
+// or not a count of them.
+func revivedOf(v Value, attempts int64) int64 {
+	revived, ok := ParseInt(v.Bytes)
+	if !ok || revived < 0 || revived > attempts {
+		return 0
 	}
-	return row.attempts-revived >= max
+	return revived
 }
 
 // priorityFields is the field a verb reads to score a job in pending.

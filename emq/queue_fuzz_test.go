@@ -73,6 +73,8 @@ func FuzzSettle(f *testing.F) {
 	f.Add("4", "30000", "0", "3", "1", "DONE JOB0018f2a4c1e00001 1 60000 r", []byte{0, 0, 0, 0}, "events=100")
 	f.Add("4", "30000", "1", "3", "1", "done JOB0018f2a4c1e00001 1 0 r", []byte{0, 0, 0, 0}, "")
 	f.Add("4", "30000", "1", "3", "2", "ACK JOB0018f2a4c1e00001 1", []byte{0, 0, 0, 0}, "")
+	f.Add("4", "30000", "1", "1", "2", "RELEASE JOB0018f2a4c1e00001 1 release JOB0018f2a4c1e00002 2", []byte{5, 5, 5, 5}, "events=100")
+	f.Add("4", "30000", "1", "3", "1", "RELEASE JOB0018f2a4c1e00001", []byte{5, 5, 5, 5}, "")
 	f.Add("4", "30000", "1001", "3", "0", "", []byte{0, 0, 0, 0}, "rate_max=2,rate_ms=100")
 	f.Fuzz(func(t *testing.T, numkeys, lease, count, max, n, settlements string, types []byte, config string) {
 		args := append([]string{"EMQ.SETTLE", numkeys, "emq:{q}:pending", "emq:{q}:active", "emq:{q}:delayed", "emq:{q}:dead", lease, count, max, n},

@@ -16,26 +16,29 @@ import (
 //	<settlement> = ACK <JOB id> <attempt> <keep_ms>
 //	             | DONE <JOB id> <attempt> <keep_ms> <result>
 //	             | FAIL <JOB id> <attempt> <backoff_ms> <error>
+//	             | RELEASE <JOB id> <attempt>
 //
 // Each settlement is EMQ.ACK (DONE: with a result) or EMQ.FAIL of a job of
-// the queue, with every rule of the verb; one the stored data refuses —
+// the queue, with every rule of the verb, or a release: a job its worker
+// gives back unstarted goes to pending at its priority, the attempt not
+// spent (planRelease). One the stored data refuses —
 // its row missing (EMQNOJOB), not active under its attempt (EMQLEASE), of
 // the wrong type, outside the caller's ACL — is not applied and replies
 // its error in its place, and the rest of the call goes on. Then, as
 // EMQ.CLAIM, it claims up to count (0 … 1000) jobs; a job a settlement
-// failed back to pending may be among them. It replies [[<one reply per
-// settlement: 1, or the failed job's new state, or an error>], <the claim's
-// reply>].
+// failed back to pending may be among them, a released one not. It replies [[<one
+// reply per settlement: 1, or the failed job's new state, or an error>],
+// <the claim's reply>].
 var Settle = &Verb{Name: "EMQ.SETTLE", Arity: -10, Keys: 4, Cap: "settle",
 	Check: func(a [][]byte, _ int64) error { _, err := checkSettle(a, nil); return err },
 	Run:   settle}
 
 // settlement is one job a SETTLE call settles.
 type settlement struct {
-	kind    byte // 'A' ack, 'D' done (an ack with a result), 'F' fail
+	kind    byte // 'A' ack, 'D' done (an ack with a result), 'F' fail, 'R' release
 	id      int  // the argument holding its JOB id
 	attempt int64
-	ms      int64 // keep_ms, or backoff_ms
+	ms      int64 // keep_ms, or backoff_ms; 0 for a release
 	text    int   // the argument of the result or the error; 0 for none
 }
 
@@ -117,6 +120,9 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 			m := Member{Bytes: id, Ref: ref, Score: priority}
 			t.cands = append(t.cands, candidate{member: m, job: k, from: claimPending})
 		}
+	case 'R': // left for another call: the claim does not see it in pending
+		planRelease(s, p, t.st.events, k, ref, row)
+		p.replyInt(1)
 	default:
 		result, size := NoRef, 0
 		if st.kind == 'D' {
@@ -126,6 +132,25 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 		p.replyInt(1)
 	}
 	return nil
+}
+
+// releaseFields are what a release reads of the row: the priority it goes
+// back to pending at, and the attempts its budget does not count.
+var releaseFields = []Ref{refPriority, refRevived}
+
+// planRelease plans the release of the job at key job (row, read), active
+// under its attempts, which its worker gives back unstarted: it leaves
+// active for pending, at its priority. The attempt is not spent: revived,
+// the attempts the budget does not count, gains one, so attempts − revived
+// is what it was before the claim — while the attempts, the lease tokens,
+// never go back. Its error, if any, stays.
+func planRelease(s Server, p *Plan, ev eventLog, job int, id Ref, row jobRow) {
+	v := s.HashGet(p, job, releaseFields)
+	p.zrem(claimActive, id)
+	p.zadd(claimPending, id, priorityScore(v[0]))
+	p.hset(job, refState, refPending, refRevived, p.Decimal(revivedOf(v[1], row.attempts)+1))
+	ev.job(p, refReleased, id, row.attempts)
+	p.Count(JobsReleased, 1)
 }
 
 // openRow opens the row of job id, reading fields of it, as openNamed
@@ -219,8 +244,11 @@ func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
 // settlementLen is how many arguments a settlement of the kind word takes
 // (its split was checked).
 func settlementLen(kind []byte) int {
-	if len(kind) > 0 && (kind[0]|0x20) == 'a' {
+	switch kind[0] | 0x20 {
+	case 'a':
 		return 4
+	case 'r':
+		return 3
 	}
 	return 5
 }
@@ -240,8 +268,10 @@ func parseSettlement(a [][]byte, at, i int) (st settlement, next int, err error)
 		st.kind, need = 'D', 5
 	case bytes.EqualFold(kind, []byte("FAIL")):
 		st.kind, need = 'F', 5
+	case bytes.EqualFold(kind, []byte("RELEASE")):
+		st.kind, need = 'R', 3
 	default:
-		return st, 0, errors.New(errors.Shape, "settlement %d: the kind must be ACK, DONE or FAIL", i)
+		return st, 0, errors.New(errors.Shape, "settlement %d: the kind must be ACK, DONE, FAIL or RELEASE", i)
 	}
 	if at+need > len(a) {
 		return st, 0, errors.New(errors.Shape, "settlement %d: %s takes %d arguments", i, kind, need-1)
@@ -249,6 +279,9 @@ func parseSettlement(a [][]byte, at, i int) (st settlement, next int, err error)
 	st.id = at + 1
 	if st.attempt, err = attemptBound.parse(a[at+2]); err != nil {
 		return st, 0, errors.New(errors.Shape, "settlement %d: %s", i, err.(*errors.Refusal).Msg)
+	}
+	if st.kind == 'R' {
+		return st, at + need, nil
 	}
 	b := keepBound
 	if st.kind == 'F' {

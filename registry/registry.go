@@ -344,15 +344,15 @@ var table = []Row{
 		CommandSpec: host.CommandSpec{
 			Flags: "write", ACL: "write slow",
 			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
-			Summary:    "Settles the jobs a worker finished (ACK, DONE with a result, FAIL) and claims the next ones, in one turn.",
+			Summary:    "Settles the jobs a worker finished (ACK, DONE with a result, FAIL) or gives back unstarted (RELEASE) and claims the next ones, in one turn.",
 			Complexity: "O((n + count + B) * log(N)) where n is the settlements, B emq.sweep-batch and N the size of the queue's sets.",
 			Since:      since03,
 			Args: append(claimArgs(settleCount), integer("n", "the number of settlements, 0 to 1000"),
 				host.ArgSpec{Name: "settlement", Type: host.ArgBlock, Multiple: true, Optional: true, Sub: []host.ArgSpec{
-					{Name: "kind", Type: host.ArgString, Summary: "ACK <id> <attempt> <keep_ms>, DONE <id> <attempt> <keep_ms> <result> or FAIL <id> <attempt> <backoff_ms> <error>"},
+					{Name: "kind", Type: host.ArgString, Summary: "ACK <id> <attempt> <keep_ms>, DONE <id> <attempt> <keep_ms> <result>, FAIL <id> <attempt> <backoff_ms> <error> or RELEASE <id> <attempt>"},
 					{Name: "id", Type: host.ArgString, Summary: "the JOB id"},
 					integer("attempt", "the lease token"),
-					integer("ms", "keep_ms, or backoff_ms"),
+					{Name: "ms", Type: host.ArgInteger, Summary: "keep_ms, or backoff_ms; none for RELEASE", Optional: true},
 					{Name: "text", Type: host.ArgString, Summary: "DONE's result, FAIL's error", Optional: true},
 				}}),
 		},

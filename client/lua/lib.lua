@@ -215,17 +215,24 @@ local function open_control()
   return settings(KEYS[1])
 end
 
+-- revived_of is the revived of a row with attempts (a number), revived as
+-- stored (or nil): the attempts its budget does not count, 0 when absent or
+-- not a count of them.
+local function revived_of(attempts, revived)
+  revived = parse_int(revived)
+  if revived == nil or revived < 0 or revived > attempts then
+    return 0
+  end
+  return revived
+end
+
 -- exhausted reports whether a job with attempts (a number) and revived (as
 -- stored, or nil) has used its budget of max attempts: attempts - revived.
 local function exhausted(attempts, revived, max)
   if attempts >= 2147483647 then
     return true -- the last attempt there is: none left to hand out
   end
-  revived = parse_int(revived)
-  if revived == nil or revived < 0 or revived > attempts then
-    revived = 0
-  end
-  return attempts - revived >= max
+  return attempts - revived_of(attempts, revived) >= max
 end
 
 -- job_id is the JOB id a job key ends with (an id is 19 bytes).
@@ -297,6 +304,17 @@ local function ack_job(st, row, active, id, attempt, keep, now, result)
     redis.call('PEXPIREAT', row, decimal((now or now_ms()) + keep))
   end
   emit(st, 'completed', 'job', id, 'attempt', attempt, 'result_size', size)
+end
+
+-- release_job gives back the job of row, active under attempt (its text)
+-- in active, unstarted: it goes to pending at its priority, the attempt not
+-- spent (revived gains one), its error kept.
+local function release_job(st, row, pending, active, id, attempt)
+  redis.call('ZREM', active, id)
+  local v = redis.call('HMGET', row, 'priority', 'revived')
+  redis.call('ZADD', pending, priority_of(v[1]), id)
+  redis.call('HSET', row, 'state', 'pending', 'revived', decimal(revived_of(tonumber(attempt), v[2]) + 1))
+  emit(st, 'released', 'job', id, 'attempt', attempt)
 end
 
 -- fail_job records the failed attempt (its text) of the job of row, active

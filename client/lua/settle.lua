@@ -2,13 +2,16 @@
 -- EMQ.SETTLE: KEYS pending active delayed dead; ARGV lease_ms count
 -- max_attempts n <settlement>… [sweep_batch, 100 when absent], a
 -- settlement being ACK <id> <attempt> <keep_ms>, DONE <id> <attempt>
--- <keep_ms> <result> or FAIL <id> <attempt> <backoff_ms> <error>. Replies
--- [[<one reply per settlement>], <the claim's reply>].
+-- <keep_ms> <result>, FAIL <id> <attempt> <backoff_ms> <error> or RELEASE
+-- <id> <attempt>. Replies [[<one reply per settlement>], <the claim's
+-- reply>].
 local lease, count, max, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- the arguments a settlement of each kind takes, its kind included
+local takes = { ACK = 4, DONE = 5, FAIL = 5, RELEASE = 3 }
 -- the sweep batch is what follows the settlements
 local at = 5
 for _ = 1, n do
-  at = at + (string.upper(ARGV[at]) == 'ACK' and 4 or 5)
+  at = at + takes[string.upper(ARGV[at])]
 end
 local t, refused = open_turn(tonumber(ARGV[at] or '100'))
 if not t then
@@ -40,6 +43,10 @@ local function settle(kind, id, attempt, ms, text)
       t.back[id], t.nback = true, t.nback + 1
     end
     return state
+  elseif kind == 'RELEASE' then -- left for another call: in pending, not back
+    release_job(t.st, row, KEYS[PENDING], KEYS[ACTIVE], id, attempt)
+    t.nback = t.nback + 1
+    return 1
   end
   ack_job(t.st, row, KEYS[ACTIVE], id, attempt, ms, t.now, text)
   return 1
@@ -49,12 +56,7 @@ local replies = {}
 at = 5
 for i = 1, n do
   local kind = string.upper(ARGV[at])
-  if kind == 'ACK' then
-    replies[i] = settle(kind, ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3]))
-    at = at + 4
-  else
-    replies[i] = settle(kind, ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3]), ARGV[at + 4])
-    at = at + 5
-  end
+  replies[i] = settle(kind, ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3]), takes[kind] == 5 and ARGV[at + 4] or nil)
+  at = at + takes[kind]
 end
 return { replies, run(t, lease, count, max) }

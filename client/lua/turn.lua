@@ -15,7 +15,8 @@ local STALLED = { 'state', 'pending', 'error', 'lease expired' }
 
 -- new_turn is a turn of the queue of settings st, sweeping at most batch
 -- jobs of each set. The turn's ids: taken (by its claim), settled (by a
--- settlement of the call), back (settled into pending, so takeable).
+-- settlement of the call), back (settled into pending, so takeable); nback
+-- counts those settled into pending, released ones too (not takeable).
 local function new_turn(st, batch)
   return { st = st, now = now_ms(), batch = batch, cands = {}, taken = {}, settled = {}, back = {}, nback = 0,
     gone = { {}, {}, {}, {} } }

@@ -303,6 +303,10 @@ func TestLifecycleKeyspaceEventsAreTheBuiltins(t *testing.T) {
 			[][]string{{"ZREM", active, a}, {"DEL", ja}, {"ZREM", active, b}, {"ZADD", pending, "0", b},
 				{"HSET", jb, "state", "pending", "error", "e"},
 				{"ZREM", pending, b}, {"HSET", jb, "attempts", "2", "state", "active"}, {"ZADD", active, "1", b}}},
+		{"SETTLE's RELEASE: zrem of active, zadd to pending at the priority, hset of the state and revived; not claimed again by the call",
+			[][]string{row(ja, "active", "3"), {"HSET", ja, "priority", "4", "revived", "1"}, {"ZADD", active, "1", a}},
+			settle(q, 60_000, 1, 5, 1, "RELEASE", a, "3"),
+			[][]string{{"ZREM", active, a}, {"ZADD", pending, "4", a}, {"HSET", ja, "state", "pending", "revived", "2"}}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.rule, func(t *testing.T) {

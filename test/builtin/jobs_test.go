@@ -230,8 +230,9 @@ func (w *jobWorkload) round(t *testing.T) {
 	// settle what the last claim of the round before left, and claim more
 	var words []string
 	n := 0
-	for _, j := range claimed(t, do(claim(w.queue, 60_000, 2, 3))) {
-		kind := map[bool][]string{true: {"DONE", j.id, i64(j.attempt), "60000", "result of " + j.id}, false: {"FAIL", j.id, i64(j.attempt), "0", "settled as failed"}}[n%2 == 0]
+	for _, j := range claimed(t, do(claim(w.queue, 60_000, 3, 3))) {
+		kind := [][]string{{"DONE", j.id, i64(j.attempt), "60000", "result of " + j.id}, {"FAIL", j.id, i64(j.attempt), "0", "settled as failed"},
+			{"RELEASE", j.id, i64(j.attempt)}}[n%3]
 		words = append(words, kind...)
 		n++
 	}

@@ -31,7 +31,7 @@ type verbStats struct {
 	// successes, by what they add up to in INFO emq
 	admitted, duplicates, entries, envelopes, failures int64
 	claimed                                            int64 // jobs delivered by claims
-	acked, failed, settlesRefused                      int64 // EMQ.SETTLE's settlements
+	acked, failed, released, settlesRefused            int64 // EMQ.SETTLE's settlements
 	removed                                            int64 // jobs EMQ.REMOVE deleted
 	scheduled                                          int64 // jobs admitted into delayed
 	ticking                                            int64 // repeat schedules set to tick within a second
@@ -60,6 +60,7 @@ func (t tally) add(o tally) {
 		d.claimed += s.claimed
 		d.acked += s.acked
 		d.failed += s.failed
+		d.released += s.released
 		d.settlesRefused += s.settlesRefused
 		d.removed += s.removed
 		d.scheduled += s.scheduled

@@ -183,9 +183,9 @@ func reviveCall(queue, id string) lifeBuilt {
 	return lifeArgs("EMQ.REVIVE", 3, id, queue, []string{keys.PendingSet, keys.DeadSet})
 }
 
-// settlement is one settlement of an EMQ.SETTLE: its kind (ACK, DONE or
-// FAIL, in any case), job, attempt, keep_ms or backoff_ms, and result or
-// error.
+// settlement is one settlement of an EMQ.SETTLE: its kind (ACK, DONE, FAIL
+// or RELEASE, in any case), job, attempt, keep_ms or backoff_ms, and result
+// or error.
 type settlement struct {
 	kind    string
 	job     *lifeJob
@@ -200,6 +200,10 @@ func settleCall(queue string, leaseMs, count, maxAttempts int64, sts []settlemen
 	for _, st := range sts {
 		b.args = append(b.args, []byte(st.kind))
 		b.id(st.job.id)
+		if strings.EqualFold(st.kind, "RELEASE") {
+			b.ints(st.attempt, 1, maxInt32)
+			continue
+		}
 		low := int64(0)
 		if strings.EqualFold(st.kind, "DONE") {
 			low = 1
@@ -396,7 +400,7 @@ func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(
 		if len(sts) > 0 && g.pick(4) == 0 { // the job before, under an attempt of its own
 			st = settlement{job: sts[len(sts)-1].job, attempt: max(1, sts[len(sts)-1].attempt+int64(g.pick(3))-1)}
 		}
-		switch g.pick(3) {
+		switch g.pick(4) {
 		case 0:
 			// as the ack case: no row may expire within the run
 			st.kind = "ACK"
@@ -405,8 +409,10 @@ func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(
 			}
 		case 1:
 			st.kind, st.ms, st.text = "DONE", g.failTTL(), g.bytes(g.pick(24))
-		default:
+		case 2:
 			st.kind, st.ms, st.text = "FAIL", []int64{0, 1 + g.r.Int64N(100), 3_600_000}[g.pick(3)], g.bytes(g.pick(24))
+		default:
+			st.kind = "RELEASE"
 		}
 		if g.pick(5) == 0 {
 			st.kind = strings.ToLower(st.kind)
@@ -423,6 +429,8 @@ func (g *gen) lifeSettle(space string, m *lifeModel, queue string, attempt func(
 			case i >= len(sts) || e.isError():
 			case e.kind == '$':
 				sts[i].job.state = e.text
+			case strings.EqualFold(sts[i].kind, "RELEASE"):
+				sts[i].job.state = "pending"
 			default:
 				m.gone(sts[i].job.id)
 			}
@@ -744,17 +752,22 @@ func lifeSuccess(verb string, args [][]byte, r reply, s *verbStats) error {
 		if r.kind != '*' || len(r.elems) != 2 || r.elems[0].kind != '*' || len(r.elems[0].elems) != n {
 			return fmt.Errorf("want [the n=%d settlements' replies, the claim's], got %s", n, r)
 		}
+		at := 10 // the first settlement's kind
 		for i, e := range r.elems[0].elems {
 			code, _, _ := strings.Cut(e.text, " ")
+			kind := strings.ToUpper(string(args[at]))
+			at += map[string]int{"ACK": 4, "DONE": 5, "FAIL": 5, "RELEASE": 3}[kind] // the call was accepted: a kind it knows
 			switch {
 			case e.isError() && moduleCodes[code]:
 				s.settlesRefused++
-			case e.String() == "1":
-				s.acked++
-			case e.kind == '$' && (e.text == "pending" || e.text == "delayed" || e.text == "dead"):
+			case kind == "FAIL" && e.kind == '$' && (e.text == "pending" || e.text == "delayed" || e.text == "dead"):
 				s.failed++
+			case kind == "RELEASE" && e.String() == "1":
+				s.released++
+			case kind != "FAIL" && kind != "RELEASE" && e.String() == "1":
+				s.acked++
 			default:
-				return fmt.Errorf("settlement %d: want 1, pending, delayed, dead or a refusal, got %s", i+1, e)
+				return fmt.Errorf("settlement %d (%s): want 1 for ACK, DONE and RELEASE, pending, delayed or dead for FAIL, or a refusal, got %s", i+1, kind, e)
 			}
 		}
 		return claimSuccess(args, r.elems[1], s)
@@ -927,7 +940,8 @@ func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
 	assert.Equal(t, ok("EMQ.EXTEND"), delta("jobs_extended"))
 	assert.Equal(t, ok("EMQ.ACK")+settle.acked, delta("jobs_acked"))
 	assert.Equal(t, ok("EMQ.REVIVE"), delta("jobs_revived"))
-	assert.Equal(t, settle.acked+settle.failed, delta("settled"), "emq_settled: the settlements applied")
+	assert.Equal(t, settle.acked+settle.failed+settle.released, delta("settled"), "emq_settled: the settlements applied")
+	assert.Equal(t, settle.released, delta("jobs_released"), "emq_jobs_released: the settlements released")
 	assert.Equal(t, settle.settlesRefused, delta("settles_refused"))
 	assert.Equal(t, total.verb("EMQ.REMOVE").removed, delta("jobs_removed"))
 	assert.Equal(t, total.verb("EMQ.SCHEDULE").scheduled+total.verb("EMQ.ENQUEUEMANY").scheduled, delta("jobs_scheduled"))
@@ -942,7 +956,7 @@ func lifeCountsReplies(t *testing.T, delta func(string) int64, total tally) {
 	if total.verb("EMQ.REPEAT").ticking >= 3 { // and one, not unset before a claim, would do
 		assert.Positive(t, delta("repeats_ticked"), "the schedules set to tick within a second made jobs in the claims after them")
 	}
-	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d dangling dropped, %d ticks made",
+	t.Logf("the lifecycle, calls/refused: %s; %d jobs claimed, %d promoted, %d stalls requeued, %d dead, %d revived, %d released, %d dangling dropped, %d ticks made",
 		strings.Join(calls, ", "), delta("jobs_claimed"), delta("jobs_promoted"), delta("stalls_requeued"), delta("jobs_dead"),
-		delta("jobs_revived"), delta("dangling_dropped"), delta("repeats_ticked"))
+		delta("jobs_revived"), delta("jobs_released"), delta("dangling_dropped"), delta("repeats_ticked"))
 }

@@ -75,7 +75,9 @@ func TestEveryTransitionAppendsItsEvent(t *testing.T) {
 	step("SETTLE", q.settle(longLease, 1, 5), "event claimed job "+c+" attempt 1 lease <time>")
 	step("SETTLE's FAIL, claimed again in the call", q.settle(longLease, 1, 5, "FAIL", c, "1", "0", "again"),
 		"event failed job "+c+" attempt 1 state pending error again", "event claimed job "+c+" attempt 2 lease <time>")
-	step("SETTLE's ACK", q.settle(longLease, 0, 5, "ACK", c, "2", "0"), "event completed job "+c+" attempt 2 result_size 0")
+	step("SETTLE's RELEASE, not claimed again in the call", q.settle(longLease, 0, 5, "RELEASE", c, "2"), "event released job "+c+" attempt 2")
+	step("SETTLE", q.settle(longLease, 1, 5), "event claimed job "+c+" attempt 3 lease <time>")
+	step("SETTLE's ACK", q.settle(longLease, 0, 5, "ACK", c, "3", "0"), "event completed job "+c+" attempt 3 result_size 0")
 	step("REMOVE", q.remove(b), "event removed job "+b+" attempt 4 state dead")
 	step("PAUSE", q.pause(), "event paused")
 	step("PAUSE again: no transition", q.pause())

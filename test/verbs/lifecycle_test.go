@@ -77,7 +77,7 @@ func (q queue) settle(leaseMs, count, maxAttempts int64, settlements ...string) 
 	n := 0
 	for _, w := range settlements {
 		switch strings.ToUpper(w) {
-		case "ACK", "DONE", "FAIL":
+		case "ACK", "DONE", "FAIL", "RELEASE":
 			n++
 		}
 	}

@@ -46,8 +46,9 @@ func zscore(t *testing.T, s *valkeytest.Server, set, member string) float64 {
 }
 
 // TestEveryMoveIntoPendingKeepsThePriority: a failed job retried with
-// backoff 0, a promoted one, a requeued one, a revived one and one a
-// settlement failed back each return to pending at its row's priority.
+// backoff 0, a promoted one, a requeued one, a revived one, one a
+// settlement failed back and a released one each return to pending at its
+// row's priority.
 func TestEveryMoveIntoPendingKeepsThePriority(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("prio")
@@ -82,6 +83,11 @@ func TestEveryMoveIntoPendingKeepsThePriority(t *testing.T) {
 			reply, err := s.Do(q.settle(longLease, 0, 50, "FAIL", id, itoa(attempt), "0", "x")...).ToAny()
 			require.NoError(t, err)
 			require.Equal(t, []any{[]any{"pending"}, nil}, reply)
+		}},
+		{"SETTLE's RELEASE", func(t *testing.T, attempt int64) {
+			reply, err := s.Do(q.settle(longLease, 0, 50, "RELEASE", id, itoa(attempt))...).ToAny()
+			require.NoError(t, err)
+			require.Equal(t, []any{[]any{int64(1)}, nil}, reply)
 		}},
 	}
 	must(t, s, q.schedule(id, "p", 7, 0)...)
@@ -336,6 +342,69 @@ func TestSettleOfAPassedLeaseIsNotSweptAgain(t *testing.T) {
 	pong, err := s.Do("PING").ToString()
 	require.NoError(t, err)
 	assert.Equal(t, "PONG", pong)
+}
+
+// TestSettleReleasesAJobUnspent: RELEASE gives a claimed job back to
+// pending at its priority, its error kept, and spends no attempt — a job
+// claimed for its last attempt (max_attempts 1) and released is claimed
+// again, not moved to dead, however often it is released; attempts, the
+// lease token, still count up. The call's own claim leaves it for the
+// next. A stale or repeated release is refused in its place with nothing
+// written; a malformed one refuses the whole call.
+func TestSettleReleasesAJobUnspent(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("release")
+	id, other := jobN(1), jobN(2)
+	must(t, s, q.schedule(id, "p", 4, 0)...)
+	must(t, s, "HSET", q.job(id), "error", "an earlier error")
+	require.Len(t, claimJobs(t, s, q.claim(longLease, 1, 1)...), 1)
+	must(t, s, q.schedule(other, "o", 9, 0)...)
+
+	reply, err := s.Do(q.settle(longLease, 1, 1, "release", id, "1")...).ToAny()
+	require.NoError(t, err)
+	require.Equal(t, []any{[]any{int64(1)}, []any{[]any{other, int64(1), "o"}}}, reply,
+		"released, and the call's claim takes the next job, not it")
+	assert.Equal(t, map[string]string{"state": "pending", "attempts": "1", "revived": "1", "payload": "p", "priority": "4",
+		"error": "an earlier error"}, row(t, s, q, id))
+	assert.Equal(t, float64(4), zscore(t, s, q.pending, id), "at its priority")
+	assert.Equal(t, []string{q.pending}, setsHolding(t, s, q, id))
+
+	for attempt := int64(2); attempt <= 4; attempt++ {
+		require.Equal(t, []claimed{{id, attempt, "p"}}, claimJobs(t, s, q.claim(longLease, 1, 1)...),
+			"max_attempts 1: the released attempts are not counted")
+		reply, err := s.Do(q.settle(longLease, 0, 1, "RELEASE", id, itoa(attempt))...).ToAny()
+		require.NoError(t, err)
+		require.Equal(t, []any{[]any{int64(1)}, nil}, reply)
+		assert.Equal(t, itoa(attempt), row(t, s, q, id)["revived"])
+	}
+	require.Equal(t, []claimed{{id, 5, "p"}}, claimJobs(t, s, q.claim(longLease, 1, 1)...))
+	assert.Equal(t, "dead", text(t, s, q.fail(id, 5, 0, 1, "its one run failed")...), "the attempt it ran is counted")
+	assert.Equal(t, map[string]int64{"jobs_released": 4, "settled": 4}, infoFields(t, s, "jobs_released", "settled"))
+
+	// refusals
+	must(t, s, q.enqueue(jobN(3), "r")...)
+	require.Len(t, claimJobs(t, s, q.claim(longLease, 1, 5)...), 1)
+	before := snapshot(t, s)
+	reply, err = s.Do(q.settle(longLease, 0, 5, "RELEASE", jobN(3), "2", "RELEASE", jobN(9), "1", "RELEASE", id, "5")...).ToAny()
+	require.NoError(t, err)
+	require.Equal(t, []any{[]any{lease, noJob, lease}, nil}, errTexts(reply), "a stale attempt, no such job, a dead job")
+	for _, bad := range []struct {
+		words []string
+		want  string
+	}{
+		{[]string{"RELEASE", jobN(3)}, "EMQSHAPE settlement 1: RELEASE takes 2 arguments"},
+		{[]string{"RELEASE", jobN(3), "0"}, "EMQSHAPE settlement 1: attempt must be an integer from 1 to 2147483647"},
+		{[]string{"RELEASE", jobN(3), "1", "0"}, "EMQSHAPE the arguments hold more than n=1 settlements"},
+		{[]string{"RELEASE", "MSG0018f2a4c1e00003", "1"}, "EMQKIND settlement 1: job id must be JOB-namespaced"},
+	} {
+		args := q.settle(longLease, 1, 5, bad.words...)
+		args[9] = "1" // one settlement, whatever the words hold
+		require.EqualError(t, s.Do(args...).Error(), bad.want, "%q", bad.words)
+	}
+	assert.Equal(t, before, snapshot(t, s), "nothing written")
+	reply, err = s.Do(q.settle(longLease, 0, 5, "RELEASE", jobN(3), "1", "RELEASE", jobN(3), "1")...).ToAny()
+	require.NoError(t, err)
+	require.Equal(t, []any{[]any{int64(1), lease}, nil}, errTexts(reply), "released already in the call")
 }
 
 // errTexts replaces the error elements of a reply with their text.
