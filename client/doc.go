@@ -80,14 +80,14 @@
 // deadline less a tenth of the lease — a worker cut off from the server
 // stops before another may take its job. On ctx's end a graceful stop: no
 // more claims, the waiting claim ended at once (CLIENT UNBLOCK), the
-// buffered jobs handed back, the running handlers given
-// [WorkOptions].Grace to finish, the rest failed with backoff 0 (context
-// cause [ErrShutdown]) for another worker to claim at once. A job handed
-// back was claimed, so it has spent an attempt — its lease's token, which
-// is never handed out again — though no handler ran it: one on its last
-// attempt goes to dead (error "handed back"). With a small MaxAttempts,
-// [NoPrefetch] keeps no jobs waiting to be handed back. It logs through
-// log/slog ([WorkOptions].Logger).
+// buffered jobs released, the running handlers given [WorkOptions].Grace
+// to finish, the rest failed with backoff 0 (context cause [ErrShutdown])
+// for another worker to claim at once. A released job is pending again at
+// its priority with its attempt not spent: no handler ran it, so even one
+// claimed for its last attempt gets that attempt from the next worker
+// (its attempts still count up — they are the lease tokens — and its
+// budget counts the released ones out). It logs through log/slog
+// ([WorkOptions].Logger).
 //
 // [Client.Consume] is the bus consumer of a topic's stream: XREADGROUP,
 // one XACK per batch, EMQ.FAILURES.INCR per failure, [Client.Park] once a

@@ -39,9 +39,8 @@ type WorkOptions struct {
 	// handler's slot starts its next job without waiting on a round trip,
 	// and slow handlers leave the queue's jobs to other workers. A waiting
 	// job's lease runs and is renewed as a running one's is. When Work
-	// stops, the waiting jobs are handed back (failed with backoff 0,
-	// error "handed back"), which spends an attempt of each: a job on its
-	// last attempt dies.
+	// stops, the waiting jobs are released: pending again at once, at
+	// their priorities, their attempts not spent.
 	Prefetch int
 	// Deprecated: Claimers is ignored. Work keeps one blocking claim
 	// waiting, and only while its last claim found the queue empty.
@@ -85,22 +84,17 @@ var (
 	ErrShutdown = errors.New("client: the worker shut down")
 )
 
-// errHandedBack is the error of a claimed job a worker hands back without
-// having run it.
-const errHandedBack = "handed back"
-
 // Work claims jobs of q and runs h on each until ctx ends, then stops
-// claiming, hands back the jobs no handler has started (each has spent an
-// attempt: one on its last dies; see [WorkOptions].Prefetch), lets the running
-// handlers finish for up to opts.Grace, fails the rest with backoff 0 and
-// returns. Each held job's lease is extended until its handler returns; a
+// claiming, releases the jobs no handler has started (pending again, their
+// attempts not spent), lets the running handlers finish for up to
+// opts.Grace, fails the rest with backoff 0 and returns. Each held job's lease is extended until its handler returns; a
 // job whose handler returns nil is acknowledged, one whose handler fails
 // or panics is failed with the policy's backoff.
 //
 // One call settles the jobs that finished since the last and claims as
 // many as there are free slots and room in the prefetch buffer
-// (EMQ.SETTLE; on a node without it, one pipeline of the acks, fails and a
-// claim), one at a time, so the outcomes that finish while a call is out
+// (EMQ.SETTLE; on a node without it, one EVALSHA of a script as atomic),
+// one at a time, so the outcomes that finish while a call is out
 // go together in the next. When a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection of valkey-go's pool (on a
 // node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
@@ -324,7 +318,7 @@ func (c *crew) shutdown() {
 	for _, hj := range c.slots {
 		if hj != nil {
 			hj.ctx.end(&ErrShutdown)
-			hj.owner.handBack(hj, ErrShutdown.Error())
+			hj.owner.handBack(hj)
 		}
 	}
 }
@@ -360,7 +354,7 @@ func (w *worker) begin(hj *heldJob, i int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stopping || hj.lost || i < 0 {
-		w.handBack(hj, errHandedBack)
+		w.handBack(hj)
 		return false
 	}
 	hj.state, hj.slot, hj.started = jobRunning, i, time.Now()
@@ -478,20 +472,28 @@ func (w *worker) setDry(dry bool) {
 	w.dry = dry
 }
 
-// handBack queues hj's failure with backoff 0, so another worker may claim
-// it at once. w.mu is held.
-func (w *worker) handBack(hj *heldJob, cause string) {
+// handBack gives hj back for another worker to claim at once: a job no
+// handler started is released, its attempt not spent; a running one,
+// whose handler outlived the grace period, is failed with backoff 0 and
+// ErrShutdown's text. w.mu is held.
+func (w *worker) handBack(hj *heldJob) {
+	s := settlement{job: &hj.job, release: true, handBack: true}
 	if hj.state == jobRunning {
 		w.slots[hj.slot] = nil
 		w.running--
+		s = settlement{job: &hj.job, fail: true, cause: ErrShutdown.Error(), handBack: true}
 	}
 	w.release(hj, jobHandedBack)
 	if hj.settled {
 		return // its handler settled it, and runs past the grace
 	}
-	w.finished = append(w.finished, settlement{job: &hj.job, fail: true, cause: cause, handBack: true})
+	w.finished = append(w.finished, s)
 	w.settleWake.Signal()
-	w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", cause)
+	if s.fail {
+		w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", s.cause)
+	} else {
+		w.log.Info("released", "job", hj.job.ID, "attempt", hj.job.Attempt)
+	}
 }
 
 // want is how many more jobs the crew may claim: room for one per slot
@@ -651,7 +653,7 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
 		w.hold(1)
 		if w.stopping {
-			w.handBack(hj, errHandedBack)
+			w.handBack(hj)
 			continue
 		}
 		w.renewals.insert(hj)
@@ -671,6 +673,8 @@ func (w *worker) logSettled(s *settlement) {
 	switch {
 	case s.err != nil && s.fail:
 		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", s.cause, "err", s.err)
+	case s.err != nil && s.release:
+		w.log.Error("release", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil:
 		w.log.Error("ack", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.handBack:

@@ -388,8 +388,10 @@ func TestWork(t *testing.T) {
 				assert.ErrorIs(t, context.Cause(hctx), context.Canceled)
 				require.NoError(t, stop())
 			})
-			t.Run("waiting jobs keep their leases, and a stop hands them back at once", func(t *testing.T) {
-				q := newQueue(t, n, "prefetched", Policy{Lease: 300 * time.Millisecond})
+			t.Run("waiting jobs keep their leases, and a stop releases them at once, their attempts unspent", func(t *testing.T) {
+				// MaxAttempts 1: a released job spent its one attempt if
+				// the release counted it, and would go to dead at its next claim
+				q := newQueue(t, n, "prefetched", Policy{Lease: 300 * time.Millisecond, MaxAttempts: 1})
 				// Quick jobs first, so the worker measures that its handler
 				// outpaces a round trip and fills the prefetch buffer.
 				payloads := make([][]byte, 30, 34)
@@ -429,8 +431,14 @@ func TestWork(t *testing.T) {
 				assert.ElementsMatch(t, idTexts(got[1:]), jobsIn(t, n, q, "pending"))
 				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Job(q.name, got[0].String())), "the running one finished and was acked")
 				for _, id := range got[1:] {
-					assert.Equal(t, "handed back", str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
+					row := keys.Job(q.name, id.String())
+					assert.Zero(t, integer(t, n.s, "HEXISTS", row, "error"), "a release is no failure")
+					assert.Equal(t, "1", str(t, n, "HGET", row, "revived"), "its attempt not counted")
 				}
+				again, err := q.Claim(ctx(t), 3)
+				require.NoError(t, err)
+				assert.ElementsMatch(t, []string{got[1].String() + "/2", got[2].String() + "/2", got[3].String() + "/2"}, claimedIDs(again),
+					"claimed again for their one attempt, not sent to dead")
 			})
 			t.Run("a worker whose handlers are slow leaves the jobs it cannot start to other workers", func(t *testing.T) {
 				q := newQueue(t, n, "shared", Policy{})
