@@ -87,9 +87,10 @@ var (
 // Work claims jobs of q and runs h on each until ctx ends, then stops
 // claiming, releases the jobs no handler has started (pending again, their
 // attempts not spent), lets the running handlers finish for up to
-// opts.Grace, fails the rest with backoff 0 and returns. Each held job's lease is extended until its handler returns; a
-// job whose handler returns nil is acknowledged, one whose handler fails
-// or panics is failed with the policy's backoff.
+// opts.Grace, fails the rest with backoff 0 and returns. Each held job's
+// lease is extended until its handler returns; a job whose handler returns
+// nil is acknowledged, one whose handler fails or panics is failed with
+// the policy's backoff.
 //
 // One call settles the jobs that finished since the last and claims as
 // many as there are free slots and room in the prefetch buffer
