@@ -27,8 +27,10 @@ type JobInfo struct {
 	// Attempts counts the claims ever made of the job: the last lease
 	// token handed out.
 	Attempts int64
-	// Revived is Attempts at the job's last Revive, 0 if never: its budget
-	// of attempts counts Attempts − Revived.
+	// Revived is the attempts its budget does not count — Attempts at the
+	// job's last Revive, plus one for each release since (a worker giving
+	// it back unstarted); 0 if none: its budget of attempts counts
+	// Attempts − Revived.
 	Revived  int64
 	Priority int // lower is claimed first; 0 unless it was enqueued with one
 	Payload  []byte

@@ -359,6 +359,7 @@ func TestActions(t *testing.T) {
 		_, body := rw.get(t, loc)
 		assert.Contains(t, body, `<td id="state">pending</td>`)
 		assert.Contains(t, body, "it is pending again")
+		assert.Regexp(t, `<td id="attempts">[0-9]+ \(0 counted against its budget\)</td>`, body, "revived: no attempt counted yet")
 	})
 	t.Run("reviving it again reports the refusal", func(t *testing.T) {
 		code, loc := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/")}})

@@ -212,7 +212,7 @@ type jobBody struct {
 	Minted                  time.Time
 	PayloadView, ResultView preview
 	HasResult               bool
-	SinceRevival            int64
+	Counted                 int64 // attempts its budget counts: Attempts − Revived
 }
 
 // Tab is the queue page's tab listing the job: its state, or dead for a
@@ -268,7 +268,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
 		PayloadView: previewOf(j.Payload, j.PayloadSize, j.PayloadUnread), ResultView: previewOf(j.Result, j.ResultSize, j.ResultUnread),
-		HasResult: j.Result != nil || j.ResultUnread, SinceRevival: j.Attempts - j.Revived})
+		HasResult: j.Result != nil || j.ResultUnread, Counted: j.Attempts - j.Revived})
 }
 
 // searchBody is the search page's content.

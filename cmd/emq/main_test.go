@@ -205,6 +205,8 @@ func TestCLIActions(t *testing.T) {
 		assert.Equal(t, "revived "+f.EmailsDead[0].String()+"\n", r.stdout)
 		j := emq(t, s.Addr, "job", "emails", f.EmailsDead[0].String(), "--json")
 		assert.Contains(t, j.stdout, `"state": "pending"`)
+		j = emq(t, s.Addr, "job", "emails", f.EmailsDead[0].String())
+		assert.Regexp(t, `attempts +[0-9]+ \(0 counted against its budget\)`, j.stdout, "revived: no attempt counted yet")
 	})
 	t.Run("reviving a job that is not dead is refused: exit 4", func(t *testing.T) {
 		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())

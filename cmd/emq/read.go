@@ -327,7 +327,7 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	t.row("minted", readable.Time(minted)+" ("+readable.Relative(minted, now)+")")
 	attempts := count(j.Attempts)
 	if j.Revived > 0 {
-		attempts += fmt.Sprintf(" (%d since its revival)", j.Attempts-j.Revived)
+		attempts += fmt.Sprintf(" (%d counted against its budget)", j.Attempts-j.Revived)
 	}
 	t.row("attempts", attempts)
 	t.row("priority", strconv.Itoa(j.Priority))
