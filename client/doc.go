@@ -27,8 +27,9 @@
 // [Queue.EnqueueMany] admits a batch in one pipeline, one EMQ.ENQUEUEMANY
 // per 256 jobs; [Queue.Claim] and [Queue.BClaim] hand out jobs ([Job]),
 // each under a lease whose token is its attempt; [Job.Extend], [Job.Ack],
-// [Job.AckResult], [Job.Fail] and [Job.FailAfter] present it, and a stale
-// one is refused with EMQLEASE (errors.Is(err, emqerrors.Lease));
+// [Job.AckResult], [Job.Fail], [Job.FailAfter] and [Job.Release] (back
+// unstarted, the attempt not spent) present it, and a stale one is refused
+// with EMQLEASE (errors.Is(err, emqerrors.Lease));
 // [Queue.Settle] settles a batch of
 // finished jobs and claims the next in one round trip; [Queue.Revive]
 // brings a dead job back, [Queue.Remove] deletes one in any state and

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -93,6 +94,19 @@ func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration)
 	}
 	state, err := runVerb(ctx, j.q.c, j.failCall(backoff, text), stringReply)
 	return State(state), j.settled(err)
+}
+
+// Release gives the job back unstarted — its handler cannot run it now:
+// it is pending again at once, at its priority, and the attempt is not
+// spent (EMQ.SETTLE's RELEASE; on a node without it, the settle script),
+// so a job claimed for its last attempt still gets it. Its error, if any,
+// stays. A job released again and again never dies: its budget counts only
+// the attempts that were not released. In Work, a handler that releases its
+// job has settled it, as one that acks it.
+func (j *Job) Release(ctx context.Context) error {
+	ss := []settlement{{job: j, release: true}}
+	_, err := j.q.settle(ctx, ss, 0, newJob, nil)
+	return j.settled(cmp.Or(ss[0].err, err))
 }
 
 // extendCall is EMQ.EXTEND of the job's lease.

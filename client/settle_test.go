@@ -175,6 +175,13 @@ func TestQueueSettleReleases(t *testing.T) {
 			again, err := q.Claim(ctx(t), 1)
 			require.NoError(t, err)
 			assert.Equal(t, []string{first.String() + "/2"}, claimedIDs(again), "its one attempt, unspent")
+
+			require.NoError(t, again[0].Release(ctx(t)), "Job.Release: the same settlement alone")
+			assert.Equal(t, "2", str(t, n, "HGET", keys.Job(q.name, first.String()), "revived"))
+			requireRefusal(t, again[0].Release(ctx(t)), emqerrors.Lease)
+			claimed, err = q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Equal(t, []string{first.String() + "/3"}, claimedIDs(claimed))
 		})
 	}
 }

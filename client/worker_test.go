@@ -165,6 +165,27 @@ func TestWork(t *testing.T) {
 				assert.Equal(t, StateDone, acked.State)
 				assert.NotContains(t, logs.String(), "level=ERROR", "no settlement sent after the handler's own")
 			})
+			t.Run("a handler that releases its job: back unspent, and Work settles nothing more for it", func(t *testing.T) {
+				q := newQueue(t, n, "selfreleased", Policy{Keep: time.Hour, MaxAttempts: 1})
+				var logs logBuffer
+				id, err := q.Enqueue(ctx(t), []byte("not yet"))
+				require.NoError(t, err)
+				stop := working(t, q, func(ctx context.Context, j *Job) error {
+					if j.Attempt < 3 {
+						require.NoError(t, j.Release(ctx))
+						return errors.New("after its release: settles nothing")
+					}
+					return nil
+				}, WorkOptions{Concurrency: 1, Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "the job done", func() bool { return str(t, n, "HGET", keys.Job(q.name, id.String()), "state") == "done" })
+				require.NoError(t, stop())
+				info, err := q.Job(ctx(t), id)
+				require.NoError(t, err)
+				assert.Equal(t, int64(3), info.Attempts, "claimed three times under MaxAttempts 1")
+				assert.Equal(t, int64(2), info.Revived, "the two released attempts are not counted")
+				assert.Empty(t, info.Error)
+				assert.NotContains(t, logs.String(), "level=ERROR", "no settlement sent after the handler's own")
+			})
 			t.Run("a panic's value is the job's error, its stack goes to the log", func(t *testing.T) {
 				q := newQueue(t, n, "panics", Policy{MaxAttempts: 1})
 				var logs logBuffer
