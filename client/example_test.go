@@ -254,3 +254,35 @@ func ExampleJob_AckResult() {
 	// Output:
 	// done 4
 }
+
+// ExampleJob_Release gives a job back unstarted: pending again, the
+// attempt it was claimed under not counted against MaxAttempts.
+func ExampleJob_Release() {
+	ctx := context.Background()
+	q := exampleQueue("exports", client.Policy{MaxAttempts: 1})
+	id, err := q.Enqueue(ctx, []byte("report.csv"))
+	if err != nil {
+		panic(err)
+	}
+	jobs, err := q.Claim(ctx, 1)
+	if err != nil {
+		panic(err)
+	}
+	if err := jobs[0].Release(ctx); err != nil { // say, its disk is full
+		panic(err)
+	}
+
+	info, err := q.Job(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(info.State, info.Attempts, info.Attempts-info.Revived)
+	jobs, err = q.Claim(ctx, 1)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(jobs[0].Payload), jobs[0].Attempt) // its one attempt, still to run
+	// Output:
+	// pending 1 0
+	// report.csv 2
+}
