@@ -61,9 +61,9 @@ func (tw *twin) under(qs [2]*Queue, i int, id ids.ID, attempt int64) *Job {
 
 // TestScriptsMatchTheVerbsOf03 drives version 0.3's verbs and the ones it
 // changed — SCHEDULE, PAUSE, RESUME, LIMIT, EVENTS, REMOVE, SETTLE (its
-// releases too), ACK with a result, claims by priority, through a pause and a rate window,
-// dead at claim, revived budgets, ids left in two sets — and their
-// refusals, with the queue's events on (its stream trimmed as it grows),
+// releases too), ACK with a result, claims by priority, through a pause
+// and a rate window, dead at claim, revived budgets, ids left in two sets
+// — and their refusals, with the queue's events on (its stream trimmed as it grows),
 // through the same sequence on a server with the module and one running
 // the scripts, and requires the same replies and the same data, events
 // included, after every call.

@@ -62,9 +62,9 @@ func (r *replay) expect(j *replayJob, ev Event, lo, hi time.Time) {
 }
 
 // TestEventsReplayEveryTransition is issue 28's replay test: 10,000 jobs
-// through retries, backoffs, stalls, deaths, revivals and releases while a listener
-// reads the stream, trimmed to a cap well under the events appended.
-// Every transition of every job comes exactly once, in order per job, as
+// through retries, backoffs, stalls, deaths, revivals and releases while a
+// listener reads the stream, trimmed to a cap well under the events
+// appended. Every transition of every job comes exactly once, in order per job, as
 // the verbs' replies and the test's own acts say, and the stream never
 // holds more than its cap plus the server's MAXLEN ~ slack (one stream
 // node).
