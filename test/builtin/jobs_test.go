@@ -327,7 +327,7 @@ func TestJobLifecycleReachesModulelessReplicaAndAOF(t *testing.T) {
 	}
 	after := valkeytest.InfoInts(p.Info("emq"))
 	for _, e := range []string{"jobs_claimed", "jobs_acked", "jobs_retried", "jobs_delayed", "jobs_dead", "jobs_promoted", "stalls_requeued", "jobs_revived", "jobs_extended",
-		"jobs_scheduled", "jobs_removed", "repeats_ticked", "events_appended", "settled", "claims_paused", "claims_limited"} {
+		"jobs_scheduled", "jobs_removed", "repeats_ticked", "events_appended", "settled", "claims_paused", "claims_limited", "jobs_released"} {
 		require.Greater(t, after["emq_"+e], before["emq_"+e], "the workload had no %s", e)
 	}
 	requireConsistent(t, p, "life")
