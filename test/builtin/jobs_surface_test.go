@@ -399,6 +399,64 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 	})
 }
 
+// TestASettlementOutsideTheCallersACLIsNOPERMInItsPlace: SETTLE's
+// settlements — a RELEASE and an ACK — of job rows the caller may not
+// touch are NOPERM in their places, logged, with nothing of them written,
+// and the call's other settlements apply.
+func TestASettlementOutsideTheCallersACLIsNOPERMInItsPlace(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(26)
+	require.NoError(t, err)
+	const q = "settleacl"
+	a, b, c := m.Mint(ids.Job), m.Mint(ids.Job), m.Mint(ids.Job)
+	for _, id := range []ids.ID{a, b, c} {
+		ok(t, s, enqueue(q, id, "p").argv()...)
+	}
+	require.Len(t, claimed(t, s.Do(claim(q, 60_000, 3, 5).argv()...)), 3)
+	patterns := []string{"~" + keys.Job(q, a.String())}
+	for _, set := range queueSets(q) {
+		patterns = append(patterns, "~"+set)
+	}
+	ok(t, s, append(append([]string{"ACL", "SETUSER", "settler", "on", "nopass"}, grantEveryVerb(t, s)...), patterns...)...)
+	ok(t, s, "ACL", "LOG", "RESET")
+	rowB, rowC := keys.Job(q, b.String()), keys.Job(q, c.String())
+	before := map[string]string{}
+	for _, k := range []string{rowB, rowC} {
+		before[k] = str(t, s, "DUMP", k)
+	}
+
+	r := as(t, newClient(t, s, "settler"), settle(q, 60_000, 0, 5, 3, "RELEASE", b.String(), "1", "ACK", c.String(), "1", "0", "RELEASE", a.String(), "1"))
+	parts, err := r.ToArray()
+	require.NoError(t, err)
+	replies, err := parts[0].ToArray()
+	require.NoError(t, err)
+	require.Len(t, replies, 3)
+	for i := range 2 {
+		err := replies[i].Error()
+		require.Error(t, err, "settlement %d", i+1)
+		assert.True(t, strings.HasPrefix(err.Error(), "NOPERM "), "settlement %d: %v", i+1, err)
+	}
+	n, err := replies[2].AsInt64()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "the allowed row is released")
+	assert.Equal(t, "pending", str(t, s, "HGET", keys.Job(q, a.String()), "state"))
+	for _, k := range []string{rowB, rowC} {
+		assert.Equal(t, before[k], str(t, s, "DUMP", k), "%s: nothing written", k)
+		assert.Equal(t, "active", str(t, s, "HGET", k, "state"))
+	}
+	log, err := s.Do("ACL", "LOG").ToArray()
+	require.NoError(t, err)
+	var objects []string
+	for _, e := range log {
+		entry, err := e.AsStrMap()
+		require.NoError(t, err)
+		if entry["reason"] == "key" { // not the client's own CLIENT SETINFO, denied at its connection
+			objects = append(objects, entry["object"])
+		}
+	}
+	assert.ElementsMatch(t, []string{rowB, rowC}, objects, "each denial logged")
+}
+
 func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	for _, v := range []struct {
