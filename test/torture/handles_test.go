@@ -156,6 +156,30 @@ func TestSettlementsOfOneJobOpenItsRowOnce(t *testing.T) {
 	}
 }
 
+// TestAReleaseOpensItsRowOnce: a release refused under a stale attempt
+// opens the job's row; the release under its own attempt, and an ack of
+// the released job after it (EMQLEASE), use that row, and the call's claim
+// leaves the released job where the release put it.
+func TestAReleaseOpensItsRowOnce(t *testing.T) {
+	h := newHandleQueue(t)
+	h.claimed(1, false)
+	reply := h.do(h.settle(1, []any{"RELEASE", h.job(0), 2}, []any{"RELEASE", h.job(0), 1}, []any{"ACK", h.job(0), 1, 0})...)
+	var got []string
+	for _, r := range reply.([]any)[0].([]any) {
+		if err, ok := r.(error); ok {
+			code, _, _ := strings.Cut(err.Error(), " ")
+			got = append(got, code)
+			continue
+		}
+		got = append(got, fmt.Sprint(r))
+	}
+	assert.Equal(t, []string{"EMQLEASE", "1", "EMQLEASE"}, got)
+	assert.Nil(t, reply.([]any)[1], "the released job is left for another call")
+	assert.Equal(t, "pending", h.do("HGET", h.row(0), "state"))
+	assert.Equal(t, "1", h.do("HGET", h.row(0), "revived"))
+	h.assertOneHandleEach()
+}
+
 // TestATickOfAJobTheCallSettledDoesNotOpenItsRowAgain: a schedule whose
 // next tick is one it made already — a clock set back, made here by
 // writing the schedule's next tick back by hand — comes due in the claim
