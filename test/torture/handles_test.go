@@ -138,22 +138,28 @@ func TestSettlementsOfOneJobOpenItsRowOnce(t *testing.T) {
 			h := newHandleQueue(t)
 			h.claimed(2, false)
 			reply := h.do(h.settle(0, tc.settlements(h)...)...)
-			var got []string
-			for _, r := range reply.([]any)[0].([]any) {
-				if err, ok := r.(error); ok {
-					code, _, _ := strings.Cut(err.Error(), " ")
-					got = append(got, code)
-					continue
-				}
-				got = append(got, fmt.Sprint(r))
-			}
-			assert.Equal(t, tc.want, got)
+			assert.Equal(t, tc.want, settlementCodes(reply))
 			assert.EqualValues(t, 0, h.do("EXISTS", h.row(0)), "acked with keep 0: deleted, and not written again")
 			assert.Equal(t, "result", h.do("HGET", h.row(1), "result"))
 			assert.Positive(t, h.do("PTTL", h.row(1)), "kept for keep_ms")
 			h.assertOneHandleEach()
 		})
 	}
+}
+
+// settlementCodes are the settlements' replies of a SETTLE reply: each
+// one's text, or its refusal's code.
+func settlementCodes(reply any) []string {
+	var got []string
+	for _, r := range reply.([]any)[0].([]any) {
+		if err, ok := r.(error); ok {
+			code, _, _ := strings.Cut(err.Error(), " ")
+			got = append(got, code)
+			continue
+		}
+		got = append(got, fmt.Sprint(r))
+	}
+	return got
 }
 
 // TestAReleaseOpensItsRowOnce: a release refused under a stale attempt
@@ -164,16 +170,7 @@ func TestAReleaseOpensItsRowOnce(t *testing.T) {
 	h := newHandleQueue(t)
 	h.claimed(1, false)
 	reply := h.do(h.settle(1, []any{"RELEASE", h.job(0), 2}, []any{"RELEASE", h.job(0), 1}, []any{"ACK", h.job(0), 1, 0})...)
-	var got []string
-	for _, r := range reply.([]any)[0].([]any) {
-		if err, ok := r.(error); ok {
-			code, _, _ := strings.Cut(err.Error(), " ")
-			got = append(got, code)
-			continue
-		}
-		got = append(got, fmt.Sprint(r))
-	}
-	assert.Equal(t, []string{"EMQLEASE", "1", "EMQLEASE"}, got)
+	assert.Equal(t, []string{"EMQLEASE", "1", "EMQLEASE"}, settlementCodes(reply))
 	assert.Nil(t, reply.([]any)[1], "the released job is left for another call")
 	assert.Equal(t, "pending", h.do("HGET", h.row(0), "state"))
 	assert.Equal(t, "1", h.do("HGET", h.row(0), "revived"))
