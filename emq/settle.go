@@ -26,9 +26,9 @@ import (
 // the wrong type, outside the caller's ACL — is not applied and replies
 // its error in its place, and the rest of the call goes on. Then, as
 // EMQ.CLAIM, it claims up to count (0 … 1000) jobs; a job a settlement
-// failed back to pending may be among them, a released one not. It replies [[<one
-// reply per settlement: 1, or the failed job's new state, or an error>],
-// <the claim's reply>].
+// failed back to pending may be among them, a released one not. It
+// replies [[<one reply per settlement: 1, or the failed job's new state,
+// or an error>], <the claim's reply>].
 var Settle = &Verb{Name: "EMQ.SETTLE", Arity: -10, Keys: 4, Cap: "settle",
 	Check: func(a [][]byte, _ int64) error { _, err := checkSettle(a, nil); return err },
 	Run:   settle}
