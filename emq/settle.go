@@ -232,7 +232,8 @@ func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
 		if _, ok := ids.Parse(ids.Job, a[at+1]); !ok {
 			return c, errors.New(errors.Kind, "settlement %d: job id must be JOB-namespaced", i)
 		}
-		at += settlementLen(a[at])
+		_, args := settlementKind(a[at])
+		at += args
 	}
 	if !same {
 		return c, errKeysQueues
@@ -241,16 +242,23 @@ func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
 	return c, nil
 }
 
-// settlementLen is how many arguments a settlement of the kind word takes
-// (its split was checked).
-func settlementLen(kind []byte) int {
-	switch kind[0] | 0x20 {
-	case 'a':
-		return 4
-	case 'r':
-		return 3
+// settlementKinds are the kinds of settlement, by their words (in any
+// case), with the arguments each takes, its word included.
+var settlementKinds = []struct {
+	word []byte
+	kind byte
+	args int
+}{{[]byte("ACK"), 'A', 4}, {[]byte("DONE"), 'D', 5}, {[]byte("FAIL"), 'F', 5}, {[]byte("RELEASE"), 'R', 3}}
+
+// settlementKind is the kind of settlement word names and the arguments
+// it takes; 0 and 0 for a word that names none.
+func settlementKind(word []byte) (kind byte, args int) {
+	for _, k := range settlementKinds {
+		if bytes.EqualFold(word, k.word) {
+			return k.kind, k.args
+		}
 	}
-	return 5
+	return 0, 0
 }
 
 // parseSettlement reads settlement number i (from 1) at argument at, and
@@ -260,17 +268,9 @@ func parseSettlement(a [][]byte, at, i int) (st settlement, next int, err error)
 		return st, 0, errors.New(errors.Shape, "the arguments hold fewer than n settlements: settlement %d is missing", i)
 	}
 	kind := a[at]
-	need := 0
-	switch {
-	case bytes.EqualFold(kind, []byte("ACK")):
-		st.kind, need = 'A', 4
-	case bytes.EqualFold(kind, []byte("DONE")):
-		st.kind, need = 'D', 5
-	case bytes.EqualFold(kind, []byte("FAIL")):
-		st.kind, need = 'F', 5
-	case bytes.EqualFold(kind, []byte("RELEASE")):
-		st.kind, need = 'R', 3
-	default:
+	var need int
+	st.kind, need = settlementKind(kind)
+	if need == 0 {
 		return st, 0, errors.New(errors.Shape, "settlement %d: the kind must be ACK, DONE, FAIL or RELEASE", i)
 	}
 	if at+need > len(a) {
