@@ -56,7 +56,8 @@ local replies = {}
 at = 5
 for i = 1, n do
   local kind = string.upper(ARGV[at])
-  replies[i] = settle(kind, ARGV[at + 1], ARGV[at + 2], tonumber(ARGV[at + 3]), takes[kind] == 5 and ARGV[at + 4] or nil)
-  at = at + takes[kind]
+  local width = takes[kind] -- a release has neither ms nor text, an ack no text
+  replies[i] = settle(kind, ARGV[at + 1], ARGV[at + 2], width > 3 and tonumber(ARGV[at + 3]) or nil, width > 4 and ARGV[at + 4] or nil)
+  at = at + width
 end
 return { replies, run(t, lease, count, max) }
