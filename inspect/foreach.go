@@ -57,12 +57,15 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 	}
 	p.Total = int(total)
 	for p.Done+p.Failed < p.Total {
-		if err := ctx.Err(); err != nil {
+		if err := ended(ctx); err != nil {
 			return p, err
 		}
 		n := min(Batch, p.Total-p.Done-p.Failed)
 		batch, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("-inf").Max(maxScore).Byscore().
 			Limit(int64(p.Failed), int64(n)).Build()).AsStrSlice()
+		if stop := ended(ctx); stop != nil {
+			return p, stop // the read failed, or would have, because ctx ended: say so
+		}
 		if err != nil {
 			return p, fmt.Errorf("queue %s: ZRANGE %s: %w", sel.Queue, sel.State, err)
 		}
@@ -95,4 +98,17 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		}
 	}
 	return p, nil
+}
+
+// ended is ctx's error once it ended — or context.DeadlineExceeded once
+// its deadline passed, which a call can see (valkey-go's own deadline,
+// a dial's timeout) a moment before ctx's timer makes Err say so.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -246,7 +246,29 @@ func TestForEach(t *testing.T) {
 		assert.Equal(t, int64(n), zcard(t, s, keys.Pending("bulk")))
 		assert.Equal(t, int64(1), zcard(t, s, keys.Set("bulk", "dead")), "the dangling id stays")
 	})
+	t.Run("a deadline passed before ctx's timer says so is the stop, not a read that failed on it", func(t *testing.T) {
+		queuetest.Dead(t, s.Client(), "late", 150)
+		late, err := c.Queue("late", m, client.Policy{})
+		require.NoError(t, err)
+		deadline := time.Now().Add(300 * time.Millisecond)
+		ctx := lagging{Context: ctx(t), deadline: deadline}
+		p, err := in.ForEach(ctx, inspect.Selection{Queue: "late", State: inspect.Dead}, func(ctx context.Context, id ids.ID) error {
+			time.Sleep(time.Until(deadline)) // the first batch outlasts the deadline
+			return late.Revive(context.Background(), id)
+		}, nil)
+		assert.Equal(t, context.DeadlineExceeded, err)
+		assert.Equal(t, inspect.Progress{Total: 150, Done: 100}, p)
+	})
 }
+
+// lagging is a context whose deadline passes with Err still nil, as a
+// context's is between its deadline and its timer's firing.
+type lagging struct {
+	context.Context
+	deadline time.Time
+}
+
+func (l lagging) Deadline() (time.Time, bool) { return l.deadline, true }
 
 func zcard(t *testing.T, s *valkeytest.Server, key string) int64 {
 	t.Helper()
