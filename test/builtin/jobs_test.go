@@ -196,9 +196,10 @@ func claimed(t *testing.T, r reply) []claimedJob {
 // with and without backoff and at max_attempts, extends, stalls, sweeps
 // (bounded by a small emq.sweep-batch), STALLED.CHECK and REVIVE.
 type jobWorkload struct {
-	s     *valkeytest.Server
-	queue string
-	mint  *ids.Minter
+	s      *valkeytest.Server
+	queue  string
+	mint   *ids.Minter
+	rounds int // rounds run: each starts the settlements' cycle one further on
 }
 
 // round runs one round of the workload; each call must be accepted.
@@ -248,8 +249,10 @@ func (w *jobWorkload) round(t *testing.T) {
 	// two claims in one window: the first starts it (SET … PXAT), the
 	// second continues it (SET … KEEPTTL) and is limited
 	jobs := claimed(t, do(claim(w.queue, 60_000, 2, 3)))
+	// the cycle's start moves each round, so that every settlement is made
+	// by the first job a round claims, which every round has
 	for i, j := range append(jobs, claimed(t, do(claim(w.queue, 60_000, 6, 3)))...) {
-		switch i % 5 {
+		switch (i + w.rounds) % 6 {
 		case 0:
 			do(ack(w.queue, j.id, j.attempt, 0))
 		case 1:
@@ -260,8 +263,11 @@ func (w *jobWorkload) round(t *testing.T) {
 			do(fail(w.queue, j.id, j.attempt, 20, 3, "retry later"))
 		case 4:
 			do(extend(w.queue, j.id, j.attempt, 90_000))
+		case 5: // its last attempt, whatever it revived or released: dead
+			do(fail(w.queue, j.id, j.attempt, 0, 1, "out of attempts"))
 		}
 	}
+	w.rounds++
 	do(control("EMQ.LIMIT", w.queue, "0", "1"))
 	claimed(t, do(claim(w.queue, 20, 3, 3))) // left to stall
 	dead, err := w.s.Do("ZRANGE", queueSets(w.queue)[3], "0", "0").AsStrSlice()
