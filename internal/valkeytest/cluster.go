@@ -272,21 +272,30 @@ func (c *Cluster) live() *Server {
 
 // Wait waits until every node reports cluster_state:ok, sees every primary
 // and replica in its role, and agrees with the others on who serves which
-// slot — after StartCluster, or after the test moved a slot.
+// slot and on every node's config epoch — after StartCluster, or after the
+// test moved a slot.
+//
+// The epochs matter to the next move. A node given a slot by SETSLOT NODE
+// learns the slot map without the gossip that carries the old owner's
+// epoch; if it then imports a slot from that owner, it bumps its epoch only
+// past the epochs it knows, and the old owner's next ping, still claiming
+// the slot at a higher epoch, takes the slot back — and the server deletes
+// the keys it imported, as keys of a slot it lost.
 func (c *Cluster) Wait(t testing.TB) {
 	t.Helper()
 	waitFor(t, "the cluster to agree", c.agreement)
 }
 
 // agreement is nil when every node reports cluster_state:ok, sees every
-// node in its role and agrees with the others on the slots.
+// node in its role and agrees with the others on the slots and the epochs.
 func (c *Cluster) agreement() error {
-	var first string
+	var first, firstEpochs string
 	for i, s := range c.Nodes {
 		if v := s.ClusterInfo("cluster_state"); v != "ok" {
 			return fmt.Errorf("%s cluster_state:%s", s.Addr, v)
 		}
-		if err := c.checkRoles(s); err != nil {
+		epochs, err := c.view(s)
+		if err != nil {
 			return err
 		}
 		m, err := slotMap(s)
@@ -294,29 +303,35 @@ func (c *Cluster) agreement() error {
 			return err
 		}
 		if sig := fmt.Sprint(m); i == 0 {
-			first = sig
+			first, firstEpochs = sig, epochs
 		} else if sig != first {
 			return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr, sig, c.Nodes[0].Addr, first)
+		} else if epochs != firstEpochs {
+			return fmt.Errorf("%s sees epochs %s, %s sees %s", s.Addr, epochs, c.Nodes[0].Addr, firstEpochs)
 		}
 	}
 	return nil
 }
 
-// checkRoles checks that s sees each node of c, settled, in its role.
-func (c *Cluster) checkRoles(s *Server) error {
+// view checks that s sees each node of c, settled, in its role, and
+// returns the config epoch s sees for each node, by address.
+func (c *Cluster) view(s *Server) (epochs string, err error) {
 	nodes, err := s.Do("CLUSTER", "NODES").ToString()
 	if err != nil {
-		return err
+		return "", err
 	}
 	var primaries, replicas int
+	var seen []string
 	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 3 {
+		if len(f) < 7 {
 			continue
 		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		seen = append(seen, addr+"="+f[6])
 		flags := f[2]
 		if strings.Contains(flags, "handshake") || strings.Contains(flags, "fail") || strings.Contains(flags, "noaddr") {
-			return fmt.Errorf("%s sees %s", s.Addr, line)
+			return "", fmt.Errorf("%s sees %s", s.Addr, line)
 		}
 		switch {
 		case strings.Contains(flags, "master"):
@@ -326,9 +341,10 @@ func (c *Cluster) checkRoles(s *Server) error {
 		}
 	}
 	if primaries != len(c.Primaries) || replicas != len(c.Replicas) {
-		return fmt.Errorf("%s sees %d primaries and %d replicas", s.Addr, primaries, replicas)
+		return "", fmt.Errorf("%s sees %d primaries and %d replicas", s.Addr, primaries, replicas)
 	}
-	return nil
+	sort.Strings(seen)
+	return strings.Join(seen, " "), nil
 }
 
 // slotRange is a range of slots and the port of the primary serving it.
