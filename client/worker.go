@@ -478,11 +478,13 @@ func (w *worker) setDry(dry bool) {
 // whose handler outlived the grace period, is failed with backoff 0 and
 // ErrShutdown's text. w.mu is held.
 func (w *worker) handBack(hj *heldJob) {
-	s := settlement{job: &hj.job, release: true, handBack: true}
+	s := settlement{job: &hj.job, handBack: true}
 	if hj.state == jobRunning {
 		w.slots[hj.slot] = nil
 		w.running--
-		s = settlement{job: &hj.job, fail: true, cause: ErrShutdown.Error(), handBack: true}
+		s.fail, s.cause = true, ErrShutdown.Error()
+	} else {
+		s.release = true
 	}
 	w.release(hj, jobHandedBack)
 	if hj.settled {
