@@ -289,37 +289,61 @@ func (c *Cluster) Wait(t testing.TB) {
 // agreement is nil when every node reports cluster_state:ok, sees every
 // node in its role and agrees with the others on the slots and the epochs.
 func (c *Cluster) agreement() error {
-	var first, firstEpochs string
+	var first clusterView
 	for i, s := range c.Nodes {
 		if v := s.ClusterInfo("cluster_state"); v != "ok" {
 			return fmt.Errorf("%s cluster_state:%s", s.Addr, v)
 		}
-		epochs, err := c.view(s)
+		v, err := c.view(s)
 		if err != nil {
 			return err
 		}
-		m, err := slotMap(s)
-		if err != nil {
+		if i == 0 {
+			first = v
+		} else if err := first.agrees(v); err != nil {
 			return err
-		}
-		if sig := fmt.Sprint(m); i == 0 {
-			first, firstEpochs = sig, epochs
-		} else if sig != first {
-			return fmt.Errorf("%s sees slots %s, %s sees %s", s.Addr, sig, c.Nodes[0].Addr, first)
-		} else if epochs != firstEpochs {
-			return fmt.Errorf("%s sees epochs %s, %s sees %s", s.Addr, epochs, c.Nodes[0].Addr, firstEpochs)
 		}
 	}
 	return nil
 }
 
-// view checks that s sees each node of c, settled, in its role, and
-// returns the config epoch s sees for each node, by address.
-func (c *Cluster) view(s *Server) (epochs string, err error) {
+// clusterView is what one node sees of the cluster: who serves which
+// slots, and each node's config epoch.
+type clusterView struct{ addr, slots, epochs string }
+
+// agrees is nil when o sees the slots and the epochs v sees.
+func (v clusterView) agrees(o clusterView) error {
+	if o.slots != v.slots {
+		return fmt.Errorf("%s sees slots %s, %s sees %s", o.addr, o.slots, v.addr, v.slots)
+	}
+	if o.epochs != v.epochs {
+		return fmt.Errorf("%s sees epochs %s, %s sees %s", o.addr, o.epochs, v.addr, v.epochs)
+	}
+	return nil
+}
+
+// view returns what s sees of the cluster, and checks that it sees each
+// node of c, settled, in its role.
+func (c *Cluster) view(s *Server) (clusterView, error) {
 	nodes, err := s.Do("CLUSTER", "NODES").ToString()
 	if err != nil {
-		return "", err
+		return clusterView{}, err
 	}
+	epochs, err := c.epochs(s.Addr, nodes)
+	if err != nil {
+		return clusterView{}, err
+	}
+	m, err := slotMap(s)
+	if err != nil {
+		return clusterView{}, err
+	}
+	return clusterView{s.Addr, fmt.Sprint(m), epochs}, nil
+}
+
+// epochs checks that nodes, the CLUSTER NODES of the node at addr, shows
+// each node of c, settled, in its role, and returns the config epoch it
+// shows for each node, by address.
+func (c *Cluster) epochs(addr, nodes string) (string, error) {
 	var primaries, replicas int
 	var seen []string
 	for _, line := range strings.Split(strings.TrimSpace(nodes), "\n") {
@@ -327,11 +351,11 @@ func (c *Cluster) view(s *Server) (epochs string, err error) {
 		if len(f) < 7 {
 			continue
 		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		seen = append(seen, addr+"="+f[6])
+		node, _, _ := strings.Cut(f[1], "@")
+		seen = append(seen, node+"="+f[6])
 		flags := f[2]
 		if strings.Contains(flags, "handshake") || strings.Contains(flags, "fail") || strings.Contains(flags, "noaddr") {
-			return "", fmt.Errorf("%s sees %s", s.Addr, line)
+			return "", fmt.Errorf("%s sees %s", addr, line)
 		}
 		switch {
 		case strings.Contains(flags, "master"):
@@ -341,7 +365,7 @@ func (c *Cluster) view(s *Server) (epochs string, err error) {
 		}
 	}
 	if primaries != len(c.Primaries) || replicas != len(c.Replicas) {
-		return "", fmt.Errorf("%s sees %d primaries and %d replicas", s.Addr, primaries, replicas)
+		return "", fmt.Errorf("%s sees %d primaries and %d replicas", addr, primaries, replicas)
 	}
 	sort.Strings(seen)
 	return strings.Join(seen, " "), nil
