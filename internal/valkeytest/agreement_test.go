@@ -1,15 +1,11 @@
 package valkeytest
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// nodesOf joins CLUSTER NODES lines as a server answers them.
-func nodesOf(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 
 // A two-primary cluster's CLUSTER NODES, as the first primary answers it,
 // and the lines that differ when something is unsettled.
@@ -27,12 +23,12 @@ func TestEpochsReadsEachNodesConfigEpochAndChecksTheRoles(t *testing.T) {
 	for _, tc := range []struct {
 		name, nodes, epochs, err string
 	}{
-		{name: "settled", nodes: nodesOf(primaryB, primaryA), epochs: "127.0.0.1:7001=1 127.0.0.1:7002=2"},
-		{name: "a bumped epoch", nodes: nodesOf(primaryA, primaryBLater), epochs: "127.0.0.1:7001=1 127.0.0.1:7002=3"},
-		{name: "a node in handshake", nodes: nodesOf(primaryA, primaryBMeets), err: "sees " + primaryBMeets},
-		{name: "a failed node", nodes: nodesOf(primaryA, primaryBFails), err: "sees " + primaryBFails},
-		{name: "a replica more", nodes: nodesOf(primaryA, primaryB, replicaB), err: "sees 2 primaries and 1 replicas"},
-		{name: "a primary missing", nodes: nodesOf(primaryA), err: "sees 1 primaries and 0 replicas"},
+		{name: "settled", nodes: linesOf(primaryB, primaryA), epochs: "127.0.0.1:7001=1 127.0.0.1:7002=2"},
+		{name: "a bumped epoch", nodes: linesOf(primaryA, primaryBLater), epochs: "127.0.0.1:7001=1 127.0.0.1:7002=3"},
+		{name: "a node in handshake", nodes: linesOf(primaryA, primaryBMeets), err: "sees " + primaryBMeets},
+		{name: "a failed node", nodes: linesOf(primaryA, primaryBFails), err: "sees " + primaryBFails},
+		{name: "a replica more", nodes: linesOf(primaryA, primaryB, replicaB), err: "sees 2 primaries and 1 replicas"},
+		{name: "a primary missing", nodes: linesOf(primaryA), err: "sees 1 primaries and 0 replicas"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			epochs, err := c.epochs("127.0.0.1:7001", tc.nodes)

@@ -10,8 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// logOf joins log lines as a server writes them.
-func logOf(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
+// linesOf joins lines as a server writes them — a log, or CLUSTER NODES:
+// each ends in a newline.
+func linesOf(lines ...string) string { return strings.Join(lines, "\n") + "\n" }
 
 // Lines as Redis 7.0 writes them, with the module loaded, then stopped.
 var (
@@ -37,15 +38,15 @@ func TestWarningScan(t *testing.T) {
 		load, serving []string
 	}{
 		{"routine start and stop lines at warning level are no warnings",
-			logOf(redisStart, redisVersion, redisInit, overcommit, loaded, ready, redisShutdown, redisBye), nil, nil},
+			linesOf(redisStart, redisVersion, redisInit, overcommit, loaded, ready, redisShutdown, redisBye), nil, nil},
 		{"the module's lines right before it loaded are load notes",
-			logOf(redisStart, loadNote, loadNoteVerb, loaded, ready), []string{loadNote, loadNoteVerb}, nil},
+			linesOf(redisStart, loadNote, loadNoteVerb, loaded, ready), []string{loadNote, loadNoteVerb}, nil},
 		{"the module's warnings while serving are warnings",
-			logOf(redisStart, loadNote, loaded, ready, moduleWarning), []string{loadNote}, []string{moduleWarning}},
+			linesOf(redisStart, loadNote, loaded, ready, moduleWarning), []string{loadNote}, []string{moduleWarning}},
 		{"the server's own warnings are warnings",
-			logOf(valkeyStart, loaded, serverWarning), nil, []string{serverWarning}},
+			linesOf(valkeyStart, loaded, serverWarning), nil, []string{serverWarning}},
 		{"a module warning the log ends on is a warning",
-			logOf(valkeyStart, loaded, ready, moduleWarning), nil, []string{moduleWarning}},
+			linesOf(valkeyStart, loaded, ready, moduleWarning), nil, []string{moduleWarning}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestWarningScan(t *testing.T) {
 func TestServerWarningsTrimAtTheLastStart(t *testing.T) {
 	dir := t.TempDir()
 	s := &Server{Dir: dir}
-	require.NoError(t, os.WriteFile(s.LogPath(), []byte(logOf(
+	require.NoError(t, os.WriteFile(s.LogPath(), []byte(linesOf(
 		redisStart, loaded, serverWarning, moduleWarning, redisShutdown,
 		valkeyStart, loaded, ready)), 0o644))
 	t.Run("warnings of an earlier run are not this run's", func(t *testing.T) {
