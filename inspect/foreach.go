@@ -63,10 +63,13 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		n := min(Batch, p.Total-p.Done-p.Failed)
 		batch, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("-inf").Max(maxScore).Byscore().
 			Limit(int64(p.Failed), int64(n)).Build()).AsStrSlice()
+		// Asked whatever the read gave: a read that failed as ctx ended
+		// failed because it ended, and a batch read as it ended would be
+		// acted on under an ended ctx, each act failing for it.
+		if stop := ended(ctx); stop != nil {
+			return p, stop
+		}
 		if err != nil {
-			if stop := ended(ctx); stop != nil {
-				return p, stop // the read failed because ctx ended: say so
-			}
 			return p, fmt.Errorf("queue %s: ZRANGE %s: %w", sel.Queue, sel.State, err)
 		}
 		if len(batch) == 0 {
