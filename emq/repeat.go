@@ -92,7 +92,9 @@ func parseRule(spec, tz []byte) (rule, error) {
 	return sc, err
 }
 
-// parseSpec reads a schedule's spec: an interval or a cron rule.
+// parseSpec reads a schedule's spec: an interval or a cron rule. White
+// space around it is ignored, as between a cron rule's fields: the
+// library's split ignores it around a rule, not around a descriptor.
 func parseSpec(spec []byte) (rule, error) {
 	var sc rule
 	var err error
@@ -100,7 +102,8 @@ func parseSpec(spec []byte) (rule, error) {
 	if len(spec) > maxSpec {
 		return sc, errors.New(errors.Shape, "spec %q: a spec is at most %d bytes", clip(text), maxSpec)
 	}
-	if d, ok := strings.CutPrefix(text, "@every "); ok {
+	expr := strings.TrimSpace(text)
+	if d, ok := strings.CutPrefix(expr, "@every "); ok {
 		dur, err := time.ParseDuration(strings.TrimSpace(d))
 		if err != nil || dur < time.Millisecond || dur%time.Millisecond != 0 || dur > (1<<40)*time.Millisecond {
 			return sc, errors.New(errors.Shape, "spec %q: @every takes a duration of whole milliseconds from 1ms to 1099511627776ms", clip(text))
@@ -108,10 +111,10 @@ func parseSpec(spec []byte) (rule, error) {
 		sc.every = dur.Milliseconds()
 		return sc, nil
 	}
-	if strings.HasPrefix(text, "TZ=") || strings.HasPrefix(text, "CRON_TZ=") {
+	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", clip(text))
 	}
-	if sc.cron, err = cronParser.Parse(text); err != nil {
+	if sc.cron, err = cronParser.Parse(expr); err != nil {
 		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(err.Error()))
 	}
 	return sc, nil

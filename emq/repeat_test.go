@@ -131,6 +131,34 @@ func TestBadRulesAreShapeRefusals(t *testing.T) {
 	}
 }
 
+// White space around a spec is ignored, as the cron library ignores it
+// between and around a rule's fields — around a descriptor and an
+// interval too, which it would otherwise refuse or read apart.
+func TestWhiteSpaceAroundASpecIsIgnored(t *testing.T) {
+	from := time.Date(2026, 12, 1, 10, 0, 17, 250e6, time.UTC).UnixMilli()
+	for _, tc := range []struct{ spec, same string }{
+		{" @every 1s", "@every 1s"},
+		{"@every 90s \t", "@every 90s"},
+		{"@daily ", "@daily"},
+		{"\n@hourly", "@hourly"},
+		{"\t*/5 * * * *\r\n", "*/5 * * * *"},
+		{"  30 2 * * MON-FRI  ", "30 2 * * MON-FRI"},
+	} {
+		t.Run(tc.spec, func(t *testing.T) {
+			got := ticks(t, tc.spec, "Europe/Berlin", time.UnixMilli(from), 3)
+			assert.Equal(t, ticks(t, tc.same, "Europe/Berlin", time.UnixMilli(from), 3), got)
+		})
+	}
+	// A time zone in the spec is refused, white space before it or not.
+	_, err := parseRule([]byte("  TZ=UTC * * * * *"), nil)
+	require.Error(t, err)
+	assert.Equal(t, `spec "  TZ=UTC * * * * *": give the time zone as the tz argument`, err.(*errors.Refusal).Msg)
+	// White space alone is an empty spec.
+	_, err = parseRule([]byte(" \t "), nil)
+	require.Error(t, err)
+	assert.Equal(t, `spec " \t ": empty spec string`, err.(*errors.Refusal).Msg)
+}
+
 // The longest spec taken is 1024 bytes, room for a cron rule that lists
 // every value of every field.
 func TestLongSpecsUpTo1024BytesParse(t *testing.T) {
