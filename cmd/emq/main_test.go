@@ -688,14 +688,19 @@ func TestCLIServes(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, withAuth())
 		late := valkeytest.Start(t, valkeytest.Options{Port: port})
 		queuetest.Fill(t, late.Client())
-		for _, url := range pages {
+		// What each serves then is its server's: the dashboard names it
+		// (its list of queues may be the one its throughput sampler cached
+		// when the server first answered, before Fill: a queue made since
+		// shows within a minute, docs/OPERATIONS.md), the metrics are of
+		// the queues Fill made (read when asked).
+		for i, want := range []string{"<code>" + addr + "</code>", `emq_queue_jobs{queue="emails",state="dead"} 2`} {
 			var body string
 			require.Eventually(t, func() bool {
 				var code int
-				code, body = fetch(t, url)
+				code, body = fetch(t, pages[i])
 				return code == http.StatusOK
-			}, 10*time.Second, 50*time.Millisecond, "%s serves once its server answers", url)
-			assert.Contains(t, body, "emails", url)
+			}, 10*time.Second, 50*time.Millisecond, "%s serves once its server answers", pages[i])
+			assert.Contains(t, body, want, pages[i])
 		}
 		// and once it serves, its pages too
 		require.Eventually(t, func() bool { return withAuth() == http.StatusOK }, 10*time.Second, 50*time.Millisecond)
