@@ -7,6 +7,10 @@
 #   valkey-9    sid's source package (Debian's patches, system jemalloc)
 #   redis-7.0   bookworm's binary package, extracted (never installed)
 #   redis-8.0   sid's source package (Debian's patches, system jemalloc)
+#   valkey-8.0-io-threads  valkey-8.0's binary run with --io-threads 2 (a
+#               wrapper script): Valkey 8's I/O threads read and write the
+#               clients' sockets while the module's verbs run on the main
+#               thread, as its commands do
 #
 # and, outside the matrix (named only), for `make memcheck`:
 #
@@ -27,7 +31,7 @@
 # lines), so no installed package changes; installs build dependencies.
 set -euo pipefail
 
-NAMES=(valkey-8.0 valkey-8.1 valkey-9 redis-7.0 redis-8.0)
+NAMES=(valkey-8.0 valkey-8.1 valkey-9 redis-7.0 redis-8.0 valkey-8.0-io-threads)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache="$root/build/servers"
 
@@ -104,6 +108,13 @@ build_server() {
       ln -sfn "$(command -v valkey-server)" "$dir/server"
       echo "bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server)" >"$dir/origin"
       ;;
+    valkey-8.0-io-threads)
+      bash "$root/scripts/install-valkey.sh" >/dev/null
+      mkdir -p "$dir"
+      printf '#!/bin/sh\nexec %s "$@" --io-threads 2\n' "$(command -v valkey-server)" >"$dir/server"
+      chmod +x "$dir/server"
+      echo "bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server), run with --io-threads 2" >"$dir/origin"
+      ;;
     valkey-8.1 | valkey-8.1-libc)
       local malloc=jemalloc what="bundled jemalloc"
       [ "$name" = valkey-8.1-libc ] && malloc=libc what="libc malloc"
@@ -149,6 +160,6 @@ for name in "$@"; do
     build_server "$name"
   fi
   version=${name#*-}
-  want_version "$cache/$name/server" "${version%-libc}"
+  want_version "$cache/$name/server" "${version%%-*}"
   echo "$name $cache/$name/server"
 done

@@ -21,10 +21,19 @@ type server struct {
 // versionField matches "v=8.1.1" and "malloc=jemalloc-5.3.0" in `--version`.
 var versionField = regexp.MustCompile(`\b(v|malloc)=(\S+)`)
 
-// title is the product and version: "Valkey 8.1.1".
+// serverName splits a matrix name into its server and what it runs with:
+// "valkey-8.0-io-threads" is valkey-8.0 run with "io-threads".
+var serverName = regexp.MustCompile(`^[a-z]+-[0-9.]+(?:-(.+))?$`)
+
+// title is the product and version, and what the server runs with when
+// its name says: "Valkey 8.1.1", "Valkey 8.0.1 with io-threads".
 func (s server) title() string {
 	product, _, _ := strings.Cut(s.version, " ")
-	return product + " " + s.field("v")
+	title := product + " " + s.field("v")
+	if m := serverName.FindStringSubmatch(s.name); m != nil && m[1] != "" {
+		title += " with " + m[1]
+	}
+	return title
 }
 
 func (s server) field(name string) string {

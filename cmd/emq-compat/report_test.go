@@ -67,6 +67,20 @@ func TestReadRunRefusesBrokenJSON(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// A server the matrix runs with a setting is titled so: its version alone
+// would name two columns alike.
+func TestTitleNamesTheSettingAServerRunsWith(t *testing.T) {
+	const valkey = "Valkey server v=8.0.1 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64"
+	for _, tc := range []struct{ name, version, want string }{
+		{"valkey-8.0", valkey, "Valkey 8.0.1"},
+		{"valkey-9", "Valkey server v=9.1.2 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64", "Valkey 9.1.2"},
+		{"valkey-8.0-io-threads", valkey, "Valkey 8.0.1 with io-threads"},
+		{"redis-7.0", "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0 bits=64", "Redis 7.0.15"},
+	} {
+		assert.Equal(t, tc.want, server{name: tc.name, version: tc.version}.title(), tc.name)
+	}
+}
+
 func TestReportShowsCountsSkipsAndFailures(t *testing.T) {
 	good := run{suites: map[string]*suite{pkgA: {passed: 3}, pkgB: {passed: 2}}, wall: 61 * time.Second}
 	degraded := run{suites: map[string]*suite{
