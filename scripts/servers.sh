@@ -102,18 +102,20 @@ build_server() {
   # The sources sit inside this repository: keep its commit out of theirs.
   export GIT_CEILING_DIRECTORIES="$dir/src"
   case "$name" in
-    valkey-8.0)
+    valkey-8.0 | valkey-8.0-io-threads)
       bash "$root/scripts/install-valkey.sh" >/dev/null
       mkdir -p "$dir"
-      ln -sfn "$(command -v valkey-server)" "$dir/server"
-      echo "bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server)" >"$dir/origin"
-      ;;
-    valkey-8.0-io-threads)
-      bash "$root/scripts/install-valkey.sh" >/dev/null
-      mkdir -p "$dir"
-      printf '#!/bin/sh\nexec %s "$@" --io-threads 2\n' "$(command -v valkey-server)" >"$dir/server"
-      chmod +x "$dir/server"
-      echo "bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server), run with --io-threads 2" >"$dir/origin"
+      local bin origin
+      bin=$(command -v valkey-server)
+      origin="bookworm-backports binary package valkey-server $(dpkg-query -W -f='${Version}' valkey-server)"
+      if [ "$name" = valkey-8.0 ]; then
+        ln -sfn "$bin" "$dir/server"
+      else
+        printf '#!/bin/sh\nexec %s "$@" --io-threads 2\n' "$bin" >"$dir/server"
+        chmod +x "$dir/server"
+        origin+=", run with --io-threads 2"
+      fi
+      echo "$origin" >"$dir/origin"
       ;;
     valkey-8.1 | valkey-8.1-libc)
       local malloc=jemalloc what="bundled jemalloc"
