@@ -87,9 +87,13 @@ func TestMissedTicksMakeOneJob(t *testing.T) {
 	id, ok := ids.Parse(ids.Job, []byte(jobs[0].ID))
 	require.True(t, ok)
 	assert.Equal(t, uint64(first), id.UnixMs(), "the job of the first missed tick")
+	after := serverMs(t, s)
 	sc := schedules(t, s, q)[0]
 	next, _ := strconv.ParseInt(sc["next"], 10, 64)
-	assert.Greater(t, next, before, "the next tick is the first after the claim")
+	// the first tick after the claim's now, which is between before and after
+	assert.Greater(t, next, before, "the next tick is after the claim")
+	assert.LessOrEqual(t, next, after+50, "the next tick is the first after the claim")
+	assert.Zero(t, (next-first)%50, "the next tick keeps the interval's phase")
 	assert.Equal(t, "1", sc["made"])
 	assert.Equal(t, strconv.FormatInt(first, 10), sc["last"])
 	assert.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p", "priority": "4", "repeat": "tick"}, row(t, s, q, jobs[0].ID))
