@@ -169,6 +169,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetContextFlags);
     FETCH(AvoidReplicaTraffic);
     FETCH(GetSelectedDb);
+    FETCH(SelectDb);
     FETCH(BlockClientOnKeysWithFlags);
     FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);

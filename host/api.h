@@ -44,10 +44,11 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
 
 // A server event (valkeymodule.h's ValkeyModuleEvent, passed by value), and
-// the one the module subscribes to: a CONFIG SET.
+// those the module subscribes to: a CONFIG SET, a SWAPDB.
 typedef struct {
     uint64_t id, dataver;
 } server_event;
+#define EVENT_SWAPDB 11
 #define EVENT_CONFIG 16
 #define SUBEVENT_CONFIG_CHANGE 0
 typedef void (*server_event_func)(ValkeyModuleCtx *, server_event, uint64_t, void *);
@@ -135,6 +136,7 @@ typedef struct {
     int (*GetContextFlags)(ValkeyModuleCtx *);
     int (*AvoidReplicaTraffic)(void);
     int (*GetSelectedDb)(ValkeyModuleCtx *);
+    int (*SelectDb)(ValkeyModuleCtx *, int);
     ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
                                                              void (*)(ValkeyModuleCtx *, void *), long long,
                                                              ValkeyModuleString **, int, void *, int);

@@ -292,6 +292,7 @@ extern int emq_fault_write; // test builds: the write of the next plan to fail, 
 // Blocking verbs: waiting clients, their wake-ups and timers (wait.c).
 int emq_may_block(ValkeyModuleCtx *ctx);
 int emq_selected_db(ValkeyModuleCtx *ctx);
+void emq_select_db(ValkeyModuleCtx *ctx, int db);
 int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
 double emq_first_score(emq_call *c, int k);
 uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token);

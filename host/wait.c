@@ -20,6 +20,8 @@ int emq_may_block(ValkeyModuleCtx *ctx) {
 
 int emq_selected_db(ValkeyModuleCtx *ctx) { return api.GetSelectedDb(ctx); }
 
+void emq_select_db(ValkeyModuleCtx *ctx, int db) { api.SelectDb(ctx, db); }
+
 // writes_paused reports whether the server pauses writes (CLIENT PAUSE …
 // WRITE, FAILOVER, CLUSTER FAILOVER): it still fires timers and serves
 // clients blocked on keys, but one write replicated now aborts it.
@@ -137,8 +139,28 @@ static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModu
     return 0;
 }
 
+// swapdb_info is valkeymodule.h's ValkeyModuleSwapDbInfoV1: the data of a
+// SWAPDB event.
+typedef struct {
+    uint64_t version;
+    int32_t dbnum_first, dbnum_second;
+} swapdb_info;
+
+// on_swapdb runs on the main thread after a SWAPDB, never in a forked child
+// or from a crash report.
+static void on_swapdb(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
+    (void)sub;
+    if (e.id != EVENT_SWAPDB || !data) return;
+    const swapdb_info *si = data;
+    emqDatabasesSwapped(ctx, si->dbnum_first, si->dbnum_second);
+}
+
+// emq_subscribe_queues subscribes to what changes a waiting queue's sets:
+// the zset events and SWAPDB.
 int emq_subscribe_queues(ValkeyModuleCtx *ctx) {
     if (!api.SubscribeToKeyspaceEvents) return -1;
+    if (api.SubscribeToServerEvent && api.SelectDb)
+        api.SubscribeToServerEvent(ctx, (server_event){EVENT_SWAPDB, 1}, on_swapdb);
     return api.SubscribeToKeyspaceEvents(ctx, NOTIFY_ZSET, on_zadd);
 }
 

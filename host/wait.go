@@ -322,6 +322,28 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	})
 }
 
+// emqDatabasesSwapped is told by on_swapdb (wait.c) that SWAPDB swapped
+// databases first and second. A queue waited on in either now holds the
+// other's sets, and its timer was armed for the sets it held: it fires now
+// instead, in the queue's database, and its sweep and its waiters' claim
+// arm it for what the queue holds. (The server itself wakes the waiters
+// of a pending set the swap brings.)
+//
+//export emqDatabasesSwapped
+func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
+	guard(ctx, "databases swapped", nil, func() {
+		injectPanic("databases swapped")
+		for _, db := range [...]int{int(first), int(second)} {
+			for _, q := range queues[db] {
+				if q.waiters > 0 {
+					C.emq_select_db(ctx, C.int(db)) // a timer fires in its creator's database
+					arm(ctx, q, float64(int64(C.emq_now_ms())), false)
+				}
+			}
+		}
+	})
+}
+
 // emqQueueDue is told by on_zadd (wait.c) that key, one of a queue's
 // DueSets, has score first: the queue's timer is armed for it when the
 // queue has waiters.

@@ -634,6 +634,34 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, id, claimedID(t, got))
 	})
+	for _, c := range []struct {
+		name   string
+		before bool // whether the worker's database held a job due later
+	}{
+		{"SWAPDB brings a delayed job: the worker gets it on time", false},
+		{"SWAPDB takes the job the timer was armed for and brings one due sooner: the worker gets that on time", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			if c.before {
+				must(t, s, bq.schedule(jobN(1), "p1", 0, serverMs(t, s)+3000)...)
+			}
+			other := dial(t, s)
+			_, err := other.do("SELECT", "1")
+			require.NoError(t, err)
+			due := serverMs(t, s) + 400
+			_, err = other.do(bq.schedule(jobN(2), "p2", 0, due)...)
+			require.NoError(t, err)
+			w := blockB(t, s, 1000, 5_000)
+			must(t, s, "SWAPDB", "0", "1")
+			got, err := w.read()
+			require.NoError(t, err)
+			require.Equal(t, jobN(2), claimedID(t, got), "the job the swap brought")
+			late := serverMs(t, s) - due
+			require.GreaterOrEqual(t, late, int64(0), "not before its time")
+			require.Less(t, late, int64(1000), "at its time, not at the worker's timeout")
+		})
+	}
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
 }
