@@ -153,47 +153,39 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 		_, err = c.str("CONFIG", "SET", "maxmemory-policy", "noeviction")
 		require.NoError(t, err)
 	})
-	t.Run("a zset event that panics leaves the queue's waiters served", func(t *testing.T) {
-		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
-		defer c.close()
-		defer w.close()
-		r, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
-		require.NoError(t, err)
-		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
-		blocked(t, 1)
-		panicNext(t, c, "queue due")
-		delayJob(t, c, 100*time.Millisecond) // the ZADD to delayed panics
-		recovered(t, "queue due")
-		r, err = c.str("EMQ.ENQUEUE", "2", "emq:{cb}:job:JOB0018f2a4c1e00002", cbPending, "JOB0018f2a4c1e00002", "p")
-		require.NoError(t, err)
-		require.Equal(t, int64(1), r.n, "%s", r)
-		r, err = w.read()
-		require.NoError(t, err)
-		assert.False(t, r.isError() || r.null, "the worker is served: %s", r)
-		blocked(t, 0)
-	})
-	t.Run("a SWAPDB that panics leaves the queue's waiters served", func(t *testing.T) {
-		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
-		defer c.close()
-		defer w.close()
-		_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
-		require.NoError(t, err)
-		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
-		blocked(t, 1)
-		panicNext(t, c, "databases swapped")
-		r, err := c.str("SWAPDB", "0", "1")
-		require.NoError(t, err)
-		assert.Equal(t, "+OK", r.String())
-		recovered(t, "databases swapped")
-		r, err = c.str("SWAPDB", "0", "1")
-		require.NoError(t, err)
-		assert.Equal(t, "+OK", r.String())
-		r, err = c.str("EMQ.ENQUEUE", "2", "emq:{cb}:job:JOB0018f2a4c1e00003", cbPending, "JOB0018f2a4c1e00003", "p")
-		require.NoError(t, err)
-		require.Equal(t, int64(1), r.n, "%s", r)
-		r, err = w.read()
-		require.NoError(t, err)
-		assert.False(t, r.isError() || r.null, "the worker is served: %s", r)
-		blocked(t, 0)
-	})
+	for _, e := range []struct {
+		name, path, job string
+		provoke         func(t *testing.T, c *conn) // the event whose callback panics
+	}{
+		{"a zset event that panics leaves the queue's waiters served", "queue due", "JOB0018f2a4c1e00002",
+			func(t *testing.T, c *conn) { delayJob(t, c, 100*time.Millisecond) }}, // the ZADD to delayed
+		{"a SWAPDB that panics leaves the queue's waiters served", "databases swapped", "JOB0018f2a4c1e00003",
+			func(t *testing.T, c *conn) {
+				for range 2 { // the first swap's callback panics; the second swaps back
+					r, err := c.str("SWAPDB", "0", "1")
+					require.NoError(t, err)
+					assert.Equal(t, "+OK", r.String())
+				}
+			}},
+	} {
+		t.Run(e.name, func(t *testing.T) {
+			c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+			defer c.close()
+			defer w.close()
+			_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
+			require.NoError(t, err)
+			require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+			blocked(t, 1)
+			panicNext(t, c, e.path)
+			e.provoke(t, c)
+			recovered(t, e.path)
+			r, err := c.str("EMQ.ENQUEUE", "2", "emq:{cb}:job:"+e.job, cbPending, e.job, "p")
+			require.NoError(t, err)
+			require.Equal(t, int64(1), r.n, "%s", r)
+			r, err = w.read()
+			require.NoError(t, err)
+			assert.False(t, r.isError() || r.null, "the worker is served: %s", r)
+			blocked(t, 0)
+		})
+	}
 }
