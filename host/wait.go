@@ -334,9 +334,9 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 	guard(ctx, "databases swapped", nil, func() {
 		injectPanic("databases swapped")
 		for _, db := range [...]int{int(first), int(second)} {
+			C.emq_select_db(ctx, C.int(db)) // a timer fires in its maker's database
 			for _, q := range queues[db] {
 				if q.waiters > 0 {
-					C.emq_select_db(ctx, C.int(db)) // a timer fires in its creator's database
 					arm(ctx, q, float64(int64(C.emq_now_ms())), false)
 				}
 			}
