@@ -195,7 +195,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		// next pass, by the timer — signalled ready now, the server would
 		// run turn after turn before it serves anyone else, and a backlog
 		// of jobs no claim delivers (budgets spent) would stall it
-		arm(c.ctx, q, float64(int64(C.emq_now_ms())), false)
+		armIn(c.ctx, q, 0)
 	}
 }
 
@@ -249,6 +249,11 @@ func arm(ctx *C.ValkeyModuleCtx, q *queueWait, score float64, after bool) {
 	timers[lastToken] = q
 }
 
+// armIn makes q's timer fire ms from now, unless it fires sooner already.
+func armIn(ctx *C.ValkeyModuleCtx, q *queueWait, ms int64) {
+	arm(ctx, q, float64(int64(C.emq_now_ms())+ms), false)
+}
+
 // retryMs is how soon a timer that fired where it may not sweep (a replica,
 // a loading server, writes paused) looks again.
 const retryMs = 100
@@ -278,7 +283,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 	q.timer, q.token = 0, 0
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
-	retry := func() { arm(ctx, q, float64(int64(C.emq_now_ms())+retryMs), false) }
+	retry := func() { armIn(ctx, q, retryMs) }
 	guard(ctx, "timer", retry, func() {
 		injectPanic("timer")
 		if C.emq_timer_may_sweep(ctx) == 0 {
@@ -298,7 +303,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 func emqWaitPaused(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	guard(ctx, "wait paused", nil, func() {
 		if w, ok := waiters[uint64(id)]; ok {
-			arm(ctx, w.queue, float64(int64(C.emq_now_ms())+retryMs), false)
+			armIn(ctx, w.queue, retryMs)
 		}
 	})
 }
@@ -337,7 +342,7 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 			C.emq_select_db(ctx, C.int(db)) // a timer fires in its maker's database
 			for _, q := range queues[db] {
 				if q.waiters > 0 {
-					arm(ctx, q, float64(int64(C.emq_now_ms())), false)
+					armIn(ctx, q, 0)
 				}
 			}
 		}
