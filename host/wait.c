@@ -117,14 +117,26 @@ static int ends_with(const char *s, size_t len, const char *suffix) {
     return len > 5 + n && memcmp(s, "emq:{", 5) == 0 && memcmp(s + len - n, suffix, n) == 0;
 }
 
-// on_zadd sees every ZADD, ours or a built-in's: one to a pending set
-// wakes its waiters; one to a delayed, active or repeats set of a queue
-// with waiters may bring its next due time nearer (Go decides).
-static int on_zadd(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
+// brings reports whether a zset event may have added a member or lowered
+// a score: a ZADD, a ZINCRBY (or ZADD INCR), or a whole set stored by
+// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE or ZRANGESTORE. The others (ZREM,
+// ZPOPMIN, ZREMRANGEBY…) only take members away.
+static int brings(const char *event) {
+    static const char *const events[] = {"zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore"};
+    for (size_t i = 0; i < sizeof events / sizeof *events; i++)
+        if (strcmp(event, events[i]) == 0) return 1;
+    return 0;
+}
+
+// on_zset sees every sorted-set write, ours or a built-in's: one that
+// brings a member to a pending set wakes its waiters; one to a delayed,
+// active or repeats set of a queue with waiters may bring its next due time
+// nearer (Go decides).
+static int on_zset(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
     (void)type;
     // with nobody waiting on any queue there is nothing to wake or re-arm:
     // an enqueue then pays for this one comparison only
-    if (!emq_queues_waited || strcmp(event, "zadd") != 0) return 0;
+    if (!emq_queues_waited || !brings(event)) return 0;
     size_t len;
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
@@ -161,7 +173,7 @@ int emq_subscribe_queues(ValkeyModuleCtx *ctx) {
     if (!api.SubscribeToKeyspaceEvents) return -1;
     if (api.SubscribeToServerEvent && api.SelectDb)
         api.SubscribeToServerEvent(ctx, (server_event){EVENT_SWAPDB, 1}, on_swapdb);
-    return api.SubscribeToKeyspaceEvents(ctx, NOTIFY_ZSET, on_zadd);
+    return api.SubscribeToKeyspaceEvents(ctx, NOTIFY_ZSET, on_zset);
 }
 
 long long emq_now_ms(void) { return api.Milliseconds(); }

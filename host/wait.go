@@ -18,11 +18,12 @@ import (
 
 // A blocking verb whose plan asks to wait (emq.Plan.Wait) and replies
 // nothing keeps its client blocked on a key — for a claim, its queue's
-// pending set. Every ZADD to a pending set, ours or a built-in's, signals
-// it (wait.c); the server then runs the verb again for each client waiting
-// there, first come first served, and the one that replies is done. The
-// zset events are subscribed to when a client first waits in a load: until
-// then no ZADD pays for the server's call into the module. While
+// pending set. Every sorted-set write that may bring a member to a pending
+// set (ZADD, ZINCRBY, Z…STORE), ours or a built-in's, signals it (wait.c);
+// the server then runs the verb again for each client waiting there, first
+// come first served, and the one that replies is done. The zset events are
+// subscribed to when a client first waits in a load: until then no ZADD
+// pays for the server's call into the module. While
 // a queue has waiters it has one timer, at the lowest score of the sets
 // the plan named (delayed due times, lease deadlines): when it fires on a
 // primary it signals the pending set, and the woken verb sweeps. Nothing
@@ -139,9 +140,10 @@ func (m *Module) CanWait() error {
 	return nil
 }
 
-// subscribe makes, from now on, every ZADD to a queue's pending set wake
-// the clients waiting on it, and every ZADD to its delayed or active set
-// re-arm its timer if that brings the next due time nearer. The server
+// subscribe makes, from now on, every ZADD (ZINCRBY, Z…STORE) to a queue's
+// pending set wake the clients waiting on it, and every one to its delayed,
+// active or repeats set re-arm its timer if that brings the next due time
+// nearer. The server
 // offers no way back, so it is done once a load, by the first wait.
 func subscribe(ctx *C.ValkeyModuleCtx) {
 	if !subscribed {
@@ -349,7 +351,7 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 	})
 }
 
-// emqQueueDue is told by on_zadd (wait.c) that key, one of a queue's
+// emqQueueDue is told by on_zset (wait.c) that key, one of a queue's
 // DueSets, has score first: the queue's timer is armed for it when the
 // queue has waiters.
 //

@@ -144,6 +144,29 @@ func (c *conn) do(args ...string) (any, error) {
 	return c.read()
 }
 
+// exec runs cmds in one MULTI/EXEC and returns EXEC's replies.
+func (c *conn) exec(cmds ...[]string) ([]any, error) {
+	for _, args := range append([][]string{{"MULTI"}}, cmds...) {
+		if _, err := c.do(args...); err != nil {
+			return nil, err
+		}
+	}
+	got, err := c.do("EXEC")
+	if err != nil {
+		return nil, err
+	}
+	return got.([]any), nil
+}
+
+// behindTheTimersBack gives set the members and scores of scoreMembers by a
+// RENAME, which re-arms no timer (docs/commands.md): a job due then is
+// found only by a sweep.
+func behindTheTimersBack(t *testing.T, s *valkeytest.Server, set string, scoreMembers ...string) {
+	t.Helper()
+	must(t, s, append([]string{"ZADD", "scratch"}, scoreMembers...)...)
+	must(t, s, "RENAME", "scratch", set)
+}
+
 // claimedID is the job of a one-job claim reply, or "" for nil.
 func claimedID(t testing.TB, reply any) string {
 	t.Helper()
@@ -154,6 +177,18 @@ func claimedID(t testing.TB, reply any) string {
 	require.True(t, ok, "%#v", reply)
 	require.Len(t, jobs, 1)
 	return jobs[0].([]any)[0].(string)
+}
+
+// servedOnTime reads w's claim: the job id, due at due (server ms), claimed
+// not before its time and at it, not at the worker's timeout.
+func servedOnTime(t *testing.T, s *valkeytest.Server, w *conn, id string, due int64) {
+	t.Helper()
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got))
+	late := serverMs(t, s) - due
+	require.GreaterOrEqual(t, late, int64(0), "not before its time")
+	require.Less(t, late, int64(1000), "at its time, not at the worker's timeout")
 }
 
 // waitInfo waits until INFO emq's field is want.
@@ -261,6 +296,21 @@ func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
 	require.Less(t, slices.Max(lat), time.Second, "the slowest wake-up, even on a loaded machine")
 }
 
+// waitingOnPending blocks a worker on queue b while its pending set exists,
+// so a write's signal serves it, not the key's creation (the server wakes a
+// key's waiters when it creates the key, on its own). The set holds an id
+// with no job row, after any job in claim order; the queue is paused while
+// the worker blocks, so its claim does not drop that id, and resumed by a
+// hand HDEL, which wakes nobody (docs/commands.md).
+func waitingOnPending(t *testing.T, s *valkeytest.Server) *conn {
+	t.Helper()
+	must(t, s, bq.pause()...)
+	must(t, s, "ZADD", bq.pending, "0", "zz-no-row")
+	w := blockB(t, s, 100_000, 10_000)
+	must(t, s, "HDEL", bq.config(), "paused")
+	return w
+}
+
 // The module subscribes to the zset events that wake waiters only when a
 // client first waits after the load (docs/ARCHITECTURE.md): that first
 // wait is woken by a built-in ZADD like any later one.
@@ -269,12 +319,7 @@ func TestTheFirstWaitOfALoadIsWokenByABuiltInZADD(t *testing.T) {
 	id := enqueueB(t, s, 7)
 	must(t, s, claimB(100_000)...)
 	must(t, s, "ZREM", bq.active, id)
-	// dangling ids keep pending in existence while the worker waits, so
-	// the key's creation, which wakes by itself, does not serve it
-	for i := range 200 {
-		must(t, s, "ZADD", bq.pending, "0", fmt.Sprintf("zz-%03d", i))
-	}
-	w := blockB(t, s, 100_000, 10_000)
+	w := waitingOnPending(t, s)
 	must(t, s, "ZADD", bq.pending, "0", id)
 	got, err := w.read()
 	require.NoError(t, err)
@@ -304,9 +349,9 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 			must(t, s, bq.fail(id, 1, 0, 1, "boom")...)
 		}, func() { must(t, s, bq.revive(id)...) }},
 		{"STALLED.CHECK", active, func() {
-			// the lease passes behind the timer's back (ZINCRBY is no
-			// ZADD: the timer stays 100 s away), and nothing wakes
-			must(t, s, "ZINCRBY", bq.active, "-1000000", id)
+			// the lease passes behind the timer's back (the timer stays
+			// 100 s away), and nothing wakes
+			behindTheTimersBack(t, s, bq.active, "1", id)
 			time.Sleep(30 * time.Millisecond)
 			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
 			must(t, s, bq.stalledCheck(10)...)
@@ -318,9 +363,7 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 				must(t, s, failB(jobN(n), 100_000)...)
 			}
 		}, func() {
-			for _, n := range []int{6, 7} { // due now, behind the timer's back
-				must(t, s, "ZINCRBY", bq.delayed, "-1000000", jobN(n))
-			}
+			behindTheTimersBack(t, s, bq.delayed, "1", jobN(6), "2", jobN(7)) // due now
 			time.Sleep(30 * time.Millisecond)
 			require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
 			// promotes both, claims the first and leaves the other pending
@@ -334,19 +377,19 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 		{"a ZADD from a script", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
 			must(t, s, "EVAL", "return redis.call('ZADD', KEYS[1], 0, ARGV[1])", "1", bq.pending, id)
 		}},
+		{"a built-in ZINCRBY to pending", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "ZINCRBY", bq.pending, "0", id)
+		}},
+		{"a ZUNIONSTORE into pending", func() { active(); must(t, s, "ZREM", bq.active, id) }, func() {
+			must(t, s, "ZADD", "scratch", "0", id)
+			must(t, s, "ZUNIONSTORE", bq.pending, "2", bq.pending, "scratch")
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			flush(t, s)
 			c.setup()
-			// ids with no job row, after the job in claim order: the
-			// worker's turn drops count + sweep-batch of them and waits,
-			// so pending exists — and a key's creation, which wakes by
-			// itself, is not what serves the worker
-			for i := range 200 {
-				must(t, s, "ZADD", bq.pending, "0", fmt.Sprintf("zz-%03d", i))
-			}
-			w := blockB(t, s, 100_000, 10_000)
+			w := waitingOnPending(t, s)
 			start := time.Now()
 			c.make()
 			got, err := w.read()
@@ -463,6 +506,40 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 		require.Equal(t, later, claimedID(t, got))
 		require.Less(t, time.Since(start), 1500*time.Millisecond)
 	})
+	for _, c := range []struct {
+		name  string
+		bring func(id, due string) // moves id, delayed 100 s after due, to due
+	}{
+		{"ZADD XX", func(id, due string) { must(t, s, "ZADD", bq.delayed, "XX", due, id) }},
+		{"ZINCRBY", func(id, _ string) { must(t, s, "ZINCRBY", bq.delayed, "-100000", id) }},
+		{"ZADD INCR", func(id, _ string) { must(t, s, "ZADD", bq.delayed, "INCR", "-100000", id) }},
+		{"ZUNIONSTORE", func(id, due string) {
+			must(t, s, "ZADD", "scratch", due, id)
+			must(t, s, "ZUNIONSTORE", bq.delayed, "2", bq.delayed, "scratch", "AGGREGATE", "MIN")
+		}},
+		{"ZINTERSTORE", func(id, due string) {
+			must(t, s, "ZADD", "scratch", due, id)
+			must(t, s, "ZINTERSTORE", bq.delayed, "2", bq.delayed, "scratch", "AGGREGATE", "MIN")
+		}},
+		{"ZDIFFSTORE", func(id, due string) {
+			must(t, s, "ZADD", "scratch", due, id)
+			must(t, s, "ZDIFFSTORE", bq.delayed, "1", "scratch")
+		}},
+		{"ZRANGESTORE", func(id, due string) {
+			must(t, s, "ZADD", "scratch", due, id)
+			must(t, s, "ZRANGESTORE", bq.delayed, "scratch", "0", "-1")
+		}},
+	} {
+		t.Run("a built-in "+c.name+" that brings a delayed job nearer re-arms the queue's timer", func(t *testing.T) {
+			flush(t, s)
+			id := jobN(1)
+			due := serverMs(t, s) + 400
+			must(t, s, bq.schedule(id, "p", 0, due+100_000)...)
+			w := blockB(t, s, 1000, 5_000)
+			c.bring(id, itoa(due))
+			servedOnTime(t, s, w, id, due)
+		})
+	}
 	t.Run("a nearer due time re-arms the queue's timer", func(t *testing.T) {
 		flush(t, s)
 		far := enqueueB(t, s, 1)
@@ -654,12 +731,7 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 			require.NoError(t, err)
 			w := blockB(t, s, 1000, 5_000)
 			must(t, s, "SWAPDB", "0", "1")
-			got, err := w.read()
-			require.NoError(t, err)
-			require.Equal(t, jobN(2), claimedID(t, got), "the job the swap brought")
-			late := serverMs(t, s) - due
-			require.GreaterOrEqual(t, late, int64(0), "not before its time")
-			require.Less(t, late, int64(1000), "at its time, not at the worker's timeout")
+			servedOnTime(t, s, w, jobN(2), due)
 		})
 	}
 	waitInfo(t, s, "emq_blocked_workers", 0)
@@ -676,16 +748,11 @@ func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
 		none any
 	}{
 		{"MULTI/EXEC", func(c *conn) (any, error) {
-			for _, args := range [][]string{{"MULTI"}, bclaim(1000, 0)} {
-				if _, err := c.do(args...); err != nil {
-					return nil, err
-				}
-			}
-			got, err := c.do("EXEC")
+			got, err := c.exec(bclaim(1000, 0))
 			if err != nil {
 				return nil, err
 			}
-			return got.([]any)[0], nil
+			return got[0], nil
 		}, nil},
 		{"EVAL", func(c *conn) (any, error) { return c.do(eval...) }, nil},
 	} {
