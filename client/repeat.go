@@ -57,8 +57,11 @@ type Schedule struct {
 // milliseconds ("@every 100ms") — makes one job with payload, whose id the
 // tick and the schedule decide ([emq.TickID]): a tick made twice is one
 // job. Setting a name again replaces the schedule and keeps its number and
-// its count of jobs made. It returns the first tick, or the zero time for
-// a replaced schedule that has made its limit.
+// its count of jobs made; with its spec and TZ unchanged and a zero Start
+// (or its own), it keeps its start and next tick too, so a program may set
+// its schedules each time it starts without moving or losing a tick. It
+// returns the first tick (for a kept one, its next, which may be past), or
+// the zero time for a replaced schedule that has made its limit.
 //
 // Natively the server makes the jobs, in every claim turn of the queue and
 // by its timer while workers wait. Without the module the tick is the
@@ -109,7 +112,7 @@ func (q *Queue) repeatScripted(ctx context.Context, name string, line []string) 
 	return intReply(scheduleScripts.repeat.Exec(ctx, q.c.vk,
 		[]string{row, repeats, config, q.events},
 		[]string{spec, tz, payload, priority, strconv.FormatInt(startMs, 10), end, limit,
-			strconv.FormatInt(first, 10), name}))
+			strconv.FormatInt(first, 10), name, start}))
 }
 
 // Unrepeat removes the queue's schedule name, and reports whether there

@@ -83,6 +83,24 @@ func TestRepeat(t *testing.T) {
 				assert.Equal(t, "often", list[0].Name)
 				assert.Zero(t, integer(t, n.s, "EXISTS", keys.Repeat(name, "nightly")))
 			})
+			t.Run("a schedule set again as it was keeps its start and next tick; a new rule ticks anew", func(t *testing.T) {
+				const name = "again"
+				q := newQueue(t, n, name, Policy{})
+				first, err := q.Repeat(ctx(t), "often", "@every 100ms", []byte("v1"), RepeatOptions{})
+				require.NoError(t, err)
+				time.Sleep(250 * time.Millisecond) // nobody claims: the tick is due
+				again, err := q.Repeat(ctx(t), "often", "@every 100ms", []byte("v2"), RepeatOptions{Priority: 2})
+				require.NoError(t, err)
+				assert.Equal(t, first, again, "the due tick kept, not one after the call")
+				list, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				assert.Equal(t, first.Add(-100*time.Millisecond), list[0].Start, "the start kept")
+				assert.Equal(t, []byte("v2"), list[0].Payload)
+				call := time.Now()
+				anew, err := q.Repeat(ctx(t), "often", "@every 100ms", []byte("v2"), RepeatOptions{TZ: "UTC"})
+				require.NoError(t, err)
+				assert.True(t, anew.After(call.Add(-time.Second)) && anew.After(first), "another zone ticks anew: %v", anew)
+			})
 			t.Run("a queue without schedules lists none", func(t *testing.T) {
 				list, err := newQueue(t, n, "none", Policy{}).Schedules(ctx(t))
 				require.NoError(t, err)

@@ -211,6 +211,7 @@ type repeatArgs struct {
 	queue, name                 []byte
 	sc                          rule
 	priority, start, end, limit int64
+	startOmitted                bool // start_ms 0: start is the call's time
 }
 
 // checkRepeat decides what EMQ.REPEAT's arguments decide alone, with the
@@ -235,7 +236,7 @@ func checkRepeat(a [][]byte, now int64) (r repeatArgs, err error) {
 		return r, err
 	}
 	if r.start == 0 {
-		r.start = now
+		r.start, r.startOmitted = now, true
 	}
 	if r.end != 0 && r.end <= r.start {
 		return r, errEndBefore
@@ -301,6 +302,7 @@ func repeat(c Call) error {
 		return err
 	}
 	number, made, last := int64(0), int64(0), int64(0)
+	start, first, kept := r.start, int64(0), false
 	if row == Hash {
 		v := s.HashGet(p, 0, scheduleFields)
 		n, ok := ParseInt(v[schedNumber].Bytes)
@@ -310,6 +312,9 @@ func repeat(c Call) error {
 		number = n
 		made, _ = ParseInt(v[schedMade].Bytes)
 		last, _ = ParseInt(v[schedLast].Bytes)
+		if keptStart, next, ok := keptTiming(v, c.Args, r, made); ok {
+			start, first, kept = keptStart, next, true
+		}
 	}
 	seq := st.repeatSeq
 	if seq == 0 && set == ZSet {
@@ -326,10 +331,11 @@ func repeat(c Call) error {
 	}
 
 	// plan
-	now := s.NowMs()
-	first := r.sc.nextAfter(now, made)
+	if !kept {
+		first = r.sc.nextAfter(s.NowMs(), made)
+	}
 	p.hset(0, refSpec, Arg(repeatSpec), refTZ, Arg(repeatTZ), refPayload, Arg(repeatPayload),
-		refPriority, Arg(repeatPriority), refStart, p.Decimal(r.start), refEnd, Arg(repeatEnd),
+		refPriority, Arg(repeatPriority), refStart, p.Decimal(start), refEnd, Arg(repeatEnd),
 		refLimit, Arg(repeatLimit), refNumber, p.Decimal(number), refMade, p.Decimal(made),
 		refNext, p.Decimal(first), refLast, p.Decimal(last))
 	if row == Empty || st.repeatSeq == 0 {
@@ -342,6 +348,30 @@ func repeat(c Call) error {
 
 	// apply
 	return s.Apply(p)
+}
+
+// keptTiming is the start and next tick a schedule keeps when EMQ.REPEAT
+// sets it again with its spec and zone unchanged and start_ms 0 or its own
+// start, as a program that sets its schedules each time it starts does:
+// its phase does not move and a tick due but not made yet is not lost. It
+// keeps them while that tick is still to be made within the call's end and
+// limit; otherwise (ok false) the next tick is computed anew from the call.
+// v is the schedule's row (scheduleFields), made its count of jobs.
+func keptTiming(v []Value, a [][]byte, r repeatArgs, made int64) (start, next int64, ok bool) {
+	if !v[schedSpec].Found || !v[schedTZ].Found ||
+		!bytes.Equal(v[schedSpec].Bytes, a[repeatSpec]) || !bytes.Equal(v[schedTZ].Bytes, a[repeatTZ]) {
+		return 0, 0, false
+	}
+	start, okStart := ParseInt(v[schedStart].Bytes)
+	next, okNext := ParseInt(v[schedNext].Bytes)
+	switch {
+	case !okStart || !okNext || next <= 0,
+		!r.startOmitted && start != r.start,
+		r.end > 0 && next > r.end,
+		r.limit > 0 && made >= r.limit:
+		return 0, 0, false
+	}
+	return start, next, true
 }
 
 // highestNumber is the highest number of the queue's schedules, key 1 of

@@ -1,9 +1,12 @@
 #!lua
 -- EMQ.REPEAT: KEYS repeat row, repeats, config, events; ARGV spec tz
--- payload priority start end limit first name. The client checked the
--- arguments and computed, on the server's clock, start (now for 0) and
--- first, the schedule's first tick with no jobs made; a replaced schedule
--- that has made its limit gets none. Replies the first tick, or 0.
+-- payload priority start end limit first name start_ms. The client checked
+-- the arguments and computed, on the server's clock, start (now for
+-- start_ms 0) and first, the schedule's first tick with no jobs made; a
+-- replaced schedule that has made its limit gets none, and one set again
+-- with its spec and zone unchanged and start_ms 0 or its own start keeps
+-- its start and next tick while that tick is within the end and limit
+-- (emq/repeat.go's keptTiming). Replies the first tick, or 0.
 local row, repeats = KEYS[1], KEYS[2]
 local row_type = key_type(row)
 if wrong_type(row_type, 'hash') or wrong_type(key_type(repeats), 'zset') then
@@ -13,9 +16,9 @@ local st, refused = settings(repeats, true) -- its numbering: it appends no even
 if not st then
   return refused
 end
-local number, made, last
+local number, made, last, v
 if row_type == 'hash' then
-  local v = redis.call('HMGET', row, 'number', 'made', 'last')
+  v = redis.call('HMGET', row, 'number', 'made', 'last', 'spec', 'tz', 'start', 'next')
   number = parse_int(v[1])
   if not number or number < 1 or number > MAX_NUMBER then
     return redis.error_reply("EMQSTATE the schedule's row is not one EMQ.REPEAT wrote")
@@ -40,12 +43,18 @@ if row_type ~= 'hash' then
     return redis.error_reply('EMQSTATE the queue has numbered all the schedules it can (4194303)')
   end
 end
-local limit, first = tonumber(ARGV[7]), ARGV[8]
+local start, finish, limit, first = ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 if limit > 0 and made >= limit then
   first = '0'
+elseif v and v[4] == ARGV[1] and v[5] == ARGV[2] then
+  local kept, next = parse_int(v[6]), parse_int(v[7])
+  if kept and next and next > 0 and (ARGV[10] == '0' or kept == tonumber(start))
+      and (finish == 0 or next <= finish) then
+    start, first = decimal(kept), decimal(next)
+  end
 end
 redis.call('HSET', row, 'spec', ARGV[1], 'tz', ARGV[2], 'payload', ARGV[3], 'priority', ARGV[4],
-  'start', ARGV[5], 'end', ARGV[6], 'limit', ARGV[7], 'number', decimal(number), 'made', decimal(made),
+  'start', start, 'end', ARGV[6], 'limit', ARGV[7], 'number', decimal(number), 'made', decimal(made),
   'next', first, 'last', decimal(last))
 if row_type == 'none' or st.repeat_seq == 0 then
   -- a new number; or the numbering written again, which is also what tells

@@ -119,21 +119,89 @@ func TestAStartInThePastTicksFirstAfterTheCall(t *testing.T) {
 	}
 }
 
+// TestAScheduleSetAgainKeepsItsTiming: EMQ.REPEAT of a schedule with its
+// spec and zone unchanged, and start_ms 0 or its own start — a program
+// setting its schedules each time it starts — keeps its start and its next
+// tick, one due and not made yet included, whatever else it changes; a new
+// rule, zone or start ticks anew from the call.
+func TestAScheduleSetAgainKeepsItsTiming(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const every = int64(1000)
+	for i, c := range []struct {
+		name              string
+		spec, tz, payload string
+		start             func(first int64) int64 // the second call's start_ms, from the first's start
+		kept              bool
+	}{
+		{"as it was, start_ms 0", "@every 1s", "", "p", func(int64) int64 { return 0 }, true},
+		{"as it was, its own start", "@every 1s", "", "p", func(start int64) int64 { return start }, true},
+		{"another payload and priority", "@every 1s", "", "other", func(int64) int64 { return 0 }, true},
+		{"another start", "@every 1s", "", "p", func(start int64) int64 { return start + 100 }, false},
+		{"another spec", "@every 2s", "", "p", func(int64) int64 { return 0 }, false},
+		{"another zone", "@every 1s", "UTC", "p", func(int64) int64 { return 0 }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q := queueOf("again" + strconv.Itoa(i))
+			first := integer(t, s, q.repeat("tick", "@every 1s", "", "p", 0, 0, 0, 0)...)
+			start := first - every
+			time.Sleep(300 * time.Millisecond)
+			call := serverMs(t, s)
+			again := integer(t, s, q.repeat("tick", c.spec, c.tz, c.payload, 3, c.start(start), 0, 0)...)
+			sc := schedules(t, s, q)[0]
+			if c.kept {
+				assert.Equal(t, first, again, "the next tick kept")
+				assert.Equal(t, strconv.FormatInt(start, 10), sc["start"], "the start kept")
+			} else {
+				assert.Greater(t, again, call, "ticks anew from the call")
+				assert.NotEqual(t, first, again)
+			}
+			assert.Equal(t, strconv.FormatInt(again, 10), sc["next"])
+			assert.Equal(t, []string{c.spec, c.tz, c.payload, "3"}, []string{sc["spec"], sc["tz"], sc["payload"], sc["priority"]},
+				"the rest is the call's")
+		})
+	}
+	t.Run("a tick due and not made yet is kept, and made by the next claim", func(t *testing.T) {
+		q := queueOf("again-due")
+		first := integer(t, s, q.repeat("tick", "@every 100ms", "", "p", 0, 0, 0, 0)...)
+		time.Sleep(250 * time.Millisecond) // nobody claims: the tick is due
+		assert.Equal(t, first, integer(t, s, q.repeat("tick", "@every 100ms", "", "v2", 0, 0, 0, 0)...),
+			"the due tick, not one after the call")
+		jobs := claimJobs(t, s, q.claim(longLease, 10, 5)...)
+		require.Len(t, jobs, 1)
+		id, ok := ids.Parse(ids.Job, []byte(jobs[0].ID))
+		require.True(t, ok)
+		assert.Equal(t, uint64(first), id.UnixMs(), "the job of the kept tick")
+		assert.Equal(t, "v2", jobs[0].Payload, "with the new payload")
+	})
+	t.Run("a finished schedule set again with room in its limit ticks anew", func(t *testing.T) {
+		q := queueOf("again-done")
+		integer(t, s, q.repeat("tick", "@every 50ms", "", "p", 0, 0, 0, 1)...)
+		time.Sleep(100 * time.Millisecond)
+		require.Len(t, claimJobs(t, s, q.claim(longLease, 10, 5)...), 1)
+		require.Equal(t, "0", schedules(t, s, q)[0]["next"], "finished: its limit made")
+		call := serverMs(t, s)
+		again := integer(t, s, q.repeat("tick", "@every 50ms", "", "p", 0, 0, 0, 2)...)
+		assert.Greater(t, again, call)
+		assert.LessOrEqual(t, again, serverMs(t, s)+50)
+	})
+}
+
 // TestADeletedConfigStopsTheTicksUntilTheNextRepeat: a claim turn looks
 // for schedules only when the queue's config holds repeat_seq, so a DEL of
 // the config leaves the schedules listed but making no jobs; the next
-// EMQ.REPEAT of the queue — a new schedule, or one replaced — writes
+// EMQ.REPEAT of the queue — a new schedule, or one set again — writes
 // repeat_seq again, at the highest number, and the ticks resume: one job
-// of the first tick missed (a replaced schedule's ticks start anew).
+// of the first tick missed (a schedule given a new rule ticks anew).
 func TestADeletedConfigStopsTheTicksUntilTheNextRepeat(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	for i, tc := range []struct {
-		name, again string // the schedule the next REPEAT sets, every hour
-		seq         string // repeat_seq it writes
-		replaced    bool
+		name, again, spec string // the schedule the next REPEAT sets
+		seq               string // repeat_seq it writes
+		anew              bool   // whether the schedule's ticks start anew
 	}{
-		{"a new schedule", "other", "3", false},
-		{"the schedule replaced", "tick", "2", true},
+		{"a new schedule", "other", "@every 1h", "3", false},
+		{"the schedule set again as it was", "tick", "@every 50ms", "2", false},
+		{"the schedule given a new rule", "tick", "@every 60ms", "2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q := queueOf("reset" + strconv.Itoa(i))
@@ -143,16 +211,12 @@ func TestADeletedConfigStopsTheTicksUntilTheNextRepeat(t *testing.T) {
 			time.Sleep(150 * time.Millisecond)
 			assert.Nil(t, claimJobs(t, s, q.claim(longLease, 10, 5)...), "no tick without repeat_seq")
 
-			spec := "@every 1h"
-			if tc.replaced {
-				spec = "@every 50ms"
-			}
-			again := integer(t, s, q.repeat(tc.again, spec, "", "p", 0, 0, 0, 0)...)
+			again := integer(t, s, q.repeat(tc.again, tc.spec, "", "p", 0, 0, 0, 0)...)
 			seq, err := s.Do("HGET", keys.Set(q.name, keys.Config), "repeat_seq").ToString()
 			require.NoError(t, err)
 			assert.Equal(t, tc.seq, seq, "the highest number")
 			want := first
-			if tc.replaced {
+			if tc.anew {
 				want = again
 				time.Sleep(time.Duration(again-serverMs(t, s)+20) * time.Millisecond)
 			}
