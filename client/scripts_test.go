@@ -296,6 +296,14 @@ func TestLifecycleScripts(t *testing.T) {
 			assert.InDelta(t, before, q.score("dead", id), 50, "scored by the time it died")
 			assert.Empty(t, q.members("pending"))
 		}},
+		{"a job whose attempts is not a count goes dead at claim; one without attempts is claimed as new", func(t *testing.T, q queue) {
+			bad, fresh := q.enqueue("bad"), q.enqueue("fresh")
+			require.NoError(t, q.s.Do("HSET", q.row(bad), "attempts", "99999999999999999999").Error())
+			require.NoError(t, q.s.Do("HDEL", q.row(fresh), "attempts").Error())
+			assert.Equal(t, []claimed{{fresh, 1, "fresh"}}, claims(t, q.claim(1000, 2, 5)))
+			assert.Equal(t, "dead", q.field(bad, "state"))
+			assert.Equal(t, "attempts exhausted", q.field(bad, "error"))
+		}},
 		{"a poison pill whose attempts are exhausted goes dead at claim, and the next job is delivered", func(t *testing.T, q queue) {
 			pill := q.enqueue("pill")
 			require.Len(t, claims(t, q.claim(10, 1, 1)), 1)

@@ -167,12 +167,18 @@ func claimedRow(v []Value) jobRow {
 	return jobRow{attempts: attemptsOf(v[0]), payload: v[1]}
 }
 
-// attemptsOf is a row's attempts: 0 when absent or not a positive integer.
+// attemptsOf is a row's attempts: 0 when absent (a row written by hand);
+// the last attempt there is (2^31−1), which leaves none, when not a count —
+// not an integer, or negative — so that no claim hands out again a token
+// it may have handed out before.
 func attemptsOf(v Value) int64 {
-	if n, ok := ParseInt(v.Bytes); ok && n > 0 {
+	if !v.Found {
+		return 0
+	}
+	if n, ok := ParseInt(v.Bytes); ok && n >= 0 {
 		return n
 	}
-	return 0
+	return math.MaxInt32
 }
 
 // revivedFields is the field a verb reads to know a job's attempt budget.

@@ -47,14 +47,18 @@ local function parse_int(text)
   return tonumber(text)
 end
 
--- attempts_of is a row's attempts as the verbs count them: a positive
--- integer, else 0.
+-- attempts_of is a row's attempts as the verbs count them (emq/queue.go's
+-- attemptsOf): 0 when absent, the last attempt there is (2^31-1), which
+-- leaves none, when not a count.
 local function attempts_of(text)
+  if not text then
+    return 0
+  end
   local n = parse_int(text)
-  if n and n > 0 then
+  if n and n >= 0 then
     return n
   end
-  return 0
+  return 2147483647
 end
 
 -- priority_of is a row's pending score: its priority, 0 when absent or

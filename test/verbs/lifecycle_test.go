@@ -468,6 +468,20 @@ func TestJobLifecycle(t *testing.T) {
 		require.Equal(t, "earlier", row(t, s, q, jobs[1])["error"])
 	})
 
+	t.Run("a pending job whose attempts is not a count goes to dead at the claim: no token is handed out again", func(t *testing.T) {
+		for _, junk := range []string{"abc", "-1", "1.5", "+1", "01", "", "99999999999999999999"} {
+			flush(t, s)
+			jobs := jobIDs(2)
+			must(t, s, "HSET", q.job(jobs[0]), "state", "pending", "attempts", junk, "payload", "a")
+			must(t, s, "HSET", q.job(jobs[1]), "state", "pending", "payload", "b") // written by hand, no attempts: new
+			must(t, s, "ZADD", q.pending, "0", jobs[0], "0", jobs[1])
+			require.Equal(t, []claimed{{jobs[1], 1, "b"}}, claimJobs(t, s, q.claim(longLease, 1, 5)...), "attempts %q", junk)
+			r := row(t, s, q, jobs[0])
+			require.Equal(t, map[string]string{"state": "dead", "attempts": junk, "payload": "a", "error": "attempts exhausted"}, r)
+			require.Equal(t, []string{q.dead}, setsHolding(t, s, q, jobs[0]))
+		}
+	})
+
 	t.Run("REVIVE brings a dead job back to pending with a fresh budget, attempts never going back", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, q.enqueue(id, "p")...)
