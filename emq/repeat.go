@@ -3,8 +3,10 @@ package emq
 import (
 	"bytes"
 	"math"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/robfig/cron/v3"
@@ -115,9 +117,25 @@ func parseSpec(spec []byte) (rule, error) {
 		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", clip(text))
 	}
 	if sc.cron, err = cronParser.Parse(expr); err != nil {
-		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(err.Error()))
+		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(escapeControls(err.Error())))
 	}
 	return sc, nil
+}
+
+// escapeControls is the parser's words with its control characters as Go
+// escapes them (a NUL as \x00): they quote the spec unquoted, and a reply
+// line ends at a NUL or a line break.
+func escapeControls(words string) string {
+	var b strings.Builder
+	for _, r := range words {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // clipAt is how much of an argument a refusal quotes back: Valkey's own

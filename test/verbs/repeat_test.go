@@ -338,6 +338,8 @@ func TestBadSchedulesAreRefusedAndWriteNothing(t *testing.T) {
 	}{
 		{"a minute out of range", q.repeat("r", "60 * * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "60 * * * *": end of range (60) above maximum (59): 60`},
 		{"four fields", q.repeat("r", "* * * *", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "* * * *": expected exactly 5 fields, found 4: [* * * *]`},
+		{"a NUL and a line break in the spec: the parser's words escape them", q.repeat("r", "@hourly\x00x\ny", "", "p", 0, 0, 0, 0),
+			`EMQSHAPE spec "@hourly\x00x\ny": unrecognized descriptor: @hourly\x00x\ny`},
 		{"an unknown zone", q.repeat("r", "@daily", "Europe/Nowhere", "p", 0, 0, 0, 0), `EMQSHAPE unknown time zone "Europe/Nowhere"`},
 		{"a bad spec and an unknown zone: the spec first", q.repeat("r", "bad", "Europe/Nowhere", "p", 0, 0, 0, 0), `EMQSHAPE spec "bad": expected exactly 5 fields, found 1: [bad]`},
 		{"an interval of 0", q.repeat("r", "@every 0s", "", "p", 0, 0, 0, 0), `EMQSHAPE spec "@every 0s": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
