@@ -296,6 +296,14 @@ func TestLifecycleScripts(t *testing.T) {
 			assert.InDelta(t, before, q.score("dead", id), 50, "scored by the time it died")
 			assert.Empty(t, q.members("pending"))
 		}},
+		{"a pending id that is not a JOB id is dropped at claim, its row left alone", func(t *testing.T, q queue) {
+			require.NoError(t, q.s.Do("HSET", q.row("x"), "state", "pending", "attempts", "0", "payload", "px").Error())
+			require.NoError(t, q.s.Do("ZADD", q.set("pending"), "0", "x").Error())
+			id := q.enqueue("p")
+			assert.Equal(t, []claimed{{id, 1, "p"}}, claims(t, q.claim(1000, 2, 5)))
+			assert.Empty(t, q.members("pending"))
+			assert.Equal(t, "pending", q.field("x", "state"))
+		}},
 		{"a job whose attempts is not a count goes dead at claim; one without attempts is claimed as new", func(t *testing.T, q queue) {
 			bad, fresh := q.enqueue("bad"), q.enqueue("fresh")
 			require.NoError(t, q.s.Do("HSET", q.row(bad), "attempts", "99999999999999999999").Error())

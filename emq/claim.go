@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 )
 
@@ -384,6 +385,13 @@ func order(a, b Member) int {
 	return bytes.Compare(a.Bytes, b.Bytes)
 }
 
+// isJobID reports whether id, a member of one of the queue's sets, is a
+// JOB id: the verbs that settle a job refuse any other (EMQKIND).
+func isJobID(id []byte) bool {
+	_, ok := ids.Parse(ids.Job, id)
+	return ok
+}
+
 // take plans one candidate's claim: to the caller, or to dead when its
 // attempt budget is spent. It reports whether it was delivered. Taking a
 // job leaves it in no set but the one it goes to, whatever writes outside
@@ -394,7 +402,8 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 	row := cand.row
 	switch {
 	case cand.from == fromNew: // its row is made this turn
-	case s.Type(cand.job) != Hash:
+	case !isJobID(cand.member.Bytes) || s.Type(cand.job) != Hash:
+		// no job a verb could settle: not a JOB id, or no row
 		p.zrem(cand.from, id)
 		p.Count(DanglingDropped, 1)
 		return false

@@ -244,6 +244,12 @@ local function job_id(key)
   return string.sub(key, -19)
 end
 
+-- is_job_id reports whether id is a JOB id (ids.Parse): JOB, then 16
+-- lowercase hex digits, the first bit clear.
+local function is_job_id(id)
+  return #id == 19 and string.match(id, '^JOB[0-7][0-9a-f]+$') ~= nil
+end
+
 -- row_of is the job key of id in the queue of pending, emq:{<queue>}:pending:
 -- a key the call derives, in the queue's hash tag, so in the call's slot.
 local function row_of(pending, id)

@@ -112,7 +112,7 @@ end
 -- take claims candidate c for the caller — or sends it to dead when its
 -- budget of max attempts is spent — and reports whether it was delivered.
 local function take(t, c, lease, max, claimed)
-  if key_type(c.row) ~= 'hash' then
+  if not is_job_id(c.id) or key_type(c.row) ~= 'hash' then
     local gone = t.gone[c.from]
     gone[#gone + 1] = c.id
     return false

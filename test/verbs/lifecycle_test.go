@@ -622,6 +622,24 @@ func TestDanglingIdsAreDroppedAndCountedNeverDelivered(t *testing.T) {
 		require.Equal(t, int64(1), integer(t, s, "LLEN", q.job(jobs[5])))
 	})
 
+	t.Run("a claim drops the ids that are not JOB ids, rows or not: no verb could settle them", func(t *testing.T) {
+		flush(t, s)
+		odd := []string{"x", "MSG0018f2a4c1e00001", "JOB8000000000000000", "job0018f2a4c1e00001", "JOB0018F2A4C1E00001"}
+		for _, id := range odd {
+			must(t, s, "HSET", q.job(id), "state", "pending", "attempts", "0", "payload", "p")
+			must(t, s, "ZADD", q.pending, "0", id)
+		}
+		must(t, s, q.enqueue(jobs[4], "real")...)
+		var got []claimed
+		moved := counted(t, s, func() { got = claimJobs(t, s, q.claim(longLease, 10, 5)...) })
+		require.Equal(t, []claimed{{jobs[4], 1, "real"}}, got)
+		require.Equal(t, int64(len(odd)), moved["emq_dangling_dropped"])
+		for _, id := range odd {
+			require.Empty(t, setsHolding(t, s, q, id), id)
+			require.Equal(t, "pending", row(t, s, q, id)["state"], "its row is left alone")
+		}
+	})
+
 	t.Run("STALLED.CHECK drops a stalled id without a row and does not count it as requeued", func(t *testing.T) {
 		must(t, s, "ZADD", q.active, "1", jobs[3])
 		var n int64
