@@ -317,6 +317,9 @@ func TestCLIActions(t *testing.T) {
 			{"queues", "--bogus"},
 			{"queues", "--timeout", "0s"},
 			{"queues", "--timeout", "-1s"},
+			{"dash", "--sample", "0s"},
+			{"dash", "--sample", "-1s"},
+			{"dash", "--sample", "1ns"},
 			{"help", "nosuch"},
 			{},
 		} {

@@ -29,7 +29,7 @@ on loopback it answers only requests for a loopback name (localhost,
 127.0.0.1, [::1]) or a name of --allow-host (a reverse proxy's that passes
 its Host on), so no other site's page reaches it by DNS rebinding.
 Throughput (completed and failed jobs per minute, the last hour) is sampled
-from INFO emq every --sample while the dashboard runs. Started before its
+from INFO emq every --sample (at least 1s) while the dashboard runs. Started before its
 server, it answers 503 and tries the server every second until it answers.`,
 	examples: []string{"emq dash", "emq dash --listen 127.0.0.1:8080 --write",
 		"EMQ_DASH_AUTH=ops:s3cret emq dash --listen 0.0.0.0:8080 --write --addr 10.0.0.5:7000"},
@@ -61,6 +61,10 @@ func listenFlag(fs *flag.FlagSet, o *options, def string) {
 }
 
 func runDash(ctx context.Context, s *session, _ []string) error {
+	if s.o.sample < time.Second {
+		// 0 or less would never sample, and every few ns would hold a core
+		return usageError("--sample %v: want a duration of at least 1s", s.o.sample)
+	}
 	if s.o.auth == "" {
 		s.o.auth = s.e.getenv("EMQ_DASH_AUTH")
 	}
