@@ -657,6 +657,21 @@ func TestServerGone(t *testing.T) {
 		code, _ := w.get(t, "/metrics")
 		assert.Equal(t, http.StatusInternalServerError, code)
 	})
+	t.Run("a server that held no queue: its pages are a 503 too, not an empty list", func(t *testing.T) {
+		empty := valkeytest.Start(t, valkeytest.Options{})
+		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{empty.Addr}, DisableCache: true})
+		require.NoError(t, err)
+		t.Cleanup(vk.Close)
+		w := serveDashboard(t, vk, Config{Timeout: 2 * time.Second})
+		code, body := w.get(t, "/")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, body, "No queue found")
+		empty.Stop()
+		for _, path := range []string{"/", "/search?id=" + job} {
+			code, _ := w.get(t, path)
+			assert.Equal(t, http.StatusServiceUnavailable, code, path)
+		}
+	})
 }
 
 // TestMetricsLabels: every queue name is a UTF-8 label value — a name that

@@ -157,6 +157,12 @@ func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
 func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	if in.vk.Mode() != valkey.ClientModeCluster {
 		for addr := range in.vk.Nodes() { // the one it talks to
+			// asked, as a cluster's nodes are (ROLE): a list answered from
+			// the cache — an empty one reads nothing else — must not hide
+			// a server gone. A refusal (an ACL without PING) is an answer.
+			if err := in.vk.Do(ctx, in.vk.B().Ping().Build()).Error(); err != nil && !Refused(err) {
+				return nil, fmt.Errorf("PING of %s: %w", addr, err)
+			}
 			return []Node{{Addr: addr, Client: in.vk}}, nil
 		}
 	}
