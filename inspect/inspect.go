@@ -187,6 +187,11 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Addr < out[j].Addr })
 	if down := unreachable(ctx, out, silent); down != nil {
+		// the list kept when all answered is not whole now: a page's
+		// Primaries must name the one down, not answer from it
+		in.mu.Lock()
+		in.primaries = nil
+		in.mu.Unlock()
 		return out, down
 	}
 	in.mu.Lock()
