@@ -142,15 +142,21 @@ type Node struct {
 // when every primary answered; discovery and Stats ask afresh each time,
 // so a primary down since is named rather than waited on.
 func (in *Inspector) Primaries(ctx context.Context) ([]Node, error) {
-	if in.vk.Mode() == valkey.ClientModeCluster {
-		in.mu.Lock()
-		known, at := in.primaries, in.primariesAt
-		in.mu.Unlock()
-		if known != nil && in.opts.Now().Sub(at) < in.opts.CacheFor {
-			return known, nil
-		}
+	in.mu.Lock()
+	known, at := in.primaries, in.primariesAt
+	in.mu.Unlock()
+	if known != nil && in.opts.Now().Sub(at) < in.opts.CacheFor {
+		return known, nil
 	}
 	return in.askPrimaries(ctx)
+}
+
+// keep keeps nodes, every primary having answered, as Primaries' list; nil
+// drops the list kept.
+func (in *Inspector) keep(nodes []Node) {
+	in.mu.Lock()
+	in.primaries, in.primariesAt = nodes, in.opts.Now()
+	in.mu.Unlock()
 }
 
 // askPrimaries is Primaries without the cache.
@@ -161,9 +167,12 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 			// the cache — an empty one reads nothing else — must not hide
 			// a server gone. A refusal (an ACL without PING) is an answer.
 			if err := in.vk.Do(ctx, in.vk.B().Ping().Build()).Error(); err != nil && !Refused(err) {
+				in.keep(nil)
 				return nil, fmt.Errorf("PING of %s: %w", addr, err)
 			}
-			return []Node{{Addr: addr, Client: in.vk}}, nil
+			out := []Node{{Addr: addr, Client: in.vk}}
+			in.keep(out)
+			return out, nil
 		}
 	}
 	var out []Node
@@ -189,14 +198,10 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	if down := unreachable(ctx, out, silent); down != nil {
 		// the list kept when all answered is not whole now: a page's
 		// Primaries must name the one down, not answer from it
-		in.mu.Lock()
-		in.primaries = nil
-		in.mu.Unlock()
+		in.keep(nil)
 		return out, down
 	}
-	in.mu.Lock()
-	in.primaries, in.primariesAt = out, in.opts.Now()
-	in.mu.Unlock()
+	in.keep(out)
 	return out, nil
 }
 
