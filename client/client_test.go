@@ -419,6 +419,23 @@ func TestNodeThatLoadsTheModuleIsUsedNativelyAfterRecheck(t *testing.T) {
 	assert.Equal(t, "1", s.InfoField("emq", "emq_calls_enqueue"))
 }
 
+// TestCapsNotGrantedIsNoPerm: a user not granted EMQ.CAPS meets the
+// server's NOPERM as a refusal, as a verb's own NOPERM is, and nothing is
+// written.
+func TestCapsNotGrantedIsNoPerm(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	must(t, s, "ACL", "SETUSER", "nocaps", "on", ">pw", "+@all", "-emq.caps", "~*")
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "nocaps", Password: "pw", DisableCache: true})
+	require.NoError(t, err)
+	defer vk.Close()
+	m, err := ids.NewMinter(6)
+	require.NoError(t, err)
+	_, err = New(vk).Enqueue(ctx(t), "q", m.Mint(ids.Job), []byte("p"))
+	requireRefusal(t, err, emqerrors.NoPerm)
+	assert.Contains(t, err.Error(), "EMQ.CAPS")
+	assert.Zero(t, integer(t, s, "DBSIZE"))
+}
+
 // TestScriptAndVerbRefuseANonJobIDAlike: the admission script and
 // EMQ.ENQUEUE give the same reply text to an id that is not a JOB id, the
 // text clients match on.

@@ -152,7 +152,8 @@ func askCaps(ctx context.Context, node valkey.Client) (map[Cap]bool, error) {
 	}
 	reply, err := r.ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("client: EMQ.CAPS: %w", err)
+		// A user not granted EMQ.CAPS is NOPERM: a refusal, as the verb's own.
+		return nil, fmt.Errorf("client: EMQ.CAPS: %w", refusal(err))
 	}
 	tokens := map[Cap]bool{}
 	for i := 0; i+1 < len(reply); i += 2 {

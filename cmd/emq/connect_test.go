@@ -59,6 +59,14 @@ func TestCLIConnectionTrouble(t *testing.T) {
 		assert.Contains(t, r.stderr, "OOM")
 		assert.Empty(t, r.stdout)
 	})
+	t.Run("a user not granted EMQ.CAPS is refused with exit 4", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		require.NoError(t, s.Do("ACL", "SETUSER", "nocaps", "on", "nopass", "+@all", "-emq.caps", "~*").Error())
+		r := emq(t, s.Addr, "pause", "emails", "--user", "nocaps")
+		assert.Equal(t, exitRefused, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "NOPERM")
+		assert.Empty(t, r.stdout)
+	})
 	t.Run("a pause of an unknown queue on a primary still notes it", func(t *testing.T) {
 		s := valkeytest.Start(t, valkeytest.Options{})
 		r := emq(t, s.Addr, "pause", "emials")
