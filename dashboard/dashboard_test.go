@@ -257,6 +257,18 @@ func TestPages(t *testing.T) {
 		_, body = w.get(t, "/search?id=nope")
 		assert.Contains(t, body, "is not a job id")
 	})
+	t.Run("search as a user granted one queue's keys names the queues it may not read", func(t *testing.T) {
+		require.NoError(t, s.Do("ACL", "SETUSER", "invoices", "on", ">pw", "+@all", "~"+keys.Set("invoices", "*")).Error())
+		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "invoices", Password: "pw", DisableCache: true})
+		require.NoError(t, err)
+		t.Cleanup(vk.Close)
+		code, body := serveDashboard(t, vk, Config{}).get(t, "/search?id="+f.PaymentsPending[0].String())
+		assert.Equal(t, http.StatusOK, code)
+		// the queues earlier cases made are named too; never the one it may read
+		assert.Regexp(t, "No queue the dashboard may read holds job "+f.PaymentsPending[0].String()+
+			"; the server refused reading [^;]*emails, [^;]*payments[^;]* \\(NOPERM\\), which may.", body)
+		assert.NotContains(t, body, "invoices")
+	})
 	t.Run("static CSS is embedded", func(t *testing.T) {
 		code, body := w.get(t, "/static/style.css")
 		assert.Equal(t, http.StatusOK, code)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/echomq/emq/client"
@@ -293,7 +294,7 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 		d.render(w, r, http.StatusOK, "search", "Search", body)
 		return
 	}
-	found, err := d.cfg.Inspector.Find(r.Context(), id)
+	found, unreadable, err := d.cfg.Inspector.Find(r.Context(), id)
 	if err != nil {
 		d.fail(w, r, err)
 		return
@@ -303,7 +304,11 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body.Queues = found
-	if len(found) == 0 {
+	switch {
+	case len(found) == 0 && len(unreadable) > 0:
+		body.Note = "No queue the dashboard may read holds job " + id + "; the server refused reading " +
+			strings.Join(unreadable, ", ") + " (NOPERM), which may."
+	case len(found) == 0:
 		body.Note = "No queue holds job " + id + " (an acknowledged job's row is gone unless kept)."
 	}
 	d.render(w, r, http.StatusOK, "search", "Search", body)

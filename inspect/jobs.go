@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/echomq/emq/keys"
@@ -113,25 +114,30 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 }
 
 // Find returns the queues, of those discovered, that hold a row of job
-// id: one EXISTS per queue, pipelined.
-func (in *Inspector) Find(ctx context.Context, id string) ([]string, error) {
+// id — one EXISTS per queue, pipelined — and those whose row the server
+// refused to read (NOPERM: a user granted other queues' keys), which
+// may hold it too.
+func (in *Inspector) Find(ctx context.Context, id string) (found, unreadable []string, err error) {
 	names, err := in.Queues(ctx)
 	if err != nil || len(names) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	cmds := make(valkey.Commands, len(names))
 	for i, q := range names {
 		cmds[i] = in.vk.B().Exists().Key(keys.Job(q, id)).Build()
 	}
-	var out []string
 	for i, r := range in.vk.DoMulti(ctx, cmds...) {
 		n, err := r.AsInt64()
+		if verr, ok := valkey.IsValkeyErr(err); ok && strings.HasPrefix(verr.Error(), "NOPERM ") {
+			unreadable = append(unreadable, names[i])
+			continue
+		}
 		if err != nil {
-			return nil, fmt.Errorf("queue %s: EXISTS job %s: %w", names[i], id, err)
+			return nil, nil, fmt.Errorf("queue %s: EXISTS job %s: %w", names[i], id, err)
 		}
 		if n > 0 {
-			out = append(out, names[i])
+			found = append(found, names[i])
 		}
 	}
-	return out, nil
+	return found, unreadable, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
@@ -370,6 +371,18 @@ func TestCLIActions(t *testing.T) {
 		r := emq(t, s.Addr, "job", f.InvoicesDead.String())
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "queue     invoices\n")
+	})
+	t.Run("a user granted one queue's keys finds its jobs; another's is a refusal naming the queues", func(t *testing.T) {
+		require.NoError(t, s.Do("ACL", "SETUSER", "invoices", "on", "nopass", "+@all", "~"+keys.Set("invoices", "*")).Error())
+		r := emq(t, s.Addr, "job", f.InvoicesDead.String(), "--user", "invoices")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, "queue     invoices\n")
+		r = emq(t, s.Addr, "job", f.EmailsDone.String(), "--user", "invoices")
+		assert.Equal(t, exitRefused, r.code, r.stderr)
+		// the queues earlier cases made are named too; never the one it may read
+		assert.Regexp(t, "no queue you may read holds a row of "+f.EmailsDone.String()+"; NOPERM for [^;]*emails, [^;]*payments, [^;]*which may", r.stderr)
+		assert.NotContains(t, r.stderr, "invoices")
+		assert.Contains(t, r.stderr, "emq job <queue> "+f.EmailsDone.String())
 	})
 	t.Run("no server exits 1", func(t *testing.T) {
 		port, err := valkeytest.FreePort()

@@ -201,20 +201,28 @@ for in every queue found (one EXISTS of its row per queue).`,
 
 // find is the one queue holding a row of job id.
 func find(ctx context.Context, in *inspect.Inspector, id string) (string, error) {
-	found, err := in.Find(ctx, id)
+	found, unreadable, err := in.Find(ctx, id)
 	switch {
 	case err != nil:
 		return "", err
+	case len(found) == 0 && len(unreadable) > 0:
+		return "", &exitError{code: exitRefused, err: fmt.Errorf("no queue you may read holds a row of %s; NOPERM for %s, which may: name the queue (emq job <queue> %s)",
+			id, printables(unreadable), id)}
 	case len(found) == 0:
 		return "", &exitError{code: exitNotFound, err: fmt.Errorf("no queue holds a row of %s", id)}
 	case len(found) > 1:
-		names := make([]string, len(found))
-		for i, q := range found {
-			names[i] = printable(q)
-		}
-		return "", usageError("%s has a row in several queues (%s): name one", id, strings.Join(names, ", "))
+		return "", usageError("%s has a row in several queues (%s): name one", id, printables(found))
 	}
 	return found[0], nil
+}
+
+// printables lists queue names for a message, each as printable shows it.
+func printables(queues []string) string {
+	names := make([]string, len(queues))
+	for i, q := range queues {
+		names[i] = printable(q)
+	}
+	return strings.Join(names, ", ")
 }
 
 // jobJSON is a job for scripts; a payload or result that is not UTF-8
