@@ -175,9 +175,39 @@ func TestCLIReads(t *testing.T) {
 					assert.Contains(t, r.stdout, row)
 				}
 			})
+			t.Run("the read-only user of docs/OPERATIONS.md reads as the default user", func(t *testing.T) {
+				nodes := []*valkeytest.Server{s}
+				if target.name == "cluster" {
+					nodes = cl.Nodes
+				}
+				for _, n := range nodes {
+					require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "ops"}, readOnlyUser...)...).Error())
+				}
+				cases := readCases(f)
+				cases = append(cases, struct {
+					golden string
+					args   []string
+				}{"", []string{"stats"}}, struct {
+					golden string
+					args   []string
+				}{"", []string{"repeats", "emails"}})
+				for _, c := range cases {
+					want := emq(t, target.addr, c.args...)
+					r := emq(t, target.addr, append(c.args, "--user", "ops")...)
+					require.Equal(t, exitOK, r.code, "%q: %s", c.args, r.stderr)
+					if c.args[0] != "stats" { // its own INFO calls count
+						assert.Equal(t, want.stdout, r.stdout, "%q", c.args)
+					}
+				}
+			})
 		})
 	}
 }
+
+// readOnlyUser is docs/OPERATIONS.md's ACL rules for a user who reads
+// queues and never changes them.
+var readOnlyUser = []string{"on", "nopass", "resetkeys", "%R~*", "+@read", "+@connection", "+multi", "+exec", "+info", "+role",
+	"+cluster|slots", "+cluster|shards", "+cluster|nodes"}
 
 // TestCLIActions: revive by id and --all through EMQ.REVIVE, enqueue, and
 // the exit codes a script tests.
