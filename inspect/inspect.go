@@ -73,6 +73,12 @@ type Inspector struct {
 
 // New returns an Inspector over vk, a standalone, sentinel or cluster
 // client. It asks nothing of the server until the first call.
+//
+// A long-lived Inspector of a cluster wants a client made with
+// ClusterOption.ShardsRefreshInterval set: valkey-go drops a primary the
+// cluster marked failed from its slot map, and reads the map again only
+// when a command fails — which no read of the queues it still knows does —
+// so a primary back since would stay named as not answering.
 func New(vk valkey.Client, o Options) *Inspector {
 	if o.ScanCount <= 0 {
 		o.ScanCount = DefaultScanCount

@@ -131,6 +131,9 @@ func (c *command) help() string {
 	return b.String()
 }
 
+// topologyRefresh is how often a cluster's slot map is read again.
+const topologyRefresh = 10 * time.Second
+
 // session is one run's connection, opened on first use.
 type session struct {
 	e  env
@@ -155,6 +158,11 @@ func (s *session) connect() error {
 		// dialer's timeout, 5 s unless set: --timeout is the run's bound
 		Dialer:       net.Dialer{Timeout: s.o.timeout},
 		DisableCache: true,
+		// valkey-go reads a cluster's slot map again only when a command
+		// fails; a primary the cluster marked failed is dropped from it, and
+		// one back since is met by no command of dash or metrics (they read
+		// the queues they know): asking now and then finds it again.
+		ClusterOption: valkey.ClusterOption{ShardsRefreshInterval: topologyRefresh},
 	})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", s.o.addr, connectError(err, len(seeds)))

@@ -909,6 +909,40 @@ func TestCLIPrimaryDown(t *testing.T) {
 	}
 }
 
+// TestCLIDashFindsARestartedPrimary: a primary the cluster marked failed,
+// which the dashboard's client then dropped from its slot map, is read
+// again once it is back — a long-running dash never reads a cluster as it
+// was.
+func TestCLIDashFindsARestartedPrimary(t *testing.T) {
+	// partial coverage: the other primaries serve while one is failed
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{Config: []string{"appendonly", "yes", "cluster-require-full-coverage", "no"}})
+	queuetest.Fill(t, cl.Client())
+	down := cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
+	var seed string
+	for _, p := range cl.Primaries {
+		if p != down {
+			seed = p.Addr
+		}
+	}
+	dash := serving(t, seed, "dash", "--listen", "127.0.0.1:0")
+	page := func() string { _, body := fetch(t, dash); return body }
+	require.Contains(t, page(), `href="/queues/emails"`)
+	down.Kill()
+	// the cluster marks it failed after cluster-node-timeout (5 s), and
+	// valkey-go drops it at its next reading of the slot map
+	require.Eventually(t, func() bool { return strings.Contains(page(), "the client does not reach it") },
+		time.Minute, 500*time.Millisecond, "the client drops the failed primary")
+	back, err := valkeytest.Launch(down.Opts)
+	require.NoError(t, err)
+	t.Cleanup(back.Stop)
+	// the cluster takes it back after about two node timeouts, and the
+	// client reads the slot map within topologyRefresh of that
+	require.Eventually(t, func() bool {
+		body := page()
+		return strings.Contains(body, `href="/queues/emails"`) && !strings.Contains(body, "did not answer")
+	}, time.Minute, 500*time.Millisecond, "the primary back is read again")
+}
+
 // TestCLIWithoutModule: on a server without the module, where the client
 // ran the verbs' scripts, the queues read the same; stats has no counters.
 func TestCLIWithoutModule(t *testing.T) {
