@@ -33,6 +33,7 @@ import (
 	"syscall"
 	"time"
 
+	module "github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/inspect"
 	"github.com/valkey-io/valkey-go"
@@ -128,6 +129,12 @@ func run(ctx context.Context, args []string, e env) int {
 		if len(args) == 0 {
 			return exitUsage
 		}
+		return exitOK
+	}
+	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" { // the common flags ignored
+		// the module's version, which this emq was built with; a server's
+		// own is EMQ.CAPS's
+		fmt.Fprintf(e.stdout, "emq %s\n", module.Version)
 		return exitOK
 	}
 	cmd := lookup(args[0])
@@ -227,7 +234,8 @@ Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job (or schedule),
 4 refused by the server (a replica's READONLY, OOM too), or some jobs of a
 bulk action.
 
-"emq help <command>" shows a command's flags and examples.
+"emq help <command>" shows a command's flags and examples; "emq version"
+its version (a server's module says its own: EMQ.CAPS).
 `)
 	return b.String()
 }

@@ -378,6 +378,17 @@ func TestCLIActions(t *testing.T) {
 		r = emq(t, s.Addr, "job", "single", strings.TrimSpace(r.stdout))
 		assert.Contains(t, r.stdout, `1 byte: "x"`)
 	})
+	t.Run("version prints the module's, which the server's EMQ.CAPS says too", func(t *testing.T) {
+		caps, err := s.Do("EMQ.CAPS").ToArray()
+		require.NoError(t, err)
+		version, err := caps[1].ToString()
+		require.NoError(t, err)
+		for _, args := range [][]string{{"version"}, {"--version"}, {"--addr", s.Addr, "version"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitOK, r.code, "%q", args)
+			assert.Equal(t, "emq "+version+"\n", r.stdout, "%q", args)
+		}
+	})
 	t.Run("help of no command says so", func(t *testing.T) {
 		r := emq(t, s.Addr, "help", "nosuch")
 		assert.Contains(t, r.stderr, `emq help: no command "nosuch"`)
