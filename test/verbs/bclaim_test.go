@@ -948,3 +948,32 @@ func TestAWorkerBlockedOnASlotThatMovesIsRedirected(t *testing.T) {
 	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", slot, dst.Addr))
 	waitInfo(t, src, "emq_blocked_workers", 0)
 }
+
+// TestAWritableReplicasWaiter: on a replica made writable, a waiter is
+// served when a replicated write brings a job to the replica's copy of
+// pending — its claim written to that copy alone — and no timer sweeps
+// there: a job that falls due while it waits stays delayed
+// (docs/commands.md).
+func TestAWritableReplicasWaiter(t *testing.T) {
+	p := valkeytest.Start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{Config: []string{"replica-read-only", "no"}})
+	w := dial(t, r)
+
+	w.send(bclaim(60_000, 10_000)...)
+	waitInfo(t, r, "emq_blocked_workers", 1)
+	id := enqueueB(t, p, 1)
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got), "served by the replicated ENQUEUE")
+	require.Equal(t, []string{id}, members(t, r, bq.active), "claimed on the replica's copy")
+	require.Equal(t, []string{id}, members(t, p, bq.pending), "which the primary never learns of")
+
+	due := serverMs(t, p) + 300
+	delayed := jobN(2)
+	must(t, p, bq.schedule(delayed, "later", 0, due)...)
+	valkeytest.WaitReplicated(t, p, r)
+	got, err = w.do(bclaim(60_000, 1_000)...)
+	require.NoError(t, err)
+	require.Nil(t, got, "no timer promoted the job due during the wait")
+	require.Equal(t, []string{delayed}, members(t, r, bq.delayed))
+}
