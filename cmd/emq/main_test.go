@@ -121,6 +121,14 @@ func TestCLIReads(t *testing.T) {
 				r := emq(t, target.addr, "jobs", "emails", "--state", "pending", "--limit", "1")
 				assert.Equal(t, "pending: 1 of 3 shown; --offset 1 for more\n", r.stderr)
 			})
+			t.Run("a page past the end says how many there are", func(t *testing.T) {
+				r := emq(t, target.addr, "jobs", "emails", "--offset", "3")
+				require.Equal(t, exitOK, r.code, r.stderr)
+				assert.Equal(t, "pending: 3 in all, each before --offset 3\nactive: 1 in all, each before --offset 3\n"+
+					"delayed: 1 in all, each before --offset 3\ndead: 2 in all, each before --offset 3\n", r.stderr)
+				r = emq(t, target.addr, "jobs", "emails", "--offset", "1", "--state", "dead")
+				assert.Empty(t, r.stderr, "a page that ends with the last says nothing")
+			})
 			t.Run("queues --json parses", func(t *testing.T) {
 				r := emq(t, target.addr, "queues", "--json")
 				require.Equal(t, exitOK, r.code, r.stderr)

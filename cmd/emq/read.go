@@ -151,7 +151,10 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 			return err
 		}
 		rows = append(rows, page...)
-		if shown := s.o.offset + len(page); int64(shown) < total {
+		switch shown := s.o.offset + len(page); {
+		case len(page) == 0 && total > 0:
+			fmt.Fprintf(s.e.stderr, "%s: %d in all, each before --offset %d\n", st, total, s.o.offset)
+		case int64(shown) < total:
 			fmt.Fprintf(s.e.stderr, "%s: %d of %d shown; --offset %d for more\n", st, len(page), total, shown)
 		}
 	}
