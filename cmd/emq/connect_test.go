@@ -59,6 +59,14 @@ func TestCLIConnectionTrouble(t *testing.T) {
 		assert.Contains(t, r.stderr, "OOM")
 		assert.Empty(t, r.stdout)
 	})
+	t.Run("an --addr that names no node is bad usage, nothing dialed", func(t *testing.T) {
+		for _, addr := range []string{"localhost", "127.0.0.1:", "127.0.0.1:redis", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:6379,"} {
+			r := emq(t, "", "queues", "--addr", addr)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", addr, r.stderr)
+			assert.Contains(t, r.stderr, "want host:port, a port 1 … 65535", addr)
+			assert.Contains(t, r.stderr, "\nusage: emq queues (emq help queues)\n", addr)
+		}
+	})
 	t.Run("a user not granted EMQ.CAPS is refused with exit 4", func(t *testing.T) {
 		s := valkeytest.Start(t, valkeytest.Options{})
 		require.NoError(t, s.Do("ACL", "SETUSER", "nocaps", "on", "nopass", "+@all", "-emq.caps", "~*").Error())

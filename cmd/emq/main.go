@@ -27,8 +27,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -155,9 +157,12 @@ func run(ctx context.Context, args []string, e env) int {
 		err = usageError("%s takes %s", cmd.name, cmd.argsText())
 	case o.timeout <= 0:
 		err = usageError("--timeout %v: want a positive duration", o.timeout)
+	default:
+		err = checkAddr(o.addr)
 	}
 	if err != nil {
-		fmt.Fprintf(e.stderr, "emq %s: %s\nusage: emq %s %s (emq help %s)\n", cmd.name, terminalText(err.Error()), cmd.name, cmd.args, cmd.name)
+		fmt.Fprintf(e.stderr, "emq %s: %s\nusage: %s (emq help %s)\n", cmd.name, terminalText(err.Error()),
+			strings.TrimSpace("emq "+cmd.name+" "+cmd.args), cmd.name)
 		return exitUsage
 	}
 	if !cmd.serves {
@@ -176,6 +181,18 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitCode(err)
 	}
 	return exitOK
+}
+
+// checkAddr refuses an --addr that names no node: each comma-separated
+// seed is host:port, the port a number 1 … 65535.
+func checkAddr(addr string) error {
+	for _, seed := range strings.Split(addr, ",") {
+		_, port, err := net.SplitHostPort(seed)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return usageError("--addr %q: want host:port, a port 1 … 65535 (a cluster: seeds comma-separated)", seed)
+		}
+	}
+	return nil
 }
 
 // commandFirst moves the common flags given before the command (emq
