@@ -401,6 +401,16 @@ func TestCLIActions(t *testing.T) {
 		r := emq(t, s.Addr, "help", "nosuch")
 		assert.Contains(t, r.stderr, `emq help: no command "nosuch"`)
 	})
+	t.Run("an interrupt stops an action as an error does: exit 1", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		e := env{stdout: &stdout, stderr: &stderr, now: time.Now, getenv: func(string) string { return "" }}
+		require.NoError(t, s.Do("ZADD", "emq:{stopped}:dead", "1", f.EmailsDead[0].String()).Error())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // the interrupt came before the first batch
+		assert.Equal(t, exitFailed, run(ctx, []string{"purge", "stopped", "--state", "dead", "--addr", s.Addr}, e), stderr.String())
+		assert.Contains(t, stderr.String(), "context canceled")
+		assert.Equal(t, int64(1), dead("stopped"), "nothing removed")
+	})
 	t.Run("purge --state with a bogus state names the states purge takes", func(t *testing.T) {
 		r := emq(t, s.Addr, "purge", "emails", "--state", "bogus")
 		assert.Equal(t, exitUsage, r.code)
