@@ -175,7 +175,12 @@ func (s *session) setting(ctx context.Context, cmd, queue, done string, makes bo
 		return false, err
 	}
 	note, err := s.noteNew(ctx, cmd, queue, done, makes)
-	if err != nil {
+	switch {
+	case inspect.Refused(err):
+		// a key of the queue unreadable (another type, NOPERM) leaves the
+		// note undecided: the verb meets it, and its refusal is the answer
+		note = func() {}
+	case err != nil:
 		return false, err
 	}
 	changed, err := set(q)

@@ -906,6 +906,22 @@ func TestCLIUnreadableQueue(t *testing.T) {
 	r = emq(t, s.Addr, "jobs", "wt")
 	assert.Equal(t, exitFailed, r.code, "asked for by name, the queue fails the command")
 	assert.Contains(t, r.stderr, "WRONGTYPE")
+
+	t.Run("a setting of it is the verb's refusal, exit 4, nothing written", func(t *testing.T) {
+		require.NoError(t, s.Do("SET", "emq:{wc}:config", "notahash").Error())
+		// EMQ.EVENTS takes the config and the events stream, not pending
+		for _, args := range [][]string{{"pause", "wt"}, {"limit", "wt", "5", "1s"}, {"pause", "wc"}, {"limit", "wc", "5", "1s"}, {"events", "wc", "100"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitRefused, r.code, "%q: %s", args, r.stderr)
+			assert.Equal(t, "emq "+args[0]+": WRONGTYPE Operation against a key holding the wrong kind of value\n", r.stderr, "%q", args)
+		}
+		kind, err := s.Do("TYPE", "emq:{wt}:config").ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "none", kind)
+		got, err := s.Do("GET", "emq:{wc}:config").ToString()
+		require.NoError(t, err)
+		assert.Equal(t, "notahash", got)
+	})
 }
 
 // TestCLIPrimaryDown: on a cluster with a primary that does not answer,
