@@ -373,6 +373,16 @@ func TestCLIActions(t *testing.T) {
 		assert.Equal(t, exitUsage, r.code)
 		assert.Contains(t, r.stderr, `emq job: not a job id (JOB and 16 lowercase hex digits): "JOBxyz"`)
 	})
+	t.Run("a name no queue can have is bad usage for every command naming a queue", func(t *testing.T) {
+		id := f.EmailsDead[0].String()
+		for _, args := range [][]string{{"jobs", "a{b"}, {"job", "a{b", id}, {"repeats", "a}b"}, {"pause", "a{b"}, {"resume", "a{b"},
+			{"limit", "a{b", "5", "1s"}, {"events", "a{b", "100"}, {"enqueue", "a{b", "x"}, {"revive", "a{b", "--all"},
+			{"purge", "a{b", "--state", "dead"}, {"delete", "a{b", id}, {"unrepeat", "a{b", "x"}, {"tail", "a{b"}, {"jobs", ""}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+			assert.Contains(t, r.stderr, "EMQLAYOUT queue name must be 1 or more bytes with no {, } or NUL", "%q", args)
+		}
+	})
 	t.Run("jobs of a queue that holds nothing notes a mistyped name", func(t *testing.T) {
 		r := emq(t, s.Addr, "jobs", "nosuchqueue")
 		assert.Equal(t, exitOK, r.code)

@@ -136,6 +136,9 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	if s.o.limit < 1 || s.o.limit > inspect.MaxPage || s.o.offset < 0 {
 		return usageError("--limit is 1 … %d and --offset ≥ 0", inspect.MaxPage)
 	}
+	if _, err := s.queue(args[0]); err != nil { // a name no queue can have is refused as by the others
+		return err
+	}
 	in, err := s.inspector()
 	if err != nil {
 		return err
