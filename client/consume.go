@@ -96,7 +96,7 @@ func (c *Client) Consume(ctx context.Context, topic, group, name string, h Messa
 		return emqerrors.New(emqerrors.Shape, "consume: the handler is nil")
 	}
 	if opts.Sub.NS != ids.Sub || opts.Minter == nil {
-		return errors.New("client: ConsumeOptions needs a SUB id and a minter")
+		return emqerrors.New(emqerrors.Shape, "consume: ConsumeOptions needs a SUB id and a minter")
 	}
 	if opts.Stream == "" {
 		opts.Stream = "msgs"

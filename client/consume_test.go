@@ -124,7 +124,8 @@ func TestConsume(t *testing.T) {
 			})
 			t.Run("options without a SUB id are refused", func(t *testing.T) {
 				err := n.c.Consume(ctx(t), "t", "g", "c", func(context.Context, Message) error { return nil }, ConsumeOptions{})
-				require.Error(t, err)
+				requireRefusal(t, err, emqerrors.Shape)
+				assert.Contains(t, err.Error(), "needs a SUB id and a minter")
 			})
 			t.Run("a nil handler is refused at the start, nothing read", func(t *testing.T) {
 				_, err := n.c.Publish(ctx(t), "nilh", Envelope{ID: n.m.Mint(ids.Evt), Msg: n.m.Mint(ids.Msg), Payload: []byte("x")})

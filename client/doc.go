@@ -83,7 +83,9 @@
 // more claims, the waiting claim ended at once (CLIENT UNBLOCK), the
 // buffered jobs released, the running handlers given [WorkOptions].Grace
 // to finish, the rest failed with backoff 0 (context cause [ErrShutdown])
-// for another worker to claim at once. A released job is pending again at
+// for another worker to claim at once — spending the attempt, as any
+// failure does: a handler ran it, so one on its last attempt is dead
+// (a Grace above the longest handler spares it). A released job is pending again at
 // its priority with its attempt not spent: no handler ran it, so even one
 // claimed for its last attempt gets that attempt from the next worker
 // (its attempts still count up — they are the lease tokens — and its

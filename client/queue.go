@@ -20,7 +20,8 @@ import (
 // fields take the defaults below.
 type Policy struct {
 	// Lease is how long a claimed job is the claimer's before another
-	// worker may claim it; DefaultLease when 0. Whole milliseconds.
+	// worker may claim it; DefaultLease when 0. Whole milliseconds,
+	// rounded up.
 	Lease time.Duration
 	// MaxAttempts is how many times a job is claimed before a failure
 	// makes it dead; DefaultMaxAttempts when 0.
@@ -88,10 +89,15 @@ func (c *Client) Queue(name string, minter *ids.Minter, p Policy) (*Queue, error
 	if err := checkName(name, "queue"); err != nil {
 		return nil, err
 	}
-	if p.Lease <= 0 {
+	if p.Lease < 0 || p.MaxAttempts < 0 || p.Keep < 0 {
+		// 0 is each one's default: a negative one is a mistake, not a wish for it
+		return nil, emqerrors.New(emqerrors.Shape, "queue: a policy's Lease, MaxAttempts and Keep are not negative (0 for the default); got %v, %d and %v",
+			p.Lease, p.MaxAttempts, p.Keep)
+	}
+	if p.Lease == 0 {
 		p.Lease = DefaultLease
 	}
-	if p.MaxAttempts <= 0 {
+	if p.MaxAttempts == 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}
 	if p.Backoff == nil {
@@ -126,7 +132,10 @@ var ErrExists = errors.New("client: the job exists")
 
 // Enqueue mints a job id and admits the job with payload: claimable at
 // once at priority 0, or as opts say ([At], [After], [Priority]). Without
-// options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE.
+// options it is EMQ.ENQUEUE, with any EMQ.SCHEDULE. The minted id comes
+// with an error too: after a reply lost on the way the job may be
+// admitted or not, and [Queue.Admit] of that id and payload tells
+// (false: it was); after a refusal nothing was written under it.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (ids.ID, error) {
 	if err := q.checkMinter(); err != nil {
 		return ids.ID{}, err

@@ -284,6 +284,17 @@ func TestQueueMisuseIsRefused(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, admitted, "Admit takes an id minted elsewhere")
 			})
+			t.Run("a negative policy number is refused, not taken for the default", func(t *testing.T) {
+				for _, p := range []Policy{{Lease: -time.Second}, {MaxAttempts: -5}, {Keep: -time.Second}} {
+					_, err := n.c.Queue("negative", n.m, p)
+					requireRefusal(t, err, emqerrors.Shape)
+					assert.Contains(t, err.Error(), "not negative (0 for the default)")
+				}
+				q, err := n.c.Queue("zero", n.m, Policy{})
+				require.NoError(t, err)
+				assert.Equal(t, DefaultLease, q.Policy().Lease)
+				assert.Equal(t, DefaultMaxAttempts, q.Policy().MaxAttempts)
+			})
 			t.Run("a nil enqueue option is ignored", func(t *testing.T) {
 				q := newQueue(t, n, "nil-option", Policy{})
 				enqueue := map[string]func(opts ...EnqueueOption) (ids.ID, error){

@@ -88,6 +88,9 @@ type settlement struct {
 	release bool
 	// handBack marks a job given back unfinished (its log said so).
 	handBack bool
+	// leaseLost marks a job whose lease the worker gave up before: a
+	// refusal of its settlement is expected, not an error of the worker.
+	leaseLost bool
 
 	state State // where it sent the job: StateDone for an ack
 	err   error // its refusal, or the error of a round trip that failed

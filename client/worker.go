@@ -54,10 +54,13 @@ type WorkOptions struct {
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
-	// 0, so another worker claims them at once.
+	// 0, spending their attempt as any failure does (their handlers ran):
+	// another worker claims them at once while attempts remain, and one on
+	// its last attempt is dead. A Grace above the longest handler spares
+	// them.
 	Grace time.Duration
-	// Logger receives one record per job (debug: claimed, acked; warn:
-	// failed, dead, handed back, lease lost; error: a call that failed, a
+	// Logger receives one record per job (debug: claimed, acked; info:
+	// released; warn: failed, dead, failed at shutdown, lease lost; error: a call that failed, a
 	// handler's panic with its stack). Nil logs nothing.
 	Logger *slog.Logger
 }
@@ -77,17 +80,20 @@ var (
 	// ErrLeaseLost: the server refused to extend the lease (EMQLEASE), or
 	// no extension was confirmed before the last deadline the server
 	// confirmed, less a tenth of the lease; the job may be another
-	// worker's now, and its Ack will be refused.
+	// worker's now, and then its Ack is refused. (An ack the server takes
+	// all the same — no sweep requeued the job since its lease passed —
+	// completes it: the lease token, the attempt, is still this one.)
 	ErrLeaseLost = errors.New("client: the job's lease was lost")
 	// ErrShutdown: the worker stopped and the grace period passed; the job
-	// was failed with backoff 0.
+	// was failed with backoff 0 (dead if that was its last attempt).
 	ErrShutdown = errors.New("client: the worker shut down")
 )
 
 // Work claims jobs of q and runs h on each until ctx ends, then stops
 // claiming, releases the jobs no handler has started (pending again, their
 // attempts not spent), lets the running handlers finish for up to
-// opts.Grace, fails the rest with backoff 0 and returns. Each held job's
+// opts.Grace, fails the rest with backoff 0 (a job on its last attempt
+// is then dead) and returns. Each held job's
 // lease is extended until its handler returns; a job whose handler returns
 // nil is acknowledged, one whose handler fails or panics is failed with
 // the policy's backoff.
@@ -133,7 +139,13 @@ func checkWork(h Handler, opts WorkOptions, q *Queue) error {
 func (q *Queue) checkPolicy() error {
 	id, _ := ids.New(ids.Job, 0, 0, 0)
 	probe := []settlement{{job: &Job{q: q, ID: id, Attempt: 1}}}
-	return check(emq.Settle, q.settleCall(probe, maxClaimCount).line()...)
+	err := check(emq.Settle, q.settleCall(probe, maxClaimCount).line()...)
+	var r *emqerrors.Refusal
+	if errors.As(err, &r) {
+		// the probe's words (settlement 1) name no call the caller made
+		return emqerrors.New(r.Code, "work: the queue's policy is out of the verbs' range (%s)", strings.TrimPrefix(r.Msg, "settlement 1: "))
+	}
+	return err
 }
 
 // maxClaimCount is the most jobs one claim may ask for (docs/commands.md).
@@ -411,6 +423,7 @@ func (w *worker) finish(hj *heldJob, err error) {
 	w.running--
 	w.release(hj, jobFinished)
 	if !hj.settled {
+		s.leaseLost = hj.lost
 		w.finished = append(w.finished, s)
 	}
 	w.settleWake.Signal() // an outcome to send, or room to claim into
@@ -476,7 +489,7 @@ func (w *worker) setDry(dry bool) {
 // handBack gives hj back for another worker to claim at once: a job no
 // handler started is released, its attempt not spent; a running one,
 // whose handler outlived the grace period, is failed with backoff 0 and
-// ErrShutdown's text. w.mu is held.
+// ErrShutdown's text — dead on its last attempt. w.mu is held.
 func (w *worker) handBack(hj *heldJob) {
 	s := settlement{job: &hj.job, handBack: true}
 	if hj.state == jobRunning {
@@ -493,7 +506,7 @@ func (w *worker) handBack(hj *heldJob) {
 	w.finished = append(w.finished, s)
 	w.settleWake.Signal()
 	if s.fail {
-		w.log.Warn("handed back", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", s.cause)
+		w.log.Warn("failed at shutdown", "job", hj.job.ID, "attempt", hj.job.Attempt, "err", s.cause)
 	} else {
 		w.log.Info("released", "job", hj.job.ID, "attempt", hj.job.Attempt)
 	}
@@ -674,15 +687,17 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 func (w *worker) logSettled(s *settlement) {
 	j := s.job
 	switch {
+	case s.err != nil && s.leaseLost && emqerrors.CodeOf(s.err) != 0:
+		w.log.Warn("refused after the lease was lost", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil && s.fail:
 		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", s.cause, "err", s.err)
 	case s.err != nil && s.release:
 		w.log.Error("release", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil:
 		w.log.Error("ack", "job", j.ID, "attempt", j.Attempt, "err", s.err)
-	case s.handBack:
-	case s.state == StateDead:
+	case s.state == StateDead: // a job failed at shutdown too, on its last attempt
 		w.log.Warn("dead", "job", j.ID, "attempt", j.Attempt, "err", s.cause)
+	case s.handBack:
 	case s.fail:
 		w.log.Warn("failed", "job", j.ID, "attempt", j.Attempt, "state", string(s.state), "err", s.cause)
 	case w.log.Enabled(w.base, slog.LevelDebug):

@@ -270,6 +270,8 @@ func TestWork(t *testing.T) {
 				require.NoError(t, stop())
 				assert.Contains(t, logs.String(), "lease lost")
 				assert.Contains(t, logs.String(), "EMQLEASE", "its fail is refused too")
+				assert.Contains(t, logs.String(), `level=WARN msg="refused after the lease was lost"`)
+				assert.NotContains(t, logs.String(), "level=ERROR", "a refusal expected once the lease was lost is no error of the worker")
 			})
 			t.Run("a worker killed mid-job loses the job to the next, whose attempt 2 wins", func(t *testing.T) {
 				q := newQueue(t, n, "killed", Policy{Lease: 150 * time.Millisecond})
@@ -353,6 +355,26 @@ func TestWork(t *testing.T) {
 					assert.Equal(t, ErrShutdown.Error(), str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
 				}
 			})
+			t.Run("a hung job on its last attempt is dead at shutdown, as any last failure", func(t *testing.T) {
+				q := newQueue(t, n, "shutdown-last", Policy{Lease: time.Minute, MaxAttempts: 1})
+				id, err := q.Enqueue(ctx(t), []byte("hangs"))
+				require.NoError(t, err)
+				started := make(chan struct{})
+				release := make(chan struct{})
+				defer close(release)
+				var logs logBuffer
+				stop := working(t, q, func(ctx context.Context, j *Job) error {
+					close(started)
+					<-release // ignores the end of its context
+					return nil
+				}, WorkOptions{Poll: 50 * time.Millisecond, Grace: 50 * time.Millisecond, Logger: logs.logger()})
+				<-started
+				require.NoError(t, stop())
+				eventually(t, "the log says it died", func() bool { return strings.Contains(logs.String(), "msg=dead") })
+				assert.Contains(t, logs.String(), `msg="failed at shutdown"`)
+				assert.Equal(t, []string{id.String()}, jobsIn(t, n, q, "dead"), "its one attempt spent")
+				assert.Equal(t, ErrShutdown.Error(), str(t, n, "HGET", keys.Job(q.name, id.String()), "error"))
+			})
 			t.Run("a refused claim stops the worker with the refusal", func(t *testing.T) {
 				must(t, n.s, "SET", keys.Pending("refused"), "x")
 				q := newQueue(t, n, "refused", Policy{})
@@ -363,6 +385,7 @@ func TestWork(t *testing.T) {
 				q := newQueue(t, n, "out-of-range", Policy{Keep: time.Duration(1<<41) * time.Millisecond})
 				err := q.Work(ctx(t), func(context.Context, *Job) error { return nil }, WorkOptions{})
 				requireRefusal(t, err, emqerrors.Shape)
+				assert.Regexp(t, `^EMQSHAPE work: the queue's policy is out of the verbs' range \(keep_ms .*\)$`, err.Error(), "no word of the probe")
 			})
 			t.Run("jobs start in the order they were enqueued", func(t *testing.T) {
 				q := newQueue(t, n, "fifo", Policy{})
