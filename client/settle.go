@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/echomq/emq/emq"
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -54,6 +55,8 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 	ss := make([]settlement, len(settlements))
 	for i, s := range settlements {
 		switch {
+		case s.Job == nil:
+			return nil, nil, emqerrors.New(emqerrors.Shape, "settle: settlement %d names no job", i+1)
 		case s.Release:
 			ss[i] = settlement{job: s.Job, release: true}
 		case s.Err != nil:
