@@ -938,15 +938,7 @@ func TestCLIUnreadableQueue(t *testing.T) {
 // queues and stats print what the others hold, name the primary on stderr
 // and exit 1 — never a complete-looking table and exit 0.
 func TestCLIPrimaryDown(t *testing.T) {
-	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
-	queuetest.Fill(t, cl.Client())
-	down := cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
-	var seed string
-	for _, p := range cl.Primaries {
-		if p != down {
-			seed = p.Addr
-		}
-	}
+	down, seed := emailsPrimary(t, valkeytest.Options{})
 	down.Stop()
 	for _, c := range []struct{ args, stdout []string }{
 		{[]string{"queues"}, []string{"QUEUE "}},
@@ -964,21 +956,29 @@ func TestCLIPrimaryDown(t *testing.T) {
 	}
 }
 
+// emailsPrimary starts a 3-primary cluster of opts holding the fixture,
+// and returns the primary serving the emails queue and the address of
+// another.
+func emailsPrimary(t *testing.T, opts valkeytest.Options) (down *valkeytest.Server, seed string) {
+	t.Helper()
+	cl := valkeytest.StartCluster(t, 3, 0, opts)
+	queuetest.Fill(t, cl.Client())
+	down = cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
+	for _, p := range cl.Primaries {
+		if p != down {
+			seed = p.Addr
+		}
+	}
+	return down, seed
+}
+
 // TestCLIDashFindsARestartedPrimary: a primary the cluster marked failed,
 // which the dashboard's client then dropped from its slot map, is read
 // again once it is back — a long-running dash never reads a cluster as it
 // was.
 func TestCLIDashFindsARestartedPrimary(t *testing.T) {
 	// partial coverage: the other primaries serve while one is failed
-	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{Config: []string{"appendonly", "yes", "cluster-require-full-coverage", "no"}})
-	queuetest.Fill(t, cl.Client())
-	down := cl.Owner(t, cl.Slot(t, "emq:{emails}:pending"))
-	var seed string
-	for _, p := range cl.Primaries {
-		if p != down {
-			seed = p.Addr
-		}
-	}
+	down, seed := emailsPrimary(t, valkeytest.Options{Config: []string{"appendonly", "yes", "cluster-require-full-coverage", "no"}})
 	dash := serving(t, seed, "dash", "--listen", "127.0.0.1:0")
 	page := func() string { _, body := fetch(t, dash); return body }
 	require.Contains(t, page(), `href="/queues/emails"`)
