@@ -148,6 +148,20 @@ func unknownCommand(err error) bool {
 	return ok && strings.HasPrefix(verr.Error(), "unknown command")
 }
 
+// passing reports whether err is a reply of a cluster in passing: a slot
+// migrating (TRYAGAIN), the cluster down for a failover (CLUSTERDOWN), a
+// node loading or cut off from its primary (LOADING, MASTERDOWN), a wait
+// ended by a failover (UNBLOCKED). The same call goes through later; a
+// worker logs it as a warning, not an error.
+func passing(err error) bool {
+	verr, ok := valkey.IsValkeyErr(err)
+	if !ok {
+		return false
+	}
+	word, _, _ := strings.Cut(verr.Error(), " ")
+	return verr.IsTryAgain() || verr.IsClusterDown() || verr.IsLoading() || word == "MASTERDOWN" || word == "UNBLOCKED"
+}
+
 // refusal turns an error reply whose first word is a refusal code
 // into a *errors.Refusal, so errors.Is(err, errors.Kind) works; other errors
 // are returned unchanged. TRYAGAIN stays the server's error, as MOVED and

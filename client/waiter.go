@@ -69,7 +69,7 @@ func (w *worker) waitLoop() {
 			w.sleep(pause) // the nodes may redirect to each other until both know
 			pause = min(2*pause, w.opts.Poll)
 		case err != nil:
-			w.log.Error("blocking claim", "err", err)
+			w.logCall("blocking claim", err)
 			b.close(true) // a broken connection is not used again
 			w.sleep(pause)
 			pause = min(2*pause, w.opts.Poll)

@@ -626,7 +626,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	case emqerrors.CodeOf(err) != 0:
 		w.log.Error("claim refused", "err", err)
 	case err != nil:
-		w.log.Error("claim", "err", err)
+		w.logCall("claim", err)
 	}
 	w.logClaimed(claimed)
 	w.mu.Lock()
@@ -642,7 +642,10 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 		if !w.graceOver && now.Before(s.job.held.deadline) {
 			s.err = nil
 			w.finished = append(w.finished, *s)
+			continue
 		}
+		// its lease passed: another worker may hold the job, and runs it again
+		w.log.Warn("settlement dropped: the server did not take it within the lease", "job", s.job.ID, "attempt", s.job.Attempt, "err", s.err)
 	}
 	w.take(claimed, sent)
 	switch {
@@ -683,11 +686,24 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 	}
 }
 
+// logCall logs a call that failed: a warning when the cluster is in
+// passing (a slot migrating, a failover), which the next call outlives;
+// an error otherwise.
+func (w *worker) logCall(call string, err error) {
+	if passing(err) {
+		w.log.Warn(call, "err", err)
+		return
+	}
+	w.log.Error(call, "err", err)
+}
+
 // logSettled logs one settlement's outcome.
 func (w *worker) logSettled(s *settlement) {
 	j := s.job
 	switch {
-	case s.err != nil && s.leaseLost && emqerrors.CodeOf(s.err) != 0:
+	case s.err != nil && emqerrors.CodeOf(s.err) == 0:
+		// the round trip failed: settled sends it again, or says it dropped it
+	case s.err != nil && s.leaseLost:
 		w.log.Warn("refused after the lease was lost", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil && s.fail:
 		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", s.cause, "err", s.err)

@@ -174,8 +174,11 @@ func run(ctx context.Context, args []string, e env) int {
 	defer s.close()
 	if err := cmd.run(ctx, s, pos); err != nil {
 		hint := ""
-		if serverRefused(err, "READONLY") {
+		switch {
+		case serverRefused(err, "READONLY"):
 			hint = " (--addr names a replica: actions go to its primary)"
+		case serverRefused(err, "TRYAGAIN"):
+			hint = " (the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)"
 		}
 		fmt.Fprintf(e.stderr, "emq %s: %s%s\n", cmd.name, terminalText(err.Error()), hint)
 		return exitCode(err)

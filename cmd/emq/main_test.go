@@ -972,6 +972,31 @@ func emailsPrimary(t *testing.T, opts valkeytest.Options) (down *valkeytest.Serv
 	return down, seed
 }
 
+// TestCLIMigratingSlot: a job read while its queue's slot is half moved
+// meets the server's TRYAGAIN, with a hint to run it again once the slot
+// has moved.
+func TestCLIMigratingSlot(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	f := queuetest.Fill(t, cl.Client())
+	slot := cl.Slot(t, "emq:{emails}:pending")
+	from := cl.Owner(t, slot)
+	var to *valkeytest.Server
+	for _, p := range cl.Primaries {
+		if p != from {
+			to = p
+		}
+	}
+	s := strconv.Itoa(slot)
+	require.NoError(t, to.Do("CLUSTER", "SETSLOT", s, "IMPORTING", cl.ID(t, from)).Error())
+	require.NoError(t, from.Do("CLUSTER", "SETSLOT", s, "MIGRATING", cl.ID(t, to)).Error())
+	row := keys.Job("emails", f.EmailsDead[0].String())
+	require.NoError(t, from.Do("MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", row).Error())
+	r := emq(t, from.Addr, "job", "emails", f.EmailsDead[0].String())
+	assert.Equal(t, exitFailed, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "TRYAGAIN")
+	assert.Contains(t, r.stderr, "(the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)")
+}
+
 // TestCLIDashFindsARestartedPrimary: a primary the cluster marked failed,
 // which the dashboard's client then dropped from its slot map, is read
 // again once it is back — a long-running dash never reads a cluster as it
