@@ -60,8 +60,10 @@ type WorkOptions struct {
 	// them.
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; info:
-	// released; warn: failed, dead, failed at shutdown, lease lost; error: a call that failed, a
-	// handler's panic with its stack). Nil logs nothing.
+	// released; warn: failed, dead, failed at shutdown, lease lost, a
+	// settlement refused after its lease was lost or dropped when its
+	// lease passed, a call the cluster answered in passing; error: a call
+	// that failed, a handler's panic with its stack). Nil logs nothing.
 	Logger *slog.Logger
 }
 
