@@ -215,7 +215,7 @@ func TestCLIReads(t *testing.T) {
 // readOnlyUser is docs/OPERATIONS.md's ACL rules for a user who reads
 // queues and never changes them.
 var readOnlyUser = []string{"on", "nopass", "resetkeys", "%R~*", "+@read", "+@connection", "+multi", "+exec", "+info", "+role",
-	"+cluster|slots", "+cluster|shards", "+cluster|nodes"}
+	"+cluster|slots", "+cluster|shards", "+cluster|nodes", "+emq.caps", "+emq.repeats"}
 
 // TestCLIActions: revive by id and --all through EMQ.REVIVE, enqueue, and
 // the exit codes a script tests.
