@@ -424,10 +424,7 @@ func TestNodeThatLoadsTheModuleIsUsedNativelyAfterRecheck(t *testing.T) {
 // written.
 func TestCapsNotGrantedIsNoPerm(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	must(t, s, "ACL", "SETUSER", "nocaps", "on", ">pw", "+@all", "-emq.caps", "~*")
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "nocaps", Password: "pw", DisableCache: true})
-	require.NoError(t, err)
-	defer vk.Close()
+	vk := s.ClientAs(t, "nocaps", "+@all", "-emq.caps", "~*")
 	m, err := ids.NewMinter(6)
 	require.NoError(t, err)
 	_, err = New(vk).Enqueue(ctx(t), "q", m.Mint(ids.Job), []byte("p"))

@@ -629,12 +629,9 @@ func TestClaimScriptMeetsACLAtTheDerivedRow(t *testing.T) {
 	s, m := moduleless(t)
 	q := queue{t: t, s: s, name: "acl", m: m}
 	allowed, denied := q.enqueue("a"), q.enqueue("b")
-	must(t, s, "ACL", "SETUSER", "sets", "on", ">pw", "+@all", "~"+q.set("config"), "~"+q.row(allowed),
+	vk := s.ClientAs(t, "sets", "+@all", "~"+q.set("config"), "~"+q.row(allowed),
 		"~"+q.set("pending"), "~"+q.set("active"), "~"+q.set("delayed"), "~"+q.set("dead"))
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "sets", Password: "pw", DisableCache: true})
-	require.NoError(t, err)
-	defer vk.Close()
-	err = valkey.NewLuaScript(ClaimScript).Exec(ctx(t), vk,
+	err := valkey.NewLuaScript(ClaimScript).Exec(ctx(t), vk,
 		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "2", "3"}).Error()
 	require.Error(t, err)
 	// Redis 7.0 words the same refusal as "The user executing the script

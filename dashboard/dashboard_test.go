@@ -258,10 +258,7 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, "is not a job id")
 	})
 	t.Run("search as a user granted one queue's keys names the queues it may not read", func(t *testing.T) {
-		require.NoError(t, s.Do("ACL", "SETUSER", "invoices", "on", ">pw", "+@all", "~"+keys.Set("invoices", "*")).Error())
-		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "invoices", Password: "pw", DisableCache: true})
-		require.NoError(t, err)
-		t.Cleanup(vk.Close)
+		vk := s.ClientAs(t, "invoices", "+@all", "~"+keys.Set("invoices", "*"))
 		code, body := serveDashboard(t, vk, Config{}).get(t, "/search?id="+f.PaymentsPending[0].String())
 		assert.Equal(t, http.StatusOK, code)
 		// the queues earlier cases made are named too; never the one it may read

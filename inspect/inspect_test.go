@@ -164,10 +164,7 @@ func TestReadingQueues(t *testing.T) {
 		assert.Empty(t, found)
 	})
 	t.Run("search as a user granted one queue's keys names the queues it may not read", func(t *testing.T) {
-		require.NoError(t, s.Do("ACL", "SETUSER", "emails", "on", ">pw", "+@all", "~"+keys.Set("emails", "*")).Error())
-		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "emails", Password: "pw", DisableCache: true})
-		require.NoError(t, err)
-		defer vk.Close()
+		vk := s.ClientAs(t, "emails", "+@all", "~"+keys.Set("emails", "*"))
 		found, unreadable, err := fixed(vk).Find(ctx(t), f.PaymentsPending[1].String())
 		require.NoError(t, err, "a queue it may not read is no failure of the search")
 		assert.Empty(t, found)

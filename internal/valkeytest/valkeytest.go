@@ -238,6 +238,23 @@ func (s *Server) Client() valkey.Client {
 	return s.client
 }
 
+// ClientAs makes user an ACL user of rules (on, with no password) and
+// returns a client of the server logged in as that user, closed when the
+// test ends.
+func (s *Server) ClientAs(t testing.TB, user string, rules ...string) valkey.Client {
+	t.Helper()
+	if err := s.Do(append([]string{"ACL", "SETUSER", user, "on", "nopass"}, rules...)...).Error(); err != nil {
+		t.Fatalf("valkeytest: ACL SETUSER %s: %v", user, err)
+	}
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: user, Password: "x",
+		DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatalf("valkeytest: client of %s as %s: %v", s.Addr, user, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // Do sends one command and returns its result.
 func (s *Server) Do(args ...string) valkey.ValkeyResult {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

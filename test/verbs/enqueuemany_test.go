@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -110,11 +109,8 @@ func TestEnqueueManyRefusesARowOutsideTheACLInItsPlace(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("acl")
 	allowed, denied := jobN(1), jobN(2)
-	must(t, s, "ACL", "SETUSER", "producer", "on", "nopass", "+@all", "~"+q.pending, "~"+q.delayed, "~"+q.job(allowed))
+	c := s.ClientAs(t, "producer", "+@all", "~"+q.pending, "~"+q.delayed, "~"+q.job(allowed))
 	must(t, s, "ACL", "LOG", "RESET")
-	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, Username: "producer", Password: "x", DisableCache: true})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
 	got, err := c.Do(t.Context(), c.B().Arbitrary(q.enqueueMany(0, 0, allowed, "a", denied, "d")...).Build()).ToArray()
 	require.NoError(t, err)
 	require.Len(t, got, 2)
