@@ -170,7 +170,6 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(AvoidReplicaTraffic);
     FETCH(GetSelectedDb);
     FETCH(SelectDb);
-    FETCH(BlockClientOnKeysWithFlags);
     FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);
     FETCH(SignalKeyAsReady);

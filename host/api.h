@@ -137,10 +137,6 @@ typedef struct {
     int (*AvoidReplicaTraffic)(void);
     int (*GetSelectedDb)(ValkeyModuleCtx *);
     int (*SelectDb)(ValkeyModuleCtx *, int);
-    ValkeyModuleBlockedClient *(*BlockClientOnKeysWithFlags)(ValkeyModuleCtx *, cmd_func, cmd_func,
-                                                             void (*)(ValkeyModuleCtx *, void *), long long,
-                                                             ValkeyModuleString **, int, void *, int);
-    // Redis 7.0 has no WithFlags: its waiters are not woken by a deletion.
     ValkeyModuleBlockedClient *(*BlockClientOnKeys)(ValkeyModuleCtx *, cmd_func, cmd_func,
                                                     void (*)(ValkeyModuleCtx *, void *), long long, ValkeyModuleString **,
                                                     int, void *);

@@ -7,14 +7,12 @@
 #include "api.h"
 #include "_cgo_export.h"
 
-#define BLOCK_UNBLOCK_DELETED (1 << 0)
-
 int emq_queues_waited;
 
 // emq_may_block reports whether the command in ctx may block: not inside
 // MULTI/EXEC or a script, nor for a client that may not block.
 int emq_may_block(ValkeyModuleCtx *ctx) {
-    if (!api.GetContextFlags || !(api.BlockClientOnKeysWithFlags || api.BlockClientOnKeys)) return 0;
+    if (!api.GetContextFlags || !api.BlockClientOnKeys) return 0;
     return !(api.GetContextFlags(ctx) & (CTX_FLAGS_LUA | CTX_FLAGS_MULTI | CTX_FLAGS_DENY_BLOCKING));
 }
 
@@ -53,18 +51,16 @@ static int timed_out(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) 
 // unblocked, disconnected or killed.
 static void ended(ValkeyModuleCtx *ctx, void *waiter) { emqWaitEnded(ctx, (uint64_t)(uintptr_t)waiter); }
 
-// emq_block keeps the call's client waiting on key k: woken when k is
-// signalled, or deleted, until timeout_ms (0: forever). The waiter, never
-// 0, is what the callbacks are given back. A server without
-// BlockClientOnKeysWithFlags (Redis 7.0) wakes it on a signal only; a
-// deletion leaves nothing to claim, so the waiter keeps waiting either way.
+// emq_block keeps the call's client waiting on key k, woken when k is
+// signalled, until timeout_ms (0: forever). The waiter, never 0, is what
+// the callbacks are given back. The server tries the key's waiters in turn
+// while the key exists: the claim that empties a pending set ends the
+// wake-up, and nobody behind it runs a claim that would find nothing. (Not
+// with BLOCK_UNBLOCK_DELETED: each waiter would be tried as the set went,
+// and again as its deletion is signalled.)
 int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter) {
-    void *pd = (void *)(uintptr_t)waiter;
-    ValkeyModuleBlockedClient *bc =
-        api.BlockClientOnKeysWithFlags
-            ? api.BlockClientOnKeysWithFlags(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1, pd,
-                                             BLOCK_UNBLOCK_DELETED)
-            : api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1, pd);
+    ValkeyModuleBlockedClient *bc = api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1,
+                                                          (void *)(uintptr_t)waiter);
     return bc ? 0 : -1;
 }
 

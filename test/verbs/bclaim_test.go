@@ -282,6 +282,35 @@ func TestBlockedWorkerIsWokenByAnEnqueueAtOnce(t *testing.T) {
 	require.Less(t, slices.Max(lat), time.Second, "the slowest wake-up, even on a loaded machine")
 }
 
+// TestAnIdleFleetTriesOneClaimAJob: of many workers waiting on a queue, a
+// job wakes the first, whose claim takes it; the claim that empties
+// pending ends the wake-up there, as a built-in blocking pop's does — no
+// other waiter runs a claim that finds nothing, in that pass or in another
+// the emptied set would start. (Each idle claim costs the server a turn: a
+// fleet of thousands made every enqueue cost milliseconds.)
+func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const workers = 40
+	fleet := make([]*conn, workers)
+	for i := range fleet {
+		fleet[i] = blockB(t, s, 100_000, 0)
+	}
+	for i := range 3 {
+		before := s.Info("emq")
+		id := enqueueB(t, s, i)
+		got, err := fleet[i].read() // first come, first served
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+		after := s.Info("emq")
+		delta := func(field string) int64 {
+			return valkeytest.InfoInt(after, field) - valkeytest.InfoInt(before, field)
+		}
+		require.Equal(t, int64(1), delta("emq_wakeups_served"), "job %d: one wake-up served", i)
+		require.Zero(t, delta("emq_wakeups_idle"), "job %d: no claim of another waiter ran", i)
+	}
+	require.Equal(t, int64(workers-3), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the others wait on")
+}
+
 // waitingOnPending blocks a worker on queue b while its pending set exists,
 // so a write's signal serves it, not the key's creation (the server wakes a
 // key's waiters when it creates the key, on its own). The set holds an id
