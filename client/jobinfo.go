@@ -41,13 +41,15 @@ type JobInfo struct {
 	Result   []byte // an ack's result, nil when it was acked without one
 	Repeat   string // the repeat schedule that made the job, "" for none
 
-	// PayloadSize and ResultSize are the payload's and the result's
-	// lengths in bytes (HSTRLEN), read whether or not the value is.
-	PayloadSize, ResultSize int64
-	// PayloadUnread and ResultUnread say that [Queue.JobUpTo] left the
-	// value unread, it being longer than the limit: Payload or Result is
-	// then nil whatever the row holds.
-	PayloadUnread, ResultUnread bool
+	// PayloadSize, ResultSize and ErrorSize are the payload's, the
+	// result's and the error's lengths in bytes (HSTRLEN), read whether or
+	// not the value is.
+	PayloadSize, ResultSize, ErrorSize int64
+	// PayloadUnread, ResultUnread and ErrorUnread say that
+	// [Queue.JobUpTo] left the value unread, it being longer than the
+	// limit: Payload or Result is then nil, and Error "" (with HasError),
+	// whatever the row holds.
+	PayloadUnread, ResultUnread, ErrorUnread bool
 
 	// The times, each zero unless the job is in the set or has the expiry
 	// it is read from (server clock, millisecond precision).
@@ -58,7 +60,7 @@ type JobInfo struct {
 }
 
 // Job reads job id of the queue: its row (HMGET of the fields JobInfo
-// holds, HSTRLEN of its payload and result), its scores in the active,
+// holds, HSTRLEN of its payload, result and error), its scores in the active,
 // delayed and dead sets (ZSCORE) and its row's expiry (PEXPIRETIME), in
 // one MULTI/EXEC so they agree. No verb is involved: every node answers
 // alike. A job whose row is gone — acked without Keep, removed, expired —
@@ -68,57 +70,70 @@ func (q *Queue) Job(ctx context.Context, id ids.ID) (*JobInfo, error) {
 	if id.NS != ids.Job {
 		return nil, emq.ErrJobKind
 	}
-	return q.job(ctx, id, false, false)
+	return q.job(ctx, id, unread{})
 }
 
-// JobUpTo reads job id as [Queue.Job] does, except that a payload or a
-// result longer than limit bytes is left unread (PayloadUnread,
-// ResultUnread) — a large value is not carried across, nor held on the
-// server's thread as one reply, to show a part of it. It takes one more
-// round trip, the HSTRLEN of both before the read; a value that grows
-// past limit between the two is read all the same.
+// JobUpTo reads job id as [Queue.Job] does, except that a payload, a
+// result or an error longer than limit bytes is left unread
+// (PayloadUnread, ResultUnread, ErrorUnread) — a large value is not
+// carried across, nor held on the server's thread as one reply, to show a
+// part of it. A failure's text may be as long as its worker made it: an
+// upstream answer, a stack. It takes one more round trip, the HSTRLEN of
+// the three before the read; a value that grows past limit between the
+// two is read all the same.
 func (q *Queue) JobUpTo(ctx context.Context, id ids.ID, limit int64) (*JobInfo, error) {
 	if id.NS != ids.Job {
 		return nil, emq.ErrJobKind
 	}
 	key := keys.Job(q.name, id.String())
 	b := q.c.vk.B()
-	sizes := q.c.vk.DoMulti(ctx, b.Hstrlen().Key(key).Field("payload").Build(), b.Hstrlen().Key(key).Field("result").Build())
-	var n [2]int64
-	for i, r := range sizes {
-		var err error
-		if n[i], err = r.AsInt64(); err != nil {
+	cmds := make(valkey.Commands, len(sizedFields))
+	for i, f := range sizedFields {
+		cmds[i] = b.Hstrlen().Key(key).Field(f).Build()
+	}
+	var skip unread
+	for i, r := range q.c.vk.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if err != nil {
 			return nil, refusal(err)
 		}
+		skip[i] = n > limit
 	}
-	return q.job(ctx, id, n[0] > limit, n[1] > limit)
+	return q.job(ctx, id, skip)
 }
 
-// rowFields are the fields of a job's row that JobInfo holds; payload and
-// result come last, so a read can leave them out.
-var rowFields = []string{"state", "attempts", "revived", "priority", "error", "repeat", "payload", "result"}
+// sizedFields are the fields of a job's row whose length JobInfo holds,
+// in unread's order; they come last in rowFields, so a read can leave
+// them out.
+var sizedFields = []string{"payload", "result", "error"}
 
-// job reads job id, a JOB id, its payload and result unless skipped.
-func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool) (*JobInfo, error) {
+// rowFields are the fields of a job's row that JobInfo holds.
+var rowFields = append([]string{"state", "attempts", "revived", "priority", "repeat"}, sizedFields...)
+
+// unread says which of sizedFields a read leaves out.
+type unread [3]bool
+
+// job reads job id, a JOB id, but for the fields skip leaves out.
+func (q *Queue) job(ctx context.Context, id ids.ID, skip unread) (*JobInfo, error) {
 	key, text := keys.Job(q.name, id.String()), id.String()
-	fields := slices.Clip(rowFields[:len(rowFields)-2]) // appends copy, never write rowFields
-	if !skipPayload {
-		fields = append(fields, "payload")
-	}
-	if !skipResult {
-		fields = append(fields, "result")
+	fields := slices.Clip(rowFields[:len(rowFields)-len(sizedFields)]) // appends copy, never write rowFields
+	for i, f := range sizedFields {
+		if !skip[i] {
+			fields = append(fields, f)
+		}
 	}
 	b := q.c.vk.B()
-	replies := q.c.vk.DoMulti(ctx,
-		b.Multi().Build(),
-		b.Hmget().Key(key).Field(fields...).Build(),
-		b.Hstrlen().Key(key).Field("payload").Build(),
-		b.Hstrlen().Key(key).Field("result").Build(),
+	cmds := valkey.Commands{b.Multi().Build(), b.Hmget().Key(key).Field(fields...).Build()}
+	for _, f := range sizedFields {
+		cmds = append(cmds, b.Hstrlen().Key(key).Field(f).Build())
+	}
+	cmds = append(cmds,
 		b.Zscore().Key(q.active).Member(text).Build(),
 		b.Zscore().Key(q.delayed).Member(text).Build(),
 		b.Zscore().Key(q.dead).Member(text).Build(),
 		b.Pexpiretime().Key(key).Build(),
 		b.Exec().Build())
+	replies := q.c.vk.DoMulti(ctx, cmds...)
 	for _, r := range replies[:len(replies)-1] { // MULTI's OK and the QUEUEDs
 		if err := r.Error(); err != nil {
 			return nil, refusal(err)
@@ -128,8 +143,8 @@ func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool
 	if err != nil {
 		return nil, refusal(err)
 	}
-	if len(got) != 7 {
-		return nil, fmt.Errorf("client: EXEC replied %d results for 7 commands", len(got))
+	if want := len(cmds) - 2; len(got) != want {
+		return nil, fmt.Errorf("client: EXEC replied %d results for %d commands", len(got), want)
 	}
 	values, err := got[0].ToArray()
 	if err != nil {
@@ -144,12 +159,12 @@ func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool
 	if len(row) == 0 {
 		return nil, emqerrors.New(emqerrors.NoJob, "the job key names no job")
 	}
-	info := &JobInfo{ID: id, State: State(row["state"]), Payload: []byte(row["payload"]), Repeat: row["repeat"],
-		PayloadUnread: skipPayload, ResultUnread: skipResult}
-	if skipPayload {
-		info.Payload = nil
+	info := &JobInfo{ID: id, State: State(row["state"]), Repeat: row["repeat"],
+		PayloadUnread: skip[0], ResultUnread: skip[1], ErrorUnread: skip[2]}
+	if !skip[0] {
+		info.Payload = []byte(row["payload"])
 	}
-	for i, size := range []*int64{&info.PayloadSize, &info.ResultSize} {
+	for i, size := range []*int64{&info.PayloadSize, &info.ResultSize, &info.ErrorSize} {
 		if *size, err = got[1+i].AsInt64(); err != nil {
 			return nil, refusal(err)
 		}
@@ -160,15 +175,17 @@ func (q *Queue) job(ctx context.Context, id ids.ID, skipPayload, skipResult bool
 		info.Priority = int(p)
 	}
 	info.Error, info.HasError = row["error"]
+	info.HasError = info.HasError || info.ErrorUnread
 	if result, ok := row["result"]; ok {
 		info.Result = []byte(result)
 	}
+	times := got[1+len(sizedFields):]
 	for i, at := range []*time.Time{&info.Deadline, &info.Due, &info.Died} {
-		if *at, err = scoreTime(&got[3+i]); err != nil {
+		if *at, err = scoreTime(&times[i]); err != nil {
 			return nil, refusal(err)
 		}
 	}
-	if ms, err := got[6].AsInt64(); err != nil {
+	if ms, err := times[3].AsInt64(); err != nil {
 		return nil, refusal(err)
 	} else if ms > 0 {
 		info.Expires = time.UnixMilli(ms)

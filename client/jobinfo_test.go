@@ -63,6 +63,12 @@ func TestJobInfo(t *testing.T) {
 			assert.Equal(t, StateDead, info.State, "its one attempt spent")
 			assert.Equal(t, "boom", info.Error)
 			assert.True(t, info.HasError)
+			assert.Equal(t, int64(4), info.ErrorSize)
+			long := upTo(id, 3)
+			assert.True(t, long.ErrorUnread && long.HasError, "an error (4 bytes) above 3 is left unread, and is an error")
+			assert.Empty(t, long.Error)
+			assert.Equal(t, int64(4), long.ErrorSize)
+			assert.False(t, upTo(id, 4).ErrorUnread, "an error at the limit is read")
 			near(t, time.Now(), info.Died, "the time of death")
 			assert.True(t, info.Deadline.IsZero(), "out of active")
 

@@ -835,14 +835,34 @@ func TestThroughput(t *testing.T) {
 	})
 }
 
-// TestLargeValues: a job page reads a payload or a result up to
-// inspect.ValueLimit bytes; a longer one is named by its size, never
-// read.
+// TestLargeValues: a job page reads a payload, a result or an error up
+// to inspect.ValueLimit bytes, and a queue page an error; a longer one is
+// named by its size, never read. An error read is clipped.
 func TestLargeValues(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	big := queuetest.Large(t, s.Client(), "big", inspect.ValueLimit+1)
 	small := queuetest.Large(t, s.Client(), "small", inspect.ValueLimit)
+	bigErr := queuetest.LargeError(t, s.Client(), "bigerr", inspect.ValueLimit+1)
+	smallErr := queuetest.LargeError(t, s.Client(), "smallerr", inspect.ValueLimit)
 	w := serveDashboard(t, s.Client(), Config{})
+	t.Run("an error above the limit is named by its size", func(t *testing.T) {
+		code, body := w.get(t, "/queues/bigerr/jobs/"+bigErr.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<pre id="error">(65537 bytes, not shown: above 64 KiB)</pre>`)
+		assert.NotContains(t, body, "EEE")
+		code, body = w.get(t, "/queues/bigerr?state=dead")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<td class="error">(65537 bytes, not shown: above 64 KiB)</td>`, "in the listing")
+		assert.NotContains(t, body, "EEE")
+	})
+	t.Run("an error at the limit is clipped", func(t *testing.T) {
+		code, body := w.get(t, "/queues/smallerr/jobs/"+smallErr.String())
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<pre id="error">`+strings.Repeat("E", previewBytes-1)+"…</pre>")
+		code, body = w.get(t, "/queues/smallerr?state=dead")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<td class="error">`+strings.Repeat("E", 79)+"…</td>", "in the listing")
+	})
 	t.Run("values above the limit are named by their size", func(t *testing.T) {
 		code, body := w.get(t, "/queues/big/jobs/"+big.String())
 		require.Equal(t, http.StatusOK, code)

@@ -33,6 +33,7 @@ var funcs = template.FuncMap{
 	"relative": readable.Relative,
 	"time":     readable.Time,
 	"clip":     readable.Clip,
+	"unread":   inspect.Unread,
 	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
 	"jobs":     jobs,
 	"toggle":   func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
@@ -212,8 +213,11 @@ type jobBody struct {
 	Queue                   string
 	Minted                  time.Time
 	PayloadView, ResultView preview
-	HasResult               bool
-	Counted                 int64 // attempts its budget counts: Attempts − Revived
+	// ErrorView is the job's error, clipped, or what says it was left
+	// unread; "" for none.
+	ErrorView string
+	HasResult bool
+	Counted   int64 // attempts its budget counts: Attempts − Revived
 }
 
 // Tab is the queue page's tab listing the job: its state, or dead for a
@@ -233,7 +237,8 @@ type preview struct {
 	Clipped, Binary bool
 }
 
-// previewBytes is how much of a payload or result a job page shows.
+// previewBytes is how much of a payload, result or error a job page
+// shows.
 const previewBytes = 4096
 
 // previewOf previews value b of size bytes, or says it is unread.
@@ -267,9 +272,13 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	d.render(w, r, http.StatusOK, "job", "Job "+text, jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
+	body := jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
 		PayloadView: previewOf(j.Payload, j.PayloadSize, j.PayloadUnread), ResultView: previewOf(j.Result, j.ResultSize, j.ResultUnread),
-		HasResult: j.Result != nil || j.ResultUnread, Counted: j.Attempts - j.Revived})
+		ErrorView: readable.Clip(j.Error, previewBytes), HasResult: j.Result != nil || j.ResultUnread, Counted: j.Attempts - j.Revived}
+	if j.ErrorUnread {
+		body.ErrorView = inspect.Unread(j.ErrorSize)
+	}
+	d.render(w, r, http.StatusOK, "job", "Job "+text, body)
 }
 
 // searchBody is the search page's content.

@@ -14,15 +14,16 @@ import (
 // MaxPage is the most jobs one [Inspector.Jobs] call lists.
 const MaxPage = 1000
 
-// ValueLimit is the longest payload or result, in bytes, that an
+// ValueLimit is the longest payload, result or error, in bytes, that an
 // operator's view of one job (emq job, the dashboard's job page) reads
-// (client.Queue.JobUpTo): a longer one is not carried across — nor held
-// on the server's thread as one reply — to show its first characters. It
-// is named by its size ([Unread]); valkey-cli HGET reads it whole.
+// (client.Queue.JobUpTo), and the longest error a listing reads
+// ([Inspector.Jobs]): a longer one is not carried across — nor held on
+// the server's thread as one reply — to show its first characters. It is
+// named by its size ([Unread]); valkey-cli HGET reads it whole.
 const ValueLimit = 64 << 10
 
-// Unread is what a view of a job shows for a payload or result of size
-// bytes left unread, above [ValueLimit].
+// Unread is what a view of a job shows for a payload, result or error of
+// size bytes left unread, above [ValueLimit].
 func Unread(size int64) string {
 	return fmt.Sprintf("(%d bytes, not shown: above %d KiB)", size, ValueLimit>>10)
 }
@@ -40,7 +41,11 @@ type JobRow struct {
 	Row      bool
 	Attempts int64
 	Priority int64
-	Error    string
+	// Error is the last failure's text, "" when ErrorUnread: it is longer
+	// than [ValueLimit] (ErrorSize bytes), and not read.
+	Error       string
+	ErrorSize   int64
+	ErrorUnread bool
 	// PayloadSize is the payload's length in bytes.
 	PayloadSize int64
 	// Age is how long ago the id was minted (0 for a member that is not a
@@ -64,7 +69,8 @@ func scoreTime(st State, score int64) time.Time {
 // offset, and the number of jobs in that state: pending in claim order,
 // active by lease deadline, delayed by due time, dead newest first. Two
 // round trips: the page of the set (ZRANGE by rank, O(log N + limit)),
-// then one HMGET and one HSTRLEN per job, pipelined.
+// then one HMGET and two HSTRLEN per job, pipelined; and a third when
+// jobs have errors: an HGET of each up to [ValueLimit] bytes.
 func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset, limit int) ([]JobRow, int64, error) {
 	if offset < 0 || limit < 1 || limit > MaxPage {
 		return nil, 0, fmt.Errorf("inspect: a page is offset ≥ 0 and limit 1 … %d, not %d and %d", MaxPage, offset, limit)
@@ -87,28 +93,40 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 	if len(members) == 0 {
 		return nil, total, nil
 	}
-	cmds := make(valkey.Commands, 0, 2*len(members))
+	const per = 3 // the commands a job's fields take
+	cmds := make(valkey.Commands, 0, per*len(members))
 	for _, m := range members {
 		row := keys.Job(queue, m.Member)
-		cmds = append(cmds, in.vk.B().Hmget().Key(row).Field("attempts", "priority", "error").Build(),
-			in.vk.B().Hstrlen().Key(row).Field("payload").Build())
+		cmds = append(cmds, in.vk.B().Hmget().Key(row).Field("attempts", "priority").Build(),
+			in.vk.B().Hstrlen().Key(row).Field("payload").Build(),
+			in.vk.B().Hstrlen().Key(row).Field("error").Build())
 	}
 	replies := in.vk.DoMulti(ctx, cmds...)
 	now := in.opts.Now()
 	out := make([]JobRow, len(members))
+	var errs valkey.Commands // the errors to read, within ValueLimit
+	var erred []int          // whose
 	for i, m := range members {
 		j := JobRow{ID: m.Member, State: state, Score: int64(m.Score), Age: ageOf(m.Member, now)}
-		fields, err := replies[2*i].ToArray()
+		fields, err := replies[per*i].ToArray()
 		if err != nil {
 			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
 		}
 		j.Attempts, _ = fields[0].AsInt64()
 		j.Priority, _ = fields[1].AsInt64()
-		j.Error, _ = fields[2].ToString()
-		j.PayloadSize, _ = replies[2*i+1].AsInt64()
+		j.PayloadSize, _ = replies[per*i+1].AsInt64()
+		j.ErrorSize, _ = replies[per*i+2].AsInt64()
+		j.ErrorUnread = j.ErrorSize > ValueLimit
+		if j.ErrorSize > 0 && !j.ErrorUnread {
+			errs = append(errs, in.vk.B().Hget().Key(keys.Job(queue, m.Member)).Field("error").Build())
+			erred = append(erred, i)
+		}
 		// a row always has attempts: its absence is a dangling entry
 		j.Row = !fields[0].IsNil()
 		out[i] = j
+	}
+	for k, r := range in.vk.DoMulti(ctx, errs...) {
+		out[erred[k]].Error, _ = r.ToString() // gone since: none
 	}
 	return out, total, nil
 }

@@ -156,8 +156,9 @@ func TestCLIReads(t *testing.T) {
 				var j jobJSON
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
 				errText, payload := f.InvoicesDeadError, queuetest.InvoicePayload
+				errBytes := int64(len(errText))
 				assert.Equal(t, jobJSON{Queue: "invoices", ID: f.InvoicesDead.String(), State: "dead", Attempts: 1,
-					Error: &errText, Payload: &payload, PayloadBytes: int64(len(payload)), MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
+					Error: &errText, ErrorBytes: &errBytes, Payload: &payload, PayloadBytes: int64(len(payload)), MintedMs: queuetest.T0.Add(11 * time.Second).UnixMilli(),
 					DiedMs: queuetest.T0.Add(30 * time.Minute).UnixMilli()}, j)
 			})
 			t.Run("stats --json sums INFO emq over the primaries", func(t *testing.T) {
@@ -1196,9 +1197,9 @@ func TestCLIBulkStopped(t *testing.T) {
 	}
 }
 
-// TestCLILargeValues: emq job reads a payload or a result up to
-// inspect.ValueLimit bytes; a longer one is named by its size and never
-// read, and --json says so with its size.
+// TestCLILargeValues: emq job reads a payload, a result or an error up to
+// inspect.ValueLimit bytes, and emq jobs an error; a longer one is named
+// by its size and never read, and --json says so with its size.
 func TestCLILargeValues(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	big := queuetest.Large(t, s.Client(), "big", inspect.ValueLimit+1)
@@ -1229,6 +1230,51 @@ func TestCLILargeValues(t *testing.T) {
 		assert.Nil(t, j.Result)
 		assert.Equal(t, size, j.PayloadBytes)
 		assert.Equal(t, &size, j.ResultBytes)
+	})
+	bigErr := queuetest.LargeError(t, s.Client(), "bigerr", inspect.ValueLimit+1)
+	smallErr := queuetest.LargeError(t, s.Client(), "smallerr", inspect.ValueLimit)
+	t.Run("an error above the limit is named by its size", func(t *testing.T) {
+		unread := inspect.Unread(inspect.ValueLimit + 1)
+		r := emq(t, s.Addr, "job", "bigerr", bigErr.String())
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, unread)
+		assert.NotContains(t, r.stdout, "EEE")
+		r = emq(t, s.Addr, "jobs", "bigerr")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, unread, "in the listing")
+		assert.NotContains(t, r.stdout, "EEE")
+
+		r = emq(t, s.Addr, "job", "bigerr", bigErr.String(), "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var j jobJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		size := int64(inspect.ValueLimit + 1)
+		assert.True(t, j.ErrorUnread)
+		assert.Nil(t, j.Error)
+		assert.Equal(t, &size, j.ErrorBytes)
+		r = emq(t, s.Addr, "jobs", "bigerr", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var rows []jobRowJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+		require.Len(t, rows, 1)
+		assert.True(t, rows[0].ErrorUnread)
+		assert.Empty(t, rows[0].Error)
+	})
+	t.Run("an error at the limit is read", func(t *testing.T) {
+		r := emq(t, s.Addr, "job", "smallerr", smallErr.String(), "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var j jobJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		assert.False(t, j.ErrorUnread)
+		require.NotNil(t, j.Error)
+		assert.Len(t, *j.Error, inspect.ValueLimit)
+		r = emq(t, s.Addr, "jobs", "smallerr", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var rows []jobRowJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+		require.Len(t, rows, 1)
+		assert.False(t, rows[0].ErrorUnread)
+		assert.Len(t, rows[0].Error, inspect.ValueLimit)
 	})
 	t.Run("--json gives a value at the limit whole", func(t *testing.T) {
 		r := emq(t, s.Addr, "job", "small", small.String(), "--json")

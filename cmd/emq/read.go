@@ -116,16 +116,19 @@ due time or the time of death. Without --state every state is listed, up to
 
 // jobRowJSON is a job's line for scripts.
 type jobRowJSON struct {
-	ID           string `json:"id"`
-	State        string `json:"state"`
-	Score        int64  `json:"score"`
-	AtMs         int64  `json:"at_ms,omitempty"`
-	Attempts     int64  `json:"attempts"`
-	Priority     int64  `json:"priority"`
-	Error        string `json:"error,omitempty"`
-	PayloadBytes int64  `json:"payload_bytes"`
-	AgeMs        int64  `json:"age_ms"`
-	Dangling     bool   `json:"dangling,omitempty"`
+	ID       string `json:"id"`
+	State    string `json:"state"`
+	Score    int64  `json:"score"`
+	AtMs     int64  `json:"at_ms,omitempty"`
+	Attempts int64  `json:"attempts"`
+	Priority int64  `json:"priority"`
+	Error    string `json:"error,omitempty"`
+	// ErrorUnread is an error above inspect.ValueLimit: error is not
+	// given.
+	ErrorUnread  bool  `json:"error_unread,omitempty"`
+	PayloadBytes int64 `json:"payload_bytes"`
+	AgeMs        int64 `json:"age_ms"`
+	Dangling     bool  `json:"dangling,omitempty"`
 }
 
 func runJobs(ctx context.Context, s *session, args []string) error {
@@ -171,7 +174,7 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		out := make([]jobRowJSON, len(rows))
 		for i, r := range rows {
 			out[i] = jobRowJSON{ID: r.ID, State: string(r.State), Score: r.Score, Attempts: r.Attempts, Priority: r.Priority,
-				Error: r.Error, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row}
+				Error: r.Error, ErrorUnread: r.ErrorUnread, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row}
 			if at := r.At(); !at.IsZero() {
 				out[i].AtMs = at.UnixMilli()
 			}
@@ -188,8 +191,12 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		if at := r.At(); !at.IsZero() {
 			when = readable.Relative(at, now)
 		}
+		errText := dash(printable(readable.Clip(r.Error, 60)))
+		if r.ErrorUnread {
+			errText = inspect.Unread(r.ErrorSize)
+		}
 		t.row(string(r.State), printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
-			count(r.PayloadSize)+"B", dash(printable(readable.Clip(r.Error, 60))))
+			count(r.PayloadSize)+"B", errText)
 	}
 	return t.flush()
 }
@@ -235,13 +242,17 @@ func printables(queues []string) string {
 // comes as base64 instead. The times are Unix ms, each absent unless the
 // job has it.
 type jobJSON struct {
-	Queue         string  `json:"queue"`
-	ID            string  `json:"id"`
-	State         string  `json:"state"`
-	Attempts      int64   `json:"attempts"`
-	Revived       int64   `json:"revived"`
-	Priority      int     `json:"priority"`
-	Error         *string `json:"error,omitempty"`
+	Queue      string  `json:"queue"`
+	ID         string  `json:"id"`
+	State      string  `json:"state"`
+	Attempts   int64   `json:"attempts"`
+	Revived    int64   `json:"revived"`
+	Priority   int     `json:"priority"`
+	Error      *string `json:"error,omitempty"`
+	ErrorBytes *int64  `json:"error_bytes,omitempty"` // absent when there is no error
+	// ErrorUnread is an error above inspect.ValueLimit: error is not
+	// given.
+	ErrorUnread   bool    `json:"error_unread,omitempty"`
 	Payload       *string `json:"payload,omitempty"`
 	PayloadBase64 []byte  `json:"payload_base64,omitempty"`
 	PayloadBytes  int64   `json:"payload_bytes"`
@@ -345,7 +356,11 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	}
 	t.row("attempts", attempts)
 	t.row("priority", strconv.Itoa(j.Priority))
-	t.row("error", dash(printable(j.Error)))
+	errText := dash(printable(j.Error))
+	if j.ErrorUnread {
+		errText = inspect.Unread(j.ErrorSize)
+	}
+	t.row("error", errText)
 	if j.Repeat != "" {
 		t.row("schedule", printable(j.Repeat))
 	}
@@ -368,9 +383,12 @@ func runJob(ctx context.Context, s *session, args []string) error {
 func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 	out := jobJSON{Queue: queue, ID: j.ID.String(), State: string(j.State), Attempts: j.Attempts, Revived: j.Revived,
 		Priority: j.Priority, Repeat: j.Repeat, MintedMs: minted.UnixMilli(),
-		PayloadBytes: j.PayloadSize, PayloadUnread: j.PayloadUnread, ResultUnread: j.ResultUnread,
+		PayloadBytes: j.PayloadSize, PayloadUnread: j.PayloadUnread, ResultUnread: j.ResultUnread, ErrorUnread: j.ErrorUnread,
 		LeaseEndsMs: unixMs(j.Deadline), DueMs: unixMs(j.Due), DiedMs: unixMs(j.Died), ExpiresMs: unixMs(j.Expires)}
 	if j.HasError {
+		out.ErrorBytes = &j.ErrorSize
+	}
+	if j.HasError && !j.ErrorUnread {
 		out.Error = &j.Error
 	}
 	if !j.PayloadUnread {

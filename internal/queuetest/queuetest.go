@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -214,6 +215,22 @@ func Dead(t testing.TB, vk valkey.Client, queue string, n int) {
 		}
 		left -= len(jobs)
 	}
+}
+
+// LargeError makes one dead job in queue, a new queue, whose error is
+// size bytes ("E…"): enqueued, claimed and failed with its one attempt.
+// It returns the job's id.
+func LargeError(t testing.TB, vk valkey.Client, queue string, size int) ids.ID {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := handle(t, client.New(vk), queue, minter(t, 9), client.Policy{MaxAttempts: 1})
+	id, err := q.Enqueue(ctx, []byte("payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail(t, ctx, claim(t, ctx, q, 1)[0], strings.Repeat("E", size), 0, client.StateDead)
+	return id
 }
 
 // Large makes one job in queue, a new queue, whose payload and result
