@@ -263,8 +263,12 @@ func (p *Plan) Reset() {
 // itself. Again asks the host to run the verb again soon, still waiting —
 // on the event loop's next pass, so that other clients are served between
 // turns: the turn stopped on its budget with more of the queue left to
-// look at. The timer's sweep (Sweep) leaves its Queue and times with On
-// -1: nobody waits, the host arms the timer with them.
+// look at. Closed says that no claim of the queue, whatever its
+// arguments, could take a job before its settings change or At passes:
+// the queue is paused, or its rate window used up (At its end) — the host
+// need not run its other waiters' claims meanwhile. The timer's sweep
+// (Sweep) leaves its Queue and times with On -1: nobody waits, the host
+// arms the timer with them.
 type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int
@@ -272,6 +276,7 @@ type Wait struct {
 	Due       [len(DueSets)]int
 	At        int64
 	Again     bool
+	Closed    bool
 }
 
 // DueSets are a queue's sorted sets scored by when it next needs a sweep:

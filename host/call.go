@@ -79,6 +79,10 @@ func emqServe(c *C.emq_call, verb C.int) {
 			return
 		}
 		verb = C.int(w.verb)
+		if w.queue.closed(int64(c.now_ms)) { // its claim would take nothing
+			waitStats.WakeupsIdle++
+			return
+		}
 	}
 	handler := sweeper
 	if verb != C.EMQ_SWEEP_VERB {

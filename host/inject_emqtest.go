@@ -7,8 +7,8 @@ package host
 var panicNext string
 
 // PanicNext makes the next entry into Go on path panic: "timer", "wait
-// ended", "wait timed out", "queue due", "databases swapped" or "config
-// changed". Test builds only.
+// ended", "wait timed out", "pending signal", "queue due", "databases
+// swapped" or "config changed". Test builds only.
 func PanicNext(path string) { panicNext = path }
 
 // injectPanic panics if a test asked the next entry on path to.

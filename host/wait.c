@@ -1,13 +1,18 @@
 // wait.c — blocking verbs: a client kept waiting on a queue's pending key,
 // its wake-ups, the timers that wake a queue when a job comes due, and the
 // zset events that signal a pending key whoever wrote it. Which client
-// waits on which queue is Go's (wait.go); C keeps no state but one count.
+// waits on which queue is Go's (wait.go); C keeps no state but a count and
+// a time.
 #include <string.h>
 
 #include "api.h"
 #include "_cgo_export.h"
 
 int emq_queues_waited;
+// emq_closed_until is the latest time (Unix ms) until which Go closed a
+// queue to its waiters (wait.go): before it, on_zset asks Go whether a
+// pending set's write signals its waiters; after it, none is closed.
+long long emq_closed_until;
 
 // emq_may_block reports whether the command in ctx may block: not inside
 // MULTI/EXEC or a script, nor for a client that may not block.
@@ -125,7 +130,8 @@ static int brings(const char *event) {
 }
 
 // on_zset sees every sorted-set write, ours or a built-in's: one that
-// brings a member to a pending set wakes its waiters; one to a delayed,
+// brings a member to a pending set wakes its waiters (unless Go says the
+// queue is closed to them); one to a delayed,
 // active or repeats set of a queue with waiters may bring its next due time
 // nearer (Go decides).
 static int on_zset(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModuleString *key) {
@@ -136,7 +142,8 @@ static int on_zset(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModu
     size_t len;
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
-        api.SignalKeyAsReady(ctx, key);
+        if (api.Milliseconds() >= emq_closed_until || emqPendingSignal(ctx, (char *)s, len))
+            api.SignalKeyAsReady(ctx, key);
     } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active") || ends_with(s, len, "}:repeats")) {
         ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);
         double score;

@@ -26,8 +26,12 @@ import (
 // pays for the server's call into the module. While
 // a queue has waiters it has one timer, at the lowest score of the sets
 // the plan named (delayed due times, lease deadlines): when it fires on a
-// primary it signals the pending set, and the woken verb sweeps. Nothing
-// here runs off the main thread.
+// primary it signals the pending set, and the woken verb sweeps. A queue
+// whose claim found it closed — paused, its rate window used up — is
+// closed for its waiters a little while (closedMs, or to the window's end):
+// a write to its pending set signals nobody, a wake-up runs no claim, and
+// the timer looks again when that while ends; EMQ.RESUME and EMQ.LIMIT
+// open it at once. Nothing here runs off the main thread.
 
 // waiter is a client kept waiting, by the number its callbacks get back.
 type waiter struct {
@@ -46,6 +50,29 @@ type queueWait struct {
 	timer   C.uint64_t // the armed timer; 0 for none
 	token   uint64     // what the armed timer hands back
 	at      int64      // when it is due (Unix ms)
+	// until when (Unix ms) the queue is closed to its waiters: a claim
+	// found it paused or its rate window used up (emq.Wait.Closed)
+	closedUntil int64
+}
+
+// closedMs is how long a queue a claim found closed stays closed to its
+// waiters without a claim looking again: a hand edit of its settings (an
+// HDEL of paused, the config evicted) is seen that much later at most.
+// Meanwhile a write to its pending set wakes nobody — a fleet of waiters
+// would each run a claim that takes nothing — but arms the queue's timer
+// for the while's end; and a wake-up the server makes on its own (a
+// pending set made by RENAME, say) runs no claim and arms nothing — else
+// every while's end would wake the waiters of a queue paused for hours
+// once more, a claim finding it paused and closing it again.
+const closedMs = 100
+
+// closed reports whether q is closed to its waiters at now.
+func (q *queueWait) closed(now int64) bool { return q.closedUntil > now }
+
+// close closes q to its waiters until until (Unix ms).
+func (q *queueWait) close(until int64) {
+	q.closedUntil = until
+	C.emq_closed_until = max(C.emq_closed_until, C.longlong(until))
 }
 
 // maxIdleQueues bounds the queues kept with nobody waiting.
@@ -76,7 +103,7 @@ var (
 func resetWaits() {
 	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
 	idle, lastWaiter, lastToken, waitStats, subscribed = 0, 0, 0, WaitStats{}, false
-	C.emq_queues_waited = 0
+	C.emq_queues_waited, C.emq_closed_until = 0, 0
 }
 
 // Waits returns the counters of waiting clients.
@@ -171,9 +198,13 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		}
 		return
 	}
+	if p.Wake > 0 && c.replied != 0 {
+		openQueue(c.ctx, args[2+p.Wake-1]) // EMQ.RESUME, EMQ.LIMIT: claims may take jobs again
+	}
 	if c.replied != 0 || w.Queue == nil {
 		if c.waiter != 0 {
 			waitStats.WakeupsServed++
+			waiters[uint64(c.waiter)].queue.closedUntil = 0
 		}
 		return
 	}
@@ -191,6 +222,14 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
+	q.closedUntil = 0
+	if w.Closed {
+		until := int64(c.now_ms) + closedMs
+		if w.At > 0 {
+			until = min(until, w.At)
+		}
+		q.close(until)
+	}
 	c.armFor(q, w)
 	if w.Again {
 		// the turn stopped on its budget: look again on the event loop's
@@ -198,6 +237,16 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		// run turn after turn before it serves anyone else, and a backlog
 		// of jobs no claim delivers (budgets spent) would stall it
 		armIn(c.ctx, q, 0)
+	}
+}
+
+// openQueue opens to its waiters the queue whose pending set is pending,
+// if it is kept: its settings changed, and its claims may take jobs again.
+func openQueue(ctx *C.ValkeyModuleCtx, pending []byte) {
+	if queue, ok := keys.SplitSet(pending, keys.PendingSet); ok {
+		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil {
+			q.closedUntil = 0
+		}
 	}
 }
 
@@ -297,7 +346,9 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// whoever claims — then its waiters look
 		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
 		C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)))
-		C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
+		if q.waiters > 0 && !q.closed(int64(C.emq_now_ms())) {
+			C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
+		}
 	})
 }
 
@@ -343,12 +394,45 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 		for _, db := range [...]int{int(first), int(second)} {
 			C.emq_select_db(ctx, C.int(db)) // a timer fires in its maker's database
 			for _, q := range queues[db] {
+				q.closedUntil = 0 // it holds the other database's settings now
 				if q.waiters > 0 {
 					armIn(ctx, q, 0)
 				}
 			}
 		}
 	})
+}
+
+// emqPendingSignal is asked by on_zset (wait.c), while some queue may be
+// closed to its waiters, whether a write that brought a member to pending
+// set key (n bytes) signals its waiters: not while its queue is closed —
+// its timer then fires when that ends, at the latest, so that the job is
+// served then if the queue is open.
+//
+//export emqPendingSignal
+func emqPendingSignal(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t) (signal C.int) {
+	signal = 1
+	// after a panic the write signals, and every queue is open: its
+	// waiters' claims look, rather than wait on a closed while no timer ends
+	openAll := func() {
+		for _, qs := range queues {
+			for _, q := range qs {
+				q.closedUntil = 0
+			}
+		}
+	}
+	guard(ctx, "pending signal", openAll, func() {
+		injectPanic("pending signal")
+		queue, ok := keys.SplitSet(unsafe.Slice((*byte)(unsafe.Pointer(key)), int(n)), keys.PendingSet)
+		if !ok {
+			return
+		}
+		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 && q.closed(int64(C.emq_now_ms())) {
+			arm(ctx, q, float64(q.closedUntil), false)
+			signal = 0
+		}
+	})
+	return signal
 }
 
 // emqQueueDue is told by on_zset (wait.c) that key, one of a queue's

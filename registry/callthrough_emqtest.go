@@ -42,7 +42,7 @@ func init() {
 			Summary:    "Makes the next entry into Go on a callback path panic (test builds only).",
 			Complexity: "O(1)",
 			Since:      since02,
-			Args:       []host.ArgSpec{{Name: "path", Type: host.ArgString, Summary: "timer, wait ended, wait timed out, queue due, databases swapped or config changed"}},
+			Args:       []host.ArgSpec{{Name: "path", Type: host.ArgString, Summary: "timer, wait ended, wait timed out, pending signal, queue due, databases swapped or config changed"}},
 		},
 	})
 }

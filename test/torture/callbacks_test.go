@@ -1,6 +1,7 @@
 package torture
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +153,41 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 		assert.Equal(t, 1, warned)
 		_, err = c.str("CONFIG", "SET", "maxmemory-policy", "noeviction")
 		require.NoError(t, err)
+	})
+	t.Run("a pending signal that panics still wakes the queue's waiters", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		panicked := func() bool {
+			return slices.ContainsFunc(s.ModuleWarnings(), func(line string) bool {
+				return strings.Contains(line, "recovered from a panic") && strings.Contains(line, "the pending signal path")
+			})
+		}
+		// Go is asked only while the queue may be closed to its waiters:
+		// within 100 ms of a claim finding it paused. The waiter's claim
+		// finds it so, the pause is lifted by hand, and the job comes —
+		// within those 100 ms, which a loaded machine may miss: then the
+		// job is signalled without asking, and it is tried again.
+		panicNext(t, c, "pending signal")
+		for try := 0; !panicked(); try++ {
+			require.Less(t, try, 20, "the job never came within 100 ms of the wait")
+			_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead, "emq:{cb}:config")
+			require.NoError(t, err)
+			_, err = c.str("EMQ.PAUSE", "2", "emq:{cb}:config", cbPending)
+			require.NoError(t, err)
+			require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+			blocked(t, 1)
+			_, err = c.str("HDEL", "emq:{cb}:config", "paused")
+			require.NoError(t, err)
+			r, err := c.str("EMQ.ENQUEUE", "2", cbRow, cbPending, cbJob, "p")
+			require.NoError(t, err)
+			require.Equal(t, int64(1), r.n, "%s", r)
+			r, err = w.read()
+			require.NoError(t, err)
+			assert.Contains(t, r.String(), cbJob, "the worker is served the job")
+			blocked(t, 0)
+		}
+		recovered(t, "pending signal")
 	})
 	for _, e := range []struct {
 		name, path, job string

@@ -311,6 +311,74 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 	require.Equal(t, int64(workers-3), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the others wait on")
 }
 
+// TestAClosedQueuesWaitersRunNoClaims: a paused queue, or one whose rate
+// window is used up, is closed to its waiters: the jobs that come run no
+// claim of theirs (each would take nothing: a fleet made every enqueue
+// cost milliseconds), until EMQ.RESUME or EMQ.LIMIT opens it, at once; a
+// hand edit of the settings is seen within 100 ms (docs/commands.md).
+func TestAClosedQueuesWaitersRunNoClaims(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const workers = 40
+	counter := func(field string) int64 { return valkeytest.InfoInt(s.Info("emq"), field) }
+	t.Run("paused, then resumed", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.pause()...)
+		fleet := make([]*conn, workers)
+		for i := range fleet {
+			fleet[i] = blockB(t, s, 100_000, 0)
+		}
+		before := counter("emq_claims_paused")
+		for i := range 5 {
+			enqueueB(t, s, i)
+		}
+		// a claim of the first waiter when the queue's closed while ends
+		// (every 100 ms), none of the others'; 40 a job without
+		require.LessOrEqual(t, counter("emq_claims_paused")-before, int64(3), "claims that found the queue paused")
+		must(t, s, bq.resume()...)
+		for i := range 5 {
+			got, err := fleet[i].read()
+			require.NoError(t, err)
+			require.Equal(t, jobN(i), claimedID(t, got), "served at the resume, first come first served")
+		}
+		require.Equal(t, int64(workers-5), counter("emq_blocked_workers"))
+	})
+	t.Run("paused, then resumed by hand", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.pause()...)
+		w := blockB(t, s, 100_000, 0)
+		must(t, s, "HDEL", bq.config(), "paused") // wakes nobody (EMQ.RESUME does)
+		start := time.Now()
+		id := enqueueB(t, s, 1)
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+		require.Less(t, time.Since(start), 2*time.Second, "within the closed while (100 ms), on a loaded machine")
+	})
+	t.Run("the rate window used up, then the limit raised", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.limit(1, 600_000)...)
+		first := enqueueB(t, s, 0)
+		got, err := s.Do(claimB(100_000)...).ToAny()
+		require.NoError(t, err)
+		require.Equal(t, first, claimedID(t, got), "the window's one job")
+		fleet := make([]*conn, workers)
+		for i := range fleet {
+			fleet[i] = blockB(t, s, 100_000, 0)
+		}
+		before := counter("emq_claims_limited")
+		for i := 1; i <= 5; i++ {
+			enqueueB(t, s, i)
+		}
+		require.LessOrEqual(t, counter("emq_claims_limited")-before, int64(3), "claims that found the window used up")
+		must(t, s, bq.limit(100, 600_000)...)
+		for i := range 5 {
+			got, err := fleet[i].read()
+			require.NoError(t, err)
+			require.Equal(t, jobN(i+1), claimedID(t, got), "served at the new limit")
+		}
+	})
+}
+
 // waitingOnPending blocks a worker on queue b while its pending set exists,
 // so a write's signal serves it, not the key's creation (the server wakes a
 // key's waiters when it creates the key, on its own). The set holds an id
