@@ -8,6 +8,7 @@ import (
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/readable"
 )
 
 // jobPath is the path of a job's page.
@@ -90,9 +91,9 @@ func (d *Dashboard) setPaused(r *http.Request, pause bool) (back, msg string, er
 		return back, "", err
 	}
 	if !changed {
-		return back, fmt.Sprintf(already, name), nil
+		return back, fmt.Sprintf(already, readable.Printable(name)), nil
 	}
-	return back, fmt.Sprintf(did, name), nil
+	return back, fmt.Sprintf(did, readable.Printable(name)), nil
 }
 
 // remove deletes one job, whatever its state, through EMQ.REMOVE, back to
@@ -111,7 +112,7 @@ func (d *Dashboard) remove(r *http.Request) (back, msg string, err error) {
 		return back, "", err
 	}
 	if !found {
-		return back, "", fmt.Errorf("queue %s holds no job %s: deleted already?", q.Name(), id)
+		return back, "", fmt.Errorf("queue %s holds no job %s: deleted already?", readable.Printable(q.Name()), id)
 	}
 	return back, "Deleted " + id.String() + ".", nil
 }
@@ -130,7 +131,7 @@ func (d *Dashboard) unrepeat(r *http.Request) (back, msg string, err error) {
 		return back, "", err
 	}
 	if !found {
-		return back, "", fmt.Errorf("queue %s has no schedule %s: removed already?", queue, name)
+		return back, "", fmt.Errorf("queue %s has no schedule %s: removed already?", readable.Printable(queue), readable.Printable(name))
 	}
-	return back, fmt.Sprintf("Removed the schedule %s: it makes no more jobs; those it made stay.", name), nil
+	return back, fmt.Sprintf("Removed the schedule %s: it makes no more jobs; those it made stay.", readable.Printable(name)), nil
 }

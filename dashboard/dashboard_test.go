@@ -175,13 +175,16 @@ func TestPages(t *testing.T) {
 		}
 	})
 	t.Run("a page whose first rank int arithmetic cannot reach is a 400, not a wrapped or failed read", func(t *testing.T) {
-		for _, page := range []string{"368934881474191034", "9223372036854775807", strconv.Itoa(math.MaxInt/PageSize + 1)} {
-			code, body := w.get(t, "/queues/bulk?state=dead&page="+page)
-			assert.Equal(t, http.StatusBadRequest, code, page)
-			assert.Contains(t, body, "pages are numbered 1 to", page)
+		for _, at := range []string{"/queues/bulk?state=dead&page=", "/?page="} {
+			for _, page := range []string{"368934881474191034", "9223372036854775807", strconv.Itoa(maxPage + 1), "0", "-1", "x"} {
+				code, body := w.get(t, at+page)
+				assert.Equal(t, http.StatusBadRequest, code, at+page)
+				assert.Contains(t, body, "pages are numbered 1 to", at+page)
+			}
+			code, _ := w.get(t, at+strconv.Itoa(maxPage))
+			assert.Equal(t, http.StatusSeeOther, code, "%s: the last page number in range is past the last page", at)
 		}
-		code, _ := w.get(t, "/queues/bulk?state=dead&page="+strconv.Itoa(math.MaxInt/PageSize))
-		assert.Equal(t, http.StatusSeeOther, code, "the last page number in range is past the last page")
+		require.Equal(t, maxPage, math.MaxInt/QueuesPerPage, "the larger of the two pages bounds the numbers")
 	})
 	t.Run("a page past the last redirects to the last", func(t *testing.T) {
 		for path, to := range map[string]string{
@@ -877,4 +880,90 @@ func TestLargeValues(t *testing.T) {
 		assert.Contains(t, body, "RRR")
 		assert.NotContains(t, body, "not shown")
 	})
+}
+
+// TestNamesFromTheData: a queue's or a schedule's name is whatever a
+// producer chose. One that is not printable text is shown quoted — in the
+// heading, the title, a flash — so that a right-to-left override turns no
+// word of the page around; one of dots, which a browser takes out of a
+// URL, is listed unlinked, with no action and no redirect to a page it
+// cannot have.
+func TestNamesFromTheData(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	cl := client.New(s.Client())
+	m, err := ids.NewMinter(1)
+	require.NoError(t, err)
+	enqueue := func(queue string) string {
+		t.Helper()
+		q, err := cl.Queue(queue, m, client.Policy{})
+		require.NoError(t, err)
+		id, err := q.Enqueue(context.Background(), []byte("x"))
+		require.NoError(t, err)
+		return id.String()
+	}
+	const rlo = "\u202egnp.exe"
+	enqueue(rlo)
+	dots := enqueue("..")
+	w := serveDashboard(t, s.Client(), Config{Write: true})
+
+	t.Run("a name that is not printable text is quoted", func(t *testing.T) {
+		code, body := w.get(t, queuePath(rlo))
+		require.Equal(t, http.StatusOK, code)
+		assert.NotContains(t, body, "\u202e", "the override nowhere in the page")
+		assert.Contains(t, body, `<title>Queue &#34;\u202egnp.exe&#34; · emq</title>`)
+		assert.Contains(t, body, `<h1>&#34;\u202egnp.exe&#34; `)
+		_, loc := w.post(t, queuePath(rlo)+"/pause", url.Values{"csrf": {w.token(t, "/")}})
+		_, body = w.get(t, loc)
+		assert.Equal(t, `ok: Paused &#34;\u202egnp.exe&#34;: its claims take nothing until it is resumed; jobs already claimed run on.`, flashOf(body))
+	})
+	t.Run("a name of dots is listed unlinked, without actions", func(t *testing.T) {
+		code, body := w.get(t, "/")
+		require.Equal(t, http.StatusOK, code)
+		row := body[strings.Index(body, `<tr data-queue="..">`):]
+		row = row[:strings.Index(row, "</tr>")]
+		assert.Contains(t, row, `<span class="queue" title="`+unlinkableNote+`">..</span>`)
+		assert.NotContains(t, row, "href", "no link, to the queue or a tab")
+		assert.NotContains(t, row, "<form", "no action")
+		code, body = w.get(t, "/search?id="+dots)
+		require.Equal(t, http.StatusOK, code, "no redirect to a page a browser cannot ask for")
+		assert.Contains(t, body, `<li><span title="`+unlinkableNote+`">..</span> (emq job)</li>`)
+	})
+}
+
+// TestOverviewPages: the overview lists QueuesPerPage queues a page, in
+// name order, with links to the others; a page past the last redirects
+// to the last.
+func TestOverviewPages(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	vk := s.Client()
+	cmds := make(valkey.Commands, 0, QueuesPerPage+1)
+	for i := range QueuesPerPage + 1 {
+		q, id := fmt.Sprintf("q%04d", i), "JOB0018f2a4c1e00001"
+		cmds = append(cmds, vk.B().Arbitrary("EMQ.ENQUEUE").Args("2", keys.Job(q, id), keys.Set(q, keys.PendingSet), id, "x").Build())
+	}
+	for _, r := range vk.DoMulti(context.Background(), cmds...) {
+		require.NoError(t, r.Error())
+	}
+	w := serveDashboard(t, vk, Config{})
+	code, body := w.get(t, "/")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, QueuesPerPage, strings.Count(body, "<tr data-queue="))
+	assert.Contains(t, body, `<tr data-queue="q0000">`)
+	assert.Contains(t, body, fmt.Sprintf(`<tr data-queue="q%04d">`, QueuesPerPage-1))
+	assert.Contains(t, body, fmt.Sprintf("queues 1–%d of %d", QueuesPerPage, QueuesPerPage+1))
+	assert.Contains(t, body, `<a id="next" href="?page=2">`)
+	assert.NotContains(t, body, `id="prev"`)
+
+	code, body = w.get(t, "/?page=2")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, strings.Count(body, "<tr data-queue="))
+	assert.Contains(t, body, fmt.Sprintf(`<tr data-queue="q%04d">`, QueuesPerPage))
+	assert.Contains(t, body, `<a id="prev" href="?page=1">`)
+	assert.NotContains(t, body, `id="next"`)
+
+	resp, err := w.hc.Get(w.url + "/?page=3")
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	assert.Equal(t, "/?page=2", resp.Header.Get("Location"))
 }

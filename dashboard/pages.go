@@ -22,9 +22,28 @@ import (
 // PageSize is how many jobs a queue page lists.
 const PageSize = 50
 
+// QueuesPerPage is how many queues the overview lists a page.
+const QueuesPerPage = 500
+
 // maxPage is the highest page number whose ranks int arithmetic holds
-// (page × PageSize): a higher one is refused, not wrapped.
-const maxPage = math.MaxInt / PageSize
+// (page × PageSize, page × QueuesPerPage): a higher one is refused, not
+// wrapped.
+const maxPage = math.MaxInt / max(PageSize, QueuesPerPage)
+
+// pageOf is the request's page number, from 1 (no page parameter: 1);
+// false, having answered 400, for one that is no number or out of range.
+func pageOf(w http.ResponseWriter, r *http.Request) (int, bool) {
+	p := r.URL.Query().Get("page")
+	if p == "" {
+		return 1, true
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > maxPage {
+		http.Error(w, fmt.Sprintf("no page %q: pages are numbered 1 to %d", p, maxPage), http.StatusBadRequest)
+		return 0, false
+	}
+	return n, true
+}
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
@@ -34,10 +53,25 @@ var funcs = template.FuncMap{
 	"time":     readable.Time,
 	"clip":     readable.Clip,
 	"unread":   inspect.Unread,
-	"count":    func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
-	"jobs":     jobs,
-	"toggle":   func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
+	// a name from the data — a queue's, a schedule's — quoted unless it is
+	// printable text, so that none turns the page's own words around (a
+	// right-to-left override) or hides a character
+	"name":       readable.Printable,
+	"linkable":   linkable,
+	"unlinkable": func() string { return unlinkableNote },
+	"count":      func(c map[inspect.State]int64, st inspect.State) int64 { return c[st] },
+	"jobs":       jobs,
+	"toggle":     func(queue string, paused bool, csrf, from string) toggle { return toggle{queue, paused, csrf, from} },
 }
+
+// linkable reports whether name, a queue's or a schedule's, can be a
+// segment of a page's path: not "." or "..", which a browser takes out of
+// a URL (as it does their escapes, %2E). Such a queue is listed, unlinked,
+// with unlinkableNote; emq reads and acts on it.
+func linkable(name string) bool { return name != "." && name != ".." }
+
+// unlinkableNote says why a name is not a link.
+const unlinkableNote = "a name of dots cannot be part of a URL: read and act on it with emq"
 
 // jobs is n jobs in words: "1 job", "7 jobs".
 func jobs(n int64) string {
@@ -112,21 +146,54 @@ type queueRow struct {
 	Depth sparkline
 }
 
-// overviewBody is the overview's content.
+// overviewBody is the overview's content: a page of the queues.
 type overviewBody struct {
-	Queues []queueRow
-	States []inspect.State
-	Chart  chart
+	Queues      []queueRow
+	States      []inspect.State
+	Chart       chart
+	Total       int // queues found
+	First, Last int // ranks, from 1, of the page's first and last queues
+	Prev, Next  int // pages; 0: none
 }
 
+// overview lists a page of the queues found (in name order), each read
+// for the page alone: a server of thousands of queues is not read whole
+// to show a page of them.
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
-	sums, err := d.cfg.Inspector.Overview(r.Context())
-	if err != nil && !inspect.Partial(err) { // render's Down says which primary
+	page, ok := pageOf(w, r)
+	if !ok {
+		return
+	}
+	names, lost := d.cfg.Inspector.Queues(r.Context())
+	if lost != nil && !inspect.Partial(lost) { // render's Down says which primary
+		d.fail(w, r, lost)
+		return
+	}
+	total := len(names)
+	if last := max(1, (total+QueuesPerPage-1)/QueuesPerPage); page > last {
+		to := "/"
+		if last > 1 {
+			to += "?page=" + strconv.Itoa(last)
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return
+	}
+	first := (page - 1) * QueuesPerPage
+	names = names[first:min(first+QueuesPerPage, total)]
+	sums, err := d.cfg.Inspector.Summaries(r.Context(), names)
+	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	now := d.cfg.Inspector.Now()
-	body := overviewBody{States: inspect.States, Chart: d.rate.chart(now)}
+	body := overviewBody{States: inspect.States, Chart: d.rate.chart(now), Total: total,
+		First: first + 1, Last: first + len(names)}
+	if page > 1 {
+		body.Prev = page - 1
+	}
+	if first+len(names) < total {
+		body.Next = page + 1
+	}
 	for _, s := range sums {
 		body.Queues = append(body.Queues, queueRow{Summary: s, Depth: d.rate.sparkline(s.Queue, now)})
 	}
@@ -157,14 +224,9 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	page := 1
-	if p := r.URL.Query().Get("page"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > maxPage {
-			http.Error(w, fmt.Sprintf("no page %q: pages are numbered 1 to %d", p, maxPage), http.StatusBadRequest)
-			return
-		}
-		page = n
+	page, ok := pageOf(w, r)
+	if !ok {
+		return
 	}
 	sum, err := d.cfg.Inspector.Summary(r.Context(), name)
 	if err != nil {
@@ -204,7 +266,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	if int64(page*PageSize) < total {
 		body.Next = page + 1
 	}
-	d.render(w, r, http.StatusOK, "queue", "Queue "+name, body)
+	d.render(w, r, http.StatusOK, "queue", "Queue "+readable.Printable(name), body)
 }
 
 // jobBody is a job page's content: what Queue.JobUpTo read.
@@ -265,7 +327,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	j, err := q.JobUpTo(r.Context(), id, inspect.ValueLimit)
 	if errors.Is(err, emqerrors.NoJob) {
 		d.render(w, r, http.StatusNotFound, "search", "No such job", searchBody{ID: text,
-			Note: fmt.Sprintf("Queue %s holds no job %s (an acknowledged job's row is gone unless kept).", name, text)})
+			Note: fmt.Sprintf("Queue %s holds no job %s (an acknowledged job's row is gone unless kept).", readable.Printable(name), text)})
 		return
 	}
 	if err != nil {
@@ -308,15 +370,19 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	if len(found) == 1 {
-		http.Redirect(w, r, "/queues/"+url.PathEscape(found[0])+"/jobs/"+id, http.StatusSeeOther)
+	if len(found) == 1 && linkable(found[0]) {
+		http.Redirect(w, r, jobPath(found[0], id), http.StatusSeeOther)
 		return
 	}
 	body.Queues = found
 	switch {
 	case len(found) == 0 && len(unreadable) > 0:
+		names := make([]string, len(unreadable))
+		for i, q := range unreadable {
+			names[i] = readable.Printable(q)
+		}
 		body.Note = "No queue the dashboard may read holds job " + id + "; the server refused reading " +
-			strings.Join(unreadable, ", ") + " (NOPERM), which may."
+			strings.Join(names, ", ") + " (NOPERM), which may."
 	case len(found) == 0:
 		body.Note = "No queue holds job " + id + " (an acknowledged job's row is gone unless kept)."
 	}

@@ -14,6 +14,7 @@ import (
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/readable"
 )
 
 var reviveCmd = &command{
@@ -158,9 +159,9 @@ func (s *session) setPaused(ctx context.Context, queue string, pause bool) error
 		return writeJSON(s.e.stdout, pausedJSON{Queue: queue, Paused: pause, Changed: changed})
 	}
 	if changed {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, printable(queue))
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s\n", did, readable.Printable(queue))
 	} else {
-		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", printable(queue), already)
+		_, err = fmt.Fprintf(s.e.stdout, "%s %s: nothing changed\n", readable.Printable(queue), already)
 	}
 	return err
 }
@@ -211,7 +212,7 @@ func (s *session) noteNew(ctx context.Context, cmd, queue, done string, check bo
 		done = "; " + done + " all the same"
 	}
 	return func() {
-		fmt.Fprintf(s.e.stderr, "emq %s: note: %s holds no job and has no setting (a mistyped name?)%s\n", cmd, printable(queue), done)
+		fmt.Fprintf(s.e.stderr, "emq %s: note: %s holds no job and has no setting (a mistyped name?)%s\n", cmd, readable.Printable(queue), done)
 	}, nil
 }
 
@@ -325,7 +326,7 @@ func (s *session) each(ctx context.Context, done string, names []string, act fun
 		}
 	} else {
 		for _, name := range out.Done {
-			fmt.Fprintf(s.e.stdout, "%s %s\n", done, printable(name))
+			fmt.Fprintf(s.e.stdout, "%s %s\n", done, readable.Printable(name))
 		}
 	}
 	if len(out.Failed) == 0 {
@@ -333,7 +334,7 @@ func (s *session) each(ctx context.Context, done string, names []string, act fun
 	}
 	lines := make([]string, len(out.Failed))
 	for i, f := range out.Failed {
-		lines[i] = printable(f.ID) + ": " + f.Error
+		lines[i] = readable.Printable(f.ID) + ": " + f.Error
 	}
 	return &exitError{code: code, err: errors.New(strings.Join(lines, "\n  "))}
 }
@@ -381,7 +382,7 @@ func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, 
 			return err
 		}
 	} else {
-		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, printable(sel.Queue))
+		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, readable.Printable(sel.Queue))
 	}
 	return err
 }

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode/utf8"
 
 	"github.com/echomq/emq/internal/readable"
 )
@@ -52,27 +51,12 @@ func preview(b []byte, n int) string {
 	return fmt.Sprintf("%s: %q", size, text)
 }
 
-// printable is text from the data — a queue's name, a job's id or error,
-// a schedule's name, which any producer or worker sets — fit for a
-// terminal: as it is when it is UTF-8 of printable characters, else quoted
-// as strconv.Quote writes it ("esc\x1b[31mred", "nl\nq", "bad\xffname"),
-// so that none moves the cursor, clears the screen or splits a table's
-// row. Text starting with a quote is quoted too: no text shown as it is
-// reads as another one quoted.
-func printable(s string) string {
-	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) &&
-		!strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
-		return s
-	}
-	return strconv.Quote(s)
-}
-
 // terminalText is text of several lines — an error naming a queue or a
 // job, say — with each line as printable shows it, the line breaks kept.
 func terminalText(text string) string {
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
-		lines[i] = printable(l)
+		lines[i] = readable.Printable(l)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -83,7 +67,7 @@ func terminalText(text string) string {
 // strconv.Quote's escapes, which $'…' reads the same, so that nothing
 // raw reaches the terminal either.
 func shellQuote(s string) string {
-	if printable(s) == s {
+	if readable.Printable(s) == s {
 		return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 	}
 	q := strconv.Quote(s)

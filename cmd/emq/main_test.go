@@ -831,6 +831,8 @@ func TestCLIServes(t *testing.T) {
 			{http.MethodGet, metrics, "attacker.example:" + port(metrics), http.StatusForbidden},
 			{http.MethodGet, dash, "localhost:" + port(dash), http.StatusOK},
 			{http.MethodGet, dash, "LOCALHOST", http.StatusOK},
+			{http.MethodGet, dash, "localhost.:" + port(dash), http.StatusOK}, // fully qualified
+			{http.MethodGet, dash, "attacker.example.", http.StatusForbidden},
 			{http.MethodGet, dash, "[::1]:" + port(dash), http.StatusOK},
 			{http.MethodGet, dash, "127.0.0.2", http.StatusOK},
 			{http.MethodGet, metrics, "127.0.0.1:" + port(metrics), http.StatusOK},

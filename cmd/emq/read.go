@@ -78,15 +78,15 @@ func printQueues(s *session, sums []inspect.Summary) error {
 	t := newTable(s.e.stdout, "QUEUE", "PENDING", "ACTIVE", "DELAYED", "DEAD", "PAUSED", "LIMIT", "SCHEDULES", "OLDEST PENDING")
 	for _, q := range sums {
 		if q.Err != nil {
-			t.row(printable(q.Queue), "?", "?", "?", "?", "?", "?", "?", "?")
-			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %s\n", printable(q.Queue), printable(q.Err.Error()))
+			t.row(readable.Printable(q.Queue), "?", "?", "?", "?", "?", "?", "?", "?")
+			fmt.Fprintf(s.e.stderr, "emq queues: cannot read %s (its row shows ?): %s\n", readable.Printable(q.Queue), readable.Printable(q.Err.Error()))
 			continue
 		}
 		oldest := "-"
 		if q.Head != "" {
 			oldest = readable.Duration(q.HeadAge)
 		}
-		t.row(printable(q.Queue), count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
+		t.row(readable.Printable(q.Queue), count(q.Counts[inspect.Pending]), count(q.Counts[inspect.Active]), count(q.Counts[inspect.Delayed]),
 			count(q.Counts[inspect.Dead]), yesNo(q.Paused), q.Limit.String(), count(q.Repeats), oldest)
 	}
 	if len(sums) == 0 {
@@ -184,18 +184,18 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	t := newTable(s.e.stdout, "STATE", "ID", "ATTEMPTS", "PRIORITY", "AGE", "WHEN", "PAYLOAD", "ERROR")
 	for _, r := range rows {
 		if !r.Row {
-			t.row(string(r.State), printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", danglingNote(r.State))
+			t.row(string(r.State), readable.Printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", danglingNote(r.State))
 			continue
 		}
 		when := "-"
 		if at := r.At(); !at.IsZero() {
 			when = readable.Relative(at, now)
 		}
-		errText := dash(printable(readable.Clip(r.Error, 60)))
+		errText := dash(readable.Printable(readable.Clip(r.Error, 60)))
 		if r.ErrorUnread {
 			errText = inspect.Unread(r.ErrorSize)
 		}
-		t.row(string(r.State), printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
+		t.row(string(r.State), readable.Printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
 			count(r.PayloadSize)+"B", errText)
 	}
 	return t.flush()
@@ -233,7 +233,7 @@ func find(ctx context.Context, in *inspect.Inspector, id string) (string, error)
 func printables(queues []string) string {
 	names := make([]string, len(queues))
 	for i, q := range queues {
-		names[i] = printable(q)
+		names[i] = readable.Printable(q)
 	}
 	return strings.Join(names, ", ")
 }
@@ -339,7 +339,7 @@ func runJob(ctx context.Context, s *session, args []string) error {
 		return writeJSON(s.e.stdout, jobOut(queue, j, minted))
 	}
 	now := in.Now()
-	t := newTable(s.e.stdout, "queue", printable(queue))
+	t := newTable(s.e.stdout, "queue", readable.Printable(queue))
 	t.row("id", id.String())
 	state := string(j.State)
 	if j.State == client.StateDone {
@@ -356,13 +356,13 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	}
 	t.row("attempts", attempts)
 	t.row("priority", strconv.Itoa(j.Priority))
-	errText := dash(printable(j.Error))
+	errText := dash(readable.Printable(j.Error))
 	if j.ErrorUnread {
 		errText = inspect.Unread(j.ErrorSize)
 	}
 	t.row("error", errText)
 	if j.Repeat != "" {
-		t.row("schedule", printable(j.Repeat))
+		t.row("schedule", readable.Printable(j.Repeat))
 	}
 	payload := preview(j.Payload, 200)
 	if j.PayloadUnread {

@@ -58,7 +58,7 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	if len(schedules) == 0 {
-		fmt.Fprintf(s.e.stderr, "%s has no repeat schedule\n", printable(args[0]))
+		fmt.Fprintf(s.e.stderr, "%s has no repeat schedule\n", readable.Printable(args[0]))
 	}
 	if s.o.json {
 		out := make([]repeatJSON, len(schedules))
@@ -72,9 +72,9 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 	now := s.e.now()
 	t := newTable(s.e.stdout, "NAME", "WHEN", "NEXT", "LAST", "MADE", "PRIORITY", "PAYLOAD")
 	for _, r := range schedules {
-		when := printable(r.Spec)
+		when := readable.Printable(r.Spec)
 		if r.TZ != "" {
-			when += " (" + printable(r.TZ) + ")"
+			when += " (" + readable.Printable(r.TZ) + ")"
 		}
 		next, last := "finished", "-"
 		if !r.Next.IsZero() {
@@ -87,7 +87,7 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 		if r.Limit > 0 {
 			made += " of " + strconv.Itoa(r.Limit)
 		}
-		t.row(printable(r.Name), when, next, last, made, strconv.Itoa(r.Priority), strconv.Itoa(len(r.Payload))+"B")
+		t.row(readable.Printable(r.Name), when, next, last, made, strconv.Itoa(r.Priority), strconv.Itoa(len(r.Payload))+"B")
 	}
 	return t.flush()
 }
@@ -101,7 +101,7 @@ func runUnrepeat(ctx context.Context, s *session, args []string) error {
 	return s.each(ctx, "removed schedule", names, func(ctx context.Context, i int) error {
 		found, err := q.Unrepeat(ctx, names[i])
 		if err == nil && !found {
-			err = &exitError{code: exitNotFound, err: fmt.Errorf("queue %s has no schedule %s", printable(q.Name()), printable(names[i]))}
+			err = &exitError{code: exitNotFound, err: fmt.Errorf("queue %s has no schedule %s", readable.Printable(q.Name()), readable.Printable(names[i]))}
 		}
 		return err
 	})

@@ -144,6 +144,7 @@ func loopbackHosts(h http.Handler, allowed []string) http.Handler {
 		if err != nil {
 			host = r.Host // no port
 		}
+		host = strings.TrimSuffix(host, ".") // a fully qualified localhost. is localhost
 		if !loopbackName(host) && !slices.ContainsFunc(allowed, func(a string) bool { return strings.EqualFold(a, host) }) {
 			http.Error(w, fmt.Sprintf("emq: Host %q is not a loopback name: this listener on loopback answers localhost, 127.0.0.1, [::1] and the names of --allow-host only", r.Host), http.StatusForbidden)
 			return

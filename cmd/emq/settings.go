@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/internal/readable"
 )
 
 var limitCmd = &command{
@@ -66,9 +67,9 @@ func runLimit(ctx context.Context, s *session, args []string) error {
 		return writeJSON(s.e.stdout, limitJSON{Queue: queue, Max: max, WindowMs: window.Milliseconds()})
 	}
 	if max == 0 {
-		_, err = fmt.Fprintf(s.e.stdout, "%s has no limit\n", printable(queue))
+		_, err = fmt.Fprintf(s.e.stdout, "%s has no limit\n", readable.Printable(queue))
 	} else {
-		_, err = fmt.Fprintf(s.e.stdout, "limited %s to %d jobs per %s\n", printable(queue), max, window)
+		_, err = fmt.Fprintf(s.e.stdout, "limited %s to %d jobs per %s\n", readable.Printable(queue), max, window)
 	}
 	return err
 }
@@ -97,11 +98,11 @@ func runEvents(ctx context.Context, s *session, args []string) error {
 	case s.o.json:
 		return writeJSON(s.e.stdout, eventsJSON{Queue: queue, Cap: capacity, Changed: changed})
 	case !changed:
-		_, err = fmt.Fprintf(s.e.stdout, "%s: nothing changed\n", printable(queue))
+		_, err = fmt.Fprintf(s.e.stdout, "%s: nothing changed\n", readable.Printable(queue))
 	case capacity == 0:
-		_, err = fmt.Fprintf(s.e.stdout, "events of %s off\n", printable(queue))
+		_, err = fmt.Fprintf(s.e.stdout, "events of %s off\n", readable.Printable(queue))
 	default:
-		_, err = fmt.Fprintf(s.e.stdout, "events of %s on, capped at about %d entries\n", printable(queue), capacity)
+		_, err = fmt.Fprintf(s.e.stdout, "events of %s on, capped at about %d entries\n", readable.Printable(queue), capacity)
 	}
 	return err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/echomq/emq/client"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/keys"
 )
 
@@ -64,7 +65,7 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	}
 	if sum.Events == 0 {
 		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
-			printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
+			readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line
 	printed := 0

@@ -57,3 +57,19 @@ func Preview(b []byte, n int) (text string, clipped, ok bool) {
 	}
 	return text, false, true
 }
+
+// Printable is text from the data — a queue's name, a job's id or error,
+// a schedule's name, which any producer or worker sets — fit for a
+// terminal: as it is when it is UTF-8 of printable characters, else quoted
+// as strconv.Quote writes it ("esc\x1b[31mred", "nl\nq", "bad\xffname"),
+// so that none moves the cursor, clears the screen or splits a table's
+// row — nor, on a page, turns the text around it (a right-to-left
+// override, U+202E, is not printable). Text starting with a quote is quoted too: no text shown as it is
+// reads as another one quoted.
+func Printable(s string) string {
+	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) &&
+		!strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
+		return s
+	}
+	return strconv.Quote(s)
+}
