@@ -456,13 +456,17 @@ func unrepeat(c Call) error {
 		return errors.ErrWrongType
 	}
 
-	// plan
+	// plan: 1 when the schedule was there, its row or its entry alone
+	// (the row evicted or deleted by hand)
+	_, entry := s.ZScore(1, name)
 	p.zrem(1, p.Bytes(name))
-	if row == Empty {
-		p.replyInt(0)
-	} else {
+	if row != Empty {
 		p.write(Write{Op: Del, Key: 0})
+	}
+	if row != Empty || entry {
 		p.replyInt(1)
+	} else {
+		p.replyInt(0)
 	}
 
 	// apply

@@ -284,6 +284,46 @@ func TestALimitedScheduleFinishesAndStaysListed(t *testing.T) {
 	assert.Equal(t, "inf", score, "never due")
 }
 
+// TestUnrepeatRepliesWhetherAScheduleWasThere: EMQ.UNREPEAT replies 1 for
+// a schedule it removed — its row and entry, or an entry whose row is gone
+// (deleted by hand, evicted) — and 0, writing nothing, for none.
+func TestUnrepeatRepliesWhetherAScheduleWasThere(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("un")
+	repeats := keys.Set(q.name, keys.Repeats)
+	for _, c := range []struct {
+		name  string
+		setup func(name string)
+		want  int64
+	}{
+		{"a whole schedule", func(name string) { must(t, s, q.repeat(name, "@every 1h", "", "p", 0, 0, 0, 0)...) }, 1},
+		{"an entry whose row is gone", func(name string) {
+			must(t, s, q.repeat(name, "@every 1h", "", "p", 0, 0, 0, 0)...)
+			must(t, s, "DEL", keys.Repeat(q.name, name))
+		}, 1},
+		{"a row without its entry", func(name string) {
+			must(t, s, q.repeat(name, "@every 1h", "", "p", 0, 0, 0, 0)...)
+			must(t, s, "ZREM", repeats, name)
+		}, 1},
+		{"none", func(string) {}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			name := strings.ReplaceAll(c.name, " ", "-")
+			c.setup(name)
+			before := snapshot(t, s)
+			require.Equal(t, c.want, integer(t, s, q.unrepeat(name)...))
+			if c.want == 0 {
+				require.Equal(t, before, snapshot(t, s), "nothing written")
+			}
+			n, err := s.Do("EXISTS", keys.Repeat(q.name, name)).AsInt64()
+			require.NoError(t, err)
+			require.Zero(t, n, "no row")
+			_, err = s.Do("ZSCORE", repeats, name).ToString()
+			require.True(t, valkey.IsValkeyNil(err), "no entry: %v", err)
+		})
+	}
+}
+
 // TestARowAClaimCannotReadMakesNoJob: a due schedule whose row is gone, is
 // not a hash, or was edited into one EMQ.REPEAT would not write — a spec
 // that does not parse or is over 1024 bytes, a zone the module does not
