@@ -14,7 +14,6 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 #define API_OK 0
 #define OPEN_READ (1 << 0)
 #define OPEN_WRITE (1 << 1)
-#define OPEN_KEY_NOTOUCH (1 << 16)
 #define OPEN_KEY_NONOTIFY (1 << 17)
 #define OPEN_KEY_NOSTATS (1 << 18)
 #define OPEN_KEY_NOEXPIRE (1 << 19)

@@ -165,14 +165,16 @@ void emq_release_settings_names(void) {
 }
 
 // The modes the config is looked for with: read-only, and where the server
-// can, without a trace — no LRU/LFU touch, no keyspace hit or miss
-// counted, no keymiss event, no lazy expiry — as befits a lookup of a key
-// the caller did not name. Redis 7.0 knows only NOTOUCH.
-static int probe_modes = OPEN_READ | OPEN_KEY_NOTOUCH;
+// can, without a trace — no keyspace hit or miss counted, no keymiss
+// event, no lazy expiry — as befits a lookup of a key the caller did not
+// name (Redis 7.0 knows none of these). Its LRU/LFU is touched: a config
+// read by every claim is as used as the queue, not, under an allkeys-*
+// policy, the first key evicted (the queue silently unpaused, unlimited).
+static int probe_modes = OPEN_READ;
 
 void emq_probe_modes(void) {
-    int quiet = OPEN_KEY_NOTOUCH | OPEN_KEY_NONOTIFY | OPEN_KEY_NOSTATS | OPEN_KEY_NOEXPIRE;
-    probe_modes = OPEN_READ | (api.GetOpenKeyModesAll ? api.GetOpenKeyModesAll() & quiet : OPEN_KEY_NOTOUCH);
+    int quiet = OPEN_KEY_NONOTIFY | OPEN_KEY_NOSTATS | OPEN_KEY_NOEXPIRE;
+    probe_modes = OPEN_READ | (api.GetOpenKeyModesAll ? api.GetOpenKeyModesAll() & quiet : 0);
 }
 
 static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log);

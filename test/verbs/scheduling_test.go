@@ -667,6 +667,27 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 	})
 }
 
+// TestAClaimTouchesItsConfig: a claim reads the queue's config, and
+// touches it as any key read is: under an allkeys-lfu (or -lru) policy a
+// config set once and read by every claim is no colder than its queue —
+// it was the first key evicted, the queue silently unpaused and unlimited.
+func TestAClaimTouchesItsConfig(t *testing.T) {
+	// lfu-log-factor 0: every access counts (else the counter grows by
+	// chance above its first access)
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "allkeys-lfu", "lfu-log-factor", "0"}})
+	q := queueOf("touched")
+	must(t, s, q.limit(1000, 60_000)...)
+	freq := func() int64 {
+		n, err := s.Do("OBJECT", "FREQ", q.config()).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+	must(t, s, q.enqueue(jobIDs(1)[0], "p")...)
+	before := freq()
+	must(t, s, q.claim(longLease, 1, 5)...)
+	assert.Greater(t, freq(), before, "the claim's read counted in the config's LFU")
+}
+
 // TestLookingForTheSettingsLeavesNoTrace: every verb of a queue looks for
 // its config, a key the caller did not name. Where the server can open a
 // key without effects (every Valkey, Redis 7.2 and later) that lookup
