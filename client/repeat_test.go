@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,6 +101,41 @@ func TestRepeat(t *testing.T) {
 				anew, err := q.Repeat(ctx(t), "often", "@every 100ms", []byte("v2"), RepeatOptions{TZ: "UTC"})
 				require.NoError(t, err)
 				assert.True(t, anew.After(call.Add(-time.Second)) && anew.After(first), "another zone ticks anew: %v", anew)
+			})
+			t.Run("schedules are read a page at a time", func(t *testing.T) {
+				q := newQueue(t, n, "paged", Policy{})
+				var all []string
+				for i := 1; i <= 5; i++ {
+					name := fmt.Sprintf("every-%dm", i)
+					_, err := q.Repeat(ctx(t), name, fmt.Sprintf("@every %dm", i), nil, RepeatOptions{})
+					require.NoError(t, err)
+					all = append(all, name)
+				}
+				names := func(list []Schedule) []string {
+					out := []string{}
+					for _, s := range list {
+						out = append(out, s.Name)
+					}
+					return out
+				}
+				list, err := q.Schedules(ctx(t))
+				require.NoError(t, err)
+				require.Equal(t, all, names(list), "next tick first")
+				for _, c := range []struct {
+					offset, count int
+					want          []string
+				}{{0, 2, all[:2]}, {2, 2, all[2:4]}, {4, 2, all[4:]}, {5, 2, []string{}}, {1000, 1000, []string{}}, {0, 1000, all}} {
+					page, err := q.SchedulesPage(ctx(t), c.offset, c.count)
+					require.NoError(t, err)
+					assert.Equal(t, c.want, names(page), "from %d, %d of them", c.offset, c.count)
+				}
+				full, err := q.SchedulesPage(ctx(t), 0, 5)
+				require.NoError(t, err)
+				assert.Equal(t, list, full, "a page's schedules are read as Schedules reads them")
+				for _, c := range [][2]int{{0, 0}, {0, emq.MaxRepeatsPage + 1}, {-1, 1}} {
+					_, err := q.SchedulesPage(ctx(t), c[0], c[1])
+					require.ErrorIs(t, err, emqerrors.Shape, "offset %d, count %d", c[0], c[1])
+				}
 			})
 			t.Run("a queue without schedules lists none", func(t *testing.T) {
 				list, err := newQueue(t, n, "none", Policy{}).Schedules(ctx(t))

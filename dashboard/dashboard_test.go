@@ -967,3 +967,40 @@ func TestOverviewPages(t *testing.T) {
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	assert.Equal(t, "/?page=2", resp.Header.Get("Location"))
 }
+
+// TestSchedulesPages: a queue page lists SchedulesPerPage of the queue's
+// schedules, next tick first, each page one EMQ.REPEATS of its own; a page
+// past the last shows the last.
+func TestSchedulesPages(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	vk := s.Client()
+	cmds := make(valkey.Commands, 0, SchedulesPerPage+1)
+	for i := range SchedulesPerPage + 1 {
+		cmds = append(cmds, vk.B().Arbitrary("EMQ.REPEAT").Args("3", keys.Repeat("sched", fmt.Sprintf("s%03d", i)),
+			keys.Set("sched", keys.Repeats), keys.Set("sched", keys.Config), fmt.Sprintf("@every %dm", i+1), "", "p", "0", "0", "0", "0").Build())
+	}
+	for _, r := range vk.DoMulti(context.Background(), cmds...) {
+		require.NoError(t, r.Error())
+	}
+	w := serveDashboard(t, vk, Config{})
+	rows := func(body string) int {
+		table := body[strings.Index(body, `<table id="schedules">`):]
+		return strings.Count(table[:strings.Index(table, "</table>")], "<tr>") - 1 // the header's
+	}
+	code, body := w.get(t, "/queues/sched")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, SchedulesPerPage, rows(body))
+	assert.Contains(t, body, fmt.Sprintf("<h2>Schedules <small>%d</small></h2>", SchedulesPerPage+1))
+	assert.Contains(t, body, fmt.Sprintf("schedules 1–%d of %d", SchedulesPerPage, SchedulesPerPage+1))
+	assert.Contains(t, body, `<a id="schedules-next" href="?state=dead&amp;schedules=2">`)
+	assert.Contains(t, body, "<td>s000</td>", "the next tick first")
+	for _, path := range []string{"/queues/sched?schedules=2", "/queues/sched?schedules=99"} {
+		code, body = w.get(t, path)
+		require.Equal(t, http.StatusOK, code, path)
+		assert.Equal(t, 1, rows(body), path)
+		assert.Contains(t, body, fmt.Sprintf("<td>s%03d</td>", SchedulesPerPage), path)
+		assert.Contains(t, body, `<a id="schedules-prev" href="?state=dead&amp;schedules=1">`, path)
+	}
+	code, _ = w.get(t, "/queues/sched?schedules=0")
+	assert.Equal(t, http.StatusBadRequest, code)
+}

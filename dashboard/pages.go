@@ -25,15 +25,19 @@ const PageSize = 50
 // QueuesPerPage is how many queues the overview lists a page.
 const QueuesPerPage = 500
 
+// SchedulesPerPage is how many repeat schedules a queue page lists.
+const SchedulesPerPage = 50
+
 // maxPage is the highest page number whose ranks int arithmetic holds
 // (page × PageSize, page × QueuesPerPage): a higher one is refused, not
 // wrapped.
 const maxPage = math.MaxInt / max(PageSize, QueuesPerPage)
 
-// pageOf is the request's page number, from 1 (no page parameter: 1);
-// false, having answered 400, for one that is no number or out of range.
-func pageOf(w http.ResponseWriter, r *http.Request) (int, bool) {
-	p := r.URL.Query().Get("page")
+// pageOf is the request's page number of parameter param ("page"), from
+// 1 (no such parameter: 1); false, having answered 400, for one that is
+// no number or out of range.
+func pageOf(w http.ResponseWriter, r *http.Request, param string) (int, bool) {
+	p := r.URL.Query().Get(param)
 	if p == "" {
 		return 1, true
 	}
@@ -160,7 +164,7 @@ type overviewBody struct {
 // for the page alone: a server of thousands of queues is not read whole
 // to show a page of them.
 func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
-	page, ok := pageOf(w, r)
+	page, ok := pageOf(w, r, "page")
 	if !ok {
 		return
 	}
@@ -210,8 +214,12 @@ type queueBody struct {
 	PageSize    int
 	First, Last int // ranks, from 1, of the page's first and last jobs
 	Prev, Next  int // pages; 0: none
-	// Schedules are the queue's repeat schedules (EMQ.REPEATS).
-	Schedules []client.Schedule
+	// Schedules are a page of the queue's repeat schedules (EMQ.REPEATS),
+	// ranks SchedulesFirst … SchedulesLast (from 1) of Repeats;
+	// SchedulesPrev and SchedulesNext are pages, 0 for none.
+	Schedules                     []client.Schedule
+	SchedulesFirst, SchedulesLast int
+	SchedulesPrev, SchedulesNext  int
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
@@ -224,7 +232,11 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	page, ok := pageOf(w, r)
+	page, ok := pageOf(w, r, "page")
+	if !ok {
+		return
+	}
+	spage, ok := pageOf(w, r, "schedules")
 	if !ok {
 		return
 	}
@@ -253,13 +265,21 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	schedules, err := q.Schedules(r.Context())
+	spage = min(spage, int(max(1, (sum.Repeats+SchedulesPerPage-1)/SchedulesPerPage))) // past the last: the last
+	first := (spage - 1) * SchedulesPerPage
+	schedules, err := q.SchedulesPage(r.Context(), first, SchedulesPerPage)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
-		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules}
+		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules, SchedulesFirst: first + 1, SchedulesLast: first + len(schedules)}
+	if spage > 1 {
+		body.SchedulesPrev = spage - 1
+	}
+	if int64(first+SchedulesPerPage) < sum.Repeats {
+		body.SchedulesNext = spage + 1
+	}
 	if page > 1 {
 		body.Prev = page - 1
 	}

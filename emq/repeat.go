@@ -36,14 +36,25 @@ var Unrepeat = &Verb{Name: "EMQ.UNREPEAT", Arity: 4, Keys: 2, Cap: "unrepeat",
 	Check: func(a [][]byte, _ int64) error { _, err := checkUnrepeat(a); return err },
 	Run:   unrepeat}
 
-// Repeats lists a queue's schedules, next tick first (finished ones last):
+// Repeats lists a queue's schedules, next tick first (finished ones last)
+// — all of them, or a page: count of them from rank offset in repeats:
 //
-//	EMQ.REPEATS 1 emq:{q}:repeats
+//	EMQ.REPEATS 1 emq:{q}:repeats [<offset> <count>]
 //
 // each as an array of field/value pairs: name, then the schedule row's.
-var Repeats = &Verb{Name: "EMQ.REPEATS", Arity: 3, Keys: 1, Cap: "repeats",
-	Check: func(a [][]byte, _ int64) error { _, err := checkRepeats(a); return err },
+var Repeats = &Verb{Name: "EMQ.REPEATS", Arity: -3, Keys: 1, Cap: "repeats",
+	Check: func(a [][]byte, _ int64) error { _, _, _, err := checkRepeats(a); return err },
 	Run:   repeats}
+
+// MaxRepeatsPage is the most schedules one page of EMQ.REPEATS lists.
+const MaxRepeatsPage = 1000
+
+// EMQ.REPEATS's page.
+var (
+	errRepeatsArgs     = static(errors.Shape, "EMQ.REPEATS takes an offset and a count, or neither")
+	repeatsOffsetBound = newBound("offset", 0, maxScheduleNumber)
+	repeatsCountBound  = newBound("count", 1, MaxRepeatsPage)
+)
 
 // The arguments of EMQ.REPEAT.
 const (
@@ -473,33 +484,48 @@ func unrepeat(c Call) error {
 	return s.Apply(p)
 }
 
-// checkRepeats decides what EMQ.REPEATS's arguments decide alone.
-func checkRepeats(a [][]byte) ([]byte, error) {
+// checkRepeats decides what EMQ.REPEATS's arguments decide alone: the
+// queue, and the page's first rank and size (all: from 0, every schedule
+// a queue can number).
+func checkRepeats(a [][]byte) (queue []byte, offset, count int64, err error) {
+	if len(a) != 3 && len(a) != 5 {
+		return nil, 0, 0, errRepeatsArgs
+	}
 	if err := numkeys(a, 1); err != nil {
-		return nil, err
+		return nil, 0, 0, err
+	}
+	count = maxScheduleNumber
+	if len(a) == 5 {
+		if offset, err = repeatsOffsetBound.parse(a[3]); err != nil {
+			return nil, 0, 0, err
+		}
+		if count, err = repeatsCountBound.parse(a[4]); err != nil {
+			return nil, 0, 0, err
+		}
 	}
 	queue, ok := keys.SplitSet(a[2], keys.Repeats)
 	if !ok {
-		return nil, setLayout[keys.Repeats]
+		return nil, 0, 0, setLayout[keys.Repeats]
 	}
-	return queue, nil
+	return queue, offset, count, nil
 }
 
 func repeats(c Call) error {
 	// shape and fence
-	queue, err := checkRepeats(c.Args)
+	queue, offset, count, err := checkRepeats(c.Args)
 	if err != nil {
 		return err
 	}
 
-	// reads, and the reply: the rows the schedules name, each a key the
-	// verb derives
+	// reads, and the reply: the rows the page's schedules name, each a key
+	// the verb derives
 	s, p := c.Server, c.Plan
 	s.Open(1, false, nil)
 	if err := zsets(s, 0, 1); err != nil {
 		return err
 	}
-	names := s.ZRange(0, math.Inf(1), false, maxScheduleNumber)
+	names := s.ZRange(0, math.Inf(1), false, int(min(offset+count, maxScheduleNumber)))
+	names = names[min(int(offset), len(names)):]
 	head := len(p.Replies)
 	p.reply(ReplyArray, 0, 0)
 	n := 0

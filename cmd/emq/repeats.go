@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strconv"
 
+	module "github.com/echomq/emq/emq"
 	"github.com/echomq/emq/internal/readable"
+	"github.com/echomq/emq/keys"
 )
 
 var repeatsCmd = &command{
@@ -14,9 +17,16 @@ var repeatsCmd = &command{
 finished ones, with no tick left, come last. A tick's job is made by the
 queue's claims, and by its timer while workers wait: a NEXT in the past is a
 tick no claim has made yet, which the first one makes (one job for the
-first missed tick). --json gives the times in Unix ms, 0 for none.`,
-	examples: []string{"emq repeats reports", "emq repeats reports --json | jq -r '.[] | select(.next_ms == 0) | .name'"},
-	minArgs:  1, maxArgs: 1,
+first missed tick). A page of --limit schedules is read at a time (one
+EMQ.REPEATS of an offset and a count); stderr says when there are more.
+--json gives the times in Unix ms, 0 for none.`,
+	examples: []string{"emq repeats reports", "emq repeats reports --offset 1000",
+		"emq repeats reports --json | jq -r '.[] | select(.next_ms == 0) | .name'"},
+	minArgs: 1, maxArgs: 1,
+	flags: func(fs *flag.FlagSet, o *options) {
+		fs.IntVar(&o.limit, "limit", module.MaxRepeatsPage, fmt.Sprintf("at most this many schedules (1 … %d)", module.MaxRepeatsPage))
+		fs.IntVar(&o.offset, "offset", 0, "skip this many schedules")
+	},
 	run: runRepeats,
 }
 
@@ -53,12 +63,24 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	schedules, err := q.Schedules(ctx)
+	if s.o.limit < 1 || s.o.limit > module.MaxRepeatsPage || s.o.offset < 0 {
+		return usageError("--limit is 1 … %d and --offset ≥ 0", module.MaxRepeatsPage)
+	}
+	schedules, err := q.SchedulesPage(ctx, s.o.offset, s.o.limit)
 	if err != nil {
 		return err
 	}
-	if len(schedules) == 0 {
+	total, err := s.vk.Do(ctx, s.vk.B().Zcard().Key(keys.Set(args[0], keys.Repeats)).Build()).AsInt64()
+	if err != nil {
+		return fmt.Errorf("queue %s: ZCARD repeats: %w", readable.Printable(args[0]), err)
+	}
+	switch shown := int64(s.o.offset + len(schedules)); {
+	case total == 0:
 		fmt.Fprintf(s.e.stderr, "%s has no repeat schedule\n", readable.Printable(args[0]))
+	case len(schedules) == 0:
+		fmt.Fprintf(s.e.stderr, "%d in all, each before --offset %d\n", total, s.o.offset)
+	case shown < total:
+		fmt.Fprintf(s.e.stderr, "%d of %d shown; --offset %d for more\n", len(schedules), total, shown)
 	}
 	if s.o.json {
 		out := make([]repeatJSON, len(schedules))

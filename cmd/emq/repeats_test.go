@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,6 +80,28 @@ func TestCLIRepeats(t *testing.T) {
 			Limit: 3, Number: 2, NextMs: repeatsStart.Add(15 * time.Minute).UnixMilli()}, out[0])
 		assert.Equal(t, "Europe/Berlin", out[1].TZ)
 		assert.Equal(t, time.Date(2030, 1, 1, 1, 30, 0, 0, time.UTC).UnixMilli(), out[1].NextMs, "02:30 in Berlin")
+	})
+	t.Run("a page at a time: --limit and --offset, stderr saying what is left", func(t *testing.T) {
+		r := repeats("--limit", "1")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Regexp(t, `^NAME +WHEN +NEXT +LAST +MADE +PRIORITY +PAYLOAD\npoll +`, r.stdout)
+		assert.Equal(t, 2, strings.Count(r.stdout, "\n"), "the header and one schedule")
+		assert.Equal(t, "1 of 2 shown; --offset 1 for more\n", r.stderr)
+		r = repeats("--limit", "1", "--offset", "1", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		var out []repeatJSON
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		require.Len(t, out, 1)
+		assert.Equal(t, "nightly", out[0].Name)
+		assert.Empty(t, r.stderr, "the last page says nothing")
+		r = repeats("--offset", "5")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, "2 in all, each before --offset 5\n", r.stderr)
+		for _, bad := range [][]string{{"--limit", "0"}, {"--limit", "1001"}, {"--offset", "-1"}} {
+			r := repeats(bad...)
+			assert.Equal(t, exitUsage, r.code, bad)
+			assert.Contains(t, r.stderr, "--limit is 1 … 1000 and --offset ≥ 0", bad)
+		}
 	})
 	t.Run("a queue of only schedules is counted, and no mistyped name", func(t *testing.T) {
 		r := emq(t, s.Addr, "queues")

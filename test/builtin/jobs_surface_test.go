@@ -480,7 +480,7 @@ func TestLifecycleVerbsHaveTheDocumentedArityFlagsAndCategories(t *testing.T) {
 		{"EMQ.SETTLE", -10, []string{"write"}, []string{"write", "slow", "emq"}},
 		{"EMQ.REPEAT", 12, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
 		{"EMQ.UNREPEAT", 4, []string{"write", "fast"}, []string{"write", "fast", "emq"}},
-		{"EMQ.REPEATS", 3, []string{"readonly"}, []string{"read", "slow", "emq"}},
+		{"EMQ.REPEATS", -3, []string{"readonly"}, []string{"read", "slow", "emq"}},
 		{"EMQ.ENQUEUEMANY", -7, []string{"write", "denyoom"}, []string{"write", "slow", "emq"}},
 	} {
 		t.Run(v.name, func(t *testing.T) {

@@ -40,7 +40,7 @@ var contract = []struct {
 	{"EMQ.SETTLE", -10, 4, "settle"},
 	{"EMQ.REPEAT", 12, 3, "repeat"},
 	{"EMQ.UNREPEAT", 4, 2, "unrepeat"},
-	{"EMQ.REPEATS", 3, 1, "repeats"},
+	{"EMQ.REPEATS", -3, 1, "repeats"},
 	{"EMQ.ENQUEUEMANY", -7, 2, "enqueuemany"},
 	{"EMQ.CAPS", 1, 0, ""},
 }

@@ -200,6 +200,12 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 		add("a settlement short of an argument is EMQSHAPE", "EMQSHAPE settlement 1: ACK takes 3 arguments", v.good[:n-1])
 		add("an argument more than the settlements is EMQSHAPE", "EMQSHAPE the arguments hold more than n=1 settlements", append(slices.Clone(v.good), "x"))
 		add("nine arguments is the server's arity error", arityErr(name), v.good[:9])
+	case "EMQ.REPEATS": // two more are a page: one, or three, are EMQSHAPE
+		page := "EMQSHAPE EMQ.REPEATS takes an offset and a count, or neither"
+		add("one argument more is EMQSHAPE", page, append(slices.Clone(v.good), "0"))
+		add("three arguments more is EMQSHAPE", page, append(slices.Clone(v.good), "0", "1", "2"))
+		add("a page's numbers are checked before the key", "EMQSHAPE count must be an integer from 1 to 1000",
+			[]string{name, "1", "nokey", "0", "0"})
 	case "EMQ.ACK": // one more is a result: refused beside keep_ms 0, and two more are too many
 		add("a result with keep_ms 0 is EMQSHAPE", "EMQSHAPE a result needs keep_ms above 0: a row deleted at once cannot keep it",
 			append(v.with(5, "0"), "r"))

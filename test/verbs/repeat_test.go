@@ -284,6 +284,60 @@ func TestALimitedScheduleFinishesAndStaysListed(t *testing.T) {
 	assert.Equal(t, "inf", score, "never due")
 }
 
+// TestRepeatsListsAPage: EMQ.REPEATS with an offset and a count lists
+// that page of the queue's schedules, in the order of the whole listing
+// (next tick first); a page past the last is empty. An offset without a
+// count, or numbers out of range, are refused (EMQSHAPE), before the keys.
+func TestRepeatsListsAPage(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("paged")
+	repeats := keys.Set(q.name, keys.Repeats)
+	var all []string
+	for i := 1; i <= 4; i++ {
+		name := "every-" + itoa(int64(i)) + "m"
+		must(t, s, q.repeat(name, "@every "+itoa(int64(i))+"m", "", "p", 0, 0, 0, 0)...)
+		all = append(all, name)
+	}
+	page := func(offset, count string) []string {
+		t.Helper()
+		rows, err := s.Do("EMQ.REPEATS", "1", repeats, offset, count).ToArray()
+		require.NoError(t, err)
+		names := []string{}
+		for _, r := range rows {
+			kv, err := r.AsStrSlice()
+			require.NoError(t, err)
+			require.Equal(t, "name", kv[0])
+			names = append(names, kv[1])
+		}
+		return names
+	}
+	assert.Equal(t, all[:3], page("0", "3"))
+	assert.Equal(t, all[3:], page("3", "3"))
+	assert.Equal(t, all[1:2], page("1", "1"))
+	assert.Empty(t, page("4", "1000"))
+	assert.Equal(t, all, page("0", "1000"))
+	var listed []string
+	for _, sc := range schedules(t, s, q) {
+		listed = append(listed, sc["name"])
+	}
+	assert.Equal(t, all, listed, "the whole listing, in the same order")
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"0"}, "EMQSHAPE EMQ.REPEATS takes an offset and a count, or neither"},
+		{[]string{"0", "1", "2"}, "EMQSHAPE EMQ.REPEATS takes an offset and a count, or neither"},
+		{[]string{"0", "0"}, "EMQSHAPE count must be an integer from 1 to 1000"},
+		{[]string{"0", "1001"}, "EMQSHAPE count must be an integer from 1 to 1000"},
+		{[]string{"-1", "1"}, "EMQSHAPE offset must be an integer from 0 to 4194303"},
+		{[]string{"x", "1"}, "EMQSHAPE offset must be an integer from 0 to 4194303"},
+	} {
+		refuse(t, s, c.want, append([]string{"EMQ.REPEATS", "1", repeats}, c.args...)...)
+	}
+	refuse(t, s, "EMQSHAPE count must be an integer from 1 to 1000", "EMQ.REPEATS", "1", "not-a-repeats-key", "0", "0")
+}
+
 // TestUnrepeatRepliesWhetherAScheduleWasThere: EMQ.UNREPEAT replies 1 for
 // a schedule it removed — its row and entry, or an entry whose row is gone
 // (deleted by hand, evicted) — and 0, writing nothing, for none.
