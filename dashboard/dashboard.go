@@ -152,7 +152,7 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("POST /queues/{queue}/pause", d.action(d.pause))
 	mux.HandleFunc("POST /queues/{queue}/resume", d.action(d.resume))
 	mux.HandleFunc("POST /queues/{queue}/schedules/{name}/remove", d.action(d.unrepeat))
-	return secured(http.NewCrossOriginProtection().Handler(mux))
+	return Secured(http.NewCrossOriginProtection().Handler(mux))
 }
 
 // securityHeaders are on every answer. No page may be framed by another
@@ -167,8 +167,10 @@ var securityHeaders = map[string]string{
 	"X-Content-Type-Options":  "nosniff",
 }
 
-// secured is h with securityHeaders set on each answer.
-func secured(h http.Handler) http.Handler {
+// Secured is h with the dashboard's security headers set on each answer:
+// the dashboard's own, and what a server puts in front of it answers
+// itself (emq dash's authentication and Host checks).
+func Secured(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range securityHeaders {
 			w.Header().Set(k, v)

@@ -854,6 +854,20 @@ func TestCLIServes(t *testing.T) {
 			assert.Equal(t, want, code, "Host %s", host)
 		}
 	})
+	t.Run("the refusals in front of the dashboard carry its security headers", func(t *testing.T) {
+		dash := serving(t, s.Addr, "dash", "--listen", "127.0.0.1:0", "--auth", "ops:s3cret")
+		for host, want := range map[string]int{"attacker.example": http.StatusForbidden, "": http.StatusUnauthorized} {
+			req, err := http.NewRequest(http.MethodGet, dash, nil)
+			require.NoError(t, err)
+			req.Host = host
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, want, resp.StatusCode, "Host %q", host)
+			assert.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'", "Host %q", host)
+			assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), "Host %q", host)
+		}
+	})
 	t.Run("a client that stalls is cut off: a connection left idle, a body never finished", func(t *testing.T) {
 		// the idle bound is its own, shorter than the read's, which an
 		// unset idle bound would fall back to

@@ -186,6 +186,7 @@ func serve(ctx context.Context, s *session, what string, loopback bool, gate fun
 	if loopback {
 		h = loopbackHosts(h, strings.FieldsFunc(s.o.allowHosts, func(r rune) bool { return r == ',' || r == ' ' }))
 	}
+	h = dashboard.Secured(h) // on its refusals too: a 401, a 403
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: connBounds.header, ReadTimeout: connBounds.read,
 		WriteTimeout: connBounds.write, IdleTimeout: connBounds.idle}
 	served := make(chan error, 1)
