@@ -1213,6 +1213,17 @@ func TestCLIBulkStopped(t *testing.T) {
 	}
 }
 
+// jsonOf runs emq with args and --json against addr, requires it to
+// succeed, and decodes what it printed.
+func jsonOf[T any](t *testing.T, addr string, args ...string) T {
+	t.Helper()
+	r := emq(t, addr, append(args, "--json")...)
+	require.Equal(t, exitOK, r.code, r.stderr)
+	var out T
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	return out
+}
+
 // TestCLILargeValues: emq job reads a payload, a result or an error up to
 // inspect.ValueLimit bytes, and emq jobs an error; a longer one is named
 // by its size and never read, and --json says so with its size.
@@ -1260,34 +1271,22 @@ func TestCLILargeValues(t *testing.T) {
 		assert.Contains(t, r.stdout, unread, "in the listing")
 		assert.NotContains(t, r.stdout, "EEE")
 
-		r = emq(t, s.Addr, "job", "bigerr", bigErr.String(), "--json")
-		require.Equal(t, exitOK, r.code, r.stderr)
-		var j jobJSON
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		j := jsonOf[jobJSON](t, s.Addr, "job", "bigerr", bigErr.String())
 		size := int64(inspect.ValueLimit + 1)
 		assert.True(t, j.ErrorUnread)
 		assert.Nil(t, j.Error)
 		assert.Equal(t, &size, j.ErrorBytes)
-		r = emq(t, s.Addr, "jobs", "bigerr", "--json")
-		require.Equal(t, exitOK, r.code, r.stderr)
-		var rows []jobRowJSON
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+		rows := jsonOf[[]jobRowJSON](t, s.Addr, "jobs", "bigerr")
 		require.Len(t, rows, 1)
 		assert.True(t, rows[0].ErrorUnread)
 		assert.Empty(t, rows[0].Error)
 	})
 	t.Run("an error at the limit is read", func(t *testing.T) {
-		r := emq(t, s.Addr, "job", "smallerr", smallErr.String(), "--json")
-		require.Equal(t, exitOK, r.code, r.stderr)
-		var j jobJSON
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &j))
+		j := jsonOf[jobJSON](t, s.Addr, "job", "smallerr", smallErr.String())
 		assert.False(t, j.ErrorUnread)
 		require.NotNil(t, j.Error)
 		assert.Len(t, *j.Error, inspect.ValueLimit)
-		r = emq(t, s.Addr, "jobs", "smallerr", "--json")
-		require.Equal(t, exitOK, r.code, r.stderr)
-		var rows []jobRowJSON
-		require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
+		rows := jsonOf[[]jobRowJSON](t, s.Addr, "jobs", "smallerr")
 		require.Len(t, rows, 1)
 		assert.False(t, rows[0].ErrorUnread)
 		assert.Len(t, rows[0].Error, inspect.ValueLimit)
