@@ -119,9 +119,6 @@ type turn struct {
 	windowStored, windowCut bool
 	repeats                 int  // the schedules' key; -1 when the queue has none
 	held                    bool // due ticks held back: the server is over maxmemory
-	// closed: the queue is paused, or its rate window used up — no claim
-	// takes anything, whatever it asks (Wait.Closed)
-	closed bool
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
@@ -249,7 +246,7 @@ func (t *turn) next(on int, timeout int64, again bool) {
 		repeats = -1
 	}
 	w := Wait{Queue: t.queue, On: on, TimeoutMs: timeout,
-		Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again, Closed: t.closed}
+		Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again, Closed: t.shut()}
 	if t.limiter >= 0 && t.used >= t.st.rateMax {
 		w.At = t.windowEnd
 	}
@@ -264,7 +261,7 @@ func (t *turn) next(on int, timeout int64, again bool) {
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
-	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held, t.closed = -1, 0, 0, false, false, -1, false, false
+	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held = -1, 0, 0, false, false, -1, false
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
 	t.opened.reset()
@@ -285,15 +282,13 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 		return 0, false, nil
 	case t.st.paused:
 		t.p.Count(ClaimsPaused, 1)
-		t.closed = true
 		return 0, false, nil
 	case t.limiter >= 0:
 		if left := t.st.rateMax - t.used; left < int64(allowed) {
 			allowed = int(max(left, 0))
 			t.p.Count(ClaimsLimited, 1)
 		}
-		if allowed == 0 { // allowed was at least 1: the window is used up
-			t.closed = true
+		if allowed == 0 {
 			return 0, false, nil
 		}
 	}
@@ -354,6 +349,10 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
 	return delivered, again, nil
 }
+
+// shut reports whether no claim of the queue may take a job now, whatever
+// it asks: the queue is paused, or its rate window used up.
+func (t *turn) shut() bool { return t.st.paused || t.limiter >= 0 && t.used >= t.st.rateMax }
 
 // takenAlready reports whether candidate c's id was taken by this turn
 // already (or settled by this call): a second entry of it, which the

@@ -37,19 +37,19 @@ func limit(c Call) error {
 		return err
 	}
 
-	// plan
+	// plan: the waiters look again, whatever changed — a limit set as it
+	// was may follow a limiter deleted by hand, which wakes nobody
 	switch {
 	case max == 0 && !st.rateSet, max == st.rateMax && window == st.rateMs:
 		// as it was: nothing changes, nothing to record
 	case max == 0:
 		p.write(Write{Op: HDel, Key: 0}, rateFields...)
 		st.events.queue(p, refLimited, refMax, refZero, refWindow, refZero)
-		p.wake(1)
 	default:
 		p.hset(0, refRateMax, Arg(limitMax), refRateMs, Arg(limitWindow))
 		st.events.queue(p, refLimited, refMax, Arg(limitMax), refWindow, Arg(limitWindow))
-		p.wake(1)
 	}
+	p.wake(1)
 	p.replyInt(1)
 
 	// apply

@@ -46,6 +46,9 @@ func pause(c Call, paused bool) error {
 	// plan
 	switch {
 	case st.paused == paused:
+		if !paused { // not paused: its waiters look all the same (after a hand edit, say)
+			p.wake(1)
+		}
 		p.replyInt(0)
 		return s.Apply(p)
 	case paused:

@@ -172,6 +172,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(SelectDb);
     FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);
+    FETCH(GetBlockedClientReadyKey);
     FETCH(SignalKeyAsReady);
     FETCH(CreateTimer);
     FETCH(StopTimer);

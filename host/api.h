@@ -140,6 +140,7 @@ typedef struct {
                                                     void (*)(ValkeyModuleCtx *, void *), long long, ValkeyModuleString **,
                                                     int, void *);
     void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
+    ValkeyModuleString *(*GetBlockedClientReadyKey)(ValkeyModuleCtx *);
     void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);
     uint64_t (*CreateTimer)(ValkeyModuleCtx *, long long, void (*)(ValkeyModuleCtx *, void *), void *);
     int (*StopTimer)(ValkeyModuleCtx *, uint64_t, void **);

@@ -79,7 +79,8 @@ func emqServe(c *C.emq_call, verb C.int) {
 			return
 		}
 		verb = C.int(w.verb)
-		if w.queue.closed(int64(c.now_ms)) { // its claim would take nothing
+		if q := w.queue; q.closed(int64(c.now_ms)) { // its claim would take nothing
+			arm(c.ctx, q, float64(q.closedUntil), false) // the timer's sweep looks when that ends
 			waitStats.WakeupsIdle++
 			return
 		}

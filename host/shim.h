@@ -306,7 +306,7 @@ void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 #define EMQ_SWEEP_VERB (-2) // the verb number of a queue's sweep (emq.Sweep), which is no command
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
 extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go
-extern long long emq_closed_until; // until when a queue may be closed to its waiters (Unix ms): later, no pending write asks Go
+extern int emq_queues_closed; // queues not open to their waiters: 0 spares a pending write a call into Go
 
 // Configs, INFO and config changes (admin.c).
 #define EMQ_MAX_CONFIGS 4

@@ -1,18 +1,17 @@
 // wait.c — blocking verbs: a client kept waiting on a queue's pending key,
 // its wake-ups, the timers that wake a queue when a job comes due, and the
 // zset events that signal a pending key whoever wrote it. Which client
-// waits on which queue is Go's (wait.go); C keeps no state but a count and
-// a time.
+// waits on which queue is Go's (wait.go); C keeps no state but two counts.
 #include <string.h>
 
 #include "api.h"
 #include "_cgo_export.h"
 
 int emq_queues_waited;
-// emq_closed_until is the latest time (Unix ms) until which Go closed a
-// queue to its waiters (wait.go): before it, on_zset asks Go whether a
-// pending set's write signals its waiters; after it, none is closed.
-long long emq_closed_until;
+// emq_queues_closed counts the queues Go does not hold open to their
+// waiters (wait.go): while there are any, on_zset asks Go whether a
+// pending set's write signals its waiters.
+int emq_queues_closed;
 
 // emq_may_block reports whether the command in ctx may block: not inside
 // MULTI/EXEC or a script, nor for a client that may not block.
@@ -30,15 +29,30 @@ void emq_select_db(ValkeyModuleCtx *ctx, int db) { api.SelectDb(ctx, db); }
 // clients blocked on keys, but one write replicated now aborts it.
 static int writes_paused(void) { return api.AvoidReplicaTraffic && api.AvoidReplicaTraffic(); }
 
+// gone reports whether the key whose signal woke the client in ctx is
+// gone: Valkey offers a key's waiters the key only while it exists, and
+// the claim that empties a pending set ends the wake-up; Redis 7.0 offers
+// it to every waiter all the same, each of whose claims would find
+// nothing (and cost a turn).
+static int gone(ValkeyModuleCtx *ctx) {
+    ValkeyModuleString *name = api.GetBlockedClientReadyKey ? api.GetBlockedClientReadyKey(ctx) : NULL;
+    if (!name) return 0;
+    ValkeyModuleKey *key = api.OpenKey(ctx, name, OPEN_READ);
+    int empty = api.KeyType(key) == EMQ_KEY_EMPTY;
+    api.CloseKey(key);
+    return empty;
+}
+
 // woken runs when the key a client waits on was signalled. While writes
 // are paused the client keeps waiting, and its queue's timer looks again
-// soon.
+// soon; it keeps waiting, too, when the key is gone.
 static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
     uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
     if (writes_paused()) {
         emqWaitPaused(ctx, waiter);
         return -1;
     }
+    if (gone(ctx)) return -1;
     return emq_serve_woken(ctx, argv, argc, waiter);
 }
 
@@ -142,7 +156,7 @@ static int on_zset(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModu
     size_t len;
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
-        if (api.Milliseconds() >= emq_closed_until || emqPendingSignal(ctx, (char *)s, len))
+        if (!emq_queues_closed || emqPendingSignal(ctx, (char *)s, len))
             api.SignalKeyAsReady(ctx, key);
     } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active") || ends_with(s, len, "}:repeats")) {
         ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);

@@ -27,10 +27,11 @@ import (
 // a queue has waiters it has one timer, at the lowest score of the sets
 // the plan named (delayed due times, lease deadlines): when it fires on a
 // primary it signals the pending set, and the woken verb sweeps. A queue
-// whose claim found it closed — paused, its rate window used up — is
-// closed for its waiters a little while (closedMs, or to the window's end):
-// a write to its pending set signals nobody, a wake-up runs no claim, and
-// the timer looks again when that while ends; EMQ.RESUME and EMQ.LIMIT
+// whose claim or sweep found it closed — paused, its rate window used up —
+// is closed for its waiters a little while (closedMs, or to the window's
+// end): a write to its pending set signals nobody and a wake-up runs no
+// claim, and the timer's sweep looks again when that while ends, waking
+// the waiters only if it finds the queue open; EMQ.RESUME and EMQ.LIMIT
 // open it at once. Nothing here runs off the main thread.
 
 // waiter is a client kept waiting, by the number its callbacks get back.
@@ -50,29 +51,48 @@ type queueWait struct {
 	timer   C.uint64_t // the armed timer; 0 for none
 	token   uint64     // what the armed timer hands back
 	at      int64      // when it is due (Unix ms)
-	// until when (Unix ms) the queue is closed to its waiters: a claim
-	// found it paused or its rate window used up (emq.Wait.Closed)
+	// until when (Unix ms) the queue is closed to its waiters: a claim or
+	// sweep found it paused or its rate window used up (emq.Wait.Closed);
+	// 0 when the last look found it open. A time passed is a queue that
+	// was closed: the timer's sweep looks before its waiters are woken.
 	closedUntil int64
 }
 
-// closedMs is how long a queue a claim found closed stays closed to its
-// waiters without a claim looking again: a hand edit of its settings (an
+// closedMs is how long a queue found closed stays closed to its waiters
+// before the timer's sweep looks again: a hand edit of its settings (an
 // HDEL of paused, the config evicted) is seen that much later at most.
 // Meanwhile a write to its pending set wakes nobody — a fleet of waiters
-// would each run a claim that takes nothing — but arms the queue's timer
-// for the while's end; and a wake-up the server makes on its own (a
-// pending set made by RENAME, say) runs no claim and arms nothing — else
-// every while's end would wake the waiters of a queue paused for hours
-// once more, a claim finding it paused and closing it again.
+// would each run a claim that takes nothing — and neither does a wake-up
+// the server makes on its own (a pending set made by RENAME, say); each
+// arms the queue's timer for the while's end, whose sweep wakes the
+// waiters if the queue is open, else closes it again.
 const closedMs = 100
 
 // closed reports whether q is closed to its waiters at now.
 func (q *queueWait) closed(now int64) bool { return q.closedUntil > now }
 
-// close closes q to its waiters until until (Unix ms).
-func (q *queueWait) close(until int64) {
+// setClosed closes q to its waiters until until (Unix ms), or opens it (0);
+// C counts the queues not open, to ask Go about their pending writes.
+func (q *queueWait) setClosed(until int64) {
+	switch {
+	case q.closedUntil == 0 && until != 0:
+		C.emq_queues_closed++
+	case q.closedUntil != 0 && until == 0:
+		C.emq_queues_closed--
+	}
 	q.closedUntil = until
-	C.emq_closed_until = max(C.emq_closed_until, C.longlong(until))
+}
+
+// closedUntil is until when a turn that left w for later closes its queue,
+// at now: 0 (open) unless w is Closed.
+func closedUntil(w *emq.Wait, now int64) int64 {
+	if !w.Closed {
+		return 0
+	}
+	if w.At > 0 {
+		return min(now+closedMs, w.At)
+	}
+	return now + closedMs
 }
 
 // maxIdleQueues bounds the queues kept with nobody waiting.
@@ -103,7 +123,7 @@ var (
 func resetWaits() {
 	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
 	idle, lastWaiter, lastToken, waitStats, subscribed = 0, 0, 0, WaitStats{}, false
-	C.emq_queues_waited, C.emq_closed_until = 0, 0
+	C.emq_queues_waited, C.emq_queues_closed = 0, 0
 }
 
 // Waits returns the counters of waiting clients.
@@ -143,6 +163,7 @@ func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
 		return
 	}
 	C.emq_queues_waited--
+	q.setClosed(0)
 	if q.timer != 0 {
 		C.emq_stop_timer(ctx, q.timer)
 		delete(timers, q.token)
@@ -194,6 +215,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	w := &p.Wait
 	if verb == C.EMQ_SWEEP_VERB {
 		if q := lookupQueue(int(C.emq_selected_db(c.ctx)), w.Queue); c.replied == 0 && w.Queue != nil && q != nil && q.waiters > 0 {
+			q.setClosed(closedUntil(w, int64(c.now_ms)))
 			c.armFor(q, w)
 		}
 		return
@@ -204,7 +226,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	if c.replied != 0 || w.Queue == nil {
 		if c.waiter != 0 {
 			waitStats.WakeupsServed++
-			waiters[uint64(c.waiter)].queue.closedUntil = 0
+			waiters[uint64(c.waiter)].queue.setClosed(0)
 		}
 		return
 	}
@@ -222,14 +244,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
 		waiters[lastWaiter] = waiter{verb: verb, queue: q}
 	}
-	q.closedUntil = 0
-	if w.Closed {
-		until := int64(c.now_ms) + closedMs
-		if w.At > 0 {
-			until = min(until, w.At)
-		}
-		q.close(until)
-	}
+	q.setClosed(closedUntil(w, int64(c.now_ms)))
 	c.armFor(q, w)
 	if w.Again {
 		// the turn stopped on its budget: look again on the event loop's
@@ -245,7 +260,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 func openQueue(ctx *C.ValkeyModuleCtx, pending []byte) {
 	if queue, ok := keys.SplitSet(pending, keys.PendingSet); ok {
 		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil {
-			q.closedUntil = 0
+			q.setClosed(0)
 		}
 	}
 }
@@ -343,7 +358,8 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		}
 		// the timer sweeps the queue itself — a due job reaches pending
 		// (created, on a server that wakes no waiter of an absent key)
-		// whoever claims — then its waiters look
+		// whoever claims — then its waiters look, unless the sweep found
+		// the queue closed to them
 		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
 		C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)))
 		if q.waiters > 0 && !q.closed(int64(C.emq_now_ms())) {
@@ -394,7 +410,7 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 		for _, db := range [...]int{int(first), int(second)} {
 			C.emq_select_db(ctx, C.int(db)) // a timer fires in its maker's database
 			for _, q := range queues[db] {
-				q.closedUntil = 0 // it holds the other database's settings now
+				q.setClosed(0) // it holds the other database's settings now
 				if q.waiters > 0 {
 					armIn(ctx, q, 0)
 				}
@@ -403,11 +419,12 @@ func emqDatabasesSwapped(ctx *C.ValkeyModuleCtx, first, second C.int) {
 	})
 }
 
-// emqPendingSignal is asked by on_zset (wait.c), while some queue may be
-// closed to its waiters, whether a write that brought a member to pending
-// set key (n bytes) signals its waiters: not while its queue is closed —
-// its timer then fires when that ends, at the latest, so that the job is
-// served then if the queue is open.
+// emqPendingSignal is asked by on_zset (wait.c), while some queue is not
+// open to its waiters, whether a write that brought a member to pending
+// set key (n bytes) signals its waiters: not when its queue is closed —
+// its timer fires when that ends, at the latest — or was when last looked
+// at — its timer fires now — and that timer's sweep wakes them if it finds
+// the queue open.
 //
 //export emqPendingSignal
 func emqPendingSignal(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t) (signal C.int) {
@@ -417,7 +434,7 @@ func emqPendingSignal(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t) (signal C
 	openAll := func() {
 		for _, qs := range queues {
 			for _, q := range qs {
-				q.closedUntil = 0
+				q.setClosed(0)
 			}
 		}
 	}
@@ -427,10 +444,12 @@ func emqPendingSignal(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t) (signal C
 		if !ok {
 			return
 		}
-		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil && q.waiters > 0 && q.closed(int64(C.emq_now_ms())) {
-			arm(ctx, q, float64(q.closedUntil), false)
-			signal = 0
+		q := lookupQueue(int(C.emq_selected_db(ctx)), queue)
+		if q == nil || q.waiters == 0 || q.closedUntil == 0 {
+			return
 		}
+		arm(ctx, q, float64(max(q.closedUntil, int64(C.emq_now_ms()))), false)
+		signal = 0
 	})
 	return signal
 }

@@ -342,6 +342,46 @@ func TestAClosedQueuesWaitersRunNoClaims(t *testing.T) {
 		}
 		require.Equal(t, int64(workers-5), counter("emq_blocked_workers"))
 	})
+	t.Run("paused, jobs coming: the timer's look wakes nobody while it stays paused", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.pause()...)
+		enqueueB(t, s, 0) // pending made before they wait: its making wakes the waiters of a key, as the server does
+		for range workers {
+			blockB(t, s, 100_000, 0)
+		}
+		before := counter("emq_wakeups_idle")
+		for i := 1; i <= 15; i++ { // over 300 ms: three closed whiles end meanwhile
+			enqueueB(t, s, i)
+			time.Sleep(20 * time.Millisecond)
+		}
+		require.Less(t, counter("emq_wakeups_idle")-before, int64(workers), "no pass over the waiters")
+		require.Equal(t, int64(workers), counter("emq_blocked_workers"))
+	})
+	t.Run("resumed by hand, then EMQ.RESUME, which replies 0, wakes them", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.pause()...)
+		id := enqueueB(t, s, 1)
+		w := blockB(t, s, 100_000, 0)
+		must(t, s, "HDEL", bq.config(), "paused")
+		require.Equal(t, int64(0), integer(t, s, bq.resume()...), "not paused")
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+	})
+	t.Run("a limiter deleted by hand, then the limit set as it was, wakes them", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, bq.limit(1, 600_000)...)
+		enqueueB(t, s, 0)
+		id := enqueueB(t, s, 1)
+		_, err := s.Do(claimB(100_000)...).ToAny()
+		require.NoError(t, err)
+		w := blockB(t, s, 100_000, 0)
+		must(t, s, "DEL", "emq:{b}:limiter")
+		must(t, s, bq.limit(1, 600_000)...) // writes nothing
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+	})
 	t.Run("paused, then resumed by hand", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, bq.pause()...)
