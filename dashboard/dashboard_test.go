@@ -994,13 +994,28 @@ func TestSchedulesPages(t *testing.T) {
 	assert.Contains(t, body, fmt.Sprintf("schedules 1–%d of %d", SchedulesPerPage, SchedulesPerPage+1))
 	assert.Contains(t, body, `<a id="schedules-next" href="?state=dead&amp;schedules=2">`)
 	assert.Contains(t, body, "<td>s000</td>", "the next tick first")
-	for _, path := range []string{"/queues/sched?schedules=2", "/queues/sched?schedules=99"} {
-		code, body = w.get(t, path)
-		require.Equal(t, http.StatusOK, code, path)
-		assert.Equal(t, 1, rows(body), path)
-		assert.Contains(t, body, fmt.Sprintf("<td>s%03d</td>", SchedulesPerPage), path)
-		assert.Contains(t, body, `<a id="schedules-prev" href="?state=dead&amp;schedules=1">`, path)
+	code, body = w.get(t, "/queues/sched?schedules=2")
+	require.Equal(t, http.StatusOK, code)
+	assert.Equal(t, 1, rows(body))
+	assert.Contains(t, body, fmt.Sprintf("<td>s%03d</td>", SchedulesPerPage))
+	assert.Contains(t, body, fmt.Sprintf("schedules %d–%d of %d", SchedulesPerPage+1, SchedulesPerPage+1, SchedulesPerPage+1))
+	assert.Contains(t, body, `<a id="schedules-prev" href="?state=dead&amp;schedules=1">`)
+	for path, to := range map[string]string{
+		"/queues/sched?schedules=99":                     "/queues/sched?state=dead&schedules=2",
+		"/queues/sched?state=pending&page=2&schedules=2": "/queues/sched?state=pending&schedules=2",
+	} {
+		resp, err := w.hc.Get(w.url + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusSeeOther, resp.StatusCode, path)
+		assert.Equal(t, to, resp.Header.Get("Location"), "%s: the last page, the other page kept", path)
 	}
 	code, _ = w.get(t, "/queues/sched?schedules=0")
 	assert.Equal(t, http.StatusBadRequest, code)
+
+	// a name whose row is not a schedule is in no page, but its rank is
+	require.NoError(t, s.Do("SET", keys.Repeat("sched", "s010"), "x").Error())
+	_, body = w.get(t, "/queues/sched")
+	assert.Equal(t, SchedulesPerPage-1, rows(body))
+	assert.Contains(t, body, fmt.Sprintf("schedules 1–%d of %d", SchedulesPerPage, SchedulesPerPage+1), "ranks, not rows")
 }

@@ -204,6 +204,19 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 	d.render(w, r, http.StatusOK, "overview", "Queues", body)
 }
 
+// pagePath is the path of queue's page of state st: its jobs' page page
+// and its schedules' page spage, each left out when 1.
+func pagePath(queue string, st inspect.State, page, spage int) string {
+	to := queuePath(queue) + "?state=" + string(st)
+	if page > 1 {
+		to += "&page=" + strconv.Itoa(page)
+	}
+	if spage > 1 {
+		to += "&schedules=" + strconv.Itoa(spage)
+	}
+	return to
+}
+
 // queueBody is a queue page's content: its summary and a page of one state.
 type queueBody struct {
 	inspect.Summary
@@ -247,12 +260,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	}
 	// past the last page: the last, rather than an empty page whose
 	// "previous" link is empty too (page 1 of an empty state)
-	if last := max(1, (sum.Counts[st]+PageSize-1)/PageSize); int64(page) > last {
-		to := "/queues/" + url.PathEscape(name) + "?state=" + string(st)
-		if last > 1 {
-			to += "&page=" + strconv.FormatInt(last, 10)
-		}
-		http.Redirect(w, r, to, http.StatusSeeOther)
+	if last := int(max(1, (sum.Counts[st]+PageSize-1)/PageSize)); page > last {
+		http.Redirect(w, r, pagePath(name, st, last, spage), http.StatusSeeOther)
 		return
 	}
 	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)
@@ -265,7 +274,10 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	spage = min(spage, int(max(1, (sum.Repeats+SchedulesPerPage-1)/SchedulesPerPage))) // past the last: the last
+	if last := int(max(1, (sum.Repeats+SchedulesPerPage-1)/SchedulesPerPage)); spage > last {
+		http.Redirect(w, r, pagePath(name, st, page, last), http.StatusSeeOther)
+		return
+	}
 	first := (spage - 1) * SchedulesPerPage
 	schedules, err := q.SchedulesPage(r.Context(), first, SchedulesPerPage)
 	if err != nil {
@@ -273,7 +285,8 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
-		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules, SchedulesFirst: first + 1, SchedulesLast: first + len(schedules)}
+		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules, SchedulesFirst: first + 1,
+		SchedulesLast: int(min(int64(first+SchedulesPerPage), sum.Repeats))}
 	if spage > 1 {
 		body.SchedulesPrev = spage - 1
 	}

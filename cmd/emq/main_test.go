@@ -147,7 +147,7 @@ func TestCLIReads(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &rows))
 				require.Len(t, rows, 2)
 				assert.Equal(t, jobRowJSON{ID: f.EmailsDead[0].String(), State: "dead", Score: queuetest.T0.Add(20 * time.Minute).UnixMilli(),
-					AtMs: queuetest.T0.Add(20 * time.Minute).UnixMilli(), Attempts: 1, Error: f.DeadError,
+					AtMs: queuetest.T0.Add(20 * time.Minute).UnixMilli(), Attempts: 1, Error: f.DeadError, ErrorBytes: int64(len(f.DeadError)),
 					PayloadBytes: int64(len("to: bob@example.com")), AgeMs: (time.Hour - 2*time.Second).Milliseconds()}, rows[0])
 			})
 			t.Run("job --json parses", func(t *testing.T) {
@@ -1280,6 +1280,7 @@ func TestCLILargeValues(t *testing.T) {
 		require.Len(t, rows, 1)
 		assert.True(t, rows[0].ErrorUnread)
 		assert.Empty(t, rows[0].Error)
+		assert.Equal(t, size, rows[0].ErrorBytes)
 	})
 	t.Run("an error at the limit is read", func(t *testing.T) {
 		j := jsonOf[jobJSON](t, s.Addr, "job", "smallerr", smallErr.String())

@@ -124,8 +124,9 @@ type jobRowJSON struct {
 	Priority int64  `json:"priority"`
 	Error    string `json:"error,omitempty"`
 	// ErrorUnread is an error above inspect.ValueLimit: error is not
-	// given.
+	// given, error_bytes is.
 	ErrorUnread  bool  `json:"error_unread,omitempty"`
+	ErrorBytes   int64 `json:"error_bytes,omitempty"`
 	PayloadBytes int64 `json:"payload_bytes"`
 	AgeMs        int64 `json:"age_ms"`
 	Dangling     bool  `json:"dangling,omitempty"`
@@ -174,7 +175,7 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		out := make([]jobRowJSON, len(rows))
 		for i, r := range rows {
 			out[i] = jobRowJSON{ID: r.ID, State: string(r.State), Score: r.Score, Attempts: r.Attempts, Priority: r.Priority,
-				Error: r.Error, ErrorUnread: r.ErrorUnread, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row}
+				Error: r.Error, ErrorUnread: r.ErrorUnread, ErrorBytes: r.ErrorSize, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row}
 			if at := r.At(); !at.IsZero() {
 				out[i].AtMs = at.UnixMilli()
 			}

@@ -74,13 +74,15 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return fmt.Errorf("queue %s: ZCARD repeats: %w", readable.Printable(args[0]), err)
 	}
-	switch shown := int64(s.o.offset + len(schedules)); {
+	// the page covers ranks offset … offset + limit − 1 of the set, those
+	// whose row is gone (or unreadable) listed by no page
+	switch next := int64(s.o.offset + s.o.limit); {
 	case total == 0:
 		fmt.Fprintf(s.e.stderr, "%s has no repeat schedule\n", readable.Printable(args[0]))
-	case len(schedules) == 0:
+	case int64(s.o.offset) >= total:
 		fmt.Fprintf(s.e.stderr, "%d in all, each before --offset %d\n", total, s.o.offset)
-	case shown < total:
-		fmt.Fprintf(s.e.stderr, "%d of %d shown; --offset %d for more\n", len(schedules), total, shown)
+	case next < total:
+		fmt.Fprintf(s.e.stderr, "%d of %d shown; --offset %d for more\n", len(schedules), total, next)
 	}
 	if s.o.json {
 		out := make([]repeatJSON, len(schedules))

@@ -97,6 +97,18 @@ func TestCLIRepeats(t *testing.T) {
 		r = repeats("--offset", "5")
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Equal(t, "2 in all, each before --offset 5\n", r.stderr)
+		// a name whose row is no schedule holds a rank, in no page: a page
+		// that covers the last rank says nothing more is left
+		require.NoError(t, s.Do("ZADD", "emq:{reports}:repeats", "1", "broken").Error())
+		require.NoError(t, s.Do("SET", "emq:{reports}:repeat:broken", "x").Error())
+		r = repeats()
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Empty(t, r.stderr, "all of it shown")
+		r = repeats("--limit", "2")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, "1 of 3 shown; --offset 2 for more\n", r.stderr, "the next page after the ranks covered")
+		require.NoError(t, s.Do("DEL", "emq:{reports}:repeat:broken").Error())
+		require.NoError(t, s.Do("ZREM", "emq:{reports}:repeats", "broken").Error())
 		for _, bad := range [][]string{{"--limit", "0"}, {"--limit", "1001"}, {"--offset", "-1"}} {
 			r := repeats(bad...)
 			assert.Equal(t, exitUsage, r.code, bad)
