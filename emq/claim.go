@@ -247,7 +247,7 @@ func (t *turn) next(on int, timeout int64, again bool) {
 	}
 	w := Wait{Queue: t.queue, On: on, TimeoutMs: timeout,
 		Due: [len(DueSets)]int{claimDelayed, claimActive, repeats}, Again: again, Closed: t.shut()}
-	if t.limiter >= 0 && t.used >= t.st.rateMax {
+	if t.windowUsed() {
 		w.At = t.windowEnd
 	}
 	if at := t.now + heldMs; t.held && (w.At == 0 || at < w.At) {
@@ -352,7 +352,11 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 
 // shut reports whether no claim of the queue may take a job now, whatever
 // it asks: the queue is paused, or its rate window used up.
-func (t *turn) shut() bool { return t.st.paused || t.limiter >= 0 && t.used >= t.st.rateMax }
+func (t *turn) shut() bool { return t.st.paused || t.windowUsed() }
+
+// windowUsed reports whether the queue is limited and its rate window
+// used up.
+func (t *turn) windowUsed() bool { return t.limiter >= 0 && t.used >= t.st.rateMax }
 
 // takenAlready reports whether candidate c's id was taken by this turn
 // already (or settled by this call): a second entry of it, which the

@@ -173,6 +173,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);
     FETCH(GetBlockedClientReadyKey);
+    FETCH(GetServerVersion);
     FETCH(SignalKeyAsReady);
     FETCH(CreateTimer);
     FETCH(StopTimer);
@@ -182,6 +183,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(ServerInfoGetFieldC);
     FETCH(FreeServerInfo);
     emq_probe_modes();
+    emq_probe_wakeups();
     if (!api.SetModuleAttribs) return -1;
     api.SetModuleAttribs(ctx, name, version, API_V1);
     // We signal the keys we write ourselves: opening a key to read it and

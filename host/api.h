@@ -140,6 +140,7 @@ typedef struct {
                                                     void (*)(ValkeyModuleCtx *, void *), long long, ValkeyModuleString **,
                                                     int, void *);
     void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
+    int (*GetServerVersion)(void);
     ValkeyModuleString *(*GetBlockedClientReadyKey)(ValkeyModuleCtx *);
     void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);
     uint64_t (*CreateTimer)(ValkeyModuleCtx *, long long, void (*)(ValkeyModuleCtx *, void *), void *);
@@ -161,6 +162,10 @@ void emq_release_settings_names(void);
 // emq_probe_modes sets the modes call.c looks for a queue's config with,
 // from what the server serves (at load).
 void emq_probe_modes(void);
+
+// emq_probe_wakeups learns whether the server offers a key's waiters a key
+// that is gone, for wait.c (at load).
+void emq_probe_wakeups(void);
 
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);

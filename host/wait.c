@@ -29,13 +29,22 @@ void emq_select_db(ValkeyModuleCtx *ctx, int db) { api.SelectDb(ctx, db); }
 // clients blocked on keys, but one write replicated now aborts it.
 static int writes_paused(void) { return api.AvoidReplicaTraffic && api.AvoidReplicaTraffic(); }
 
-// gone reports whether the key whose signal woke the client in ctx is
-// gone: Valkey offers a key's waiters the key only while it exists, and
+// offers_gone_keys is whether the server offers a key's waiters a key that
+// is gone: Valkey, and Redis from 7.2, offer it only while it exists, so
 // the claim that empties a pending set ends the wake-up; Redis 7.0 offers
 // it to every waiter all the same, each of whose claims would find
 // nothing (and cost a turn).
+static int offers_gone_keys;
+
+void emq_probe_wakeups(void) {
+    offers_gone_keys = api.GetServerVersion && api.GetServerVersion() < 0x00070200 && api.GetBlockedClientReadyKey;
+}
+
+// gone reports whether the key whose signal woke the client in ctx is
+// gone, on a server that offers such a key (else it never is).
 static int gone(ValkeyModuleCtx *ctx) {
-    ValkeyModuleString *name = api.GetBlockedClientReadyKey ? api.GetBlockedClientReadyKey(ctx) : NULL;
+    if (!offers_gone_keys) return 0;
+    ValkeyModuleString *name = api.GetBlockedClientReadyKey(ctx);
     if (!name) return 0;
     ValkeyModuleKey *key = api.OpenKey(ctx, name, OPEN_READ);
     int empty = api.KeyType(key) == EMQ_KEY_EMPTY;
