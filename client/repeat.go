@@ -127,18 +127,20 @@ func (q *Queue) Unrepeat(ctx context.Context, name string) (bool, error) {
 // Schedules lists the queue's schedules, next tick first; finished ones
 // (no tick left) come last. One call reads them all, O(S): for a queue of
 // thousands, read them a page at a time ([Queue.SchedulesPage]).
-func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) {
-	return runVerb(ctx, q.c, verbCall{verb: emq.Repeats, cp: CapRepeats,
-		keys: []string{keys.Set(q.name, keys.Repeats)}, script: scheduleScripts.repeats}, schedulesReply)
-}
+func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) { return q.schedules(ctx) }
 
 // SchedulesPage lists count (1 … emq.MaxRepeatsPage) of the queue's
 // schedules, in the order of Schedules, from rank offset of its schedules
 // set: O(offset + count). A name whose row is gone is left out, so a page
 // may be shorter than count with more after it.
 func (q *Queue) SchedulesPage(ctx context.Context, offset, count int) ([]Schedule, error) {
+	return q.schedules(ctx, strconv.Itoa(offset), strconv.Itoa(count))
+}
+
+// schedules runs EMQ.REPEATS of the queue with args: none, or a page's.
+func (q *Queue) schedules(ctx context.Context, args ...string) ([]Schedule, error) {
 	return runVerb(ctx, q.c, verbCall{verb: emq.Repeats, cp: CapRepeats, keys: []string{keys.Set(q.name, keys.Repeats)},
-		args: []string{strconv.Itoa(offset), strconv.Itoa(count)}, script: scheduleScripts.repeats}, schedulesReply)
+		args: args, script: scheduleScripts.repeats}, schedulesReply)
 }
 
 // schedulesReply reads EMQ.REPEATS's reply: per schedule, field/value

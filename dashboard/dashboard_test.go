@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -226,7 +227,7 @@ func TestPages(t *testing.T) {
 		code, body := w.get(t, "/queues/invoices/jobs/"+f.InvoicesDead.String())
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, `<td id="state">dead</td>`)
-		assert.Contains(t, body, `<pre id="error">`+f.InvoicesDeadError+`</pre>`)
+		assert.Contains(t, body, `<div id="error"><pre class="payload">`+f.InvoicesDeadError+`</pre></div>`)
 		assert.Contains(t, body, "invoice 2025-12 for ACME Corp")
 		assert.Contains(t, body, "2026-01-01 12:30:00Z (30m00s ago)")
 		assert.NotContains(t, body, `id="revive"`, "read-only: no revive button")
@@ -851,20 +852,37 @@ func TestLargeValues(t *testing.T) {
 	t.Run("an error above the limit is named by its size", func(t *testing.T) {
 		code, body := w.get(t, "/queues/bigerr/jobs/"+bigErr.String())
 		require.Equal(t, http.StatusOK, code)
-		assert.Contains(t, body, `<pre id="error">(65537 bytes, not shown: above 64 KiB)</pre>`)
+		assert.Contains(t, body, `<div id="error"><p class="muted">(65537 bytes, not shown: above 64 KiB)</p></div>`)
 		assert.NotContains(t, body, "EEE")
 		code, body = w.get(t, "/queues/bigerr?state=dead")
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, `<td class="error">(65537 bytes, not shown: above 64 KiB)</td>`, "in the listing")
 		assert.NotContains(t, body, "EEE")
 	})
-	t.Run("an error at the limit is clipped", func(t *testing.T) {
+	t.Run("an error at the limit is clipped, as a payload is", func(t *testing.T) {
 		code, body := w.get(t, "/queues/smallerr/jobs/"+smallErr.String())
 		require.Equal(t, http.StatusOK, code)
-		assert.Contains(t, body, `<pre id="error">`+strings.Repeat("E", previewBytes-1)+"…</pre>")
+		assert.Contains(t, body, `<div id="error"><pre class="payload">`+strings.Repeat("E", previewBytes)+`</pre><p class="muted">the first 4096 characters</p></div>`)
 		code, body = w.get(t, "/queues/smallerr?state=dead")
 		require.Equal(t, http.StatusOK, code)
 		assert.Contains(t, body, `<td class="error">`+strings.Repeat("E", 79)+"…</td>", "in the listing")
+	})
+	t.Run("an error keeps its lines on the job page, and is one line in a listing", func(t *testing.T) {
+		m, err := ids.NewMinter(2)
+		require.NoError(t, err)
+		q, err := client.New(s.Client()).Queue("lines", m, client.Policy{MaxAttempts: 1})
+		require.NoError(t, err)
+		id, err := q.Enqueue(context.Background(), []byte("x"))
+		require.NoError(t, err)
+		jobs, err := q.Claim(context.Background(), 1)
+		require.NoError(t, err)
+		require.Len(t, jobs, 1)
+		_, err = jobs[0].FailAfter(context.Background(), errors.New("boom\n\tat handler.go:12"), 0)
+		require.NoError(t, err)
+		_, body := w.get(t, "/queues/lines/jobs/"+id.String())
+		assert.Contains(t, body, "<pre class=\"payload\">boom\n\tat handler.go:12</pre>", "a stack's lines kept")
+		_, body = w.get(t, "/queues/lines?state=dead")
+		assert.Contains(t, body, `<td class="error">boom at handler.go:12</td>`)
 	})
 	t.Run("values above the limit are named by their size", func(t *testing.T) {
 		code, body := w.get(t, "/queues/big/jobs/"+big.String())
@@ -954,8 +972,15 @@ func TestOverviewPages(t *testing.T) {
 	assert.Contains(t, body, `<a id="next" href="?page=2">`)
 	assert.NotContains(t, body, `id="prev"`)
 
+	require.NoError(t, s.Do("CONFIG", "RESETSTAT").Error())
 	code, body = w.get(t, "/?page=2")
 	require.Equal(t, http.StatusOK, code)
+	stat := s.Info("commandstats")["cmdstat_zcard"] // calls=…,usec=…
+	var zcards int64
+	_, err := fmt.Sscanf(stat, "calls=%d,", &zcards)
+	require.NoError(t, err, "cmdstat_zcard %q", stat)
+	assert.Positive(t, zcards, "the page's queue counted")
+	assert.Less(t, zcards, int64(10), "the page's one queue counted, not the %d others", QueuesPerPage)
 	assert.Equal(t, 1, strings.Count(body, "<tr data-queue="))
 	assert.Contains(t, body, fmt.Sprintf(`<tr data-queue="q%04d">`, QueuesPerPage))
 	assert.Contains(t, body, `<a id="prev" href="?page=1">`)
@@ -987,8 +1012,15 @@ func TestSchedulesPages(t *testing.T) {
 		table := body[strings.Index(body, `<table id="schedules">`):]
 		return strings.Count(table[:strings.Index(table, "</table>")], "<tr>") - 1 // the header's
 	}
+	// every command logged, with its arguments: the page's EMQ.REPEATS
+	// asks for its page alone
+	require.NoError(t, s.Do("CONFIG", "SET", "slowlog-log-slower-than", "0").Error())
+	require.NoError(t, s.Do("SLOWLOG", "RESET").Error())
 	code, body := w.get(t, "/queues/sched")
 	require.Equal(t, http.StatusOK, code)
+	logged, err := s.Do("SLOWLOG", "GET", "-1").ToAny()
+	require.NoError(t, err)
+	assert.Contains(t, fmt.Sprint(logged), fmt.Sprintf("[EMQ.REPEATS 1 emq:{sched}:repeats 0 %d]", SchedulesPerPage))
 	assert.Equal(t, SchedulesPerPage, rows(body))
 	assert.Contains(t, body, fmt.Sprintf("<h2>Schedules <small>%d</small></h2>", SchedulesPerPage+1))
 	assert.Contains(t, body, fmt.Sprintf("schedules 1–%d of %d", SchedulesPerPage, SchedulesPerPage+1))

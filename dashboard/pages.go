@@ -55,8 +55,6 @@ var funcs = template.FuncMap{
 	"duration": readable.Duration,
 	"relative": readable.Relative,
 	"time":     readable.Time,
-	"clip":     readable.Clip,
-	"unread":   inspect.Unread,
 	// a name from the data — a queue's, a schedule's — quoted unless it is
 	// printable text, so that none turns the page's own words around (a
 	// right-to-left override) or hides a character
@@ -150,14 +148,30 @@ type queueRow struct {
 	Depth sparkline
 }
 
+// span is one page of a listing: the ranks, from 1, of its first and last
+// items, of Total, and the pages before and after it (0: none).
+type span struct{ First, Last, Total, Prev, Next int }
+
+// spanOf is page page (from 1) of total items, size a page; last is the
+// number of the last page (1 when there is no item).
+func spanOf(page, size int, total int64) (s span, last int) {
+	last = int(max(1, (total+int64(size)-1)/int64(size)))
+	s = span{First: (page-1)*size + 1, Last: int(min(int64(page*size), total)), Total: int(total)}
+	if page > 1 {
+		s.Prev = page - 1
+	}
+	if page < last {
+		s.Next = page + 1
+	}
+	return s, last
+}
+
 // overviewBody is the overview's content: a page of the queues.
 type overviewBody struct {
-	Queues      []queueRow
-	States      []inspect.State
-	Chart       chart
-	Total       int // queues found
-	First, Last int // ranks, from 1, of the page's first and last queues
-	Prev, Next  int // pages; 0: none
+	Queues []queueRow
+	States []inspect.State
+	Chart  chart
+	Pages  span // of the queues found
 }
 
 // overview lists a page of the queues found (in name order), each read
@@ -173,8 +187,8 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, lost)
 		return
 	}
-	total := len(names)
-	if last := max(1, (total+QueuesPerPage-1)/QueuesPerPage); page > last {
+	pages, last := spanOf(page, QueuesPerPage, int64(len(names)))
+	if page > last {
 		to := "/"
 		if last > 1 {
 			to += "?page=" + strconv.Itoa(last)
@@ -182,22 +196,13 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return
 	}
-	first := (page - 1) * QueuesPerPage
-	names = names[first:min(first+QueuesPerPage, total)]
-	sums, err := d.cfg.Inspector.Summaries(r.Context(), names)
+	sums, err := d.cfg.Inspector.Summaries(r.Context(), names[pages.First-1:pages.Last])
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
 	now := d.cfg.Inspector.Now()
-	body := overviewBody{States: inspect.States, Chart: d.rate.chart(now), Total: total,
-		First: first + 1, Last: first + len(names)}
-	if page > 1 {
-		body.Prev = page - 1
-	}
-	if first+len(names) < total {
-		body.Next = page + 1
-	}
+	body := overviewBody{States: inspect.States, Chart: d.rate.chart(now), Pages: pages}
 	for _, s := range sums {
 		body.Queues = append(body.Queues, queueRow{Summary: s, Depth: d.rate.sparkline(s.Queue, now)})
 	}
@@ -220,19 +225,15 @@ func pagePath(queue string, st inspect.State, page, spage int) string {
 // queueBody is a queue page's content: its summary and a page of one state.
 type queueBody struct {
 	inspect.Summary
-	States      []inspect.State
-	State       inspect.State
-	Jobs        []inspect.JobRow
-	InState     int64 // jobs in State
-	PageSize    int
-	First, Last int // ranks, from 1, of the page's first and last jobs
-	Prev, Next  int // pages; 0: none
+	States   []inspect.State
+	State    inspect.State
+	Jobs     []inspect.JobRow
+	Pages    span // of the jobs in State
+	PageSize int
 	// Schedules are a page of the queue's repeat schedules (EMQ.REPEATS),
-	// ranks SchedulesFirst … SchedulesLast (from 1) of Repeats;
-	// SchedulesPrev and SchedulesNext are pages, 0 for none.
-	Schedules                     []client.Schedule
-	SchedulesFirst, SchedulesLast int
-	SchedulesPrev, SchedulesNext  int
+	// SchedulePages its span of the ranks in Repeats.
+	Schedules     []client.Schedule
+	SchedulePages span
 }
 
 func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
@@ -258,10 +259,13 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		d.fail(w, r, err)
 		return
 	}
-	// past the last page: the last, rather than an empty page whose
-	// "previous" link is empty too (page 1 of an empty state)
-	if last := int(max(1, (sum.Counts[st]+PageSize-1)/PageSize)); page > last {
-		http.Redirect(w, r, pagePath(name, st, last, spage), http.StatusSeeOther)
+	// past the last page, of jobs or of schedules: the last, rather than an
+	// empty page whose "previous" link is empty too (page 1 of an empty
+	// state)
+	_, last := spanOf(page, PageSize, sum.Counts[st])
+	_, slast := spanOf(spage, SchedulesPerPage, sum.Repeats)
+	if page > last || spage > slast {
+		http.Redirect(w, r, pagePath(name, st, min(page, last), min(spage, slast)), http.StatusSeeOther)
 		return
 	}
 	jobs, total, err := d.cfg.Inspector.Jobs(r.Context(), name, st, (page-1)*PageSize, PageSize)
@@ -274,45 +278,26 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	if last := int(max(1, (sum.Repeats+SchedulesPerPage-1)/SchedulesPerPage)); spage > last {
-		http.Redirect(w, r, pagePath(name, st, page, last), http.StatusSeeOther)
-		return
-	}
-	first := (spage - 1) * SchedulesPerPage
-	schedules, err := q.SchedulesPage(r.Context(), first, SchedulesPerPage)
+	schedulePages, _ := spanOf(spage, SchedulesPerPage, sum.Repeats)
+	schedules, err := q.SchedulesPage(r.Context(), schedulePages.First-1, SchedulesPerPage)
 	if err != nil {
 		d.fail(w, r, err)
 		return
 	}
-	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, InState: total, PageSize: PageSize,
-		First: (page-1)*PageSize + 1, Last: (page-1)*PageSize + len(jobs), Schedules: schedules, SchedulesFirst: first + 1,
-		SchedulesLast: int(min(int64(first+SchedulesPerPage), sum.Repeats))}
-	if spage > 1 {
-		body.SchedulesPrev = spage - 1
-	}
-	if int64(first+SchedulesPerPage) < sum.Repeats {
-		body.SchedulesNext = spage + 1
-	}
-	if page > 1 {
-		body.Prev = page - 1
-	}
-	if int64(page*PageSize) < total {
-		body.Next = page + 1
-	}
+	pages, _ := spanOf(page, PageSize, total)
+	body := queueBody{Summary: sum, States: inspect.States, State: st, Jobs: jobs, Pages: pages, PageSize: PageSize,
+		Schedules: schedules, SchedulePages: schedulePages}
 	d.render(w, r, http.StatusOK, "queue", "Queue "+readable.Printable(name), body)
 }
 
 // jobBody is a job page's content: what Queue.JobUpTo read.
 type jobBody struct {
 	*client.JobInfo
-	Queue                   string
-	Minted                  time.Time
-	PayloadView, ResultView preview
-	// ErrorView is the job's error, clipped, or what says it was left
-	// unread; "" for none.
-	ErrorView string
-	HasResult bool
-	Counted   int64 // attempts its budget counts: Attempts − Revived
+	Queue                              string
+	Minted                             time.Time
+	PayloadView, ResultView, ErrorView preview
+	HasResult                          bool
+	Counted                            int64 // attempts its budget counts: Attempts − Revived
 }
 
 // Tab is the queue page's tab listing the job: its state, or dead for a
@@ -369,10 +354,8 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	body := jobBody{JobInfo: j, Queue: name, Minted: time.UnixMilli(int64(id.UnixMs())),
 		PayloadView: previewOf(j.Payload, j.PayloadSize, j.PayloadUnread), ResultView: previewOf(j.Result, j.ResultSize, j.ResultUnread),
-		ErrorView: readable.Clip(j.Error, previewBytes), HasResult: j.Result != nil || j.ResultUnread, Counted: j.Attempts - j.Revived}
-	if j.ErrorUnread {
-		body.ErrorView = inspect.Unread(j.ErrorSize)
-	}
+		ErrorView: previewOf([]byte(j.Error), j.ErrorSize, j.ErrorUnread), HasResult: j.Result != nil || j.ResultUnread,
+		Counted: j.Attempts - j.Revived}
 	d.render(w, r, http.StatusOK, "job", "Job "+text, body)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
@@ -51,6 +52,15 @@ type JobRow struct {
 	// Age is how long ago the id was minted (0 for a member that is not a
 	// JOB id).
 	Age time.Duration
+}
+
+// ErrorText is the job's error as a listing shows it: clipped to n runes
+// on one line, or, when it was left unread, its size ([Unread]).
+func (r JobRow) ErrorText(n int) string {
+	if r.ErrorUnread {
+		return Unread(r.ErrorSize)
+	}
+	return readable.Clip(r.Error, n)
 }
 
 // At is the job's time in its set — lease deadline, due time or time of

@@ -192,12 +192,8 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		if at := r.At(); !at.IsZero() {
 			when = readable.Relative(at, now)
 		}
-		errText := dash(readable.Printable(readable.Clip(r.Error, 60)))
-		if r.ErrorUnread {
-			errText = inspect.Unread(r.ErrorSize)
-		}
 		t.row(string(r.State), readable.Printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
-			count(r.PayloadSize)+"B", errText)
+			count(r.PayloadSize)+"B", dash(readable.Printable(r.ErrorText(60))))
 	}
 	return t.flush()
 }

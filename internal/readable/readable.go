@@ -64,8 +64,8 @@ func Preview(b []byte, n int) (text string, clipped, ok bool) {
 // as strconv.Quote writes it ("esc\x1b[31mred", "nl\nq", "bad\xffname"),
 // so that none moves the cursor, clears the screen or splits a table's
 // row — nor, on a page, turns the text around it (a right-to-left
-// override, U+202E, is not printable). Text starting with a quote is quoted too: no text shown as it is
-// reads as another one quoted.
+// override, U+202E, is not printable). Text starting with a quote is
+// quoted too: no text shown as it is reads as another one quoted.
 func Printable(s string) string {
 	if utf8.ValidString(s) && !strings.HasPrefix(s, `"`) &&
 		!strings.ContainsFunc(s, func(r rune) bool { return !strconv.IsPrint(r) }) {
