@@ -164,9 +164,22 @@ func openTurn(c Call, queue []byte) (*turn, error) {
 		return nil, err
 	}
 	t := p.newTurn(s, queue, c.Limits.sweepBatch(), st)
-	for k := claimPending; k <= claimDead; k++ {
+	empty := -1 // the first of the four sets that is empty
+	for k := claimDead; k >= claimPending; k-- {
 		if s.Type(k) == ZSet {
 			t.filled |= 1 << k
+		} else {
+			empty = k
+		}
+	}
+	// A turn the server did not route — a wake-up, a timer's sweep — may
+	// run while the slot migrates with a set moved: it would write a new
+	// copy of the set here, which stops the migration (BUSYKEY) and, once
+	// replaced, loses the jobs moved into it. The sets share one slot, so
+	// asking of one that is empty asks of them all.
+	if empty >= 0 && !s.Routed() {
+		if err := elsewhere(s, empty); err != nil {
+			return nil, err
 		}
 	}
 	if st.rateMax > 0 {

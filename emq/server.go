@@ -71,6 +71,12 @@ type Server interface {
 	// another. It asks the cluster, so a verb asks only of a key it found
 	// empty where its queue says it should be (elsewhere).
 	Moving(k int) bool
+	// Routed reports whether the server routed the call as a command: on a
+	// cluster node it ran only with its declared keys all here (mid-
+	// migration, a command whose keys the move split is refused TRYAGAIN).
+	// A waiting client's wake-up and a queue timer's sweep run with no
+	// such check: a declared key they find empty may have moved.
+	Routed() bool
 	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none;
 	// a derived string's was read when it was opened.
 	ExpireAt(k int) int64

@@ -20,7 +20,7 @@ package emq
 // waiting claim — its waiters may not look (a server that wakes no waiter
 // of an absent key, Redis 7.0, does not wake them when the sweep moved
 // nothing into pending), and the queue's next due time would be missed.
-var Sweep = &Verb{Name: "EMQ.SWEEP", Keys: 4, Run: func(c Call) error {
+var Sweep = &Verb{Name: "EMQ.SWEEP", Arity: 6, Keys: 4, Run: func(c Call) error {
 	queue, err := claimKeys(c.Args)
 	if err != nil {
 		return err

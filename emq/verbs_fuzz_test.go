@@ -33,9 +33,10 @@ type fakeServer struct {
 	entry   []string // its fields and values; nil: no such entry
 	held    []string // the strings reads handed out, by held index
 
-	moving bool // the queue's slot is being migrated: Moving says so
-	oom    bool // the server is over its maxmemory: OutOfMemory says so
-	asked  int  // calls of Moving
+	moving   bool // the queue's slot is being migrated: Moving says so
+	unrouted bool // a wake-up or a timer's sweep: Routed says false
+	oom      bool // the server is over its maxmemory: OutOfMemory says so
+	asked    int  // calls of Moving
 
 	opens   int  // calls of Open
 	opened  int  // keys opened
@@ -125,6 +126,8 @@ func (s *fakeServer) StreamTop(k int) ids.StreamID {
 func (s *fakeServer) NowMs() int64 { return s.now }
 
 func (s *fakeServer) MayWait() bool { return false }
+
+func (s *fakeServer) Routed() bool { return !s.unrouted }
 
 func (s *fakeServer) OutOfMemory() bool { return s.oom }
 

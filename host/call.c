@@ -722,6 +722,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.pairbuf = c.inline_pairbuf;
     c.cappairbuf = EMQ_INLINE_PAIRBUF;
     c.waiter = waiter;
+    c.routed = waiter == 0 && verb != EMQ_SWEEP_VERB;
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
     emqServe(&c, verb);
     finish(&c, inline_args);
@@ -744,7 +745,8 @@ int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, u
 // emq_sweep_queue runs the sweep of the queue whose pending key is pending
 // (emq.Sweep): the queue's four sets, named from pending's emq:{<queue>}:
 // prefix, as the keys of EMQ.SWEEP 4 <pending> <active> <delayed> <dead>.
-void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
+// It reports whether the sweep was refused (its error goes to no client).
+int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
     static const char *const sets[] = {"pending", "active", "delayed", "dead"};
     size_t prefix = len - strlen("pending");
     char *name = api.Alloc(prefix + 8);
@@ -758,8 +760,9 @@ void emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
         argv[2 + i] = api.CreateString(NULL, name, prefix + n);
     }
     api.Free(name);
-    serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0);
+    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0);
     for (int i = 0; i < 6; i++) api.FreeString(NULL, argv[i]);
+    return refused;
 }
 
 // emq_reply_null_array replies nil, as an array command that found nothing.

@@ -193,6 +193,10 @@ func (c *Call) ExpireAt(k int) int64 {
 // outside one).
 func (c *Call) Moving(k int) bool { return C.emq_moving((*C.emq_call)(c), C.int(k)) != 0 }
 
+// Routed reports whether the server routed the call: a command, not a
+// waiting client's wake-up or a queue timer's sweep.
+func (c *Call) Routed() bool { return c.routed != 0 }
+
 // HashGet reads fields of hash key k, in place.
 func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
 	if len(fields) == 0 {

@@ -321,7 +321,7 @@ func armIn(ctx *C.ValkeyModuleCtx, q *queueWait, ms int64) {
 }
 
 // retryMs is how soon a timer that fired where it may not sweep (a replica,
-// a loading server, writes paused) looks again.
+// a loading server, writes paused), or whose sweep was refused, looks again.
 const retryMs = 100
 
 // guard runs a callback the server makes outside any command, recovering a
@@ -361,7 +361,14 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
 		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
-		C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)))
+		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending))) != 0 {
+			// refused — mid-migration, a row or a set gone that the sweep
+			// would have dropped or written again here — it looks again;
+			// a waiter it wakes is refused the same way (TRYAGAIN), and
+			// with the pending set gone none is woken: they wait until
+			// the slot has moved and the server redirects them
+			retry()
+		}
 		if q.waiters > 0 && !q.closed(int64(C.emq_now_ms())) {
 			C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
 		}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -266,13 +267,7 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 	})
 
 	t.Run("a waiting claim its timer wakes to a due job whose row moved is served TRYAGAIN", func(t *testing.T) {
-		q := newFullQueue(t, c, m, nil)
-		owner := c.Owner(t, c.Slot(t, keys.Pending(q.name)))
-		ok(t, owner, "EMQ.PAUSE", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name)) // the claim waits
-		soon := m.Mint(ids.Job).String()
-		due := time.Now().Add(300 * time.Millisecond).UnixMilli()
-		require.Equal(t, int64(1), num(t, owner, "EMQ.SCHEDULE", "3", keys.Job(q.name, soon), keys.Pending(q.name),
-			keys.Set(q.name, keys.DelayedSet), soon, "p", "0", strconv.FormatInt(due, 10)))
+		q, _, soon, due := pausedWithADueJob(t, c, m, 300*time.Millisecond)
 		mv := beginMove(t, c, q.name)
 		mv.migrate(t, keys.Job(q.name, soon))
 
@@ -282,10 +277,59 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 		assert.Equal(t, strconv.FormatInt(due, 10), str(t, mv.src, "ZSCORE", keys.Set(q.name, keys.DelayedSet), soon), "the due job stays")
 
 		mv.finish(t, c)
-		ok(t, mv.dst, "EMQ.RESUME", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name))
-		jobs, err := mv.dst.Do(q.claim("5")...).ToArray()
-		require.NoError(t, err)
-		assert.Len(t, jobs, 2, "the pending job and the due one")
+		mv.resumedHoldsBoth(t, q)
+	})
+
+	t.Run("a queue's timer writes no set the migration moved, and its waiter waits for the move", func(t *testing.T) {
+		q, owner, _, _ := pausedWithADueJob(t, c, m, 500*time.Millisecond)
+		wait := append([]string{"EMQ.BCLAIM"}, append(q.claim("1")[1:], "20000")...)
+		served := make(chan valkey.ValkeyResult, 1)
+		go func() {
+			cl := owner.Client()
+			served <- cl.Do(context.Background(), cl.B().Arbitrary(wait...).Blocking())
+		}()
+		eventually(t, 5*time.Second, "the claim to wait", func() bool { return owner.InfoField("clients", "blocked_clients") == "1" })
+		mv := beginMove(t, c, q.name)
+		mv.migrate(t, keys.Pending(q.name)) // the due job's sweep would move it into a new pending set here
+		before := digest(t, mv.src)
+		timersFired := func() int64 {
+			info := owner.Info("emq")
+			require.Contains(t, info, "emq_timers_fired")
+			return valkeytest.InfoInt(info, "emq_timers_fired")
+		}
+		fired := timersFired()
+
+		eventually(t, 5*time.Second, "the queue's timer to fire", func() bool { return timersFired() > fired })
+		time.Sleep(300 * time.Millisecond) // and again
+		assert.Equal(t, before, digest(t, mv.src), "nothing written")
+		assert.NotContains(t, mv.left(t), keys.Pending(q.name), "no second pending set on the old node")
+		select {
+		case r := <-served:
+			require.FailNow(t, "served mid-migration", "%v", r)
+		default:
+		}
+
+		mv.finish(t, c) // a second pending set would stop it: BUSYKEY
+		select {
+		case r := <-served:
+			assert.Equal(t, fmt.Sprintf("MOVED %d %s", mv.slot, mv.dst.Addr), errorText(r), "redirected once the slot has moved")
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "the waiter was not redirected")
+		}
+		mv.resumedHoldsBoth(t, q)
+	})
+
+	t.Run("a paused queue whose config moves with its sets stays paused on the new node", func(t *testing.T) {
+		q := newFullQueue(t, c, m, nil)
+		ok(t, c.Owner(t, c.Slot(t, keys.Pending(q.name))), "EMQ.PAUSE", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name))
+		mv := beginMove(t, c, q.name)
+		claim := q.claim("5")
+		mv.migrate(t, append([]string{keys.Set(q.name, keys.Config)}, claim[2:6]...)...) // as docs/commands.md says, in one MIGRATE
+		cl := mv.dst.Client()
+		asked := cl.DoMulti(ctx(t), cl.B().Asking().Build(), cl.B().Arbitrary(claim...).Build())[1]
+		assert.True(t, valkey.IsValkeyNil(asked.Error()), "nothing claimed: %v", asked)
+		mv.finish(t, c)
+		assert.True(t, valkey.IsValkeyNil(mv.dst.Do(claim...).Error()), "still paused")
 	})
 
 	t.Run("in a stable slot a row deleted by hand is dropped as ever", func(t *testing.T) {
@@ -295,6 +339,31 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 		assert.True(t, valkey.IsValkeyNil(owner.Do(q.claim("5")...).Error()), "nothing to claim: the id was dropped")
 		assert.Equal(t, int64(0), num(t, owner, "ZCARD", keys.Pending(q.name)))
 	})
+}
+
+// pausedWithADueJob makes a paused fullQueue that holds a job due in d,
+// for which the queue's timer fires: a claim sent to it waits. It returns
+// the queue, its owner, the job and the time it is due.
+func pausedWithADueJob(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, d time.Duration) (fullQueue, *valkeytest.Server, string, int64) {
+	t.Helper()
+	q := newFullQueue(t, c, m, nil)
+	owner := c.Owner(t, c.Slot(t, keys.Pending(q.name)))
+	ok(t, owner, "EMQ.PAUSE", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name))
+	soon := m.Mint(ids.Job).String()
+	due := time.Now().Add(d).UnixMilli()
+	require.Equal(t, int64(1), num(t, owner, "EMQ.SCHEDULE", "3", keys.Job(q.name, soon), keys.Pending(q.name),
+		keys.Set(q.name, keys.DelayedSet), soon, "p", "0", strconv.FormatInt(due, 10)))
+	return q, owner, soon, due
+}
+
+// resumedHoldsBoth resumes a pausedWithADueJob queue on the slot's new
+// owner and claims its pending job and its due one, the move over.
+func (mv move) resumedHoldsBoth(t *testing.T, q fullQueue) {
+	t.Helper()
+	ok(t, mv.dst, "EMQ.RESUME", "2", keys.Set(q.name, keys.Config), keys.Pending(q.name))
+	jobs, err := mv.dst.Do(q.claim("5")...).ToArray()
+	require.NoError(t, err)
+	assert.Len(t, jobs, 2, "the pending job and the due one")
 }
 
 // tryAgain checks that what send sends to s is answered TRYAGAIN, with
