@@ -646,8 +646,14 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 			w.finished = append(w.finished, *s)
 			continue
 		}
-		// its lease passed: another worker may hold the job, and runs it again
-		w.log.Warn("settlement dropped: the server did not take it within the lease", "job", s.job.ID, "attempt", s.job.Attempt, "err", s.err)
+		// its lease passed — another worker may hold the job, and runs it
+		// again — or the worker's stop is over (its handlers returned, or
+		// the grace passed)
+		why := "settlement dropped: the server did not take it within the lease"
+		if w.graceOver {
+			why = "settlement dropped: the worker stopped before the server took it"
+		}
+		w.log.Warn(why, "job", s.job.ID, "attempt", s.job.Attempt, "err", s.err)
 	}
 	w.take(claimed, sent)
 	switch {

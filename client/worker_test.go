@@ -1100,33 +1100,50 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// TestWorkDropsASettlementPastItsLease: an ack the server never took
-// (it went away) is sent again while the job's lease runs, then dropped
-// with a warning — another worker may hold the job by then.
-func TestWorkDropsASettlementPastItsLease(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{})
-	m, err := ids.NewMinter(14)
-	require.NoError(t, err)
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
-	require.NoError(t, err)
-	t.Cleanup(vk.Close)
-	q, err := New(vk).Queue("gone", m, Policy{Lease: 300 * time.Millisecond})
-	require.NoError(t, err)
-	_, err = q.Enqueue(ctx(t), nil)
-	require.NoError(t, err)
-	started, finish := make(chan struct{}), make(chan struct{})
-	var logs logBuffer
-	stop := working(t, q, func(context.Context, *Job) error {
-		close(started)
-		<-finish
-		return nil
-	}, WorkOptions{Poll: 50 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logs.logger()})
-	<-started
-	s.Stop()
-	close(finish)
-	eventually(t, "the ack is dropped once the lease passed", func() bool {
-		return strings.Contains(logs.String(), `level=WARN msg="settlement dropped: the server did not take it within the lease"`)
-	})
-	require.NoError(t, stop())
-	assert.Equal(t, 1, strings.Count(logs.String(), "settlement dropped"), "once")
+// TestWorkDropsASettlementItCannotSend: an ack the server never took (it
+// went away) is sent again while the job's lease runs, then dropped with a
+// warning — another worker may hold the job by then — and so is one still
+// unsent when the worker's stop is over, with a warning that says so.
+func TestWorkDropsASettlementItCannotSend(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		lease   time.Duration
+		stop    bool // the worker stops while the lease still runs
+		warning string
+	}{
+		{"past its lease", 300 * time.Millisecond, false, "the server did not take it within the lease"},
+		{"once the worker stopped", time.Minute, true, "the worker stopped before the server took it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := valkeytest.Start(t, valkeytest.Options{})
+			m, err := ids.NewMinter(14)
+			require.NoError(t, err)
+			vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+			require.NoError(t, err)
+			t.Cleanup(vk.Close)
+			q, err := New(vk).Queue("gone", m, Policy{Lease: tc.lease})
+			require.NoError(t, err)
+			_, err = q.Enqueue(ctx(t), nil)
+			require.NoError(t, err)
+			started, finish := make(chan struct{}), make(chan struct{})
+			var logs logBuffer
+			stop := working(t, q, func(context.Context, *Job) error {
+				close(started)
+				<-finish
+				return nil
+			}, WorkOptions{Poll: 50 * time.Millisecond, Grace: 10 * time.Millisecond, Logger: logs.logger()})
+			<-started
+			s.Stop()
+			close(finish)
+			warning := `level=WARN msg="settlement dropped: ` + tc.warning + `"`
+			if tc.stop {
+				require.NoError(t, stop())
+				assert.Contains(t, logs.String(), warning)
+			} else {
+				eventually(t, "the ack is dropped once the lease passed", func() bool { return strings.Contains(logs.String(), warning) })
+				require.NoError(t, stop())
+			}
+			assert.Equal(t, 1, strings.Count(logs.String(), "settlement dropped"), "once")
+		})
+	}
 }
