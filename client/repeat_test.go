@@ -78,6 +78,11 @@ func TestRepeat(t *testing.T) {
 				removed, err = q.Unrepeat(ctx(t), "nightly")
 				require.NoError(t, err)
 				assert.False(t, removed, "removing twice finds nothing")
+				n.s.Do("ZADD", keys.Set(name, keys.Repeats), "5", "ghost") // its row deleted by hand
+				removed, err = q.Unrepeat(ctx(t), "ghost")
+				require.NoError(t, err)
+				assert.True(t, removed, "an entry whose row is gone is a schedule removed")
+				assert.True(t, valkey.IsValkeyNil(n.s.Do("ZSCORE", keys.Set(name, keys.Repeats), "ghost").Error()), "its entry removed")
 				list, err = q.Schedules(ctx(t))
 				require.NoError(t, err)
 				require.Len(t, list, 1)
