@@ -394,10 +394,13 @@ var table = []Row{
 		CommandSpec: host.CommandSpec{
 			Flags: "readonly", ACL: "read slow",
 			KeyFlags:   host.KeyRO | host.KeyAccess,
-			Summary:    "Lists a queue's schedules, next tick first: each its name and its row's fields.",
-			Complexity: "O(N) where N is the queue's schedules.",
+			Summary:    "Lists a queue's schedules, next tick first: each its name and its row's fields; all of them, or a page.",
+			Complexity: "O(N) where N is the queue's schedules; a page O(offset+count).",
 			Since:      since03,
-			Args:       []host.ArgSpec{numkeysArg, key("repeats_key", "emq:{<queue>}:repeats")},
+			Args: []host.ArgSpec{numkeysArg, key("repeats_key", "emq:{<queue>}:repeats"),
+				{Name: "page", Type: host.ArgBlock, Optional: true, Sub: []host.ArgSpec{
+					integer("offset", "the rank of the page's first schedule, from 0"),
+					integer("count", "how many schedules the page lists, 1 to 1000")}}},
 		},
 	},
 	{

@@ -144,6 +144,22 @@ func TestCommandDocsMatchTheTable(t *testing.T) {
 	}
 }
 
+// TestVariadicVerbsDocumentTheirOptions: a verb whose arity lets a call
+// leave arguments out or add more (-N) documents which — an optional or a
+// repeating argument — so that valkey-cli's hints and COMMAND DOCS show
+// them.
+func TestVariadicVerbsDocumentTheirOptions(t *testing.T) {
+	var varies func(args []host.ArgSpec) bool
+	varies = func(args []host.ArgSpec) bool {
+		return slices.ContainsFunc(args, func(a host.ArgSpec) bool { return a.Optional || a.Multiple || varies(a.Sub) })
+	}
+	for _, r := range registry.Rows() {
+		if r.Arity < 0 {
+			assert.True(t, varies(r.Args), "%s (arity %d) documents no optional or repeating argument", r.Name, r.Arity)
+		}
+	}
+}
+
 var argTypes = map[host.ArgType]string{host.ArgString: "string", host.ArgInteger: "integer", host.ArgKey: "key", host.ArgBlock: "block"}
 
 func assertArgs(t *testing.T, want []host.ArgSpec, got valkey.ValkeyMessage) {
