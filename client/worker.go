@@ -753,7 +753,8 @@ const tickEvery = 50 * time.Millisecond
 func (w *worker) tickLoop() {
 	wake := w.q.c.ticks.add(w.q.name)
 	defer w.q.c.ticks.remove(w.q.name, wake)
-	held := false // the server refuses the ticks: it is over maxmemory
+	held := false      // the server refuses the ticks: it is over maxmemory
+	retry := tickEvery // the pause after an error, doubled by each one after it, up to Poll (at least tickEvery)
 	for w.stop.Err() == nil {
 		made, native, until, err := w.q.tickFallback(w.stop)
 		over := outOfMemory(err)
@@ -767,7 +768,13 @@ func (w *worker) tickLoop() {
 			w.log.Debug("schedule ticks", "jobs", made)
 		}
 		held = over
-		w.sleepOr(tickPause(native, until, err, w.crew.opts.Poll), wake)
+		pause := tickPause(native, until, w.crew.opts.Poll)
+		if err != nil && !native { // the node away, say: look again soon, then less often
+			pause, retry = retry, max(min(2*retry, w.crew.opts.Poll), tickEvery)
+		} else {
+			retry = tickEvery
+		}
+		w.sleepOr(pause, wake)
 	}
 }
 
@@ -780,14 +787,10 @@ func outOfMemory(err error) bool {
 
 // tickPause is how long the tick loop waits before it looks again: Poll
 // where the node makes the ticks, or when the queue has no tick to come;
-// else until the next tick it knows of (until), at least tickEvery — and
-// tickEvery after an error — and at most Poll, so that a schedule another
-// client sets is seen within Poll.
-func tickPause(native bool, until time.Duration, err error, poll time.Duration) time.Duration {
-	switch {
-	case err != nil && !native:
-		return tickEvery
-	case native || until < 0:
+// else until the next tick it knows of (until), at least tickEvery and at
+// most Poll, so that a schedule another client sets is seen within Poll.
+func tickPause(native bool, until time.Duration, poll time.Duration) time.Duration {
+	if native || until < 0 {
 		return poll
 	}
 	return min(max(until, tickEvery), poll)

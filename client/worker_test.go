@@ -1147,3 +1147,28 @@ func TestWorkDropsASettlementItCannotSend(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkLooksForTicksLessOftenWhileTheNodeIsAway: on a node without the
+// module, the worker's look for due schedule ticks backs off while the
+// node does not answer — doubling its pause from tickEvery up to Poll —
+// rather than call (and log an error) every tickEvery.
+func TestWorkLooksForTicksLessOftenWhileTheNodeIsAway(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	m, err := ids.NewMinter(14)
+	require.NoError(t, err)
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	q, err := New(vk).Queue("away", m, Policy{})
+	require.NoError(t, err)
+	var logs logBuffer
+	stop := working(t, q, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: time.Second, Logger: logs.logger()})
+	time.Sleep(200 * time.Millisecond)
+	s.Stop()
+	time.Sleep(1500 * time.Millisecond) // at tickEvery, 30 looks
+	looks := strings.Count(logs.String(), `msg="schedule ticks"`)
+	t.Logf("%d looks", looks)
+	assert.Positive(t, looks, "it looked")
+	assert.LessOrEqual(t, looks, 8, "it backed off: 50, 100, 200, 400, 800 ms")
+	require.NoError(t, stop())
+}
