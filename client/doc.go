@@ -35,8 +35,9 @@
 // brings a dead job back, [Queue.Remove] deletes one in any state and
 // [Queue.StalledCheck] requeues expired leases. [Queue.Job] reads a job:
 // its state, attempts, priority, payload, last error, result and the time
-// its set records; [Queue.JobUpTo] leaves a payload or result above a
-// limit unread, for a view that shows only a part of it.
+// its set records; [Queue.JobUpTo] leaves a payload, result or error
+// above a limit unread — named by its size, none of it read — for a view
+// that shows the others.
 //
 //	q, err := c.Queue("emails", minter, client.Policy{Lease: 30 * time.Second, MaxAttempts: 5})
 //	id, err := q.Enqueue(ctx, payload)

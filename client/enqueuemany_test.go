@@ -96,6 +96,16 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 					assert.Equal(t, payloads[i], j.Payload, "job %d", i)
 				}
 			})
+			t.Run("a ctx done before the call sends nothing, and says so", func(t *testing.T) {
+				q := newQueue(t, n, "cancelled-many", Policy{})
+				done, cancel := context.WithCancel(ctx(t))
+				cancel()
+				got, err := q.EnqueueMany(done, [][]byte{[]byte("a"), []byte("b")})
+				require.ErrorIs(t, err, context.Canceled)
+				assert.NotErrorIs(t, err, ErrUnknownOutcome, "nothing was sent")
+				assert.Nil(t, got)
+				assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
+			})
 			for _, tc := range []struct {
 				name, queue string
 				write       func(row string) []string // made before the batch is sent, on the row of its job 300

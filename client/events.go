@@ -173,8 +173,13 @@ type GroupOptions struct {
 // [GroupOptions].Reclaim they outlast. Delivery is thus at least once: an
 // event handled when its consumer died is handled again.
 //
-// Reads block at most [DefaultPoll]; ctx's end stops one at once (events
-// the server handed over meanwhile stay pending, as above). A read that
+// Reads block at most [DefaultPoll]; ctx's end stops one at once. Events
+// the server hands over meanwhile stay pending, as above — and so may one
+// appended just after the sequence ended: the read's cancel (CLIENT
+// UNBLOCK) reaches the server after the sequence has returned, and an
+// event appended before it is delivered to this consumer. It comes back
+// when the consumer listens again, or to another through Reclaim; a
+// consumer that may not return should have its group use Reclaim. A read that
 // fails is yielded as the error and tried again after a pause unless the
 // loop breaks; a refusal (WRONGTYPE, NOPERM, NOGROUP when the stream was
 // deleted, EMQSHAPE for an empty group or consumer) ends the sequence.

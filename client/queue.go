@@ -49,14 +49,18 @@ const (
 
 // Exponential returns a backoff of base·2^(attempt−1), at most max, with
 // equal jitter: half of the delay is fixed and the other half uniformly
-// random, so jobs that failed together do not all come back together.
+// random, so jobs that failed together do not all come back together. A
+// base or max of 0 or less is no backoff.
 func Exponential(base, max time.Duration) func(attempt int64) time.Duration {
 	return func(attempt int64) time.Duration {
-		d := max
+		if base <= 0 || max <= 0 {
+			return 0
+		}
 		if attempt < 1 {
 			attempt = 1
 		}
-		if shift := attempt - 1; shift < 62 && base<<shift > 0 && base<<shift < max {
+		d := max
+		if shift := attempt - 1; shift < 62 && base <= max>>shift { // base·2^shift ≤ max, not overflowing
 			d = base << shift
 		}
 		half := d / 2
@@ -162,13 +166,17 @@ var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 // and the first error, naming its job; a job the server refused was not
 // admitted, and the other jobs are admitted regardless. When replies were
 // lost the error is [ErrUnknownOutcome], naming the first job whose
-// outcome is unknown.
+// outcome is unknown. A ctx done before the call sends nothing: its error,
+// and no ids.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if err := q.checkMinter(); err != nil {
 		return nil, err
 	}
 	if len(payloads) == 0 {
 		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	a := newAdmission(opts)
 	out := make([]ids.ID, len(payloads))

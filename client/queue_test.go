@@ -330,3 +330,33 @@ func TestQueueMisuseIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestExponential: base·2^(attempt−1), at most max, half of it jittered;
+// no backoff for a base or max of 0 or less, whatever the attempt.
+func TestExponential(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		base, max time.Duration
+		attempt   int64
+		want      time.Duration // the delay before jitter: the result is in [want/2, want]
+	}{
+		{"the first attempt", time.Second, time.Minute, 1, time.Second},
+		{"the third", time.Second, time.Minute, 3, 4 * time.Second},
+		{"an attempt below 1 is the first", time.Second, time.Minute, -5, time.Second},
+		{"at most max", time.Second, time.Minute, 7, time.Minute},
+		{"no overflow far on", time.Second, time.Minute, 1 << 40, time.Minute},
+		{"a shift past max", 3 * time.Second, 10 * time.Second, 3, 10 * time.Second},
+		{"a base of 0", 0, time.Minute, 3, 0},
+		{"a negative max", time.Second, -time.Second, 2, 0},
+		{"a negative base", -time.Second, time.Minute, 2, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			backoff := Exponential(tc.base, tc.max)
+			for range 100 {
+				d := backoff(tc.attempt)
+				assert.GreaterOrEqual(t, d, tc.want/2)
+				assert.LessOrEqual(t, d, tc.want)
+			}
+		})
+	}
+}

@@ -27,7 +27,8 @@ import (
 // when the worker's grace period after a stop passes (cause [ErrShutdown]).
 type Handler func(ctx context.Context, job *Job) error
 
-// WorkOptions tune [Queue.Work]. Zero fields take the defaults.
+// WorkOptions tune [Queue.Work]. Zero fields take the defaults; Work
+// refuses a negative one (but Prefetch's [NoPrefetch]) with EMQSHAPE.
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once; 1 when 0.
 	Concurrency int
@@ -128,9 +129,18 @@ func checkWork(h Handler, opts WorkOptions, q *Queue) error {
 	if h == nil {
 		return emqerrors.New(emqerrors.Shape, "work: the handler is nil")
 	}
+	switch {
 	// Written so that NaN is refused too.
-	if opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1) {
+	case opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1):
 		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below 1 (a fraction of the lease), or 0 for 1/3; got %v", opts.Renew)
+	case opts.Concurrency < 0:
+		return emqerrors.New(emqerrors.Shape, "work: concurrency must be 1 or more, or 0 for 1; got %d", opts.Concurrency)
+	case opts.Prefetch < NoPrefetch:
+		return emqerrors.New(emqerrors.Shape, "work: prefetch must be 1 or more, 0 for the default or NoPrefetch; got %d", opts.Prefetch)
+	case opts.Poll < 0:
+		return emqerrors.New(emqerrors.Shape, "work: poll must be above 0, or 0 for DefaultPoll; got %v", opts.Poll)
+	case opts.Grace < 0:
+		return emqerrors.New(emqerrors.Shape, "work: grace must be above 0, or 0 for DefaultGrace; got %v", opts.Grace)
 	}
 	return q.checkPolicy()
 }
@@ -226,7 +236,7 @@ type blockState struct {
 
 // newCrew makes the crew that works queues, one worker each.
 func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) *crew {
-	if opts.Concurrency <= 0 {
+	if opts.Concurrency == 0 {
 		opts.Concurrency = 1
 	}
 	switch {
@@ -235,13 +245,13 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 	case opts.Prefetch < 0:
 		opts.Prefetch = 0
 	}
-	if opts.Poll <= 0 {
+	if opts.Poll == 0 {
 		opts.Poll = DefaultPoll
 	}
 	if opts.Renew == 0 {
 		opts.Renew = 1.0 / 3
 	}
-	if opts.Grace <= 0 {
+	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace
 	}
 	log := opts.Logger

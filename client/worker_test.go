@@ -1035,8 +1035,8 @@ func (p *proxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// TestWorkRefusesBadOptions: Work with a nil handler or a Renew out of
-// range is refused at its start, as Queue.Work and as Sharded.Work,
+// TestWorkRefusesBadOptions: Work with a nil handler, a Renew out of
+// range or a negative option is refused at its start, as Queue.Work and as Sharded.Work,
 // before it claims anything.
 func TestWorkRefusesBadOptions(t *testing.T) {
 	ok := func(context.Context, *Job) error { return nil }
@@ -1051,6 +1051,10 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 		{"a Renew above the lease is refused", ok, WorkOptions{Renew: 5}, "renew"},
 		{"a negative Renew is refused", ok, WorkOptions{Renew: -1}, "renew"},
 		{"a NaN Renew is refused", ok, WorkOptions{Renew: math.NaN()}, "renew"},
+		{"a negative Concurrency is refused", ok, WorkOptions{Concurrency: -1}, "concurrency"},
+		{"a Prefetch below NoPrefetch is refused", ok, WorkOptions{Prefetch: -5}, "prefetch"},
+		{"a negative Poll is refused", ok, WorkOptions{Poll: -time.Second}, "poll"},
+		{"a negative Grace is refused", ok, WorkOptions{Grace: -time.Second}, "grace"},
 	}
 	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
