@@ -80,7 +80,9 @@ func (j *Job) settled(err error) error {
 
 // Fail records cause as the job's error and sends it back after the
 // policy's backoff for this attempt — or to dead once the attempts reach
-// the policy's MaxAttempts — and reports where it went.
+// the policy's MaxAttempts — and reports where it went. A nil cause is
+// recorded as an empty error: the job has one ([JobInfo].HasError), with
+// no text.
 func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
 	return j.FailAfter(ctx, cause, j.q.policy.Backoff(j.Attempt))
 }
