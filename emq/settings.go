@@ -107,31 +107,59 @@ func (st *settings) readFields(s Server, found SettingsKeys) error {
 		return errors.ErrWrongType
 	}
 	fields := found.Fields
-	var max, ms int64
+	var c Config
 	for i := 0; i+1 < len(fields); i += 2 {
-		n, ok := ParseInt(fields[i+1].Bytes)
-		if !ok || n <= 0 {
-			n = 0
-		}
-		switch field := fields[i].Bytes; {
-		case named(field, refPaused):
-			st.paused = true
-		case named(field, refRateMax):
-			max, st.rateSet = n, true
-		case named(field, refRateMs):
-			ms, st.rateSet = n, true
-		case named(field, refEvents):
-			st.eventsCap = n
-		case named(field, refRepeatSeq):
-			st.repeatSeq = n
-		}
+		c.Field(fields[i].Bytes, fields[i+1].Bytes)
 	}
-	// a limit EMQ.LIMIT could set: a window's end past what an expiry
-	// holds would replicate an expiry the replicas refuse
-	if max > 0 && ms > 0 && max <= rateMaxBound.max && ms <= rateMsBound.max {
+	st.paused, st.rateSet, st.eventsCap, st.repeatSeq = c.Paused, c.RateSet, c.EventsCap, c.RepeatSeq
+	if max, ms := c.Limit(); max > 0 {
 		st.rateMax, st.rateMs, st.limiter = max, ms, found.Limiter
 	}
 	return nil
+}
+
+// Config is what a queue's config hash says, read as every verb reads it,
+// field by field (docs/commands.md): a paused field pauses the queue
+// whatever its value; a number that is not a positive decimal integer is
+// 0; a limit is one EMQ.LIMIT could set, or none. The operator tools read
+// a config so too, to show what the verbs do.
+type Config struct {
+	Paused    bool
+	RateSet   bool  // the config holds rate_max or rate_ms, whatever their values
+	EventsCap int64 // the events stream's cap; 0: off
+	RepeatSeq int64 // the last schedule number handed out; 0: none
+
+	rateMax, rateMs int64 // as found
+}
+
+// Field reads one field of the config, with its value, into c.
+func (c *Config) Field(field, value []byte) {
+	n, ok := ParseInt(value)
+	if !ok || n <= 0 {
+		n = 0
+	}
+	switch {
+	case named(field, refPaused):
+		c.Paused = true
+	case named(field, refRateMax):
+		c.rateMax, c.RateSet = n, true
+	case named(field, refRateMs):
+		c.rateMs, c.RateSet = n, true
+	case named(field, refEvents):
+		c.EventsCap = n
+	case named(field, refRepeatSeq):
+		c.RepeatSeq = n
+	}
+}
+
+// Limit returns the config's rate limit, max jobs per window of ms, or 0
+// and 0 for none: a limit EMQ.LIMIT could set — a window's end past what
+// an expiry holds would replicate an expiry the replicas refuse.
+func (c *Config) Limit() (max, ms int64) {
+	if c.rateMax > 0 && c.rateMs > 0 && c.rateMax <= rateMaxBound.max && c.rateMs <= rateMsBound.max {
+		return c.rateMax, c.rateMs
+	}
+	return 0, 0
 }
 
 // named reports whether b is the text of constant r.

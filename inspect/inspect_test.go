@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,6 +87,45 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, "10/1s", payments.Limit.String())
 		assert.Equal(t, map[inspect.State]int64{"pending": 0, "active": 0, "delayed": 0, "dead": 0}, sums[3].Counts)
 		assert.Empty(t, sums[3].Head, "an unknown queue is empty, not an error")
+	})
+	t.Run("a config written by hand reads as the verbs read it", func(t *testing.T) {
+		for i, tc := range []struct {
+			config []string
+			paused bool
+			limit  string
+			claims int // of 3 pending jobs, what a claim of 10 delivers
+		}{
+			{[]string{"paused", "0"}, true, "-", 0},
+			{[]string{"paused", ""}, true, "-", 0},
+			{[]string{"rate_max", "2", "rate_ms", "60000"}, false, "2/1m0s", 2},
+			{[]string{"rate_max", "05", "rate_ms", "60000"}, false, "-", 3},
+			{[]string{"rate_max", "2000000", "rate_ms", "60000"}, false, "-", 3},
+			{[]string{"rate_max", "2"}, false, "-", 3},
+		} {
+			t.Run(strings.Join(tc.config, " "), func(t *testing.T) {
+				q := fmt.Sprintf("byhand%d", i)
+				made := []string{keys.Set(q, keys.Config), keys.Set(q, keys.Limiter), keys.Pending(q), keys.Set(q, keys.ActiveSet)}
+				require.NoError(t, s.Do(append([]string{"HSET", made[0]}, tc.config...)...).Error())
+				for j := range 3 {
+					id := fmt.Sprintf("JOB0018f2a4c1e%05d", j)
+					made = append(made, keys.Job(q, id))
+					require.NoError(t, s.Do("EMQ.ENQUEUE", "2", keys.Job(q, id), keys.Pending(q), id, "p").Error())
+				}
+				t.Cleanup(func() { s.Do(append([]string{"DEL"}, made...)...) })
+				sum, err := in.Summary(ctx(t), q)
+				require.NoError(t, err)
+				assert.Equal(t, tc.paused, sum.Paused)
+				assert.Equal(t, tc.limit, sum.Limit.String())
+				claimed, err := s.Do("EMQ.CLAIM", "4", keys.Pending(q), keys.Set(q, keys.ActiveSet), keys.Set(q, keys.DelayedSet),
+					keys.Set(q, keys.DeadSet), "60000", "10", "3").ToArray()
+				if tc.claims == 0 {
+					assert.True(t, valkey.IsValkeyNil(err), "the verb claims nothing: %v", err)
+				} else {
+					require.NoError(t, err)
+					assert.Len(t, claimed, tc.claims, "what the verb does")
+				}
+			})
+		}
 	})
 	t.Run("a queue with a key of another type is unreadable, the others are read", func(t *testing.T) {
 		require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/echomq/emq/emq"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
 )
@@ -15,9 +16,11 @@ type Summary struct {
 	Queue string
 	// Counts are the sizes of the queue's sets, by state.
 	Counts map[State]int64
-	// Paused is the config's paused flag: claims deliver nothing.
+	// Paused is the config's paused flag, any value of it as the verbs
+	// read it: claims deliver nothing.
 	Paused bool
-	// Limit is the config's rate limit; its Max is 0 when none is set.
+	// Limit is the config's rate limit as the verbs apply it; its Max is
+	// 0 when none is set, or the one set is not one EMQ.LIMIT could set.
 	Limit Limit
 	// Events is the cap of the queue's events stream while its lifecycle
 	// events are on (the config's events field); 0 when they are off.
@@ -90,7 +93,7 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 			for _, st := range States {
 				cmds = append(cmds, in.vk.B().Zcard().Key(keys.Set(q, string(st))).Build())
 			}
-			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field("paused", "rate_max", "rate_ms", "events").Build(),
+			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field(configFields...).Build(),
 				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build(),
 				in.vk.B().Zcard().Key(keys.Set(q, keys.Repeats)).Build())
 		}
@@ -119,6 +122,9 @@ func (in *Inspector) Summary(ctx context.Context, queue string) (Summary, error)
 	return s[0], s[0].Err
 }
 
+// configFields are the config's fields a summary reads.
+var configFields = []string{"paused", "rate_max", "rate_ms", "events"}
+
 // summaryOf reads one queue's replies, in the order Summaries sent them.
 func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error) {
 	s := Summary{Queue: q, Counts: make(map[State]int64, len(States))}
@@ -133,13 +139,16 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 	if err != nil {
 		return s, fmt.Errorf("queue %s: config: %w", q, err)
 	}
-	paused, _ := config[0].ToString()
-	s.Paused = paused == "1"
-	if n, err := config[1].AsInt64(); err == nil && n > 0 {
-		ms, _ := config[2].AsInt64()
-		s.Limit = Limit{Max: n, Window: time.Duration(ms) * time.Millisecond}
+	var c emq.Config // read as the verbs read it
+	for i, field := range configFields {
+		if v, err := config[i].ToString(); err == nil {
+			c.Field([]byte(field), []byte(v))
+		}
 	}
-	s.Events, _ = config[3].AsInt64()
+	s.Paused, s.Events = c.Paused, c.EventsCap
+	if max, ms := c.Limit(); max > 0 {
+		s.Limit = Limit{Max: max, Window: time.Duration(ms) * time.Millisecond}
+	}
 	head, err := r[5].AsStrSlice()
 	if err != nil {
 		return s, fmt.Errorf("queue %s: head of pending: %w", q, err)
