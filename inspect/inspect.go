@@ -184,17 +184,14 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	var out []Node
 	var lastErr error
 	silent := map[string]error{}
-	for addr, c := range in.vk.Nodes() {
-		role, err := c.Do(ctx, c.B().Role().Build()).ToArray()
-		if err != nil {
-			lastErr = fmt.Errorf("ROLE of %s: %w", addr, err)
-			silent[addr] = err
+	for _, a := range askRoles(ctx, in.vk.Nodes()) {
+		if a.err != nil {
+			lastErr = fmt.Errorf("ROLE of %s: %w", a.addr, a.err)
+			silent[a.addr] = a.err
 			continue
 		}
-		if len(role) > 0 {
-			if r, _ := role[0].ToString(); r == "master" || r == "primary" {
-				out = append(out, Node{Addr: addr, Client: c})
-			}
+		if a.primary {
+			out = append(out, Node{Addr: a.addr, Client: a.client})
 		}
 	}
 	if len(out) == 0 {
@@ -209,6 +206,44 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	}
 	in.keep(out)
 	return out, nil
+}
+
+// roleWait bounds how long discovery waits for one node's ROLE: a node
+// that neither answers nor closes its connection — stopped, stalled, busy
+// in a long command — is taken then as one that does not answer, rather
+// than hold the read up until its deadline (and the other nodes' answers
+// with it).
+const roleWait = 2 * time.Second
+
+// role is one node's answer to ROLE.
+type role struct {
+	addr    string
+	client  valkey.Client
+	primary bool
+	err     error
+}
+
+// askRoles asks every node its role at once, each within roleWait.
+func askRoles(ctx context.Context, nodes map[string]valkey.Client) []role {
+	answers := make(chan role, len(nodes))
+	for addr, c := range nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, roleWait)
+			defer cancel()
+			a := role{addr: addr, client: c}
+			var reply []valkey.ValkeyMessage
+			if reply, a.err = c.Do(nctx, c.B().Role().Build()).ToArray(); a.err == nil && len(reply) > 0 {
+				r, _ := reply[0].ToString()
+				a.primary = r == "master" || r == "primary"
+			}
+			answers <- a
+		}()
+	}
+	out := make([]role, len(nodes))
+	for i := range out {
+		out[i] = <-answers
+	}
+	return out
 }
 
 // UnreachableError is a read of a cluster that left out primaries that

@@ -419,6 +419,38 @@ func TestClusterPrimaryDown(t *testing.T) {
 	})
 }
 
+// TestClusterNodeStalled: a primary that neither answers nor closes its
+// connections (stopped, stalled) holds no read up until its deadline: it
+// is named as one down, and the others are read as usual, within seconds.
+func TestClusterNodeStalled(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	queuetest.Fill(t, cl.Client())
+	read := func(t *testing.T) (int, error, time.Duration) {
+		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		began := time.Now()
+		sums, err := fixed(cl.Client()).Overview(c)
+		return len(sums), err, time.Since(began)
+	}
+	t.Run("a primary stalled is named, and the others read", func(t *testing.T) {
+		down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+		kept := 0
+		for _, q := range []string{"emails", "invoices", "payments"} {
+			if cl.Owner(t, cl.Slot(t, keys.Pending(q))) != down {
+				kept++
+			}
+		}
+		thaw := down.Freeze(t)
+		defer thaw()
+		n, err, took := read(t)
+		var lost *inspect.UnreachableError
+		require.ErrorAs(t, err, &lost)
+		assert.Equal(t, []string{down.Addr}, lost.Addrs)
+		assert.Equal(t, kept, n, "the queues of the primaries that answer")
+		assert.Less(t, took, 10*time.Second, "not held up until the deadline")
+	})
+}
+
 func indexOf(t *testing.T, fields []inspect.Field, name string) int {
 	t.Helper()
 	for i, f := range fields {

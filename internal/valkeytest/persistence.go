@@ -3,8 +3,24 @@ package valkeytest
 import (
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 )
+
+// Freeze stops the server's process (SIGSTOP) until thaw is called, or
+// the test ends: a node that neither answers nor closes its connections,
+// as one stalled or partitioned away.
+func (s *Server) Freeze(t testing.TB) (thaw func()) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("valkeytest: SIGSTOP of %s: %v", s.Addr, err)
+	}
+	var once sync.Once
+	thaw = func() { once.Do(func() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }) }
+	t.Cleanup(thaw)
+	return thaw
+}
 
 // Kill ends the server with SIGKILL, as a crash would — no save, nothing
 // written to its AOF beyond what it had written — and waits for it to exit.
