@@ -25,7 +25,9 @@ const scanTimeout = time.Minute
 // Queues returns the name of every queue found, sorted. The first call
 // scans; later calls within Options.CacheFor answer from the last scan, and
 // a call after that answers the last list at once while a background scan
-// refreshes it (one scan at a time). [Inspector.Refresh] scans now.
+// refreshes it (one scan at a time) — but a list twice CacheFor old is
+// not served: that call scans, so no caller (a scrape every few minutes)
+// is served a list older than that. [Inspector.Refresh] scans now.
 //
 // On a cluster with a primary that does not answer, every call scans the
 // primaries that do and returns their queues with the *UnreachableError
@@ -37,7 +39,11 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 	}
 	in.mu.Lock()
 	found, at := in.found, in.foundAt
-	stale := found != nil && in.opts.Now().Sub(at) >= in.opts.CacheFor
+	age := in.opts.Now().Sub(at)
+	if age >= 2*in.opts.CacheFor {
+		found = nil // too old to serve: scan now
+	}
+	stale := found != nil && age >= in.opts.CacheFor
 	if stale && !in.scanning {
 		in.scanning = true
 		go func() {

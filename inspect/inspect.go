@@ -11,7 +11,8 @@
 //     package [keys], on every primary of a cluster, its answer cached
 //     for [Options].CacheFor; once a list is known, a stale one is served
 //     while one scan at a time refreshes it in the background, so a
-//     dashboard or a metrics scrape never waits for a scan.
+//     dashboard or a metrics scrape never waits for a scan — unless
+//     nobody asked for twice CacheFor, when the list is scanned anew.
 //   - Counts are ZCARD of each set (O(1)), pipelined, a fixed number of
 //     commands per queue.
 //   - Listings are ZRANGE by rank or by score with LIMIT (O(log N + page))

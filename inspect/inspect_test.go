@@ -227,7 +227,8 @@ func TestReadingQueues(t *testing.T) {
 }
 
 // TestDiscoveryCache: a list of queues is served from cache while fresh,
-// then served stale while one background scan refreshes it.
+// then served stale while one background scan refreshes it, and scanned
+// before it is served once it is twice the cache's time old.
 func TestDiscoveryCache(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	clk := &clock{now: time.Now()}
@@ -261,6 +262,12 @@ func TestDiscoveryCache(t *testing.T) {
 	names, err = in.Refresh(ctx(t))
 	require.NoError(t, err)
 	assert.Equal(t, []string{"a", "b", "c"}, names, "Refresh scans now")
+
+	enqueue("d")
+	clk.Add(2 * time.Minute) // nobody asked meanwhile
+	names, err = in.Queues(ctx(t))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c", "d"}, names, "too old to serve: scanned first")
 }
 
 // TestForEach: a bulk action visits each selected job once, in batches,
