@@ -75,23 +75,13 @@ func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
 		return nil, lost
 	}
 	seen := map[string]bool{}
-	for _, p := range primaries {
-		var cursor uint64
-		for {
-			e, err := p.Client.Do(ctx, p.Client.B().Scan().Cursor(cursor).Match(scanPattern).
-				Count(int64(in.opts.ScanCount)).Build()).AsScanEntry()
-			if err != nil {
-				return nil, fmt.Errorf("SCAN of %s: %w", p.Addr, err)
-			}
-			for _, key := range e.Elements {
-				if name, ok := queueOf(key); ok {
-					seen[name] = true
-				}
-			}
-			if cursor = e.Cursor; cursor == 0 {
-				break
-			}
+	err := in.scanKeys(ctx, primaries, scanPattern, func(key string) {
+		if name, ok := queueOf(key); ok {
+			seen[name] = true
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(seen))
 	for name := range seen {
@@ -105,6 +95,28 @@ func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
 	in.found, in.foundAt = names, in.opts.Now()
 	in.mu.Unlock()
 	return names, nil
+}
+
+// scanKeys visits the keys that match pattern on each of primaries, one SCAN
+// of Options.ScanCount slots at a time.
+func (in *Inspector) scanKeys(ctx context.Context, primaries []Node, pattern string, each func(key string)) error {
+	for _, p := range primaries {
+		var cursor uint64
+		for {
+			e, err := p.Client.Do(ctx, p.Client.B().Scan().Cursor(cursor).Match(pattern).
+				Count(int64(in.opts.ScanCount)).Build()).AsScanEntry()
+			if err != nil {
+				return fmt.Errorf("SCAN of %s: %w", p.Addr, err)
+			}
+			for _, key := range e.Elements {
+				each(key)
+			}
+			if cursor = e.Cursor; cursor == 0 {
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // queueOf is the queue whose key of queueKeys key is; ok is false for a key

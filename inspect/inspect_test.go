@@ -203,6 +203,14 @@ func TestReadingQueues(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, found)
 	})
+	t.Run("search by id finds a kept done job of a queue drained since", func(t *testing.T) {
+		const id = "JOB00000000000000fe"
+		require.NoError(t, s.Do("HSET", keys.Job("drained", id), "state", "done", "attempts", "1", "result", "r").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Job("drained", id)) })
+		found, _, err := in.Find(ctx(t), id)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"drained"}, found, "no queue discovery finds holds it")
+	})
 	t.Run("search as a user granted one queue's keys names the queues it may not read", func(t *testing.T) {
 		vk := s.ClientAs(t, "emails", "+@all", "~"+keys.Set("emails", "*"))
 		found, unreadable, err := fixed(vk).Find(ctx(t), f.PaymentsPending[1].String())

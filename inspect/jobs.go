@@ -3,10 +3,12 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
@@ -141,14 +143,42 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 	return out, total, nil
 }
 
-// Find returns the queues, of those discovered, that hold a row of job
-// id — one EXISTS per queue, pipelined — and those whose row the server
-// refused to read (NOPERM: a user granted other queues' keys), which
-// may hold it too.
+// Find returns the queues that hold a row of job id — of those discovered,
+// one EXISTS per queue, pipelined — and those whose row the server refused
+// to read (NOPERM: a user granted other queues' keys), which may hold it
+// too. When no queue discovered holds it, nor may, it looks for the row
+// itself, one SCAN after another on every primary: a queue whose only
+// keys are job rows (its done jobs kept, the rest drained) is no queue
+// discovery finds.
 func (in *Inspector) Find(ctx context.Context, id string) (found, unreadable []string, err error) {
 	names, err := in.Queues(ctx)
-	if err != nil || len(names) == 0 {
+	if err != nil {
 		return nil, nil, err
+	}
+	if found, unreadable, err = in.exists(ctx, names, id); err != nil || len(found) > 0 || len(unreadable) > 0 {
+		return found, unreadable, err
+	}
+	if _, ok := ids.Parse(ids.Job, []byte(id)); !ok {
+		return nil, unreadable, nil // no glob in a SCAN's pattern
+	}
+	primaries, err := in.askPrimaries(ctx)
+	if err != nil { // a primary down may hold it, as for discovery
+		return nil, unreadable, err
+	}
+	err = in.scanKeys(ctx, primaries, keys.Job("*", id), func(key string) {
+		if q, _, ok := keys.SplitJob([]byte(key)); ok {
+			found = append(found, string(q))
+		}
+	})
+	slices.Sort(found)
+	return found, unreadable, err
+}
+
+// exists returns which of names hold a row of job id, and which the
+// server refused to read.
+func (in *Inspector) exists(ctx context.Context, names []string, id string) (found, unreadable []string, err error) {
+	if len(names) == 0 {
+		return nil, nil, nil
 	}
 	cmds := make(valkey.Commands, len(names))
 	for i, q := range names {
