@@ -306,14 +306,21 @@ func (s *session) eachJob(ctx context.Context, done string, idArgs []string, act
 
 // each acts on each of the things named — jobs, schedules — calling act
 // with its index, and reports every one. The error's code is 3 when every
-// failure was a missing one, else 4.
+// failure was a missing one, 1 when the others were a migrating slot's
+// TRYAGAIN (run it again), else 4; it wraps the first failure of the
+// code's kind.
 func (s *session) each(ctx context.Context, done string, names []string, act func(context.Context, int) error) error {
 	out := eachJSON{Done: []string{}, Failed: []failedJSON{}}
 	code := exitNotFound
+	var first error
 	for i, name := range names {
 		if err := act(ctx, i); err != nil {
-			if exitCode(err) != exitNotFound {
-				code = exitRefused
+			switch c := exitCode(err); {
+			case c == exitNotFound:
+			case code == exitNotFound && migrating(err):
+				code, first = exitFailed, err
+			case code != exitRefused && !migrating(err):
+				code, first = exitRefused, err
 			}
 			out.Failed = append(out.Failed, failedJSON{ID: name, Error: err.Error()})
 			continue
@@ -336,8 +343,18 @@ func (s *session) each(ctx context.Context, done string, names []string, act fun
 	for i, f := range out.Failed {
 		lines[i] = readable.Printable(f.ID) + ": " + f.Error
 	}
-	return &exitError{code: code, err: errors.New(strings.Join(lines, "\n  "))}
+	return &exitError{code: code, err: &failures{text: strings.Join(lines, "\n  "), first: first}}
 }
+
+// failures is the failures of an each, one line each, wrapping the one
+// its exit code names (a hint reads it).
+type failures struct {
+	text  string
+	first error
+}
+
+func (f *failures) Error() string { return f.text }
+func (f *failures) Unwrap() error { return f.first }
 
 // bulkJSON is what a bulk action did.
 type bulkJSON struct {

@@ -31,6 +31,7 @@ func (t *table) flush() error { return t.tw.Flush() }
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // for a terminal or a program, not a page: <, > and & as they are
 	return enc.Encode(v)
 }
 

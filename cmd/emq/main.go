@@ -95,6 +95,8 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, inspect.ErrNoJob), errors.Is(err, emqerrors.NoJob):
 		return exitNotFound
+	case migrating(err): // a passing failure, whoever answered it: run it again
+		return exitFailed
 	case errors.As(err, &refusal), serverRefused(err, "READONLY"), serverRefused(err, "OOM"):
 		return exitRefused
 	}
@@ -107,6 +109,13 @@ func exitCode(err error) int {
 func serverRefused(err error, code string) bool {
 	var verr *valkey.ValkeyError
 	return errors.As(err, &verr) && strings.HasPrefix(verr.Error(), code+" ")
+}
+
+// migrating reports whether err is TRYAGAIN of a queue whose slot is
+// migrating: the server's own (a call's keys split), or a verb's (a key
+// its queue names has moved).
+func migrating(err error) bool {
+	return serverRefused(err, "TRYAGAIN") || emqerrors.CodeOf(err) == emqerrors.TryAgain
 }
 
 // run runs the command line args (without the program's name) and returns
@@ -177,7 +186,7 @@ func run(ctx context.Context, args []string, e env) int {
 		switch {
 		case serverRefused(err, "READONLY"):
 			hint = " (--addr names a replica: actions go to its primary)"
-		case serverRefused(err, "TRYAGAIN"):
+		case migrating(err):
 			hint = " (the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)"
 		}
 		fmt.Fprintf(e.stderr, "emq %s: %s%s\n", cmd.name, terminalText(err.Error()), hint)
@@ -219,6 +228,10 @@ func commandFirst(args []string, e env) []string {
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
+		if len(args) > 0 && negative(args[0]) { // an argument, -5 or -1s: no flag starts with a digit
+			pos, args = append(pos, args[0]), args[1:]
+			continue
+		}
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
@@ -231,6 +244,11 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// negative reports whether arg is a negative number or duration.
+func negative(arg string) bool {
+	return len(arg) > 1 && arg[0] == '-' && arg[1] >= '0' && arg[1] <= '9'
 }
 
 // overview is the top-level help: every command in one line each.

@@ -374,6 +374,14 @@ func TestCLIActions(t *testing.T) {
 		}
 		assert.Equal(t, before, emq(t, s.Addr, "queues", "--json").stdout)
 	})
+	t.Run("a negative number is an argument, refused by its command, not an unknown flag", func(t *testing.T) {
+		for _, args := range [][]string{{"limit", "emails", "-5", "1s"}, {"events", "emails", "-1"}} {
+			r := emq(t, s.Addr, args...)
+			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
+			assert.NotContains(t, r.stderr, "flag provided but not defined", "%q", args)
+			assert.Contains(t, r.stderr, args[2], "%q names it", args)
+		}
+	})
 	t.Run("a bad job id is named in quotes, the message is not", func(t *testing.T) {
 		r := emq(t, s.Addr, "job", "emails", "JOBxyz")
 		assert.Equal(t, exitUsage, r.code)
@@ -993,9 +1001,9 @@ func emailsPrimary(t *testing.T, opts valkeytest.Options) (down, seed *valkeytes
 	return down, seed
 }
 
-// TestCLIMigratingSlot: a job read while its queue's slot is half moved
-// meets the server's TRYAGAIN, with a hint to run it again once the slot
-// has moved.
+// TestCLIMigratingSlot: a job read or deleted while its queue's slot is
+// half moved meets TRYAGAIN — the server's or the verb's — exit 1, with a
+// hint to run it again once the slot has moved.
 func TestCLIMigratingSlot(t *testing.T) {
 	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
 	f := queuetest.Fill(t, cl.Client())
@@ -1012,10 +1020,15 @@ func TestCLIMigratingSlot(t *testing.T) {
 	require.NoError(t, from.Do("CLUSTER", "SETSLOT", s, "MIGRATING", cl.ID(t, to)).Error())
 	row := keys.Job("emails", f.EmailsDead[0].String())
 	require.NoError(t, from.Do("MIGRATE", "127.0.0.1", strconv.Itoa(to.Port), "", "0", "5000", "KEYS", row).Error())
-	r := emq(t, from.Addr, "job", "emails", f.EmailsDead[0].String())
-	assert.Equal(t, exitFailed, r.code, r.stderr)
-	assert.Contains(t, r.stderr, "TRYAGAIN")
-	assert.Contains(t, r.stderr, "(the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)")
+	for _, args := range [][]string{
+		{"job", "emails", f.EmailsDead[0].String()},
+		{"delete", "emails", f.EmailsDead[0].String()}, // the verb's own TRYAGAIN, alike
+	} {
+		r := emq(t, from.Addr, args...)
+		assert.Equal(t, exitFailed, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "TRYAGAIN")
+		assert.Contains(t, r.stderr, "(the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)")
+	}
 }
 
 // TestCLIDashFindsARestartedPrimary: a primary the cluster marked failed,
