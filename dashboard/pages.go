@@ -263,7 +263,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	// empty page whose "previous" link is empty too (page 1 of an empty
 	// state)
 	_, last := spanOf(page, PageSize, sum.Counts[st])
-	_, slast := spanOf(spage, SchedulesPerPage, sum.Repeats)
+	schedulePages, slast := spanOf(spage, SchedulesPerPage, sum.Repeats)
 	if page > last || spage > slast {
 		http.Redirect(w, r, pagePath(name, st, min(page, last), min(spage, slast)), http.StatusSeeOther)
 		return
@@ -278,7 +278,6 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	schedulePages, _ := spanOf(spage, SchedulesPerPage, sum.Repeats)
 	schedules, err := q.SchedulesPage(r.Context(), schedulePages.First-1, SchedulesPerPage)
 	if err != nil {
 		d.fail(w, r, err)

@@ -315,11 +315,13 @@ func (s *session) each(ctx context.Context, done string, names []string, act fun
 	var first error
 	for i, name := range names {
 		if err := act(ctx, i); err != nil {
-			switch c := exitCode(err); {
-			case c == exitNotFound:
-			case code == exitNotFound && migrating(err):
-				code, first = exitFailed, err
-			case code != exitRefused && !migrating(err):
+			switch { // the code of the worst failure: missing, migrating, refused
+			case exitCode(err) == exitNotFound:
+			case migrating(err):
+				if code == exitNotFound {
+					code, first = exitFailed, err
+				}
+			case code != exitRefused:
 				code, first = exitRefused, err
 			}
 			out.Failed = append(out.Failed, failedJSON{ID: name, Error: err.Error()})
