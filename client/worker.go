@@ -51,7 +51,10 @@ type WorkOptions struct {
 	Poll time.Duration
 	// Renew is the fraction of the lease after which a claimed job's lease
 	// is extended, again and again until its handler returns: above 0 and
-	// below 1, or 0 for 1/3. Work refuses any other value with EMQSHAPE.
+	// below 0.9, or 0 for 1/3. Work refuses any other value with EMQSHAPE:
+	// a worker counts a lease lost when its last tenth begins (a margin
+	// for the round trip and the clocks), so an extension due later would
+	// come too late every time.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
@@ -131,8 +134,8 @@ func checkWork(h Handler, opts WorkOptions, q *Queue) error {
 	}
 	switch {
 	// Written so that NaN is refused too.
-	case opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1):
-		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below 1 (a fraction of the lease), or 0 for 1/3; got %v", opts.Renew)
+	case opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1-1.0/leaseMargin):
+		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below %v (a fraction of the lease: a lease counts as lost when its last tenth begins), or 0 for 1/3; got %v", 1-1.0/leaseMargin, opts.Renew)
 	case opts.Concurrency < 0:
 		return emqerrors.New(emqerrors.Shape, "work: concurrency must be 1 or more, or 0 for 1; got %d", opts.Concurrency)
 	case opts.Prefetch < NoPrefetch:
@@ -198,6 +201,11 @@ type crew struct {
 	// O(1) however many queues the crew works.
 	load, busy int
 }
+
+// leaseMargin says what part of a lease a worker keeps back: it counts a
+// lease lost when 1/leaseMargin of it remains, for the round trip of the
+// extension and the clocks' drift.
+const leaseMargin = 10
 
 // worker is what a crew keeps of one queue: its settle calls, its waiter
 // and its leases. Its fields are guarded by the crew's mu.
@@ -269,7 +277,7 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 	for _, q := range queues {
 		lease := q.policy.Lease
 		w := &worker{crew: c, q: q, log: log.With("queue", q.name),
-			lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / 10,
+			lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / leaseMargin,
 			renewWake:  make(chan struct{}, 1),
 			waiterExit: make(chan struct{}),
 		}

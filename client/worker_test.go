@@ -1048,6 +1048,8 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 	}{
 		{"a nil handler is refused", nil, WorkOptions{}, "handler"},
 		{"a Renew of the whole lease is refused", ok, WorkOptions{Renew: 1}, "renew"},
+		{"a Renew past the worker's margin is refused", ok, WorkOptions{Renew: 0.95}, "renew"},
+		{"a Renew at the worker's margin is refused", ok, WorkOptions{Renew: 0.9}, "renew"},
 		{"a Renew above the lease is refused", ok, WorkOptions{Renew: 5}, "renew"},
 		{"a negative Renew is refused", ok, WorkOptions{Renew: -1}, "renew"},
 		{"a NaN Renew is refused", ok, WorkOptions{Renew: math.NaN()}, "renew"},
@@ -1087,17 +1089,31 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 					}
 				})
 			}
-			t.Run("a Renew inside the lease is taken", func(t *testing.T) {
-				q := newQueue(t, n, "renew-taken", Policy{})
-				_, err := q.Enqueue(ctx(t), nil)
+			t.Run("a Renew just inside the margin keeps a job past its lease", func(t *testing.T) {
+				q := newQueue(t, n, "renew-taken", Policy{Lease: 2 * time.Second, Keep: time.Minute})
+				id, err := q.Enqueue(ctx(t), nil)
 				require.NoError(t, err)
-				done := make(chan struct{})
-				stop := working(t, q, func(context.Context, *Job) error { close(done); return nil }, WorkOptions{Renew: 0.9})
+				// Unrenewed, its lease counts as lost at 1.8 s; the renewal comes at 1.7 s.
+				done := make(chan error, 1)
+				stop := working(t, q, func(c context.Context, _ *Job) error {
+					select {
+					case <-time.After(2200 * time.Millisecond):
+						done <- nil
+					case <-c.Done():
+						done <- context.Cause(c)
+					}
+					return nil
+				}, WorkOptions{Renew: 0.85})
 				select {
-				case <-done:
+				case err := <-done:
+					require.NoError(t, err, "the handler's context ended")
 				case <-time.After(10 * time.Second):
 					t.Fatal("the job did not run")
 				}
+				require.Eventually(t, func() bool {
+					info, err := q.Job(ctx(t), id)
+					return err == nil && info.State == StateDone
+				}, 5*time.Second, 10*time.Millisecond)
 				require.NoError(t, stop())
 			})
 		})
