@@ -68,7 +68,7 @@
 // the row is deleted on ack, so a result is refused with EMQSHAPE.
 //
 // [Queue.Work] is the worker runner; it refuses a nil handler, and a
-// [WorkOptions].Renew outside (0, 1), before it claims anything. One call
+// [WorkOptions].Renew outside (0, 0.9), before it claims anything. One call
 // at a time settles the jobs that finished since the last — ack on
 // success, fail with the policy's backoff on an error or a panic (the
 // job's error "handler panic: <value>", the stack logged) — and claims as
@@ -80,7 +80,10 @@
 // pipeline; a handler's context ends with [ErrLeaseLost] when the server
 // refuses, or when no extension was confirmed before the last confirmed
 // deadline less a tenth of the lease — a worker cut off from the server
-// stops before another may take its job. On ctx's end a graceful stop: no
+// stops before another may take its job. A lease counts from the send of
+// the call that confirmed it, so a job whose claim came back after its
+// renewal was due (a blocking claim that waited, a server that stalled) is
+// extended before its handler starts. On ctx's end a graceful stop: no
 // more claims, the waiting claim ended at once (CLIENT UNBLOCK), the
 // buffered jobs released, the running handlers given [WorkOptions].Grace
 // to finish, the rest failed with backoff 0 (context cause [ErrShutdown])

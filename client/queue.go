@@ -260,8 +260,9 @@ func (q *Queue) BClaim(ctx context.Context, n int, timeout time.Duration) ([]*Jo
 		v.name = emq.BClaim.Name
 		return runVerb(ctx, q.c, v, q.claimReply)
 	}
-	wait := time.Duration(0)
-	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, &wait, newJob, nil)
+	var wait time.Duration
+	var sent time.Time
+	jobs, err := q.pollClaim(ctx, ctx.Done(), n, timeout, &wait, &sent, newJob, nil)
 	if err == nil && len(jobs) == 0 && ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -291,9 +292,10 @@ const (
 // It appends the jobs, each made by alloc, to claimed. *wait is the
 // backoff, carried from call to call while the queue stays empty (the
 // worker's waiter polls again every Poll): pollFirst when 0, and again
-// once a job comes.
+// once a job comes. *sent is when the last claim was sent: the jobs' leases
+// count from there.
 func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, timeout time.Duration,
-	wait *time.Duration, alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	wait *time.Duration, sent *time.Time, alloc func() *Job, claimed []*Job) ([]*Job, error) {
 	read := func(r valkey.ValkeyResult) ([]*Job, error) { return q.readClaimed(r, alloc, claimed) }
 	var deadline time.Time
 	if timeout > 0 {
@@ -308,6 +310,7 @@ func (q *Queue) pollClaim(ctx context.Context, stop <-chan struct{}, n int, time
 			return claimed, nil
 		default:
 		}
+		*sent = time.Now()
 		jobs, err := runVerb(ctx, q.c, q.claimCall(n), read)
 		if len(jobs) > len(claimed) {
 			*wait = pollFirst

@@ -45,15 +45,16 @@ func (w *worker) waitLoop() {
 
 		sent := time.Now()
 		var err error
-		claimed, err = w.blockingClaim(&b, n, claimed[:0])
+		claimed, err = w.blockingClaim(&b, n, &sent, claimed[:0])
 		w.logClaimed(claimed)
+		held, from := w.confirmLate(claimed, sent)
 		w.mu.Lock()
 		w.ask(-reserved)
 		if len(claimed) == n { // the queue may hold more: the settler claims again
 			w.setDry(false)
 			w.settleWake.Signal()
 		}
-		w.take(claimed, sent)
+		w.take(held, from)
 		w.mu.Unlock()
 		clear(claimed)
 		switch {
@@ -80,16 +81,17 @@ func (w *worker) waitLoop() {
 }
 
 // blockingClaim claims up to n jobs, waiting up to Poll for the first:
-// natively EMQ.BCLAIM on b's connection, else by polling. It sends nothing
-// once the worker stops.
-func (w *worker) blockingClaim(b *blocker, n int, claimed []*Job) ([]*Job, error) {
+// natively EMQ.BCLAIM on b's connection, else by polling, which moves
+// *sent to the send of the poll that delivered. It sends nothing once the
+// worker stops.
+func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Job) ([]*Job, error) {
 	q := w.q
 	native, err := q.c.nodes.serves(w.base, q.slot, CapBClaim)
 	if err != nil {
 		return claimed, err
 	}
 	if !native {
-		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, &w.pollWait, w.alloc, claimed)
+		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, &w.pollWait, sent, w.alloc, claimed)
 	}
 	if err := b.open(w.base, q); err != nil {
 		return claimed, err

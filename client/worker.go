@@ -65,9 +65,10 @@ type WorkOptions struct {
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; info:
 	// released; warn: failed, dead, failed at shutdown, lease lost, a
-	// settlement refused after its lease was lost or dropped when its
-	// lease passed, a call the cluster answered in passing; error: a call
-	// that failed, a handler's panic with its stack). Nil logs nothing.
+	// settlement refused with EMQLEASE or after its lease was lost, one
+	// dropped when its lease passed, a call the cluster answered in
+	// passing; error: a call that failed, a handler's panic with its
+	// stack). Nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -386,7 +387,7 @@ func (c *crew) runSlot(i int) {
 func (w *worker) begin(hj *heldJob, i int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopping || hj.lost || i < 0 {
+	if w.stopping || w.stop.Err() != nil || hj.lost || i < 0 {
 		w.handBack(hj)
 		return false
 	}
@@ -511,7 +512,7 @@ func (w *worker) setDry(dry bool) {
 // whose handler outlived the grace period, is failed with backoff 0 and
 // ErrShutdown's text — dead on its last attempt. w.mu is held.
 func (w *worker) handBack(hj *heldJob) {
-	s := settlement{job: &hj.job, handBack: true}
+	s := settlement{job: &hj.job, handBack: true, leaseLost: hj.lost}
 	if hj.state == jobRunning {
 		w.slots[hj.slot] = nil
 		w.running--
@@ -649,10 +650,12 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 		w.logCall("claim", err)
 	}
 	w.logClaimed(claimed)
+	held, from := w.confirmLate(claimed, sent)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.ask(-n)
 	w.tripping = average(w.tripping, now.Sub(sent))
+	now = time.Now() // the leases below are judged after any extension
 	for i := range batch {
 		s := &batch[i]
 		if s.err == nil || emqerrors.CodeOf(s.err) != 0 {
@@ -673,7 +676,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 		}
 		w.log.Warn(why, "job", s.job.ID, "attempt", s.job.Attempt, "err", s.err)
 	}
-	w.take(claimed, sent)
+	w.take(held, from)
 	switch {
 	case emqerrors.CodeOf(err) != 0:
 		if w.fatal == nil {
@@ -690,14 +693,67 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	return failed
 }
 
+// confirmLate extends the leases of the jobs a claim sent at sent
+// delivered when its reply came after their renewal was due — a blocking
+// claim that waited, a server that stalled — before they are held: a
+// lease counted from the claim's send may have too little left to start a
+// handler on, or none, while the server's runs from its later turn. It
+// returns the jobs the server confirmed and the extension's send, from
+// which their leases now count; a job refused with EMQLEASE or EMQNOJOB
+// is dropped, another worker's or gone. When the worker stops, or any
+// other extension fails, the jobs not dropped come back with sent, and
+// take hands back those whose lease has run (all of them, once it stops).
+func (w *worker) confirmLate(claimed []*Job, sent time.Time) ([]*Job, time.Time) {
+	if len(claimed) == 0 || time.Since(sent) < w.every || w.stop.Err() != nil {
+		return claimed, sent
+	}
+	calls := make([]verbCall, len(claimed))
+	for i, j := range claimed {
+		calls[i] = j.extendCall()
+	}
+	from := time.Now()
+	// A stop gives the wait up, as far as valkey-go lets a call go: the
+	// jobs are handed back, extended or not.
+	ctx, cancel := context.WithDeadline(w.stop, from.Add(w.lease-w.margin))
+	replies := runVerbs(ctx, w.q.c, calls)
+	cancel()
+	kept := make([]*Job, 0, len(claimed))
+	failed := false
+	for i, j := range claimed {
+		_, err := intReply(replies[i])
+		switch code := emqerrors.CodeOf(err); {
+		case err == nil:
+		case code == emqerrors.Lease, code == emqerrors.NoJob:
+			w.log.Warn("lease lost", "job", j.ID, "attempt", j.Attempt, "err", err)
+			continue
+		default:
+			if !failed && w.stop.Err() == nil { // a stop's cut is no failure to log
+				w.logCall("extend", err)
+			}
+			failed = true
+		}
+		kept = append(kept, j)
+	}
+	if failed {
+		return kept, sent
+	}
+	return kept, from
+}
+
 // take holds the jobs a claim sent at sent delivered, and queues them for
-// the slots; once the worker stops it hands them back. w.mu is held.
+// the slots; once the worker stops it hands them back, and so it does
+// those whose lease counts as lost already (their claim's reply came that
+// late). w.mu is held.
 func (w *worker) take(claimed []*Job, sent time.Time) {
+	now := time.Now()
 	for _, j := range claimed {
 		hj := j.held
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
 		w.hold(1)
-		if w.stopping {
+		if !hj.deadline.After(now) {
+			w.lose(hj, overdue)
+		}
+		if w.stopping || w.stop.Err() != nil || hj.lost {
 			w.handBack(hj)
 			continue
 		}
@@ -729,7 +785,7 @@ func (w *worker) logSettled(s *settlement) {
 	switch {
 	case s.err != nil && emqerrors.CodeOf(s.err) == 0:
 		// the round trip failed: settled sends it again, or says it dropped it
-	case s.err != nil && s.leaseLost:
+	case s.err != nil && (s.leaseLost || emqerrors.CodeOf(s.err) == emqerrors.Lease):
 		w.log.Warn("refused after the lease was lost", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil && s.fail:
 		w.log.Error("fail", "job", j.ID, "attempt", j.Attempt, "cause", s.cause, "err", s.err)

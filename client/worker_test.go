@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,6 +274,21 @@ func TestWork(t *testing.T) {
 				assert.Contains(t, logs.String(), "EMQLEASE", "its fail is refused too")
 				assert.Contains(t, logs.String(), `level=WARN msg="refused after the lease was lost"`)
 				assert.NotContains(t, logs.String(), "level=ERROR", "a refusal expected once the lease was lost is no error of the worker")
+			})
+			t.Run("an ack the server refuses with EMQLEASE is a warning", func(t *testing.T) {
+				q := newQueue(t, n, "ack-refused", Policy{})
+				id, err := q.Enqueue(ctx(t), nil)
+				require.NoError(t, err)
+				var logs logBuffer
+				stop := working(t, q, func(ctx context.Context, j *Job) error {
+					// Another hand takes the job before its renewal is due.
+					must(t, n.s, "HSET", keys.Job(q.name, id.String()), "attempts", "7")
+					return nil
+				}, WorkOptions{Poll: 20 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "the ack is refused", func() bool { return strings.Contains(logs.String(), "EMQLEASE") })
+				require.NoError(t, stop())
+				assert.Contains(t, logs.String(), `level=WARN msg="refused after the lease was lost"`)
+				assert.NotContains(t, logs.String(), "level=ERROR", "the lease passed: no error of the worker")
 			})
 			t.Run("a worker killed mid-job loses the job to the next, whose attempt 2 wins", func(t *testing.T) {
 				q := newQueue(t, n, "killed", Policy{Lease: 150 * time.Millisecond})
@@ -1090,14 +1107,14 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 				})
 			}
 			t.Run("a Renew just inside the margin keeps a job past its lease", func(t *testing.T) {
-				q := newQueue(t, n, "renew-taken", Policy{Lease: 2 * time.Second, Keep: time.Minute})
+				q := newQueue(t, n, "renew-taken", Policy{Lease: 4 * time.Second, Keep: time.Minute})
 				id, err := q.Enqueue(ctx(t), nil)
 				require.NoError(t, err)
-				// Unrenewed, its lease counts as lost at 1.8 s; the renewal comes at 1.7 s.
+				// Unrenewed, its lease counts as lost at 3.6 s; the renewal comes at 3.4 s.
 				done := make(chan error, 1)
 				stop := working(t, q, func(c context.Context, _ *Job) error {
 					select {
-					case <-time.After(2200 * time.Millisecond):
+					case <-time.After(4 * time.Second):
 						done <- nil
 					case <-c.Done():
 						done <- context.Cause(c)
@@ -1166,6 +1183,243 @@ func TestWorkDropsASettlementItCannotSend(t *testing.T) {
 			assert.Equal(t, 1, strings.Count(logs.String(), "settlement dropped"), "once")
 		})
 	}
+}
+
+// TestWorkStartsALateClaimsJobsUnderAFreshLease: a job whose claim's reply
+// came after its renewal was due — a blocking claim that waited longer
+// than the lease, a settle-and-claim the server took only after a stall
+// longer than the lease — runs under an extended lease: its handler runs
+// to the end and its attempt is spent once. Counted from the claim's send,
+// the lease had run out before the handler started, which ended its
+// context at once and failed its job.
+func TestWorkStartsALateClaimsJobsUnderAFreshLease(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		stall bool // the server stalls while a settle-and-claim is out
+	}{
+		{"a blocking claim that waited past the lease", false},
+		{"a claim the server answered after a stall", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := valkeytest.Start(t, valkeytest.Options{})
+			m, err := ids.NewMinter(14)
+			require.NoError(t, err)
+			q, err := New(s.Client()).Queue("late", m, Policy{Lease: time.Second, MaxAttempts: 1, Keep: time.Minute})
+			require.NoError(t, err)
+			var first ids.ID
+			if tc.stall {
+				first, err = q.Enqueue(ctx(t), []byte("first"))
+				require.NoError(t, err)
+			}
+			late, err := q.Enqueue(ctx(t), []byte("late"))
+			require.NoError(t, err)
+			if !tc.stall {
+				_, err = q.Remove(ctx(t), late) // admitted again once the blocking claim waited
+				require.NoError(t, err)
+			}
+			ended := make(chan error, 2)
+			var logs logBuffer
+			stop := working(t, q, func(c context.Context, j *Job) error {
+				select {
+				case <-time.After(300 * time.Millisecond):
+					ended <- nil
+					return nil
+				case <-c.Done():
+					ended <- fmt.Errorf("%s: %w", j.Payload, context.Cause(c))
+					return c.Err()
+				}
+			}, WorkOptions{Concurrency: 1, Prefetch: NoPrefetch, Poll: 5 * time.Second, Logger: logs.logger()})
+			if tc.stall {
+				// first runs; its ack and the claim of late go out while
+				// the server is stopped, and come back 2 s later.
+				time.Sleep(100 * time.Millisecond)
+				thaw := s.Freeze(t)
+				time.Sleep(2 * time.Second)
+				thaw()
+				require.NoError(t, <-ended, "first")
+			} else {
+				time.Sleep(1500 * time.Millisecond) // the blocking claim waits
+				ok, err := q.Admit(ctx(t), late, []byte("late"))
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			select {
+			case err := <-ended:
+				require.NoError(t, err, "the late job's handler ran to its end")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the late job did not run")
+			}
+			eventually(t, "the late job is done", func() bool {
+				info, err := q.Job(ctx(t), late)
+				return err == nil && info.State == StateDone
+			})
+			require.NoError(t, stop())
+			info, err := q.Job(ctx(t), late)
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), info.Attempts, "its attempt spent once")
+			if tc.stall {
+				info, err = q.Job(ctx(t), first)
+				require.NoError(t, err)
+				assert.Equal(t, StateDone, info.State, "the ack sent into the stall landed")
+			}
+			assert.NotContains(t, logs.String(), "lease lost")
+		})
+	}
+}
+
+// TestWorkLateClaimsExtensionOutcomes: of a late claim's extensions, one
+// refused (EMQLEASE), one confirmed and one whose round trip failed, the
+// refused job is dropped (claimed again once its lease runs out), the
+// others are taken once as they came, and Work stops; it held the
+// confirmed job twice, and its lease scheduler looped forever. A stop
+// while the extension is out starts none of the jobs. A polled claim (a node without the module) counts its leases
+// from the poll that delivered, so a job that came after an idle wait is
+// not extended first.
+func TestWorkLateClaimsExtensionOutcomes(t *testing.T) {
+	t.Run("refused, confirmed and failed in one pipeline", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		m, err := ids.NewMinter(14)
+		require.NoError(t, err)
+		mixed := &mixedExtensions{Client: s.Client()}
+		q, err := New(mixed).Queue("mixed", m, Policy{Lease: 600 * time.Millisecond, Keep: time.Minute})
+		require.NoError(t, err)
+		var runs sync.Map // payload → the attempts it ran with, as "1", "12"…
+		stop := working(t, q, func(_ context.Context, j *Job) error {
+			old, _ := runs.LoadOrStore(string(j.Payload), "")
+			runs.Store(string(j.Payload), old.(string)+strconv.FormatInt(j.Attempt, 10))
+			return nil
+		}, WorkOptions{Concurrency: 3, Prefetch: NoPrefetch, Poll: 5 * time.Second})
+		time.Sleep(400 * time.Millisecond) // the blocking claim waits past the renewal (200 ms)
+		got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("a"), []byte("b"), []byte("c")})
+		require.NoError(t, err)
+		eventually(t, "every job is done", func() bool {
+			for _, id := range got {
+				if info, err := q.Job(ctx(t), id); err != nil || info.State != StateDone {
+					return false
+				}
+			}
+			return true
+		})
+		stopped := make(chan error, 1)
+		go func() { stopped <- stop() }()
+		select {
+		case err := <-stopped:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Work did not return")
+		}
+		require.True(t, mixed.done.Load(), "the pipeline was meddled with")
+		for p, want := range map[string]string{"a": "2", "b": "1", "c": "1"} {
+			ran, _ := runs.Load(p)
+			assert.Equal(t, want, ran, "job %s: a refused, dropped and claimed again once its lease ran out; b and c taken as they came", p)
+		}
+	})
+	t.Run("a stop while the extension is out starts none of the jobs", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{})
+		m, err := ids.NewMinter(14)
+		require.NoError(t, err)
+		held := &heldExtensions{Client: s.Client(), in: make(chan struct{})}
+		q, err := New(held).Queue("stopped", m, Policy{Lease: 2 * time.Second})
+		require.NoError(t, err)
+		var ran atomic.Int64
+		stop := working(t, q, func(context.Context, *Job) error { ran.Add(1); return nil },
+			WorkOptions{Concurrency: 3, Prefetch: NoPrefetch, Poll: 5 * time.Second})
+		time.Sleep(900 * time.Millisecond) // the blocking claim waits past the renewal (667 ms)
+		got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("a"), []byte("b"), []byte("c")})
+		require.NoError(t, err)
+		select {
+		case <-held.in:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the late claim's jobs were not extended")
+		}
+		require.NoError(t, stop())
+		assert.Zero(t, ran.Load(), "no handler started after the stop")
+		for _, id := range got {
+			info, err := q.Job(ctx(t), id)
+			require.NoError(t, err)
+			assert.Equal(t, StatePending, info.State, "released")
+		}
+	})
+	t.Run("once the stop has come, a job taken or begun is handed back, before the crew marks itself stopping", func(t *testing.T) {
+		q := newQueue(t, startNodes(t)[0], "handed", Policy{})
+		stopped, stop := context.WithCancel(context.Background())
+		c := newCrew(stopped, func(context.Context, *Job) error { return nil }, WorkOptions{}, []*Queue{q})
+		stop()
+		w := c.members[0]
+		taken, begun := w.newHeldJob(), w.newHeldJob()
+		w.mu.Lock()
+		w.take([]*Job{taken}, time.Now())
+		w.mu.Unlock()
+		assert.Equal(t, jobHandedBack, taken.held.state, "take")
+		assert.False(t, w.begin(begun.held, 0), "begin")
+		assert.Equal(t, jobHandedBack, begun.held.state, "begin")
+		require.Len(t, w.finished, 2)
+		assert.True(t, w.finished[0].release && w.finished[1].release, "released: no handler ran them")
+	})
+	t.Run("a polled claim after an idle wait is not extended first", func(t *testing.T) {
+		s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+		m, err := ids.NewMinter(14)
+		require.NoError(t, err)
+		counted := &counting{Client: s.Client()}
+		q, err := New(counted).Queue("polled", m, Policy{Lease: 3 * time.Second})
+		require.NoError(t, err)
+		ran := make(chan struct{}, 1)
+		stop := working(t, q, func(context.Context, *Job) error { ran <- struct{}{}; return nil }, WorkOptions{Poll: 5 * time.Second})
+		time.Sleep(1500 * time.Millisecond) // polls the empty queue past the renewal (1 s)
+		_, err = q.Enqueue(ctx(t), nil)
+		require.NoError(t, err)
+		select {
+		case <-ran:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the job did not run")
+		}
+		require.NoError(t, stop())
+		assert.Zero(t, counted.extendTrips.Load())
+	})
+}
+
+// heldExtensions holds the first pipeline of three lease extensions until
+// its context ends, closing in when it comes.
+type heldExtensions struct {
+	valkey.Client
+	in   chan struct{}
+	once sync.Once
+}
+
+func (h *heldExtensions) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	if threeExtensions(cmds) {
+		h.once.Do(func() {
+			close(h.in)
+			<-ctx.Done()
+		})
+	}
+	return h.Client.DoMulti(ctx, cmds...)
+}
+
+// threeExtensions reports whether cmds are three lease extensions.
+func threeExtensions(cmds []valkey.Completed) bool {
+	return len(cmds) == 3 && !slices.ContainsFunc(cmds, func(c valkey.Completed) bool { return !isVerb(c.Commands(), "EMQ.EXTEND", extendSHA) })
+}
+
+// mixedExtensions meddles with the first pipeline of three lease
+// extensions: the first is sent with another attempt (the server refuses
+// it, EMQLEASE), the second as it is, and the third's reply is replaced by
+// a broken connection's.
+type mixedExtensions struct {
+	valkey.Client
+	done atomic.Bool
+}
+
+func (m *mixedExtensions) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	if !threeExtensions(cmds) || !m.done.CompareAndSwap(false, true) {
+		return m.Client.DoMulti(ctx, cmds...)
+	}
+	line := cmds[0].Commands()
+	line[len(line)-2] = "99" // the attempt
+	cmds[0] = m.Client.B().Arbitrary(line[0]).Args(line[1:]...).Build()
+	out := m.Client.DoMulti(ctx, cmds...)
+	out[2] = valkey.NewErrorResult(io.ErrUnexpectedEOF)
+	return out
 }
 
 // TestWorkLooksForTicksLessOftenWhileTheNodeIsAway: on a node without the
