@@ -71,7 +71,8 @@
 // [WorkOptions].Renew outside (0, 0.9), before it claims anything. One call
 // at a time settles the jobs that finished since the last — ack on
 // success, fail with the policy's backoff on an error or a panic (the
-// job's error "handler panic: <value>", the stack logged) — and claims as
+// job's error "handler panic: <value>", the stack logged) or a
+// runtime.Goexit (a new goroutine takes over its slot) — and claims as
 // many as there are free handler slots and room in a small prefetch buffer
 // ([WorkOptions].Prefetch), so a slot that frees starts its next job
 // without waiting on a round trip; when a claim finds the queue empty, one

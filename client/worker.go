@@ -68,7 +68,7 @@ type WorkOptions struct {
 	// settlement refused with EMQLEASE or after its lease was lost, one
 	// dropped when its lease passed, a call the cluster answered in
 	// passing; error: a call that failed, a handler's panic with its
-	// stack). Nil logs nothing.
+	// stack, a handler that exited its goroutine). Nil logs nothing.
 	Logger *slog.Logger
 }
 
@@ -371,16 +371,35 @@ func (c *crew) fail(err error) {
 // whichever queue they came from.
 func (c *crew) runSlot(i int) {
 	for hj := range c.ready {
-		w := hj.owner
-		if !w.begin(hj, i) {
-			continue
-		}
-		err := guarded(func() error { return c.h(&hj.ctx, &hj.job) })
-		logPanic(w.log, err, func() []any { return []any{"job", hj.job.text, "attempt", hj.job.Attempt} })
-		hj.ctx.end(&context.Canceled)
-		w.finish(hj, err)
+		c.runJob(hj, i)
 	}
 }
+
+// runJob runs hj in slot i, unless begin hands it back, and queues its
+// outcome. A handler that ends its goroutine instead of returning
+// (runtime.Goexit, as t.FailNow does) fails its job, as a panic does, and
+// a new goroutine takes over the slot.
+func (c *crew) runJob(hj *heldJob, i int) {
+	w := hj.owner
+	if !w.begin(hj, i) {
+		return
+	}
+	err := errHandlerExited // unless the handler returns
+	defer func() {
+		hj.ctx.end(&context.Canceled)
+		w.finish(hj, err)
+		if err == errHandlerExited {
+			w.log.Error("handler exited its goroutine", "job", hj.job.text, "attempt", hj.job.Attempt)
+			go c.runSlot(i)
+		}
+	}()
+	err = guarded(func() error { return c.h(&hj.ctx, &hj.job) })
+	logPanic(w.log, err, func() []any { return []any{"job", hj.job.text, "attempt", hj.job.Attempt} })
+}
+
+// errHandlerExited is the failure of a job whose handler called
+// runtime.Goexit.
+var errHandlerExited = errors.New("handler exited its goroutine (runtime.Goexit)")
 
 // begin starts hj in slot i, or hands it back when the worker stops or its
 // lease was lost while it waited.

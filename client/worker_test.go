@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,22 +100,35 @@ func jobsIn(t *testing.T, n node, q *Queue, set string) []string {
 	return m
 }
 
+// attemptsSeen records, per payload, the attempts a handler was given.
+type attemptsSeen struct {
+	mu sync.Mutex
+	m  map[string][]int64
+}
+
+func (a *attemptsSeen) add(j *Job) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string][]int64{}
+	}
+	a.m[string(j.Payload)] = append(a.m[string(j.Payload)], j.Attempt)
+}
+
 // TestWork: the worker runner's rules, natively and on the scripts.
 func TestWork(t *testing.T) {
+	retrying := Policy{MaxAttempts: 3, Backoff: func(int64) time.Duration { return 10 * time.Millisecond }}
 	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
 			t.Run("successes are acked, failures retried, a panic is a failure, the poison dies", func(t *testing.T) {
-				q := newQueue(t, n, "mixed", Policy{MaxAttempts: 3, Backoff: func(int64) time.Duration { return 10 * time.Millisecond }})
+				q := newQueue(t, n, "mixed", retrying)
 				var logs logBuffer
 				payloads := [][]byte{[]byte("ok"), []byte("flaky"), []byte("panics-once"), []byte("poison")}
 				got, err := q.EnqueueMany(ctx(t), payloads)
 				require.NoError(t, err)
-				var mu sync.Mutex
-				attempts := map[string][]int64{}
+				var attempts attemptsSeen
 				stop := working(t, q, func(_ context.Context, j *Job) error {
-					mu.Lock()
-					attempts[string(j.Payload)] = append(attempts[string(j.Payload)], j.Attempt)
-					mu.Unlock()
+					attempts.add(j)
 					switch {
 					case string(j.Payload) == "flaky" && j.Attempt < 3:
 						return errors.New("flaky")
@@ -131,10 +145,31 @@ func TestWork(t *testing.T) {
 				})
 				require.NoError(t, stop())
 				assert.Equal(t, []string{got[3].String()}, jobsIn(t, n, q, "dead"))
-				assert.Equal(t, map[string][]int64{"ok": {1}, "flaky": {1, 2, 3}, "panics-once": {1, 2}, "poison": {1, 2, 3}}, attempts)
+				assert.Equal(t, map[string][]int64{"ok": {1}, "flaky": {1, 2, 3}, "panics-once": {1, 2}, "poison": {1, 2, 3}}, attempts.m)
 				assert.Equal(t, "poison", str(t, n, "HGET", keys.Job(q.name, got[3].String()), "error"))
 				assert.Contains(t, logs.String(), "handler panic: the handler panics")
 				assert.Contains(t, logs.String(), "msg=dead")
+			})
+			t.Run("a handler that exits its goroutine fails its job, and its slot runs the next", func(t *testing.T) {
+				q := newQueue(t, n, "goexit", retrying)
+				var logs logBuffer
+				got, err := q.EnqueueMany(ctx(t), [][]byte{[]byte("exits-once"), []byte("next")})
+				require.NoError(t, err)
+				var attempts attemptsSeen
+				stop := working(t, q, func(_ context.Context, j *Job) error {
+					attempts.add(j)
+					if string(j.Payload) == "exits-once" && j.Attempt == 1 {
+						runtime.Goexit() // as t.FailNow does
+					}
+					return nil
+				}, WorkOptions{Concurrency: 1, Prefetch: NoPrefetch, Poll: 50 * time.Millisecond, Logger: logs.logger()})
+				eventually(t, "both jobs are done", func() bool {
+					return integer(t, n.s, "EXISTS", keys.Job(q.name, got[0].String()), keys.Job(q.name, got[1].String())) == 0
+				})
+				require.NoError(t, stop())
+				assert.Equal(t, map[string][]int64{"exits-once": {1, 2}, "next": {1}}, attempts.m)
+				assert.Contains(t, logs.String(), `level=ERROR msg="handler exited its goroutine"`)
+				assert.Contains(t, logs.String(), `err="handler exited its goroutine (runtime.Goexit)"`, "its failure")
 			})
 			t.Run("a handler that settles its job itself: a kept result, its own backoff; Work settles nothing more", func(t *testing.T) {
 				q := newQueue(t, n, "selfsettled", Policy{Keep: time.Hour, MaxAttempts: 3})
