@@ -59,9 +59,9 @@ func jobIDs(cmds []valkey.Completed) []string {
 
 // TestEnqueueManyAdmitsInChunks: EnqueueMany sends one EMQ.ENQUEUEMANY
 // (or its script) per 256 jobs, in one pipeline, and keeps its contract —
-// ids in payload order, the first error naming its job, a refused job
-// alone not admitted, ErrUnknownOutcome from the first job of a lost
-// chunk.
+// ids in payload order, a BatchError with each job's error (its text
+// naming the first), a refused job alone not admitted, ErrUnknownOutcome
+// from the first job of a lost chunk on.
 func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 	for _, n := range startNodes(t) {
 		t.Run(n.String(), func(t *testing.T) {
@@ -124,7 +124,18 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 					require.NoError(t, err)
 					got, err := q.EnqueueMany(ctx(t), make([][]byte, 600))
 					require.ErrorIs(t, err, tc.want)
+					assert.Contains(t, err.Error(), "1 of 600 jobs", "the error counts them")
 					assert.Contains(t, err.Error(), "job "+got[300].String()+":", "the error names its job")
+					var b *BatchError
+					require.ErrorAs(t, err, &b)
+					assert.Equal(t, got, b.IDs)
+					for i, err := range b.Errs {
+						if i == 300 {
+							assert.ErrorIs(t, err, tc.want, "job %d", i)
+						} else {
+							assert.NoError(t, err, "job %d", i)
+						}
+					}
 					assert.Equal(t, int64(599), integer(t, n.s, "ZCARD", q.pending), "every other job is admitted")
 					assert.True(t, isNil(n.s.Do("ZSCORE", q.pending, got[300].String())), "the refused job is not admitted")
 				})
@@ -144,7 +155,16 @@ func TestEnqueueManyAdmitsInChunks(t *testing.T) {
 				got, err := q.EnqueueMany(ctx(t), payloads)
 				require.ErrorIs(t, err, ErrUnknownOutcome)
 				require.Len(t, got, 600)
-				assert.Contains(t, err.Error(), "jobs "+got[256].String()+" to "+got[599].String()+" (344 of 600)")
+				assert.Contains(t, err.Error(), "344 of 600 jobs with an error; the first, job "+got[256].String()+":")
+				var b *BatchError
+				require.ErrorAs(t, err, &b)
+				for i, err := range b.Errs {
+					if i < 256 {
+						assert.NoError(t, err, "job %d: its chunk's reply came", i)
+					} else {
+						assert.ErrorIs(t, err, ErrUnknownOutcome, "job %d", i)
+					}
+				}
 				for i, id := range got {
 					admitted, err := q.Admit(ctx(t), id, payloads[i])
 					require.NoError(t, err)

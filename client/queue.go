@@ -130,8 +130,9 @@ func (q *Queue) Name() string { return q.name }
 // Policy is the queue's policy, its defaults filled in.
 func (q *Queue) Policy() Policy { return q.policy }
 
-// ErrExists is returned by Enqueue when the minted id names a job that
-// exists: two producers mint with the same snowflake node.
+// ErrExists is returned by Enqueue, and is the error of a job of
+// EnqueueMany's batch (its [BatchError]), when the minted id names a job
+// that exists: two producers mint with the same snowflake node.
 var ErrExists = errors.New("client: the job exists")
 
 // Enqueue mints a job id and admits the job with payload: claimable at
@@ -163,11 +164,11 @@ var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 // EnqueueMany mints an id per payload and admits the jobs in one pipeline,
 // all with the same opts: one round trip for the batch, one
 // EMQ.ENQUEUEMANY per manyChunk jobs. It returns the ids in payload order
-// and the first error, naming its job; a job the server refused was not
-// admitted, and the other jobs are admitted regardless. When replies were
-// lost the error is [ErrUnknownOutcome], naming the first job whose
-// outcome is unknown. A ctx done before the call sends nothing: its error,
-// and no ids.
+// and, when any job came back with an error, a [*BatchError] holding each
+// job's: a job the server refused was not admitted, and the other jobs are
+// admitted regardless; when replies were lost, the jobs from the first
+// lost one on are each [ErrUnknownOutcome]. A ctx done before the call
+// sends nothing: its error, and no ids.
 func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if err := q.checkMinter(); err != nil {
 		return nil, err
@@ -192,21 +193,68 @@ func (q *Queue) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...Enqu
 		}
 		calls = append(calls, v)
 	}
-	var first error
+	errs := make([]error, len(out))
+	failed := false
 	for c, r := range runVerbs(ctx, q.c, calls) {
 		start := c * manyChunk
 		if lost(r.Error()) {
-			return out, errors.Join(first, fmt.Errorf("%w: jobs %s to %s (%d of %d): %w",
-				ErrUnknownOutcome, out[start], out[len(out)-1], len(out)-start, len(out), r.Error()))
+			unknown := fmt.Errorf("%w: %w", ErrUnknownOutcome, r.Error())
+			for i := start; i < len(errs); i++ {
+				errs[i] = unknown
+			}
+			return out, &BatchError{IDs: out, Errs: errs}
 		}
-		chunk := out[start:min(start+manyChunk, len(out))]
-		for i, err := range admittedEach(r, len(chunk)) {
-			if err != nil && first == nil {
-				first = fmt.Errorf("job %s: %w", chunk[i], err)
+		for i, err := range admittedEach(r, min(manyChunk, len(out)-start)) {
+			errs[start+i] = err
+			failed = failed || err != nil
+		}
+	}
+	if failed {
+		return out, &BatchError{IDs: out, Errs: errs}
+	}
+	return out, nil
+}
+
+// BatchError is EnqueueMany's error when jobs of its batch came back with
+// one. Errs holds each job's, in payload order — nil: admitted; a
+// [*Refusal] or [ErrExists]: not admitted; [ErrNotDurable]: admitted,
+// its copies short; [ErrUnknownOutcome]: admitted or not. errors.Is and
+// errors.As look at every job's error; the text counts them and names the
+// first.
+type BatchError struct {
+	IDs  []ids.ID // the batch's ids, in payload order (a zero id: none was minted for it)
+	Errs []error  // each job's error, nil for one admitted
+}
+
+func (e *BatchError) Error() string {
+	n, first := 0, -1
+	for i, err := range e.Errs {
+		if err != nil {
+			n++
+			if first < 0 {
+				first = i
 			}
 		}
 	}
-	return out, first
+	if first < 0 {
+		return fmt.Sprintf("client: none of %d jobs with an error", len(e.Errs))
+	}
+	job := e.IDs[first].String()
+	if e.IDs[first] == (ids.ID{}) {
+		job = fmt.Sprintf("#%d of the batch", first)
+	}
+	return fmt.Sprintf("client: %d of %d jobs with an error; the first, job %s: %v", n, len(e.Errs), job, e.Errs[first])
+}
+
+// Unwrap returns every job's error, for errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error {
+	var out []error
+	for _, err := range e.Errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
 }
 
 // manyChunk is the most jobs EnqueueMany puts in one EMQ.ENQUEUEMANY

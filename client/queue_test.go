@@ -88,7 +88,12 @@ func TestQueueHandles(t *testing.T) {
 				got, err := q.EnqueueMany(ctx(t), payloads)
 				require.ErrorIs(t, err, ErrUnknownOutcome)
 				require.Len(t, got, len(payloads))
-				assert.Contains(t, err.Error(), "jobs "+got[0].String()+" to "+got[3].String(), "every reply was lost")
+				assert.Contains(t, err.Error(), "4 of 4 jobs with an error; the first, job "+got[0].String()+":", "every reply was lost")
+				var b *BatchError
+				require.ErrorAs(t, err, &b)
+				for i, err := range b.Errs {
+					assert.ErrorIs(t, err, ErrUnknownOutcome, "job %d", i)
+				}
 				must(t, n.s, "CONFIG", "SET", "proto-max-bulk-len", "512mb")
 				landed := 0
 				for i, id := range got {

@@ -91,15 +91,19 @@ func (s *Sharded) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOp
 // EnqueueMany deals payloads to the shards in turn and admits each
 // shard's part in one pipeline ([Queue.EnqueueMany], all with opts), the
 // shards' at once: one round trip to each node. It returns the ids in
-// payload order and each failed shard's first error, joined; the other
-// jobs are admitted regardless (a shard whose replies were lost:
-// [ErrUnknownOutcome]). A producer that retries under the ids
+// payload order and, when any job came back with an error, a
+// [*BatchError] holding each job's in payload order (a shard that sent
+// nothing: its error for each of its jobs, and zero ids); the other jobs
+// are admitted regardless. A producer that retries under the ids
 // ([Queue.Admit]) must send each to its shard, which these ids do not
 // say: one that needs retries enqueues through a shard it picks
 // ([Sharded.Next], [Sharded.Shard]) and admits there again.
 func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...EnqueueOption) ([]ids.ID, error) {
 	if len(payloads) == 0 {
 		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // as Queue.EnqueueMany's: nothing sent, no ids
 	}
 	n := uint64(len(s.shards))
 	first := s.next.Add(uint64(len(payloads))) - uint64(len(payloads))
@@ -108,7 +112,8 @@ func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...En
 		parts[i%len(parts)] = append(parts[i%len(parts)], i)
 	}
 	out := make([]ids.ID, len(payloads))
-	errs := make([]error, len(parts))
+	errs := make([]error, len(payloads))
+	var failed atomic.Bool
 	var wg sync.WaitGroup
 	for p, part := range parts {
 		wg.Add(1)
@@ -122,11 +127,25 @@ func (s *Sharded) EnqueueMany(ctx context.Context, payloads [][]byte, opts ...En
 			for j, id := range got {
 				out[part[j]] = id
 			}
-			errs[p] = err
+			if err == nil {
+				return
+			}
+			failed.Store(true)
+			var b *BatchError
+			each := errors.As(err, &b)
+			for j, i := range part {
+				errs[i] = err
+				if each {
+					errs[i] = b.Errs[j]
+				}
+			}
 		}()
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	if failed.Load() {
+		return out, &BatchError{IDs: out, Errs: errs}
+	}
+	return out, nil
 }
 
 // Pause pauses every shard, as [Queue.Pause] pauses one queue: their

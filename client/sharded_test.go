@@ -18,6 +18,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // newSharded is a sharded queue on n.
@@ -106,6 +107,39 @@ func TestShardedQueue(t *testing.T) {
 		empty, err := s.EnqueueMany(ctx(t), nil)
 		assert.NoError(t, err)
 		assert.Empty(t, empty)
+	})
+
+	t.Run("EnqueueMany's error holds each job's, in payload order, and the others are admitted", func(t *testing.T) {
+		var taken string
+		c := New(&meddling{Client: n.s.Client(), before: func(cmds []valkey.Completed) [][]string {
+			taken = jobIDs(cmds)[1] // of the shard whose pipeline goes first
+			return [][]string{{"HSET", keys.Job(ShardName("refusing", 0), taken), "state", "done"},
+				{"HSET", keys.Job(ShardName("refusing", 1), taken), "state", "done"}}
+		}})
+		s, err := c.Sharded("refusing", 2, n.m, Policy{})
+		require.NoError(t, err)
+		for _, q := range s.Shards() {
+			_, err = c.Native(ctx(t), CapEnqueueMany, q.name) // EMQ.CAPS before the meddled pipeline
+			require.NoError(t, err)
+		}
+		got, err := s.EnqueueMany(ctx(t), make([][]byte, 6))
+		require.ErrorIs(t, err, ErrExists)
+		var b *BatchError
+		require.ErrorAs(t, err, &b)
+		assert.Equal(t, got, b.IDs)
+		require.Len(t, b.Errs, 6)
+		refused := slices.IndexFunc(got, func(id ids.ID) bool { return id.String() == taken })
+		require.GreaterOrEqual(t, refused, 2, "the second job of a shard's part: payload 2 or 3")
+		for i, err := range b.Errs {
+			if i == refused {
+				assert.ErrorIs(t, err, ErrExists, "job %d", i)
+			} else {
+				assert.NoError(t, err, "job %d", i)
+			}
+		}
+		assert.Contains(t, err.Error(), "1 of 6 jobs with an error; the first, job "+taken+":")
+		counts := pendingCounts(t, n.s, s)
+		assert.Equal(t, int64(5), counts[0]+counts[1], "every other job is admitted")
 	})
 
 	t.Run("a key's jobs go to one shard and are claimed in their order", func(t *testing.T) {
