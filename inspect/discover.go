@@ -68,8 +68,12 @@ func (in *Inspector) Queues(ctx context.Context) ([]string, error) {
 // schedule rows. With a primary that does not answer it returns the
 // queues of those that do, uncached, and the *UnreachableError.
 func (in *Inspector) Refresh(ctx context.Context) ([]string, error) {
-	in.scan.Lock()
-	defer in.scan.Unlock()
+	select { // a scan under way may be held up longer than ctx allows
+	case in.scan <- struct{}{}:
+		defer func() { <-in.scan }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("queue discovery: waiting for the scan under way: %w", ctx.Err())
+	}
 	primaries, lost := in.askPrimaries(ctx)
 	if lost != nil && !Partial(lost) {
 		return nil, lost

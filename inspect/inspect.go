@@ -62,8 +62,8 @@ type Inspector struct {
 	vk   valkey.Client
 	opts Options
 
-	scan     sync.Mutex // one discovery scan at a time
-	mu       sync.Mutex // guards what follows
+	scan     chan struct{} // holds a token while a discovery scan runs: one at a time
+	mu       sync.Mutex    // guards what follows
 	found    []string
 	foundAt  time.Time
 	scanning bool
@@ -90,7 +90,7 @@ func New(vk valkey.Client, o Options) *Inspector {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Inspector{vk: vk, opts: o}
+	return &Inspector{vk: vk, opts: o, scan: make(chan struct{}, 1)}
 }
 
 // Now is the inspector's clock.

@@ -278,6 +278,37 @@ func TestDiscoveryCache(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c", "d"}, names, "too old to serve: scanned first")
 }
 
+// TestDiscoveryWaitsNoLongerThanItsContext: a scan waits for the one under
+// way only as long as its own context allows — a page or a scrape while
+// the server is stalled is answered at its bound, not held up until the
+// other scan's ends too.
+func TestDiscoveryWaitsNoLongerThanItsContext(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	require.NoError(t, s.Do("ZADD", keys.Pending("a"), "0", "JOB0000000000000001").Error())
+	in := inspect.New(s.Client(), inspect.Options{})
+	_, err := in.Refresh(ctx(t))
+	require.NoError(t, err)
+	thaw := s.Freeze(t)
+	defer thaw()
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = in.Refresh(c) // held up by the stalled server
+	}()
+	time.Sleep(200 * time.Millisecond)
+	c, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err = in.Queues(c)
+	took := time.Since(began)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, took, 2500*time.Millisecond, "answered at its own bound (500 ms), not the first scan's (5 s)")
+	thaw()
+	<-first
+}
+
 // TestForEach: a bulk action visits each selected job once, in batches,
 // through the verb it is given.
 func TestForEach(t *testing.T) {
