@@ -29,8 +29,10 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -321,6 +323,9 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 		if err != nil {
 			d.cfg.Logger.Warn("dashboard: action", "path", r.URL.Path, "err", err)
 			kind, text = "err", err.Error()
+			if unanswered(err) {
+				text += " — no reply came, so the server may have acted: reload to look before you try again"
+			}
 		}
 		nonce, _ := r.Cookie(csrfCookie) // checkCSRF found it
 		q := url.Values{kind: {text}, "sig": {d.flashMAC(nonce.Value, kind, text)}}
@@ -330,6 +335,18 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 		}
 		http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
 	}
+}
+
+// unanswered reports whether err is a call's that was sent and got no
+// reply — a timeout, a connection lost — after which the server may have
+// acted or not; a refused dial sent nothing.
+func unanswered(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	var ne net.Error // a timeout, context.DeadlineExceeded among them
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // queue is a handle on queue name for an action.

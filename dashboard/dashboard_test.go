@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -685,6 +686,43 @@ func TestServerGone(t *testing.T) {
 			assert.Equal(t, http.StatusServiceUnavailable, code, path)
 		}
 	})
+}
+
+// TestActionUnanswered: an action whose call got no reply (the server
+// stalled past the client's timeout) says the server may have acted, and
+// it did; one refused as the dial failed — nothing sent — does not say so.
+func TestActionUnanswered(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true,
+		ConnWriteTimeout: 500 * time.Millisecond, Dialer: net.Dialer{Timeout: 500 * time.Millisecond}})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	w := serveDashboard(t, vk, Config{Write: true, Timeout: 2 * time.Second})
+	csrf := w.token(t, "/")
+	for _, action := range []string{"pause", "resume"} { // the client knows the node has the verbs
+		code, _ := w.post(t, "/queues/emails/"+action, url.Values{"csrf": {csrf}})
+		require.Equal(t, http.StatusSeeOther, code)
+	}
+	thaw := s.Freeze(t)
+	_, loc := w.post(t, "/queues/emails/pause", url.Values{"csrf": {csrf}})
+	thaw()
+	_, body := w.get(t, loc)
+	assert.Contains(t, flashOf(body), "no reply came, so the server may have acted: reload to look before you try again")
+	assert.Eventually(t, func() bool { return s.Do("HGET", keys.Set("emails", keys.Config), "paused").Error() == nil },
+		5*time.Second, 10*time.Millisecond, "the pause was applied once the server went on")
+
+	s.Stop()
+	// The first calls may meet the connections the server closed (EOF:
+	// unknown); once valkey-go dials again, the dial is refused.
+	var flash string
+	for try := 0; try < 10 && !strings.Contains(flash, "connection refused"); try++ {
+		_, loc = w.post(t, "/queues/emails/resume", url.Values{"csrf": {csrf}})
+		_, body = w.get(t, loc)
+		flash = flashOf(body)
+	}
+	assert.Contains(t, flash, "connection refused")
+	assert.NotContains(t, flash, "may have acted", "a refused dial sent nothing")
 }
 
 // TestMetricsLabels: every queue name is a UTF-8 label value — a name that
