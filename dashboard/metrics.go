@@ -26,7 +26,7 @@ import (
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
 //	emq_queue_schedules{queue}                    its repeat schedules
 //	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
-//	emq_node_up{node}                             1 for a primary read, 0 for one that did not answer
+//	emq_node_up{node}                             1 for a primary read, 0 for one not read
 //	emq_calls_total{node,verb}                    calls of each verb
 //	emq_calls_ok_total{node,verb}                 its calls that succeeded
 //	emq_calls_refused_total{node,verb}            its calls refused

@@ -255,12 +255,28 @@ type UnreachableError struct {
 	Addrs []string
 	// Err is the first one's failure.
 	Err error
+
+	unlearned int // how many of Addrs the client has not learned of (errUnlearned)
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("inspect: primary %s did not answer (%v): the queues it serves are left out",
-		strings.Join(e.Addrs, ", "), e.Err)
+	what := "did not answer"
+	switch e.unlearned {
+	case 0:
+	case len(e.Addrs):
+		what = "is not read yet"
+	default:
+		what = "did not answer or is not read yet"
+	}
+	return fmt.Sprintf("inspect: primary %s %s (%v): the queues it serves are left out",
+		strings.Join(e.Addrs, ", "), what, e.Err)
 }
+
+// errUnlearned is why a primary the cluster lists is not read when the
+// client does not know it: one promoted since the client last read the
+// cluster's topology, which it reads again on its next redirect (MOVED)
+// or refresh.
+var errUnlearned = errors.New("the client has not learned of it: the cluster's primaries changed since it looked (a failover?)")
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
@@ -318,9 +334,14 @@ func unreachable(ctx context.Context, answered []Node, silent map[string]error) 
 		return nil
 	}
 	slices.Sort(down.Addrs)
+	for _, addr := range down.Addrs {
+		if silent[addr] == nil {
+			down.unlearned++
+		}
+	}
 	down.Err = silent[down.Addrs[0]]
 	if down.Err == nil {
-		down.Err = errors.New("the client does not reach it")
+		down.Err = errUnlearned
 	}
 	return &down
 }

@@ -408,6 +408,25 @@ func TestClusterDiscovery(t *testing.T) {
 	assert.Len(t, stats, 3)
 	assert.Equal(t, int64(3), inspect.Sum(stats)[indexOf(t, inspect.Sum(stats), "emq_jobs_dead")].Value)
 
+	t.Run("a primary promoted since the client read the cluster is named as not read yet, not as down", func(t *testing.T) {
+		promoted := cl.Replicas[1]
+		cl.Failover(t, promoted) // the client follows no MOVED meanwhile: it still knows the old primary
+		_, err := fixed(cl.Client()).Primaries(ctx(t))
+		var lost *inspect.UnreachableError
+		require.ErrorAs(t, err, &lost)
+		assert.Equal(t, []string{promoted.Addr}, lost.Addrs)
+		assert.Contains(t, err.Error(), "primary "+promoted.Addr+" is not read yet (the client has not learned of it:")
+		assert.NotContains(t, err.Error(), "did not answer")
+
+		vk := cl.Client()
+		for _, q := range []string{"emails", "invoices", "payments"} { // a redirect teaches the client
+			require.NoError(t, vk.Do(ctx(t), vk.B().Zcard().Key(keys.Pending(q)).Build()).Error())
+		}
+		assert.Eventually(t, func() bool {
+			_, err := fixed(vk).Primaries(ctx(t))
+			return err == nil
+		}, 10*time.Second, 50*time.Millisecond, "read once the client has learned of it")
+	})
 	t.Run("a replica down hides no queue", func(t *testing.T) {
 		cl.Replicas[0].Stop()
 		names, err := fixed(cl.Client()).Refresh(ctx(t))
