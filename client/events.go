@@ -80,7 +80,11 @@ const (
 // error and the events after it follow. A read that fails is yielded as
 // the error and tried again from the same ID after a pause, unless the
 // loop breaks; a refusal (WRONGTYPE, NOPERM, EMQSHAPE for from) ends the
-// sequence. Any node serves it: the stream is read with built-ins.
+// sequence. valkey-go itself sends a read again over a new connection when
+// one breaks (XREAD is read-only; unless the valkey client was made with
+// DisableRetry), so a server away for a while is mostly not yielded: the
+// sequence waits, and goes on from the same ID once it is back. Any node
+// serves it: the stream is read with built-ins.
 func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		vk, key := q.c.vk, q.events
