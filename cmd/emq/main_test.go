@@ -236,10 +236,12 @@ func TestCLIActions(t *testing.T) {
 
 	t.Run("a dead id whose row is gone is listed with what drops it, and delete drops it", func(t *testing.T) {
 		id := "JOB0000000000000abc"
-		require.NoError(t, s.Do("ZADD", "emq:{strays}:dead", "1", id).Error())
+		died := queuetest.Now.Add(-2 * time.Hour).UnixMilli()
+		require.NoError(t, s.Do("ZADD", "emq:{strays}:dead", strconv.FormatInt(died, 10), id).Error())
 		r := emq(t, s.Addr, "jobs", "strays", "--state", "dead")
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Contains(t, r.stdout, "(no row: emq delete drops it)")
+		assert.Regexp(t, `dead\s+`+id+`\s+-\s+-\s+\S+\s+2h00m ago\s`, r.stdout, "when it died, as its set says")
 		r = emq(t, s.Addr, "delete", "strays", id)
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Zero(t, dead("strays"))

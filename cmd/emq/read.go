@@ -184,13 +184,13 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 	}
 	t := newTable(s.e.stdout, "STATE", "ID", "ATTEMPTS", "PRIORITY", "AGE", "WHEN", "PAYLOAD", "ERROR")
 	for _, r := range rows {
-		if !r.Row {
-			t.row(string(r.State), readable.Printable(r.ID), "-", "-", readable.Duration(r.Age), "-", "-", danglingNote(r.State))
-			continue
-		}
-		when := "-"
+		when := "-" // the set's time, a dangling entry's too
 		if at := r.At(); !at.IsZero() {
 			when = readable.Relative(at, now)
+		}
+		if !r.Row {
+			t.row(string(r.State), readable.Printable(r.ID), "-", "-", readable.Duration(r.Age), when, "-", danglingNote(r.State))
+			continue
 		}
 		t.row(string(r.State), readable.Printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
 			count(r.PayloadSize)+"B", dash(readable.Printable(r.ErrorText(60))))
