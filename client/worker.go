@@ -764,7 +764,7 @@ func (w *worker) confirmLate(claimed []*Job, sent time.Time) ([]*Job, time.Time)
 // those whose lease counts as lost already (their claim's reply came that
 // late). w.mu is held.
 func (w *worker) take(claimed []*Job, sent time.Time) {
-	now := time.Now()
+	now, stopped := time.Now(), w.stopping || w.stop.Err() != nil
 	for _, j := range claimed {
 		hj := j.held
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
@@ -772,7 +772,7 @@ func (w *worker) take(claimed []*Job, sent time.Time) {
 		if !hj.deadline.After(now) {
 			w.lose(hj, overdue)
 		}
-		if w.stopping || w.stop.Err() != nil || hj.lost {
+		if stopped || hj.lost {
 			w.handBack(hj)
 			continue
 		}
