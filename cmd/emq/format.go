@@ -6,26 +6,55 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/echomq/emq/internal/readable"
+	"github.com/mattn/go-runewidth"
 )
 
-// table writes aligned columns for people.
-type table struct{ tw *tabwriter.Writer }
+// table writes aligned columns for people: each column as wide as its
+// widest cell as a terminal shows it (a CJK character or an emoji takes
+// two cells, a combining mark none), two spaces between columns.
+type table struct {
+	w    io.Writer
+	rows [][]string
+}
 
 // newTable starts a table with a header line (none if no header).
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t := &table{w: w}
 	if len(header) > 0 {
 		t.row(header...)
 	}
 	return t
 }
 
-func (t *table) row(cells ...string) { fmt.Fprintln(t.tw, strings.Join(cells, "\t")) }
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
 
-func (t *table) flush() error { return t.tw.Flush() }
+// flush writes the rows so far, aligned among themselves.
+func (t *table) flush() error {
+	var widths []int
+	for _, r := range t.rows {
+		for i, c := range r[:max(len(r)-1, 0)] { // a line's last cell pads nothing
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], runewidth.StringWidth(c))
+		}
+	}
+	var b strings.Builder
+	for _, r := range t.rows {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)+2))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	t.rows = nil
+	_, err := io.WriteString(t.w, b.String())
+	return err
+}
 
 // writeJSON writes v indented, for scripts.
 func writeJSON(w io.Writer, v any) error {
