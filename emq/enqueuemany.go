@@ -52,8 +52,9 @@ func enqueueMany(c Call) error {
 		id := c.Args[i]
 		// An id a pair before named is not opened again (no key is opened
 		// twice), and its row reads as it did then: before the call's
-		// writes.
-		k, again, err := openOnce(s, p, &p.opened, queue, id)
+		// writes. Its row needs the caller's write permission only, as
+		// ENQUEUE's and SCHEDULE's declared row (an insert) does.
+		k, again, err := openOnce(s, p, &p.opened, queue, id, AccessWrite)
 		if err != nil {
 			refuseJob(p, err)
 			continue

@@ -255,12 +255,18 @@ func leasedJob(s Server, p *Plan, k int, attempt int64) (jobRow, error) {
 }
 
 // openJob opens the job row of id in queue — a key the verb derives, so
-// the caller's ACL key permissions are checked on it first — reading
-// fields of it in the same step (Server.OpenDerived).
+// the caller's ACL key permissions are checked on it first, for reading
+// and writing — reading fields of it in the same step
+// (Server.OpenDerived).
 func openJob(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value, error) {
+	return openJobFor(s, p, queue, id, AccessReadWrite, fields)
+}
+
+// openJobFor is openJob checking the caller's permissions for access.
+func openJobFor(s Server, p *Plan, queue, id []byte, access Access, fields []Ref) (int, []Value, error) {
 	off := len(p.Scratch)
 	p.Scratch = keys.AppendJob(p.Scratch, queue, id)
-	k, v, ok := s.OpenDerived(p, p.span(off), AccessReadWrite, fields)
+	k, v, ok := s.OpenDerived(p, p.span(off), access, fields)
 	if !ok {
 		return 0, nil, errNoPerm
 	}
@@ -286,17 +292,17 @@ func openNamed(s Server, p *Plan, queue, id []byte, fields []Ref) (int, []Value,
 	return k, v, err
 }
 
-// openOnce opens, as openJob does, the row of job id — unless set holds
-// it, opened earlier in the call, for no key is opened twice in a call: a
-// second handle may outlive what the first writes (a delete frees the
-// row's object; on Valkey 8.1 and later an expiry set moves it). It
+// openOnce opens, as openJobFor does, the row of job id — unless set
+// holds it, opened earlier in the call, for no key is opened twice in a
+// call: a second handle may outlive what the first writes (a delete frees
+// the row's object; on Valkey 8.1 and later an expiry set moves it). It
 // returns the row's key, which set then holds, and whether set held it.
-func openOnce(s Server, p *Plan, set *idSet, queue, id []byte) (k int, again bool, err error) {
+func openOnce(s Server, p *Plan, set *idSet, queue, id []byte, access Access) (k int, again bool, err error) {
 	at, k, again := set.find(id)
 	if again {
 		return k, true, nil
 	}
-	if k, _, err = openJob(s, p, queue, id, nil); err == nil {
+	if k, _, err = openJobFor(s, p, queue, id, access, nil); err == nil {
 		set.insertAt(at, id, k) // looked up once
 	}
 	return k, false, err

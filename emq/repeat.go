@@ -641,7 +641,7 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	// reads as it did then, made already; a row the tick opens is kept for
 	// the call's later reads — made already, its job may be in pending,
 	// where the claim reads it.
-	job, _, err := openOnce(s, p, &t.opened, t.queue, p.ScratchBytes(idRef))
+	job, _, err := openOnce(s, p, &t.opened, t.queue, p.ScratchBytes(idRef), AccessReadWrite)
 	if err != nil {
 		return err
 	}

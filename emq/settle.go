@@ -98,7 +98,7 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	}
 	// an earlier settlement of the id, refused, opened and checked the row
 	// already: an empty one while the slot migrates refuses the whole call
-	k, again, err := openOnce(s, p, &t.opened, t.queue, id)
+	k, again, err := openOnce(s, p, &t.opened, t.queue, id, AccessReadWrite)
 	if err == nil && !again {
 		err = elsewhere(s, k) // as openNamed
 	}

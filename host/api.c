@@ -102,6 +102,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(SetCommandACLCategories);
     FETCH(AddACLCategory);
     FETCH(StringPtrLen);
+    FETCH(StringToLongLong);
     FETCH(CreateString);
     FETCH(RetainString);
     FETCH(FreeString);
@@ -155,6 +156,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetClientUserNameById);
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
+    FETCH(ACLCheckCommandPermissions);
     FETCH(FreeModuleUser);
     FETCH(ACLAddLogEntry);
     FETCH(Log);

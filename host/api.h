@@ -63,6 +63,7 @@ typedef struct {
     int (*SetCommandACLCategories)(ValkeyModuleCommand *, const char *);
     int (*AddACLCategory)(ValkeyModuleCtx *, const char *);
     const char *(*StringPtrLen)(const ValkeyModuleString *, size_t *);
+    int (*StringToLongLong)(const ValkeyModuleString *, long long *);
     ValkeyModuleString *(*CreateString)(ValkeyModuleCtx *, const char *, size_t);
     void (*RetainString)(ValkeyModuleCtx *, ValkeyModuleString *);
     void (*FreeString)(ValkeyModuleCtx *, ValkeyModuleString *);
@@ -117,6 +118,7 @@ typedef struct {
     ValkeyModuleString *(*GetClientUserNameById)(ValkeyModuleCtx *, uint64_t);
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
+    int (*ACLCheckCommandPermissions)(ValkeyModuleUser *, ValkeyModuleString **, int);
     void (*FreeModuleUser)(ValkeyModuleUser *);
     int (*ACLAddLogEntry)(ValkeyModuleCtx *, ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);

@@ -10,6 +10,7 @@
 #define KEY_ACCESS (1 << 4)
 #define KEY_UPDATE (1 << 5)
 #define KEY_DELETE (1 << 7)
+#define ACL_LOG_CMD 1
 #define ACL_LOG_KEY 2
 
 // Arguments viewed on the stack up to this many; more go on the heap.
@@ -284,25 +285,33 @@ int emq_moving(emq_call *c, int k) {
 // it refuses deny-oom commands.
 int emq_out_of_memory(emq_call *c) { return (api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM) != 0; }
 
-// caller_user returns the ACL user the call runs as, or NULL for none — a
-// client with no user is unrestricted, as the server treats it. A client
-// that is connected is found by its id. One that is not — a script's, a
-// timer's, another module's Call — may have no user at all (Call without
-// the "C" flag), and reading a missing user crashes the server, so it is
-// first asked through Call with "C", which answers ENOTSUP without one
-// (the command named never runs: it does not exist).
-static ValkeyModuleUser *caller_user(emq_call *c) {
+// caller_name returns the name of the ACL user the call in ctx runs as
+// (the caller frees it), or NULL for none — a client with no user is
+// unrestricted, as the server treats it. A client that is connected is
+// found by its id. One that is not — a script's, a timer's, another
+// module's Call — may have no user at all (Call without the "C" flag), and
+// reading a missing user crashes the server, so it is first asked through
+// Call with "C", which answers ENOTSUP without one (the command named
+// never runs: it does not exist).
+static ValkeyModuleString *caller_name(ValkeyModuleCtx *ctx) {
     if (!api.GetClientId || !api.GetClientUserNameById || !api.GetModuleUserFromUserName) return NULL;
     errno = 0;
-    ValkeyModuleString *name = api.GetClientUserNameById(c->ctx, api.GetClientId(c->ctx));
+    ValkeyModuleString *name = api.GetClientUserNameById(ctx, api.GetClientId(ctx));
     if (!name) {
         if (errno != ENOENT || !api.GetCurrentUserName) return NULL;
         errno = 0;
-        ValkeyModuleCallReply *probe = api.Call(c->ctx, "emq.no-such-command", "C");
+        ValkeyModuleCallReply *probe = api.Call(ctx, "emq.no-such-command", "C");
         if (probe) api.FreeCallReply(probe);
         if (errno == ENOTSUP) return NULL;
-        name = api.GetCurrentUserName(c->ctx);
+        name = api.GetCurrentUserName(ctx);
     }
+    return name;
+}
+
+// caller_user returns the ACL user named name (caller_name), or NULL for
+// none; it frees name.
+static ValkeyModuleUser *caller_user(ValkeyModuleString *name) {
+    if (!name) return NULL;
     ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
     api.FreeString(NULL, name);
     return user;
@@ -316,7 +325,7 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
     if (!api.ACLCheckKeyPermissions) return 1;
     if (!c->user_looked) {
         c->user_looked = 1;
-        c->user = caller_user(c);
+        c->user = caller_user(caller_name(c->ctx));
     }
     int flags = (access & EMQ_READ ? KEY_ACCESS : 0) | (access & EMQ_WRITE ? KEY_UPDATE | KEY_DELETE : 0);
     if (!c->user || api.ACLCheckKeyPermissions(c->user, name, flags) == API_OK) return 1;
@@ -735,10 +744,48 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
     return API_OK;
 }
 
+// still_allowed checks, as the server checks a blocked built-in it runs
+// again, that the waiting client in ctx may still run its command on its
+// declared keys under its ACL user, whose rules may have changed while it
+// waited. If not, it replies NOPERM as the server would (the command, or
+// a key, its first declared key the user may no longer touch) and logs
+// the denial in ACL LOG: the wait is over.
+static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
+    if (!api.ACLCheckCommandPermissions) return 1;
+    ValkeyModuleString *name = caller_name(ctx);
+    if (!name) return 1;
+    size_t n;
+    const char *user_name = api.StringPtrLen(name, &n);
+    char text[512];
+    snprintf(text, sizeof text, "NOPERM User %.*s has no permissions to run the '%s' command", (int)(n > 256 ? 256 : n),
+             user_name, api.StringPtrLen(argv[0], NULL));
+    ValkeyModuleUser *user = caller_user(name);
+    if (!user) return 1;
+    int allowed = api.ACLCheckCommandPermissions(user, argv, argc) == API_OK;
+    if (!allowed) {
+        ValkeyModuleString *object = argv[0];
+        int reason = ACL_LOG_CMD;
+        long long keys = 0;
+        if (argc > 1 && api.StringToLongLong(argv[1], &keys) != API_OK) keys = 0;
+        for (int i = 2; i < argc && i < 2 + keys; i++) {
+            if (api.ACLCheckKeyPermissions(user, argv[i], KEY_ACCESS | KEY_UPDATE) != API_OK) {
+                object = argv[i], reason = ACL_LOG_KEY;
+                snprintf(text, sizeof text, "NOPERM No permissions to access a key");
+                break;
+            }
+        }
+        if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, object, reason);
+        api.ReplyWithError(ctx, text);
+    }
+    api.FreeModuleUser(user);
+    return allowed;
+}
+
 // emq_serve_woken runs a waiting client's verb again (Go knows which) when
-// the key it waits on was signalled: it replied — OK, the wait is over — or
-// it keeps waiting (ERR).
+// the key it waits on was signalled, if its ACL user still allows it: it
+// replied — OK, the wait is over — or it keeps waiting (ERR).
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter) {
+    if (!still_allowed(ctx, argv, argc)) return API_OK;
     return serve(ctx, argv, argc, -1, waiter) ? API_OK : -1;
 }
 

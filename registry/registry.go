@@ -248,7 +248,7 @@ var table = []Row{
 		Verb: emq.Park,
 		CommandSpec: host.CommandSpec{
 			Flags: "write deny-oom", ACL: "write slow",
-			KeyFlags: host.KeyRW,
+			KeyFlags: host.KeyRW | host.KeyAccess | host.KeyUpdate,
 			Summary: "Dead-letters a pending stream entry its consumer owns, acknowledges it and deletes its " +
 				"failure count, or replies nil if it is not pending.",
 			Complexity: "O(F + log(N)) where F is the number of fields of the entry and N the group's pending entries.",

@@ -79,6 +79,9 @@ func TestCommandInfoMatchesTheTable(t *testing.T) {
 			spec, err := specs[0].AsMap()
 			require.NoError(t, err)
 			assert.ElementsMatch(t, keyFlagNames(r.KeyFlags), strs(t, spec["flags"]))
+			if slices.Contains(strings.Fields(r.Flags), "write") { // without, %R~ would let a reader write
+				assert.NotZero(t, r.KeyFlags&(host.KeyInsert|host.KeyUpdate), "a write verb's keys are inserted or updated")
+			}
 			bs := asMap(t, spec["begin_search"])
 			assert.Equal(t, "index", mustString(t, bs["type"]))
 			bsSpec := asMap(t, bs["spec"])["index"]

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
@@ -191,12 +192,16 @@ func waitInfo(t testing.TB, s *valkeytest.Server, field string, want int64) {
 // server's next event loop, after its client has read the reply.)
 func blockB(t testing.TB, s *valkeytest.Server, leaseMs, timeoutMs int) *conn {
 	t.Helper()
-	c := dial(t, s)
-	id, err := c.do("CLIENT", "ID")
-	require.NoError(t, err)
-	c.send(bclaim(leaseMs, timeoutMs)...)
+	return waiting(t, s, dial(t, s), bclaim(leaseMs, timeoutMs))
+}
+
+// waiting sends a blocking call on c and returns c once the server has
+// it waiting.
+func waiting(t testing.TB, s *valkeytest.Server, c *conn, call []string) *conn {
+	t.Helper()
+	c.send(call...)
 	waitFor(t, "the BCLAIM to block", func() bool {
-		line, err := s.Do("CLIENT", "LIST", "ID", strconv.FormatInt(id.(int64), 10)).ToString()
+		line, err := s.Do("CLIENT", "LIST", "ID", strconv.FormatInt(c.id, 10)).ToString()
 		require.NoError(t, err)
 		return strings.Contains(clientField(line, "flags"), "b")
 	})
@@ -220,6 +225,55 @@ func TestBClaimServesAtOnceWhenAJobIsClaimable(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []any{[]any{id, int64(1), "p1"}}, got)
 	require.Zero(t, valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"))
+}
+
+// TestBClaimWokenIsCheckedAgainstItsUsersACLAgain: a worker whose ACL
+// rules change while it waits — its verb taken away, or its queue's keys
+// — is answered NOPERM when woken, as a blocked built-in is, the denial
+// logged in ACL LOG and the job left pending; a change that still allows
+// the call claims.
+func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		rules          []string // set while the worker waits
+		reply          string   // "" for a claim
+		reason, object string   // ACL LOG's
+	}{
+		{"its verb taken away", []string{"-emq.bclaim"},
+			"NOPERM User worker has no permissions to run the 'EMQ.BCLAIM' command", "command", "EMQ.BCLAIM"},
+		{"its queue's sets taken away", []string{"resetkeys", "~" + bq.job(jobN(1))},
+			"NOPERM No permissions to access a key", "key", bq.pending},
+		{"a rule that still allows it", []string{"+ping"}, "", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := valkeytest.Start(t, valkeytest.Options{})
+			must(t, s, "ACL", "SETUSER", "worker", "on", "nopass", "+@all", "~emq:{b}:*")
+			worker := dial(t, s)
+			_, err := worker.do("AUTH", "worker", "x")
+			require.NoError(t, err)
+			waiting(t, s, worker, bclaim(60_000, 10_000))
+			must(t, s, append([]string{"ACL", "SETUSER", "worker"}, c.rules...)...)
+			must(t, s, "ACL", "LOG", "RESET")
+			must(t, s, bq.enqueue(jobN(1), "p")...)
+			reply, err := worker.read()
+			if c.reply == "" {
+				require.NoError(t, err)
+				assert.Equal(t, jobN(1), claimedID(t, reply))
+				return
+			}
+			assert.Equal(t, errReply(c.reply), err)
+			assert.Equal(t, []string{jobN(1)}, members(t, s, bq.pending), "the job is left pending")
+			assert.Equal(t, "pending", text(t, s, "HGET", bq.job(jobN(1)), "state"))
+			log, err := s.Do("ACL", "LOG").ToArray()
+			require.NoError(t, err)
+			require.Len(t, log, 1, "the denial is logged")
+			entry, err := log[0].AsStrMap()
+			require.NoError(t, err)
+			assert.Equal(t, c.reason, entry["reason"])
+			assert.Equal(t, c.object, entry["object"])
+			assert.Equal(t, "worker", entry["username"])
+		})
+	}
 }
 
 func TestBClaimRefusesBadTimeoutsAndWritesNothing(t *testing.T) {

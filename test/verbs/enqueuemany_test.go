@@ -1,11 +1,13 @@
 package verbs
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/echomq/emq/internal/valkeytest"
 )
@@ -128,6 +130,33 @@ func TestEnqueueManyRefusesARowOutsideTheACLInItsPlace(t *testing.T) {
 	entry, err := log[0].AsStrMap()
 	require.NoError(t, err)
 	assert.Equal(t, q.job(denied), entry["object"])
+}
+
+// TestEnqueueManyNeedsOfARowWhatEnqueueNeeds: a producer who may only
+// write the queue's keys admits a batch as it admits one job — a row
+// admitted is an insert, which needs write alone (ENQUEUE's declared row,
+// as HSETNX's) — and one who may only read them admits neither.
+func TestEnqueueManyNeedsOfARowWhatEnqueueNeeds(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("wo")
+	writer := s.ClientAs(t, "writer", "+@all", "%W~emq:{wo}:*")
+	reader := s.ClientAs(t, "reader", "+@all", "%R~emq:{wo}:*")
+	do := func(c valkey.Client, args []string) valkey.ValkeyResult {
+		return c.Do(t.Context(), c.B().Arbitrary(args...).Build())
+	}
+	require.NoError(t, do(writer, q.enqueue(jobN(1), "a")).Error())
+	got, err := do(writer, q.enqueueMany(0, 0, jobN(2), "b", jobN(3), "c")).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{1, 1}, got)
+
+	before := integer(t, s, "DBSIZE")
+	for _, args := range [][]string{q.enqueue(jobN(4), "d"), q.enqueueMany(0, 0, jobN(5), "e")} {
+		err := do(reader, args).Error()
+		require.Error(t, err, args[0])
+		assert.True(t, strings.HasPrefix(err.Error(), "NOPERM "), err.Error())
+	}
+	assert.Equal(t, before, integer(t, s, "DBSIZE"))
+	assert.Equal(t, []string{jobN(1), jobN(2), jobN(3)}, members(t, s, q.pending))
 }
 
 // TestEnqueueManyReachesWaitingWorkers: a batch admitted now wakes a

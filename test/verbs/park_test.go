@@ -615,6 +615,7 @@ func TestParkACL(t *testing.T) {
 		append([]string{"streams", "~emq:{t}:stream:*"}, verbs...),
 		{"nowrite", "+@all", "-@write", "~*"},
 		{"fast", "+@fast", "~*"},
+		append([]string{"reader", "%R~emq:{t}:*"}, verbs...),
 	}
 	for _, u := range users {
 		must(t, s, append([]string{"ACL", "SETUSER", u[0], "on", "nopass"}, u[1:]...)...)
@@ -628,6 +629,7 @@ func TestParkACL(t *testing.T) {
 	}
 	refusals := []struct{ rule, user string }{
 		{"a user without the failure key's pattern gets NOPERM", "streams"},
+		{"a user who may only read the topic's keys gets NOPERM: PARK writes all three", "reader"},
 	}
 	if s.Product().ModuleACLCategories() { // else the verbs are in no category (TestACLCategoriesHoldTheVerbs)
 		refusals = append(refusals, []struct{ rule, user string }{
