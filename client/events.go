@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -73,7 +74,11 @@ const (
 // restarts misses nothing the stream still holds. Events are appended
 // only while the queue has them on ([Queue.SetEvents]); the stream is
 // trimmed to about its cap, so a listener further behind than the cap
-// misses the oldest.
+// misses the oldest. "$" is the stream's last entry, or — on a node that
+// holds no stream: none appended yet, or a replica that has not loaded its
+// primary's data — the node's clock's now (entry IDs are the server's
+// time), so a listener started on a replica mid-sync gets the entries
+// appended after it started, not the whole stream once the data lands.
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
 // stops a read at once. An entry that is not an event is yielded with an
@@ -117,22 +122,33 @@ func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error]
 	}
 }
 
-// eventsFrom is the ID Events reads after: the stream's last entry's for
-// "$" or "" (0-0 when it has none), else streamFrom's.
+// eventsFrom is the ID Events reads after: for "$" or "", the stream's
+// last entry's; for a stream the node does not hold, the last ID of the
+// millisecond before its clock's now — entry IDs are the server's (*), so
+// those appended from now on — where 0-0 would replay a whole stream a
+// replica has not yet loaded from its primary; 0-0 when the caller may not
+// ask the time. Else streamFrom's.
 func (q *Queue) eventsFrom(ctx context.Context, from string) (string, error) {
 	from, err := streamFrom(from)
 	if err != nil || from != "$" {
 		return from, err
 	}
 	vk := q.c.vk
-	top, err := vk.Do(ctx, vk.B().Xrevrange().Key(q.events).End("+").Start("-").Count(1).Build()).AsXRange()
-	switch {
-	case err != nil:
+	// TIME first, on the stream's node: an entry appended after it has an
+	// ID at or above its millisecond
+	replies := vk.DoMulti(ctx, vk.B().Time().Build().SetSlot(q.events),
+		vk.B().Xrevrange().Key(q.events).End("+").Start("-").Count(1).Build())
+	top, err := replies[1].AsXRange()
+	if err != nil {
 		return "", refusal(err)
-	case len(top) == 0:
-		return "0-0", nil
 	}
-	return top[0].ID, nil
+	if len(top) > 0 {
+		return top[0].ID, nil
+	}
+	if now, err := replies[0].AsIntSlice(); err == nil && len(now) == 2 && now[0] > 0 {
+		return fmt.Sprintf("%d-%d", now[0]*1000+now[1]/1000-1, uint64(math.MaxUint64)), nil
+	}
+	return "0-0", nil // TIME refused (a user granted reads only): every entry to come
 }
 
 // streamFrom reads where a listener starts: "$" for "$" or "", 0-0 for

@@ -248,6 +248,48 @@ func TestEventsResume(t *testing.T) {
 				assert.NotContains(t, old, got[0].Job)
 				assert.Equal(t, EventAdded, got[0].Name)
 			})
+			t.Run("from $ on a node that holds no stream yet yields none of the older entries it gets later", func(t *testing.T) {
+				// as a replica that has not loaded its primary's data: the
+				// stream lands whole after the listener started
+				q := newQueue(t, n, "landing", Policy{})
+				eventsOn(t, q, 1000)
+				old := enqueueN(t, q, 3)
+				stream, away := keys.Set("landing", keys.Events), keys.Set("landing", "away")
+				must(t, n.s, "RENAME", stream, away)
+				time.Sleep(10 * time.Millisecond) // the listener's now is past the old entries' millisecond
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				got := make(chan Event, 1)
+				go func() {
+					for ev, err := range q.Events(lctx, "$") {
+						if err == nil {
+							got <- ev
+						}
+						return
+					}
+				}()
+				time.Sleep(300 * time.Millisecond) // the listener has asked where the stream ends
+				must(t, n.s, "RENAME", away, stream)
+				fresh := enqueueN(t, q, 1)
+				select {
+				case ev := <-got:
+					assert.NotContains(t, old, ev.Job, "an entry older than the listener")
+					assert.Equal(t, fresh[0], ev.Job)
+				case <-time.After(10 * time.Second):
+					t.Fatal("no event came")
+				}
+			})
+			t.Run("a listener granted reads only, not TIME, starts from $ too", func(t *testing.T) {
+				q := newQueue(t, n, "reader", Policy{})
+				eventsOn(t, q, 1000)
+				reader, err := New(n.s.ClientAs(t, "reader", "+@read", "~emq:{reader}:*")).Queue("reader", n.m, Policy{})
+				require.NoError(t, err)
+				lctx, cancel := context.WithCancel(ctx(t))
+				defer cancel()
+				time.AfterFunc(200*time.Millisecond, func() { trickle(lctx, q) }) // the stream absent as it starts
+				got := pull(t, reader.Events(lctx, "$"), 1)
+				assert.Equal(t, EventAdded, got[0].Name)
+			})
 			t.Run("a from that is no stream ID is refused with EMQSHAPE and ends the sequence", func(t *testing.T) {
 				q := newQueue(t, n, "badfrom", Policy{})
 				requireOnlyRefusal(t, q.Events(ctx(t), "yesterday"), emqerrors.Shape)

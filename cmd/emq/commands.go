@@ -141,6 +141,10 @@ type session struct {
 	vk valkey.Client
 	in *inspect.Inspector
 	c  *client.Client
+	// noRetry makes the client return a read that failed rather than send
+	// it again itself until the server answers, saying nothing (tail says
+	// so, then reads again).
+	noRetry bool
 }
 
 // connect opens the valkey-go client: a cluster client when the server is
@@ -158,6 +162,7 @@ func (s *session) connect() error {
 		// dialer's timeout, 5 s unless set: --timeout is the run's bound
 		Dialer:       net.Dialer{Timeout: s.o.timeout},
 		DisableCache: true,
+		DisableRetry: s.noRetry,
 		// valkey-go reads a cluster's slot map again only when a command
 		// fails; a primary the cluster marked failed is dropped from it, and
 		// one back since is met by no command of dash or metrics (they read

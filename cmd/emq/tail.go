@@ -51,6 +51,7 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	if s.o.count < 0 {
 		return usageError("--count is 0 (no end) or more")
 	}
+	s.noRetry = true // a server away is said, not waited out in silence
 	q, err := s.queue(args[0])
 	if err != nil {
 		return err
@@ -69,12 +70,21 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line
 	printed := 0
+	said := "" // the read failure said last, until an event comes: said once, not at each read again
 	for ev, err := range q.Events(ctx, s.o.from) {
-		if err != nil {
-			if emqerrors.CodeOf(err) != 0 {
-				return err // a refusal ends the sequence
+		switch {
+		case err == nil:
+			said = ""
+		case emqerrors.CodeOf(err) != 0:
+			return err // a refusal ends the sequence
+		case ev.ID != ids.StreamID{}: // an entry that is no event, skipped
+			fmt.Fprintf(s.e.stderr, "emq tail: %v\n", err)
+			continue
+		default: // a read that failed, read again by Events
+			if err.Error() != said {
+				said = err.Error()
+				fmt.Fprintf(s.e.stderr, "emq tail: %v (reading again until the server answers)\n", err)
 			}
-			fmt.Fprintf(s.e.stderr, "emq tail: %v\n", err) // read again by Events, or an entry skipped
 			continue
 		}
 		if s.o.json {

@@ -182,6 +182,36 @@ func TestCLITail(t *testing.T) {
 			assert.Equal(t, queue+"\n", string(words), "%q", queue)
 		}
 	})
+	t.Run("a server away is said once on stderr, and tail goes on when it is back", func(t *testing.T) {
+		away := valkeytest.Start(t, valkeytest.Options{Dir: t.TempDir()})
+		on := func() *client.Queue {
+			q, err := client.New(away.Client()).Queue("back", nil, client.Policy{})
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = q.SetEvents(ctx, 100)
+			require.NoError(t, err)
+			return q
+		}
+		on()
+		r := background(t, away.Addr, "tail", "back")
+		require.Eventually(t, func() bool { return away.InfoField("clients", "blocked_clients") == "1" },
+			10*time.Second, 10*time.Millisecond, "tail reads")
+		away.Kill()
+		require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "reading again until the server answers") },
+			10*time.Second, 10*time.Millisecond, "tail says the server is away: %q", r.errs.String())
+		time.Sleep(3 * time.Second) // reads again each second or sooner
+		assert.LessOrEqual(t, strings.Count(r.errs.String(), "\n"), 3, "said once per kind of failure, not per read: %q", r.errs.String())
+
+		away = valkeytest.Start(t, valkeytest.Options{Dir: away.Dir, Port: away.Port})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := on().Pause(ctx)
+		require.NoError(t, err)
+		require.Eventually(t, func() bool { return strings.Contains(r.out.String(), "  paused") }, 10*time.Second, 10*time.Millisecond,
+			"tail goes on once the server is back: %q", r.errs.String())
+		assert.Equal(t, exitOK, r.stop(t))
+	})
 	t.Run("a bad --from or --count is bad usage", func(t *testing.T) {
 		for _, args := range [][]string{{"tail", "mail", "--from", "last"}, {"tail", "mail", "--count", "-1"}, {"tail"}} {
 			r := emq(t, s.Addr, args...)
