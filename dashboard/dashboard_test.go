@@ -708,9 +708,10 @@ func TestActionUnanswered(t *testing.T) {
 	_, loc := w.post(t, "/queues/emails/pause", url.Values{"csrf": {csrf}})
 	thaw()
 	_, body := w.get(t, loc)
+	// Whether the server then applies the pause depends on where the call
+	// was when the wait ended — sent, or still in the client — which is
+	// why the flash can only say it may have.
 	assert.Contains(t, flashOf(body), "no reply came, so the server may have acted: reload to look before you try again")
-	assert.Eventually(t, func() bool { return s.Do("HGET", keys.Set("emails", keys.Config), "paused").Error() == nil },
-		5*time.Second, 10*time.Millisecond, "the pause was applied once the server went on")
 
 	s.Stop()
 	// The first calls may meet the connections the server closed (EOF:
