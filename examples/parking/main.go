@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
 	"time"
 
@@ -48,7 +49,9 @@ func main() {
 	flag.Parse()
 	cfg.node = uint32(node)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt) // Ctrl-C stops it
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "parking:", err)
@@ -76,6 +79,17 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "native park: %t\n", native)
+	// the dead-letter stream's last entry before this run: an earlier
+	// run's dead letters are not this one's
+	dlq := keys.Stream(cfg.topic, client.DefaultDLQ)
+	last, err := vk.Do(ctx, vk.B().Xrevrange().Key(dlq).End("+").Start("-").Count(1).Build()).AsXRange()
+	if err != nil {
+		return err
+	}
+	after := "-"
+	if len(last) > 0 {
+		after = "(" + last[0].ID
+	}
 
 	for i := range cfg.messages + 1 {
 		payload := fmt.Sprintf("payment-%d", i)
@@ -110,13 +124,13 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		})
 	}()
 
-	dlq := keys.Stream(cfg.topic, client.DefaultDLQ)
+	var parked []valkey.XRangeEntry
 	for {
-		n, err := vk.Do(ctx, vk.B().Xlen().Key(dlq).Build()).AsInt64()
+		parked, err = vk.Do(ctx, vk.B().Xrange().Key(dlq).Start(after).End("+").Count(1).Build()).AsXRange()
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if len(parked) > 0 {
 			break
 		}
 		select {
@@ -133,11 +147,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "handled %d messages; the poison failed %d times and was parked\n", handled, failures)
 
-	entries, err := vk.Do(ctx, vk.B().Xrange().Key(dlq).Start("-").End("+").Build()).AsXRange()
-	if err != nil {
-		return err
-	}
-	f := entries[0].FieldValues
+	f := parked[0].FieldValues
 	fmt.Fprintf(out, "dead letter: payload %q, failures %s, reason %q, from %s of group %s\n",
 		f["payload"], f["failures"], f["reason"], f["origin_stream"], f["group"])
 	pending, err := vk.Do(ctx, vk.B().Xpending().Key(keys.Stream(cfg.topic, "msgs")).Group("billing").Build()).ToArray()

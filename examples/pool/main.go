@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -53,7 +54,9 @@ func main() {
 	flag.Parse()
 	cfg.node = uint32(node)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt) // Ctrl-C stops it
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "pool:", err)
@@ -209,7 +212,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "poison job handled on attempt %d after its revival\n", p.poisons[len(p.poisons)-1])
 	fmt.Fprintf(out, "poison attempts: %s\n", strings.Trim(fmt.Sprint(p.poisons), "[]"))
-	fmt.Fprintf(out, "left job %s dead (no fix saves it): see it with go run ./cmd/emq jobs %s --state dead, or go run ./cmd/emq dash\n",
-		lostID, cfg.queue)
+	fmt.Fprintf(out, "left job %s dead (no fix saves it): see it with go run ./cmd/emq --addr %s jobs %s --state dead, or go run ./cmd/emq --addr %[2]s dash\n",
+		lostID, cfg.addr, cfg.queue)
 	return nil
 }

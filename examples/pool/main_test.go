@@ -43,7 +43,7 @@ poison job: dead after 3 attempts (cannot parse the poison payload)
 revived the poison job; the handler is fixed
 poison job handled on attempt 4 after its revival
 poison attempts: 1 2 3 4
-left job `+lost+` dead (no fix saves it): see it with go run ./cmd/emq jobs emails --state dead, or go run ./cmd/emq dash
+left job `+lost+` dead (no fix saves it): see it with go run ./cmd/emq --addr `+s.Addr+` jobs emails --state dead, or go run ./cmd/emq --addr `+s.Addr+` dash
 `, out.String())
 			for _, set := range []string{"pending", "active", "delayed"} {
 				n, err := s.Do("EXISTS", keys.Set("emails", set)).AsInt64()
