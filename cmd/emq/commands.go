@@ -112,14 +112,14 @@ func (c *command) argsText() string {
 }
 
 // help is the command's page: usage, what it does, flags, examples.
-func (c *command) help() string {
+func (c *command) help(e env) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Usage: emq %s [flags]\n\n%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
 	if c.detail != "" {
 		fmt.Fprintf(&b, "\n%s\n", strings.TrimSpace(c.detail))
 	}
 	b.WriteString("\nFlags:\n")
-	fs := c.flagSet(&options{}, env{getenv: func(string) string { return "" }})
+	fs := c.flagSet(&options{}, e) // the defaults as this run takes them: $EMQ_ADDR's, $EMQ_USER's
 	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	if len(c.examples) > 0 {

@@ -129,7 +129,7 @@ func run(ctx context.Context, args []string, e env) int {
 				fmt.Fprintf(e.stderr, "emq help: no command %q\n\n%s", args[1], overview())
 				return exitUsage
 			}
-			fmt.Fprint(e.stdout, cmd.help())
+			fmt.Fprint(e.stdout, cmd.help(e))
 			return exitOK
 		}
 		w := e.stdout
@@ -157,7 +157,7 @@ func run(ctx context.Context, args []string, e env) int {
 	fs := cmd.flagSet(o, e)
 	pos, err := parseInterleaved(fs, args[1:])
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(e.stdout, cmd.help())
+		fmt.Fprint(e.stdout, cmd.help(e))
 		return exitOK
 	}
 	switch {

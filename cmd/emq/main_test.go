@@ -485,6 +485,7 @@ func TestCLIActions(t *testing.T) {
 			require.Equal(t, exitOK, h.code)
 			assert.Contains(t, h.stdout, "Examples:\n  emq "+c.name)
 			assert.NotContains(t, h.stdout, "EchoMQ", "emq, as everywhere else")
+			assert.Contains(t, h.stdout, `(default "`+s.Addr+`")`, "the default --addr is $EMQ_ADDR's, as the run takes it")
 		}
 		assert.NotContains(t, r.stdout, "EchoMQ", "emq, as everywhere else")
 	})
