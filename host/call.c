@@ -747,37 +747,45 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
 // still_allowed checks, as the server checks a blocked built-in it runs
 // again, that the waiting client in ctx may still run its command on its
 // declared keys under its ACL user, whose rules may have changed while it
-// waited. If not, it replies NOPERM as the server would (the command, or
-// a key, its first declared key the user may no longer touch) and logs
-// the denial in ACL LOG: the wait is over.
+// waited. If not, it replies NOPERM as the server would and logs the
+// denial in ACL LOG — the command, when no selector grants it any more,
+// else its first declared key the user may no longer touch — and the wait
+// is over.
 static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
-    if (!api.ACLCheckCommandPermissions) return 1;
+    if (!api.ACLCheckCommandPermissions || argc < 3) return 1;
     ValkeyModuleString *name = caller_name(ctx);
     if (!name) return 1;
-    size_t n;
-    const char *user_name = api.StringPtrLen(name, &n);
-    char text[512];
-    snprintf(text, sizeof text, "NOPERM User %.*s has no permissions to run the '%s' command", (int)(n > 256 ? 256 : n),
-             user_name, api.StringPtrLen(argv[0], NULL));
-    ValkeyModuleUser *user = caller_user(name);
-    if (!user) return 1;
-    int allowed = api.ACLCheckCommandPermissions(user, argv, argc) == API_OK;
+    ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
+    int allowed = !user || api.ACLCheckCommandPermissions(user, argv, argc) == API_OK;
     if (!allowed) {
-        ValkeyModuleString *object = argv[0];
-        int reason = ACL_LOG_CMD;
-        long long keys = 0;
-        if (argc > 1 && api.StringToLongLong(argv[1], &keys) != API_OK) keys = 0;
-        for (int i = 2; i < argc && i < 2 + keys; i++) {
-            if (api.ACLCheckKeyPermissions(user, argv[i], KEY_ACCESS | KEY_UPDATE) != API_OK) {
-                object = argv[i], reason = ACL_LOG_KEY;
-                snprintf(text, sizeof text, "NOPERM No permissions to access a key");
-                break;
+        // the command and numkeys alone: the keys are past the arguments,
+        // so the server checks none, only the command
+        if (api.ACLCheckCommandPermissions(user, argv, 2) != API_OK) {
+            size_t n, m;
+            const char *who = api.StringPtrLen(name, &n), *cmd = api.StringPtrLen(argv[0], &m);
+            const char *format = "NOPERM User %.*s has no permissions to run the '%.*s' command";
+            size_t size = strlen(format) + n + m;
+            char *text = api.Alloc(size);
+            snprintf(text, size, format, (int)n, who, (int)m, cmd);
+            if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, argv[0], ACL_LOG_CMD);
+            api.ReplyWithError(ctx, text);
+            api.Free(text);
+        } else {
+            ValkeyModuleString *key = argv[2];
+            long long keys = 0;
+            if (api.StringToLongLong(argv[1], &keys) != API_OK) keys = 0;
+            for (int i = 2; i < argc && i < 2 + keys; i++) {
+                if (api.ACLCheckKeyPermissions(user, argv[i], KEY_ACCESS | KEY_UPDATE) != API_OK) {
+                    key = argv[i];
+                    break;
+                }
             }
+            if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, key, ACL_LOG_KEY);
+            api.ReplyWithError(ctx, "NOPERM No permissions to access a key");
         }
-        if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, object, reason);
-        api.ReplyWithError(ctx, text);
     }
-    api.FreeModuleUser(user);
+    if (user) api.FreeModuleUser(user);
+    api.FreeString(NULL, name);
     return allowed;
 }
 

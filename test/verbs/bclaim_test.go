@@ -233,26 +233,32 @@ func TestBClaimServesAtOnceWhenAJobIsClaimable(t *testing.T) {
 // logged in ACL LOG and the job left pending; a change that still allows
 // the call claims.
 func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
+	long := strings.Repeat("注", 300) // 900 bytes: the reply names it whole
 	for _, c := range []struct {
 		name           string
+		user           string
 		rules          []string // set while the worker waits
 		reply          string   // "" for a claim
 		reason, object string   // ACL LOG's
 	}{
-		{"its verb taken away", []string{"-emq.bclaim"},
+		{"its verb taken away", "worker", []string{"-emq.bclaim"},
 			"NOPERM User worker has no permissions to run the 'EMQ.BCLAIM' command", "command", "EMQ.BCLAIM"},
-		{"its queue's sets taken away", []string{"resetkeys", "~" + bq.job(jobN(1))},
+		{"its queue's sets taken away", "worker", []string{"resetkeys", "~" + bq.job(jobN(1))},
 			"NOPERM No permissions to access a key", "key", bq.pending},
-		{"a rule that still allows it", []string{"+ping"}, "", "", ""},
+		{"its verb and its keys taken away: the verb is named, as the server names it", "worker", []string{"-@all", "resetkeys"},
+			"NOPERM User worker has no permissions to run the 'EMQ.BCLAIM' command", "command", "EMQ.BCLAIM"},
+		{"a long name of many-byte characters", long, []string{"-emq.bclaim"},
+			"NOPERM User " + long + " has no permissions to run the 'EMQ.BCLAIM' command", "command", "EMQ.BCLAIM"},
+		{"a rule that still allows it", "worker", []string{"+ping"}, "", "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := valkeytest.Start(t, valkeytest.Options{})
-			must(t, s, "ACL", "SETUSER", "worker", "on", "nopass", "+@all", "~emq:{b}:*")
+			must(t, s, "ACL", "SETUSER", c.user, "on", "nopass", "+@all", "~emq:{b}:*")
 			worker := dial(t, s)
-			_, err := worker.do("AUTH", "worker", "x")
+			_, err := worker.do("AUTH", c.user, "x")
 			require.NoError(t, err)
 			waiting(t, s, worker, bclaim(60_000, 10_000))
-			must(t, s, append([]string{"ACL", "SETUSER", "worker"}, c.rules...)...)
+			must(t, s, append([]string{"ACL", "SETUSER", c.user}, c.rules...)...)
 			must(t, s, "ACL", "LOG", "RESET")
 			must(t, s, bq.enqueue(jobN(1), "p")...)
 			reply, err := worker.read()
@@ -271,7 +277,7 @@ func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, c.reason, entry["reason"])
 			assert.Equal(t, c.object, entry["object"])
-			assert.Equal(t, "worker", entry["username"])
+			assert.Equal(t, c.user, entry["username"])
 		})
 	}
 }
