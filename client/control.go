@@ -48,10 +48,14 @@ func (q *Queue) Remove(ctx context.Context, id ids.ID) (bool, error) {
 // emq:{<queue>}:limiter counts it. A new max applies to the window under
 // way; a shorter window cuts it to end a new window after the next claim,
 // keeping its count. Max 0 removes the limit, whatever window. It wakes
-// the queue's waiting BClaims.
+// the queue's waiting BClaims. On a node without the module, waiting
+// workers poll (the fallback scripts), backing off to 250 ms between
+// empty polls, so a window may begin up to that long after the last one
+// ended: with windows of a few hundred ms the rate falls to about two
+// thirds of max.
 func (q *Queue) Limit(ctx context.Context, max int, window time.Duration) error {
 	ms := millis(window)
-	if max == 0 && window <= 0 {
+	if max == 0 {
 		ms = "1" // the verb checks the window even when it removes the limit
 	}
 	_, err := q.control(ctx, emq.Limit, CapLimit, q.c.scripts.limit, q.pending, strconv.Itoa(max), ms)

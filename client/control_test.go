@@ -199,6 +199,8 @@ func TestLimit(t *testing.T) {
 			before = digest(t, n.s)
 			require.NoError(t, q.Limit(ctx(t), 0, 0))
 			assert.Equal(t, before, digest(t, n.s), "no limit to remove: no write, no event")
+			require.NoError(t, q.Limit(ctx(t), 0, 1000*time.Hour), "max 0 removes the limit, whatever window: one past the verb's range too")
+			assert.Equal(t, before, digest(t, n.s))
 			_, err = q.SetEvents(ctx(t), 0)
 			require.NoError(t, err)
 			assert.Nil(t, hash(t, n, keys.Set("limited", keys.Config)), "nothing left, no config")

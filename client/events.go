@@ -61,11 +61,28 @@ type Event struct {
 	Window     time.Duration
 }
 
-// How listeners read: entries per read, and how long one read waits.
+// How listeners read: entries per read, how long one read waits, and how
+// much longer its reply may take before the read counts as failed.
 const (
-	eventsBatch = 100
-	eventsBlock = DefaultPoll
+	eventsBatch     = 100
+	eventsBlock     = DefaultPoll
+	eventsReplyWait = 5 * time.Second
 )
+
+// blockingRead sends the blocking stream read cmd and waits for its reply
+// no longer than its block and eventsReplyWait: a server that stops
+// answering without closing the connection — stopped, or behind a network
+// that drops packets — fails the read, as a broken connection does,
+// rather than holding the listener silent for ever.
+func blockingRead(ctx context.Context, vk valkey.Client, cmd valkey.Completed) (map[string][]valkey.XRangeEntry, error) {
+	rctx, cancel := context.WithTimeout(ctx, eventsBlock+eventsReplyWait)
+	defer cancel()
+	streams, err := vk.Do(rctx, cmd).AsXRead()
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off?): %w", eventsBlock+eventsReplyWait, err)
+	}
+	return streams, err
+}
 
 // Events yields the queue's lifecycle events after the stream ID from, in
 // stream order, until ctx ends or the loop breaks: "$" or "" for the
@@ -82,8 +99,10 @@ const (
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
 // stops a read at once. An entry that is not an event is yielded with an
-// error and the events after it follow. A read that fails is yielded as
-// the error and tried again from the same ID after a pause, unless the
+// error and the events after it follow. A read that fails — or has no
+// reply 5 s after its block ended: a server stopped, or cut off without
+// the connection closing — is yielded as the error and tried again from
+// the same ID after a pause, unless the
 // loop breaks; a refusal (WRONGTYPE, NOPERM, EMQSHAPE for from) ends the
 // sequence. valkey-go itself sends a read again over a new connection when
 // one breaks (XREAD is read-only; unless the valkey client was made with
@@ -104,7 +123,7 @@ func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error]
 		for {
 			read := vk.B().Xread().Count(eventsBatch).Block(eventsBlock.Milliseconds()).
 				Streams().Key(key).Id(last).Build().UnblockOnCancel()
-			streams, err := vk.Do(ctx, read).AsXRead()
+			streams, err := blockingRead(ctx, vk, read)
 			if err != nil && !valkey.IsValkeyNil(err) {
 				if !r.failed(ctx, err, yield) {
 					return
@@ -200,7 +219,8 @@ type GroupOptions struct {
 // event appended before it is delivered to this consumer. It comes back
 // when the consumer listens again, or to another through Reclaim; a
 // consumer that may not return should have its group use Reclaim. A read that
-// fails is yielded as the error and tried again after a pause unless the
+// fails — or has no reply 5 s after its block ended, as for [Queue.Events] —
+// is yielded as the error and tried again after a pause unless the
 // loop breaks; a refusal (WRONGTYPE, NOPERM, NOGROUP when the stream was
 // deleted, EMQSHAPE for an empty group or consumer) ends the sequence.
 func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts GroupOptions) iter.Seq2[Event, error] {
@@ -288,7 +308,7 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	}
 	read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Block(eventsBlock.Milliseconds()).
 		Streams().Key(g.key).Id(">").Build().UnblockOnCancel()
-	streams, err := vk.Do(ctx, read).AsXRead()
+	streams, err := blockingRead(ctx, vk, read)
 	if valkey.IsValkeyNil(err) {
 		return nil, nil
 	}

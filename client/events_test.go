@@ -313,6 +313,53 @@ func TestEventsResume(t *testing.T) {
 	}
 }
 
+// TestEventsSayAServerThatStopsAnswering: a listener whose server stops
+// answering without closing the connection (stopped, as SIGSTOP does)
+// yields a failed read once the read's block and eventsReplyWait have
+// passed, rather than waiting in silence, and goes on once it is back.
+func TestEventsSayAServerThatStopsAnswering(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "stopped", Policy{})
+	eventsOn(t, q, 1000)
+	lctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type item struct {
+		ev  Event
+		err error
+	}
+	got := make(chan item, 100)
+	go func() {
+		for ev, err := range q.Events(lctx, "$") {
+			got <- item{ev, err}
+		}
+	}()
+	eventually(t, "the listener's read to block", func() bool { return n.s.InfoField("clients", "blocked_clients") == "1" })
+	thaw := n.s.Freeze(t)
+	frozen := time.Now()
+	select {
+	case it := <-got:
+		require.Error(t, it.err)
+		assert.Contains(t, it.err.Error(), "no reply to a read within")
+		assert.Less(t, time.Since(frozen), eventsBlock+eventsReplyWait+5*time.Second)
+	case <-time.After(eventsBlock + eventsReplyWait + 20*time.Second):
+		t.Fatal("the listener said nothing of a server that does not answer")
+	}
+	thaw()
+	job := enqueueN(t, q, 1)[0]
+	for {
+		select {
+		case it := <-got:
+			if it.err != nil {
+				continue // read again while the server came back
+			}
+			assert.Equal(t, job, it.ev.Job, "it goes on once the server is back")
+			return
+		case <-time.After(20 * time.Second):
+			t.Fatal("the listener did not go on once the server was back")
+		}
+	}
+}
+
 // pending is how many events the group's consumers hold unacknowledged.
 func pending(t *testing.T, n node, queue, group string) int64 {
 	t.Helper()

@@ -149,8 +149,8 @@ func (w *worker) unblock() {
 			ctx, cancel := context.WithTimeout(w.base, time.Second)
 			err := vk.Do(ctx, vk.B().ClientUnblock().ClientId(blocking.id).Build().SetSlot(w.q.pending)).Error()
 			cancel()
-			if err != nil {
-				w.log.Error("unblock", "err", err)
+			if err != nil { // the server did not answer: the connection goes instead
+				w.log.Warn("unblock: closing the waiting claim's connection", "err", err)
 				blocking.conn.Close()
 			}
 		}
