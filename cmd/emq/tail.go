@@ -14,6 +14,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/keys"
+	"github.com/valkey-io/valkey-go"
 )
 
 var tailCmd = &command{
@@ -64,7 +65,13 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	if sum.Events == 0 {
+	switch link := replicaLink(ctx, s.vk); {
+	case sum.Events > 0:
+	case link != "":
+		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off on this node, a replica whose link to its primary is %s: "+
+			"they may be on there, and show here once the replica has its primary's data; following the stream all the same\n",
+			readable.Printable(args[0]), link)
+	default:
 		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
 			readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
 	}
@@ -100,6 +107,27 @@ func runTail(ctx context.Context, s *session, args []string) error {
 		}
 	}
 	return nil
+}
+
+// replicaLink is the state of a replica's link to its primary (ROLE's:
+// connect, connecting, sync) when the node vk talks to is a replica whose
+// data may not be its primary's yet; else "" — a primary, a replica in
+// sync, a cluster (whose reads go to primaries), or ROLE not answered.
+func replicaLink(ctx context.Context, vk valkey.Client) string {
+	if vk.Mode() == valkey.ClientModeCluster {
+		return ""
+	}
+	role, err := vk.Do(ctx, vk.B().Role().Build()).ToArray()
+	if err != nil || len(role) < 4 {
+		return ""
+	}
+	if r, _ := role[0].ToString(); r != "slave" {
+		return ""
+	}
+	if state, _ := role[3].ToString(); state != "connected" {
+		return state
+	}
+	return ""
 }
 
 // eventField is one field an event carries, for people and for scripts.

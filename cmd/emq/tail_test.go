@@ -164,6 +164,16 @@ func TestCLITail(t *testing.T) {
 		assert.Contains(t, r.errs.String(), "EMQ.EVENTS 2 'emq:{quiet}:config' 'emq:{quiet}:events' 10000")
 		assert.Empty(t, r.out.String())
 	})
+	t.Run("on a replica without its primary's data, events off are said to be maybe on there", func(t *testing.T) {
+		port, err := valkeytest.FreePort()
+		require.NoError(t, err)
+		replica := valkeytest.Start(t, valkeytest.Options{Config: []string{"replicaof", "127.0.0.1 " + strconv.Itoa(port)}})
+		r := background(t, replica.Addr, "tail", "mail")
+		require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "following the stream") }, 10*time.Second, 10*time.Millisecond)
+		assert.Equal(t, exitOK, r.stop(t))
+		assert.Regexp(t, `^emq tail: the events of mail are off on this node, a replica whose link to its primary is connect(ing)?: `+
+			`they may be on there, and show here once the replica has its primary's data; following the stream all the same\n`, r.errs.String())
+	})
 	t.Run("the hint's key names are shell-quoted: a shell reads each as one word", func(t *testing.T) {
 		for _, queue := range []string{"with space", "it's", "a,b", "esc\x1b[2J", "$HOME", `"quoted`} {
 			r := background(t, s.Addr, "tail", queue)
