@@ -445,7 +445,9 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 			why = refLeaseExpired
 			p.hset(cand.job, refState, refDead, refError, refLeaseExpired)
 		case last.Found:
-			why = last.Ref
+			if t.st.events.on() {
+				why = eventText(p, last)
+			}
 			p.hset(cand.job, refState, refDead)
 		default:
 			p.hset(cand.job, refState, refDead, refError, refAttemptsExhausted)

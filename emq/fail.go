@@ -44,7 +44,8 @@ func fail(c Call) error {
 
 	// plan
 	to := failSets{pending: 1, active: 2, delayed: 3, dead: 4}
-	state, _ := planFail(s, p, st.events, 0, to, p.Bytes(f.id), row, f.attempt, f.backoff, f.maxAttempts, s.NowMs(), Arg(failError))
+	errText := Value{Bytes: c.Args[failError], Ref: Arg(failError), Found: true}
+	state, _ := planFail(s, p, st.events, 0, to, p.Bytes(f.id), row, f.attempt, f.backoff, f.maxAttempts, s.NowMs(), errText)
 	p.reply(ReplyBulk, state, 0)
 
 	// apply
@@ -60,7 +61,7 @@ type failSets struct{ pending, active, delayed, dead int }
 // its priority, which it returns), else to delayed until now + backoff. It
 // returns the new state.
 func planFail(s Server, p *Plan, ev eventLog, job int, to failSets, id Ref, row jobRow,
-	attempt, backoff, max, now int64, errText Ref) (state Ref, priority float64) {
+	attempt, backoff, max, now int64, errText Value) (state Ref, priority float64) {
 	p.zrem(to.active, id)
 	switch {
 	case exhausted(s, p, job, row, max):
@@ -77,13 +78,13 @@ func planFail(s Server, p *Plan, ev eventLog, job int, to failSets, id Ref, row 
 		p.zadd(to.delayed, id, float64(now+backoff))
 		p.Count(JobsDelayed, 1)
 	}
-	p.hset(job, refState, state, refError, errText)
+	p.hset(job, refState, state, refError, errText.Ref)
 	switch {
 	case !ev.on():
 	case state == refDelayed:
-		ev.job(p, refFailed, id, attempt, refState, state, refError, errText, refAt, p.Decimal(now+backoff))
+		ev.job(p, refFailed, id, attempt, refState, state, refError, eventText(p, errText), refAt, p.Decimal(now+backoff))
 	default:
-		ev.job(p, refFailed, id, attempt, refState, state, refError, errText)
+		ev.job(p, refFailed, id, attempt, refState, state, refError, eventText(p, errText))
 	}
 	return state, priority
 }

@@ -44,6 +44,12 @@ var (
 	// failure key's MSG id. Its code is a layout's, but the stored entry
 	// decides it: Check passes the call.
 	ErrEntryMsg = static(errors.Layout, "the entry's msg differs from the failure key's MSG id")
+
+	// ErrParkTooLarge is PARK's refusal of a dead letter — the entry's
+	// fields, the reason and the provenance — past what one stream entry
+	// holds, which the append would fail mid-call. Its code is a shape's,
+	// but the stored entry decides it: Check passes the call.
+	ErrParkTooLarge = static(errors.Shape, "the dead letter would be too large to be stored: a stream entry holds at most 1 GiB")
 )
 
 // parked is what PARK's arguments say, once checked; its slices point
@@ -91,6 +97,7 @@ func park(c Call) error {
 	// (its first id is origin_evt, its first msg the message's), provenance
 	from := len(p.Refs)
 	p.Refs = append(p.Refs, refID, Arg(parkEvt))
+	size := len("id") + len(a[parkEvt]) // the entry's field and value bytes
 	originEvt, msg := -1, -1
 	for i := 0; i+1 < len(fields); i += 2 {
 		switch string(fields[i].Bytes) {
@@ -105,20 +112,28 @@ func park(c Call) error {
 			}
 		}
 		p.Refs = append(p.Refs, fields[i].Ref, fields[i+1].Ref)
+		size += len(fields[i].Bytes) + len(fields[i+1].Bytes)
 	}
 	if msg < 0 || !bytes.Equal(fields[msg].Bytes, pk.msg) {
 		return ErrEntryMsg
 	}
-	failures := refZero
+	failures, count := refZero, []byte("0")
 	if fail == String {
 		if _, ok := ParseInt(s.Value(2)); !ok {
 			return errNotInteger
 		}
-		failures = p.Bytes(s.Value(2))
+		count = s.Value(2)
+		failures = p.Bytes(count)
 	}
 	evt := p.Bytes(nil)
 	if originEvt >= 0 {
 		evt = fields[originEvt].Ref
+		size += len(fields[originEvt].Bytes)
+	}
+	size += len("origin_stream"+"origin_id"+"origin_evt"+"group"+"sub"+"failures"+"reason") +
+		len(pk.sname) + len(a[parkEntry]) + len(a[parkGroup]) + len(pk.sub) + len(count) + len(a[parkReason])
+	if size > maxEntryBytes {
+		return ErrParkTooLarge
 	}
 	p.Refs = append(p.Refs, refOriginStream, p.Bytes(pk.sname), refOriginID, Arg(parkEntry),
 		refOriginEvt, evt, refGroup, Arg(parkGroup), refSub, p.Bytes(pk.sub),

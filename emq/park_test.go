@@ -225,3 +225,39 @@ func parkedFields(stored []string) (out []string, id, msg *string) {
 	}
 	return out, id, msg
 }
+
+// TestAParkTooLargeToBeStoredIsRefused: a dead letter — the entry's
+// fields, the reason and the provenance — past what one stream entry
+// holds is refused with EMQSHAPE before anything is written, where the
+// append would fail mid-call; one that fits exactly is parked.
+func TestAParkTooLargeToBeStoredIsRefused(t *testing.T) {
+	defer func(n int) { maxEntryBytes = n }(maxEntryBytes)
+	args := parkArgs(nil)
+	argv := make([]string, len(args))
+	for i, a := range args {
+		argv[i] = string(a)
+	}
+	stored := []string{"id", "EVT0018f2a4c1e00001", "msg", parkMsg, "payload", "a payload"}
+	size := 0 // the dead letter's fields and values, as the append counts them
+	for _, f := range []string{"id", parkEvtID, "msg", parkMsg, "payload", "a payload", "origin_stream", "orders",
+		"origin_id", parkEntryID, "origin_evt", "EVT0018f2a4c1e00001", "group", "g", "sub", parkSub, "failures", "3",
+		"reason", "poison"} {
+		size += len(f)
+	}
+	for _, c := range []struct {
+		bound int
+		want  errors.Code
+	}{
+		{size, 0},
+		{size - 1, errors.Shape},
+	} {
+		maxEntryBytes = c.bound
+		s := &fakeServer{types: []KeyType{Stream, Empty, String}, value: []byte("3"), pending: true, owner: "c1", entry: stored}
+		refusal := call(t, Park, argv, s, Limits{})
+		require.Equal(t, c.want, codeOf(refusal), "a dead letter of %d bytes, %d held: %v", size, c.bound, refusal)
+		if c.want != 0 {
+			require.Equal(t, "EMQSHAPE the dead letter would be too large to be stored: a stream entry holds at most 1 GiB", refusal.Error())
+			require.Zero(t, s.applies, "nothing written")
+		}
+	}
+}

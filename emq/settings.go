@@ -186,6 +186,24 @@ func (e eventLog) queue(p *Plan, name Ref, more ...Ref) {
 	e.append(p, from)
 }
 
+// maxEventText is the most bytes of a job's error an event carries. A
+// stream entry holds at most maxEntryBytes of fields and values, and an
+// event's other fields take a few dozen: an error that would not fit —
+// past 1 GiB, which only a proto-max-bulk-len raised past it lets in — is
+// cut in the event (the row keeps it whole) rather than fail the append,
+// and with it the call and every later claim of the job. (A variable only
+// so that a test may cut at a few bytes.)
+var maxEventText = maxEntryBytes - 1<<10
+
+// eventText is v's ref for an event, or a ref to its first maxEventText
+// bytes when it is longer.
+func eventText(p *Plan, v Value) Ref {
+	if len(v.Bytes) <= maxEventText {
+		return v.Ref
+	}
+	return p.Bytes(v.Bytes[:maxEventText])
+}
+
 // job appends an event of one job: event <name> job <id> attempt <attempt>
 // <more…>, attempt being the row's attempts after the transition.
 func (e eventLog) job(p *Plan, name, id Ref, attempt int64, more ...Ref) {

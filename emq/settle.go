@@ -114,7 +114,8 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 	switch st.kind {
 	case 'F':
 		to := failSets{pending: claimPending, active: claimActive, delayed: claimDelayed, dead: claimDead}
-		state, priority := planFail(s, p, t.st.events, k, to, ref, row, st.attempt, st.ms, max, t.now, Arg(st.text))
+		errText := Value{Bytes: args[st.text], Ref: Arg(st.text), Found: true}
+		state, priority := planFail(s, p, t.st.events, k, to, ref, row, st.attempt, st.ms, max, t.now, errText)
 		p.reply(ReplyBulk, state, 0)
 		if state == refPending { // the claim may take it back at once
 			m := Member{Bytes: id, Ref: ref, Score: priority}

@@ -8,8 +8,9 @@ import (
 
 // maxEntryBytes is the most field and value bytes one stream entry may hold;
 // above it the server's own append fails (STREAM_LISTPACK_MAX_SIZE), which
-// the batch must rule out before its first write.
-const maxEntryBytes = 1 << 30
+// a verb must rule out before its first write. (A variable only so that a
+// test may lower it.)
+var maxEntryBytes = 1 << 30
 
 // batchRules are what one stream verb adds to the shared core.
 type batchRules struct {

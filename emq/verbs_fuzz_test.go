@@ -194,11 +194,11 @@ var specCodes = []errors.Code{errors.Shape, errors.Layout, errors.Kind, errors.E
 	errors.NoJob, errors.Lease, errors.State, errors.NoPerm, errors.NoGroup, errors.TryAgain}
 
 // byArguments reports whether err is a refusal the arguments alone decide:
-// one of steps 1 to 5, but for PARK's ErrEntryMsg, which the stored entry
-// decides.
+// one of steps 1 to 5, but for PARK's ErrEntryMsg and ErrParkTooLarge,
+// which the stored entry decides.
 func byArguments(err error) bool {
 	code := errors.CodeOf(err)
-	return code != 0 && code <= errors.Envelope && err != ErrEntryMsg
+	return code != 0 && code <= errors.Envelope && err != ErrEntryMsg && err != ErrParkTooLarge
 }
 
 // call runs verb on args against s and checks what holds for every verb:
