@@ -61,7 +61,10 @@ type WorkOptions struct {
 	// 0, spending their attempt as any failure does (their handlers ran):
 	// another worker claims them at once while attempts remain, and one on
 	// its last attempt is dead. A Grace above the longest handler spares
-	// them.
+	// them. The settlements of the jobs that finished then go out before
+	// Work returns: against a server that does not answer, each waits out
+	// the client's own bound (valkey-go's ConnWriteTimeout, 10 s by
+	// default), so Work may return that long after Grace.
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; info:
 	// released; warn: failed, dead, failed at shutdown, lease lost, a
