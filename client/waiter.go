@@ -27,10 +27,10 @@ func (w *worker) waitLoop() {
 	pause := pollFirst
 	for {
 		w.mu.Lock()
-		for !w.stopping && w.stop.Err() == nil && !(w.dry && (w.want() > 0 || w.standing())) {
+		for !w.stopped() && !(w.dry && (w.want() > 0 || w.standing())) {
 			w.claimWake.Wait()
 		}
-		if w.stopping || w.stop.Err() != nil {
+		if w.stopped() {
 			w.mu.Unlock()
 			return
 		}

@@ -404,12 +404,17 @@ func (c *crew) runJob(hj *heldJob, i int) {
 // runtime.Goexit.
 var errHandlerExited = errors.New("handler exited its goroutine (runtime.Goexit)")
 
+// stopped reports whether the worker stops: its stop has come, or the crew
+// marked it stopping (a moment after the stop, or on a fatal error). w.mu
+// is held.
+func (w *worker) stopped() bool { return w.stopping || w.stop.Err() != nil }
+
 // begin starts hj in slot i, or hands it back when the worker stops or its
 // lease was lost while it waited.
 func (w *worker) begin(hj *heldJob, i int) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopping || w.stop.Err() != nil || hj.lost || i < 0 {
+	if w.stopped() || hj.lost || i < 0 {
 		w.handBack(hj)
 		return false
 	}
@@ -602,7 +607,7 @@ func average(avg, d time.Duration) time.Duration {
 // worker stops, nor while the waiter's blocking claim takes over. w.mu is
 // held.
 func (w *worker) claimable() int {
-	if w.stopping || w.dry || w.stop.Err() != nil {
+	if w.stopped() || w.dry {
 		return 0
 	}
 	return min(w.want(), w.share()-w.held-w.asked)
@@ -767,7 +772,7 @@ func (w *worker) confirmLate(claimed []*Job, sent time.Time) ([]*Job, time.Time)
 // those whose lease counts as lost already (their claim's reply came that
 // late). w.mu is held.
 func (w *worker) take(claimed []*Job, sent time.Time) {
-	now, stopped := time.Now(), w.stopping || w.stop.Err() != nil
+	now, stopped := time.Now(), w.stopped()
 	for _, j := range claimed {
 		hj := j.held
 		hj.due, hj.deadline = sent.Add(w.every), sent.Add(w.lease-w.margin)
