@@ -65,15 +65,15 @@ func runTail(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	switch link := replicaLink(ctx, s.vk); {
-	case sum.Events > 0:
-	case link != "":
-		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off on this node, a replica whose link to its primary is %s: "+
-			"they may be on there, and show here once the replica has its primary's data; following the stream all the same\n",
-			readable.Printable(args[0]), link)
-	default:
-		fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
-			readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
+	if sum.Events == 0 {
+		if link := replicaLink(ctx, s.vk); link != "" {
+			fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off on this node, a replica whose link to its primary is %s: "+
+				"they may be on there, and show here once the replica has its primary's data; following the stream all the same\n",
+				readable.Printable(args[0]), link)
+		} else {
+			fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
+				readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
+		}
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line
 	printed := 0
