@@ -285,6 +285,13 @@ int emq_moving(emq_call *c, int k) {
 // it refuses deny-oom commands.
 int emq_out_of_memory(emq_call *c) { return (api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM) != 0; }
 
+// caller is the ACL user a call runs as, once looked up (looked): NULL for
+// none, an unrestricted client.
+typedef struct {
+    int looked;
+    ValkeyModuleUser *user;
+} caller;
+
 // caller_name returns the name of the ACL user the call in ctx runs as
 // (the caller frees it), or NULL for none — a client with no user is
 // unrestricted, as the server treats it. A client that is connected is
@@ -700,7 +707,8 @@ static void finish(emq_call *c, emq_arg *inline_args) {
 
 // serve runs verb number verb on one call — a command, or a waiting
 // client's wake-up (waiter) — and reports whether it replied.
-static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter) {
+static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter,
+                 const caller *who) {
     emq_arg inline_args[INLINE_ARGS];
     emq_call c;
     memset(&c, 0, offsetof(emq_call, inline_keys));
@@ -732,6 +740,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.cappairbuf = EMQ_INLINE_PAIRBUF;
     c.waiter = waiter;
     c.routed = waiter == 0 && verb != EMQ_SWEEP_VERB;
+    if (who && who->looked) c.user_looked = 1, c.user = who->user; // finish frees it
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
     emqServe(&c, verb);
     finish(&c, inline_args);
@@ -740,7 +749,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
 
 // emq_serve runs verb number verb on one command.
 int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb) {
-    serve(ctx, argv, argc, verb, 0);
+    serve(ctx, argv, argc, verb, 0, NULL);
     return API_OK;
 }
 
@@ -750,11 +759,13 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
 // waited. If not, it replies NOPERM as the server would and logs the
 // denial in ACL LOG — the command, when no selector grants it any more,
 // else its first declared key the user may no longer touch — and the wait
-// is over.
-static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
+// is over. If so, it hands the user it looked up to *who, for the call's
+// derived keys: the caller frees it.
+static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, caller *who) {
     if (!api.ACLCheckCommandPermissions || argc < 3) return 1;
     ValkeyModuleString *name = caller_name(ctx);
-    if (!name) return 1;
+    who->looked = 1;
+    if (!name) return 1; // no user: unrestricted
     ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
     int allowed = !user || api.ACLCheckCommandPermissions(user, argv, argc) == API_OK;
     if (!allowed) {
@@ -762,11 +773,11 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
         // so the server checks none, only the command
         if (api.ACLCheckCommandPermissions(user, argv, 2) != API_OK) {
             size_t n, m;
-            const char *who = api.StringPtrLen(name, &n), *cmd = api.StringPtrLen(argv[0], &m);
+            const char *user_name = api.StringPtrLen(name, &n), *cmd = api.StringPtrLen(argv[0], &m);
             const char *format = "NOPERM User %.*s has no permissions to run the '%.*s' command";
             size_t size = strlen(format) + n + m;
             char *text = api.Alloc(size);
-            snprintf(text, size, format, (int)n, who, (int)m, cmd);
+            snprintf(text, size, format, (int)n, user_name, (int)m, cmd);
             if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, argv[0], ACL_LOG_CMD);
             api.ReplyWithError(ctx, text);
             api.Free(text);
@@ -784,7 +795,11 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
             api.ReplyWithError(ctx, "NOPERM No permissions to access a key");
         }
     }
-    if (user) api.FreeModuleUser(user);
+    if (allowed) {
+        who->user = user;
+    } else {
+        api.FreeModuleUser(user); // a user denied is one found
+    }
     api.FreeString(NULL, name);
     return allowed;
 }
@@ -793,8 +808,9 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
 // the key it waits on was signalled, if its ACL user still allows it: it
 // replied — OK, the wait is over — or it keeps waiting (ERR).
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter) {
-    if (!still_allowed(ctx, argv, argc)) return API_OK;
-    return serve(ctx, argv, argc, -1, waiter) ? API_OK : -1;
+    caller who = {0, NULL};
+    if (!still_allowed(ctx, argv, argc, &who)) return API_OK;
+    return serve(ctx, argv, argc, -1, waiter, &who) ? API_OK : -1;
 }
 
 // emq_sweep_queue runs the sweep of the queue whose pending key is pending
@@ -815,7 +831,7 @@ int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
         argv[2 + i] = api.CreateString(NULL, name, prefix + n);
     }
     api.Free(name);
-    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0);
+    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0, NULL);
     for (int i = 0; i < 6; i++) api.FreeString(NULL, argv[i]);
     return refused;
 }
