@@ -40,6 +40,12 @@ const (
 	CapEnqueueMany  Cap = "enqueuemany"
 )
 
+// caps is every token this client calls a verb by. A node's module that
+// lists fewer is older than the client: it serves none of them (nodes).
+var caps = []Cap{CapEnqueue, CapAppend, CapPublish, CapFailuresIncr, CapClaim, CapBClaim,
+	CapExtend, CapAck, CapFail, CapStalledCheck, CapRevive, CapPark, CapSchedule, CapPause, CapResume,
+	CapLimit, CapEvents, CapRemove, CapSettle, CapRepeat, CapUnrepeat, CapRepeats, CapEnqueueMany}
+
 // DefaultRecheck is how long a node's EMQ.CAPS answer is trusted when no
 // [WithRecheck] option says otherwise.
 const DefaultRecheck = time.Minute

@@ -256,7 +256,11 @@
 // Before a verb's first call on a node the client asks that node EMQ.CAPS
 // and uses the verb natively when its token is listed. A node without the
 // module answers "unknown command"; there the client runs the composition
-// the verb replaces:
+// the verb replaces. So it does on a node whose module lists fewer verbs
+// than the client calls — an older module, 0.2's beside this 0.3 client,
+// whose claims would ignore the pauses, limits and priorities the client's
+// scripts set — for every verb, so that all its calls there keep one
+// version's rules (docs/UPGRADING.md):
 //
 //   - Enqueue: EVALSHA of [AdmitScript]; with options, of [ScheduleScript].
 //   - Append and Publish: one XADD per entry,

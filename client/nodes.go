@@ -143,8 +143,9 @@ func (n *nodes) find(slot uint16) int {
 	return -1
 }
 
-// askCaps asks one node EMQ.CAPS. A node without the module answers
-// "unknown command": it serves no verb.
+// askCaps asks one node EMQ.CAPS and returns what it serves this client
+// (served). A node without the module answers "unknown command": it serves
+// no verb.
 func askCaps(ctx context.Context, node valkey.Client) (map[Cap]bool, error) {
 	r := node.Do(ctx, node.B().Arbitrary("EMQ.CAPS").Build())
 	if unknownCommand(r.Error()) {
@@ -168,7 +169,23 @@ func askCaps(ctx context.Context, node valkey.Client) (map[Cap]bool, error) {
 			tokens[Cap(t)] = true
 		}
 	}
-	return tokens, nil
+	return served(tokens), nil
+}
+
+// served is what a node whose EMQ.CAPS lists tokens serves this client:
+// every verb, or none. A module that lacks a verb the client calls is
+// older than the client, and its verbs do not keep the rules the newer
+// ones keep — 0.2's claims read no pause, limit or priority that 0.3's
+// Pause, Limit and Schedule set — so the client runs every verb's script
+// there, as on a node without the module, and all its calls keep one
+// version's rules.
+func served(tokens map[Cap]bool) map[Cap]bool {
+	for _, c := range caps {
+		if !tokens[c] {
+			return map[Cap]bool{}
+		}
+	}
+	return tokens
 }
 
 // askSlots reads CLUSTER SLOTS into ranges sorted by first slot, naming
