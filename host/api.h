@@ -169,6 +169,11 @@ void emq_probe_modes(void);
 // that is gone, for wait.c (at load).
 void emq_probe_wakeups(void);
 
+// emq_write_refused returns the server's refusal of a write to key now —
+// NOREPLICAS, MISCONF, READONLY, MASTERDOWN — or NULL (wait.c); the caller
+// frees it.
+ValkeyModuleCallReply *emq_write_refused(ValkeyModuleCtx *ctx, ValkeyModuleString *key);
+
 // constant returns the string interned as emq.Constants[i].
 ValkeyModuleString *emq_constant(uint32_t i);
 

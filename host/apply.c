@@ -10,6 +10,28 @@ ValkeyModuleString *emq_resolve(emq_call *c, uint32_t r, const char *scratch, co
 
 int emq_fault_write;
 
+// The built-ins the module writes as — each write replicated under the
+// command's name (below) — and calls (xack, call.c's reads and dry runs).
+static const char *const builtins[] = {"HSET", "HDEL", "ZADD",     "ZREM",     "DEL",   "PEXPIREAT",
+                                       "SET",  "XADD", "XACK",     "XPENDING", "XINFO", "EXISTS"};
+
+// emq_unknown_builtin returns the first of the built-ins the module writes
+// as or calls that the server does not know by its name — renamed or
+// disabled by rename-command — or NULL. Replicas and the AOF would miss
+// every write replicated under that name, and a call through it fail with
+// the plan half made, so the module is not loaded there. Each is called
+// with no argument: a name the server knows is refused for its arity
+// (EINVAL), one it does not for itself (ENOENT); neither runs.
+const char *emq_unknown_builtin(ValkeyModuleCtx *ctx) {
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++) {
+        errno = 0;
+        ValkeyModuleCallReply *r = api.Call(ctx, builtins[i], "");
+        if (r) api.FreeCallReply(r);
+        if (errno == ENOENT) return builtins[i];
+    }
+    return NULL;
+}
+
 // Decimal text without snprintf, which costs more than the write it formats.
 static const char digit_pairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"

@@ -281,9 +281,21 @@ int emq_moving(emq_call *c, int k) {
     return refused;
 }
 
-// emq_out_of_memory reports whether the server is over its maxmemory: where
-// it refuses deny-oom commands.
-int emq_out_of_memory(emq_call *c) { return (api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM) != 0; }
+// emq_out_of_memory reports whether the server refuses deny-oom commands
+// (EMQ.ENQUEUE among them) now: over its maxmemory with no room made —
+// under an eviction policy the server evicts as a command begins, and a
+// command it could evict for runs even while memory is still above the
+// limit. Over the limit it asks the server's own answer, the state the
+// last command began in (what a module's deny-oom Call meets): a dry run
+// of SET with the "M" flag, refused ENOSPC. A server before Redis 7.2
+// runs no call dry (EBADF): there being over the limit is enough.
+int emq_out_of_memory(emq_call *c) {
+    if (!(api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM)) return 0;
+    errno = 0;
+    ValkeyModuleCallReply *r = api.Call(c->ctx, "SET", "MDss", c->names[0], c->names[0]);
+    if (r) api.FreeCallReply(r);
+    return errno == ENOSPC || errno == EBADF;
+}
 
 // caller is the ACL user a call runs as, once looked up (looked): NULL for
 // none, an unrestricted client.
@@ -805,11 +817,20 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
 }
 
 // emq_serve_woken runs a waiting client's verb again (Go knows which) when
-// the key it waits on was signalled, if its ACL user still allows it: it
-// replied — OK, the wait is over — or it keeps waiting (ERR).
+// the key it waits on was signalled, if its ACL user still allows it and
+// the server takes writes (else it replies the refusal, as the server
+// answers a blocked built-in): it replied — OK, the wait is over — or it
+// keeps waiting (ERR).
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter) {
     caller who = {0, NULL};
     if (!still_allowed(ctx, argv, argc, &who)) return API_OK;
+    ValkeyModuleCallReply *refused = emq_write_refused(ctx, argv[2]);
+    if (refused) { // as the server answers a blocked built-in it runs again
+        api.ReplyWithCallReply(ctx, refused);
+        api.FreeCallReply(refused);
+        if (who.user) api.FreeModuleUser(who.user);
+        return API_OK;
+    }
     return serve(ctx, argv, argc, -1, waiter, &who) ? API_OK : -1;
 }
 

@@ -103,12 +103,17 @@ func (m *Module) Args() []string {
 }
 
 // Init names the module and fetches the API. It fails if a module of that
-// name is loaded already.
+// name is loaded already, or if the server does not know a built-in the
+// module writes as or calls by its name.
 func (m *Module) Init(name string, version int) error {
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
 	if C.emq_init(m.ctx, cname, C.int(version)) != 0 {
 		return fmt.Errorf("a module named %s is loaded already", name)
+	}
+	if cmd := C.emq_unknown_builtin(m.ctx); cmd != nil {
+		return fmt.Errorf("the server knows no %s command (rename-command): the module replicates its writes "+
+			"as built-ins and calls some, each by its own name", C.GoString(cmd))
 	}
 	for kind, key := range settingsLayouts {
 		head, tail := keys.Around(key.name)

@@ -255,6 +255,7 @@ typedef struct emq_call {
 // Loading and registering (api.c).
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version);
 int emq_has(const char *api);
+const char *emq_unknown_builtin(ValkeyModuleCtx *ctx); // apply.c
 int emq_server_info(ValkeyModuleCtx *ctx, const char *section, const char *field, char *buf, size_t cap);
 int emq_add_acl_category(ValkeyModuleCtx *ctx, const char *name);
 int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys);
@@ -298,7 +299,7 @@ int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
 double emq_first_score(emq_call *c, int k);
 uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token);
 void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id);
-int emq_timer_may_sweep(ValkeyModuleCtx *ctx);
+int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
 long long emq_now_ms(void);

@@ -2,6 +2,7 @@
 // its wake-ups, the timers that wake a queue when a job comes due, and the
 // zset events that signal a pending key whoever wrote it. Which client
 // waits on which queue is Go's (wait.go); C keeps no state but two counts.
+#include <errno.h>
 #include <string.h>
 
 #include "api.h"
@@ -120,11 +121,35 @@ uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t to
 
 void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id) { api.StopTimer(ctx, id, NULL); }
 
-// emq_timer_may_sweep reports whether a timer may wake a queue's waiters
-// to sweep: on a primary that is not loading, while writes are not paused.
-int emq_timer_may_sweep(ValkeyModuleCtx *ctx) {
+// emq_write_refused returns the error the server gives a write to key now
+// for its own reasons — NOREPLICAS (min-replicas-to-write unmet), MISCONF
+// (writes stopped after a failed save), READONLY, MASTERDOWN — or NULL;
+// the caller frees it. A client's call meets it before the module runs; a
+// timer and a wake-up, which the server runs outside any command, do not,
+// so they ask: a dry run of DEL in script mode, which makes those checks
+// (ESPIPE) and runs nothing. A server before Redis 7.2 runs no call dry
+// (EBADF): there they do not ask.
+ValkeyModuleCallReply *emq_write_refused(ValkeyModuleCtx *ctx, ValkeyModuleString *key) {
+    errno = 0;
+    ValkeyModuleCallReply *r = api.Call(ctx, "DEL", "SDEs", key);
+    if (r && errno == ESPIPE) return r;
+    if (r) api.FreeCallReply(r);
+    return NULL;
+}
+
+// emq_timer_may_sweep reports whether a timer may sweep the queue whose
+// pending key is pending and wake its waiters: on a primary that is not
+// loading, while writes are not paused, nor refused.
+int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
     int flags = api.GetContextFlags(ctx);
-    return (flags & CTX_FLAGS_PRIMARY) && !(flags & (CTX_FLAGS_LOADING | CTX_FLAGS_ASYNC_LOADING)) && !writes_paused();
+    if (!(flags & CTX_FLAGS_PRIMARY) || (flags & (CTX_FLAGS_LOADING | CTX_FLAGS_ASYNC_LOADING)) || writes_paused())
+        return 0;
+    ValkeyModuleString *key = api.CreateString(NULL, pending, len);
+    ValkeyModuleCallReply *refused = emq_write_refused(ctx, key);
+    api.FreeString(NULL, key);
+    if (!refused) return 1;
+    api.FreeCallReply(refused);
+    return 0;
 }
 
 // emq_signal_ready signals key (in ctx's database) as ready: its waiters

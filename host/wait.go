@@ -321,7 +321,8 @@ func armIn(ctx *C.ValkeyModuleCtx, q *queueWait, ms int64) {
 }
 
 // retryMs is how soon a timer that fired where it may not sweep (a replica,
-// a loading server, writes paused), or whose sweep was refused, looks again.
+// a loading server, writes paused or refused), or whose sweep was refused,
+// looks again.
 const retryMs = 100
 
 // guard runs a callback the server makes outside any command, recovering a
@@ -352,7 +353,8 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 	retry := func() { armIn(ctx, q, retryMs) }
 	guard(ctx, "timer", retry, func() {
 		injectPanic("timer")
-		if C.emq_timer_may_sweep(ctx) == 0 {
+		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
+		if C.emq_timer_may_sweep(ctx, pending, C.size_t(len(q.pending))) == 0 {
 			retry()
 			return
 		}
@@ -360,7 +362,6 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// (created, on a server that wakes no waiter of an absent key)
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
-		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
 		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending))) != 0 {
 			// refused — mid-migration, a row or a set gone that the sweep
 			// would have dropped or written again here — it looks again;

@@ -45,6 +45,13 @@ func (p Product) ModuleACLCategories() bool {
 	return !p.Before("redis", 7, 2)
 }
 
+// DryRuns reports whether the server runs a module's Call dry (its "D"
+// flag: the checks, not the command): every Valkey and Redis from 7.2 do,
+// Redis 7.0 does not.
+func (p Product) DryRuns() bool {
+	return !p.Before("redis", 7, 2)
+}
+
 // VerbGrant returns the ACL rules that grant every emq verb and nothing
 // else on s: +@emq, or where the server has no module ACL categories each
 // verb by name, as COMMAND LIST lists the module's commands.

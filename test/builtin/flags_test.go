@@ -12,6 +12,7 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 func TestWriteFlagHoldsVerbsWhereBuiltinWritesAreHeld(t *testing.T) {
@@ -99,4 +100,58 @@ func TestCapsAnswersWhereReadsAreRefused(t *testing.T) {
 		assert.True(t, strings.HasPrefix(errorText(s.Do("GET", "k")), "LOADING "), "still loading after EMQ.CAPS")
 		require.NoError(t, <-reloaded)
 	})
+}
+
+// A queue's timer runs outside any command, so the server's own refusal of
+// writes (min-replicas-to-write unmet here; MISCONF after a failed save is
+// the same check) does not stop it as it stops a client's call: while
+// writes are refused the timer neither requeues an expired lease nor
+// promotes a due job, and a waiting worker is handed nothing — a lease a
+// cut-off primary hands out is one a failover hands out again. Once
+// writes are taken again, the waiter gets both jobs. (The timer asks with
+// a dry run, which Redis 7.0 does not make: there the waiter gets them at
+// once, as the test asserts.)
+func TestATimerWritesNothingWhileTheServerRefusesWrites(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	checked := s.Product().DryRuns()
+	m, err := ids.NewMinter(27)
+	require.NoError(t, err)
+	const q = "refused"
+	leased, due := m.Mint(ids.Job), m.Mint(ids.Job)
+	ok(t, s, enqueue(q, leased, "a").argv()...)
+	require.Len(t, claimed(t, s.Do(claim(q, 100, 1, 5).argv()...)), 1)
+	ok(t, s, schedule(q, due, "b", 0, time.Now().Add(100*time.Millisecond).UnixMilli()).argv()...)
+
+	waiter := newClient(t, s, "")
+	wait := func(timeoutMs string) chan reply {
+		done := make(chan reply, 1)
+		cmd := waiter.B().Arbitrary(verb("EMQ.BCLAIM", queueSets(q), "60000", "2", "5", timeoutMs).argv()...).Blocking()
+		go func() { done <- waiter.Do(context.Background(), cmd) }()
+		return done
+	}
+	waiting := wait("600")
+	eventually(t, 2*time.Second, "the worker to wait", func() bool { return s.InfoField("clients", "blocked_clients") == "1" })
+	ok(t, s, "CONFIG", "SET", "min-replicas-to-write", "1")
+	before := digest(t, s)
+	both := []claimedJob{{leased.String(), 2}, {due.String(), 1}}
+	select {
+	case r := <-waiting:
+		if !checked {
+			assert.ElementsMatch(t, both, claimed(t, r))
+			return
+		}
+		assert.Empty(t, claimed(t, r), "the timer's wake-up claimed while writes were refused")
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the waiter never returned")
+	}
+	assert.Equal(t, before, digest(t, s), "the timer wrote while writes were refused")
+	assert.Equal(t, "1", str(t, s, "HGET", keys.Job(q, leased.String()), "attempts"))
+
+	ok(t, s, "CONFIG", "SET", "min-replicas-to-write", "0")
+	select {
+	case r := <-wait("5000"):
+		assert.ElementsMatch(t, both, claimed(t, r))
+	case <-time.After(5 * time.Second):
+		require.FailNow(t, "the waiter never got the jobs once writes were taken")
+	}
 }

@@ -212,3 +212,41 @@ func TestAnEvictingPolicyIsWarned(t *testing.T) {
 	require.NoError(t, s.Do("CONFIG", "SET", "maxmemory", "0").Error())
 	assert.Len(t, s.ModuleWarnings(), len(warned), "another config set warns of nothing")
 }
+
+// TestOverMaxmemoryWithRoomToEvictTicks: under an eviction policy the
+// server evicts as a command begins and runs a deny-oom command it could
+// evict for even while memory is still over the limit (the eviction goes
+// on between commands) — EMQ.ENQUEUE is admitted there, and so is a
+// schedule's tick: the claim turn makes it. Ticks are held only where the
+// server refuses EMQ.ENQUEUE (TestOutOfMemoryHoldsTicksBack). The turn
+// asks the server with a dry run, which Redis 7.0 does not make: there it
+// holds them whenever memory is over the limit, as the test asserts.
+func TestOverMaxmemoryWithRoomToEvictTicks(t *testing.T) {
+	// tenacity 0: each command's eviction stops after a few keys, and the
+	// rest is evicted between commands
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "allkeys-lru", "maxmemory-eviction-tenacity", "0"}})
+	const q = "evictticks"
+	ok(t, s, "DEBUG", "POPULATE", "200000", "filler", "100")
+	ok(t, s, repeat(q, "often", "@every 10ms", 0).argv()...)
+	time.Sleep(30 * time.Millisecond) // a tick comes due
+	limit := infoInt(t, s, "memory", "used_memory") - 4<<20
+	held := infoInt(t, s, "emq", "emq_repeats_held")
+
+	// one pipeline: the claim begins with memory still far over the limit
+	cl := s.Client()
+	rs := cl.DoMulti(ctx(t),
+		cl.B().Arbitrary("CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10)).Build(),
+		cl.B().Arbitrary(claim(q, 60_000, 1, 3).argv()...).Build(),
+		cl.B().Arbitrary("INFO", "memory").Build())
+	require.NoError(t, rs[0].Error())
+	mem, err := rs[2].ToString()
+	require.NoError(t, err)
+	require.Greater(t, valkeytest.InfoInt(valkeytest.ParseInfo(mem), "used_memory"), limit, "the claim ran over maxmemory")
+	if !s.Product().DryRuns() {
+		assert.Empty(t, claimed(t, rs[1]))
+		assert.Equal(t, held+1, infoInt(t, s, "emq", "emq_repeats_held"))
+		return
+	}
+	assert.Len(t, claimed(t, rs[1]), 1, "the claim made the tick's job and took it")
+	assert.Equal(t, held, infoInt(t, s, "emq", "emq_repeats_held"), "no turn held its ticks")
+}

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,4 +35,40 @@ func TestVerbsSurviveARefusedSecondLoad(t *testing.T) {
 	t.Run("INFO emq still reports", func(t *testing.T) {
 		assert.NotEmpty(t, s.InfoField("emq", "emq_calls_enqueue"))
 	})
+}
+
+// The module replicates its writes as built-ins, by their names, and calls
+// some: on a server that renamed or disabled one (rename-command) its
+// replicas and AOF would miss those writes, and a PARK would stop half
+// made, so it is not loaded there and the log says which name it missed.
+// A renamed command it does not use is no reason.
+func TestALoadIsRefusedWhereABuiltinItUsesIsRenamed(t *testing.T) {
+	so, err := valkeytest.ModulePath()
+	require.NoError(t, err)
+	tests := []struct {
+		rename, missing string // missing: "" when the module loads
+	}{
+		{"HSET myhset", "HSET"},
+		{`XACK ""`, "XACK"},
+		{"PEXPIREAT pexp", "PEXPIREAT"},
+		{`FLUSHALL ""`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.rename, func(t *testing.T) {
+			dir := t.TempDir()
+			conf := filepath.Join(dir, "renamed.conf")
+			require.NoError(t, os.WriteFile(conf, []byte("rename-command "+tc.rename+"\n"), 0o644))
+			s := valkeytest.Start(t, valkeytest.Options{NoModule: true, Dir: dir, Config: []string{"include", conf}})
+			err := s.Do("MODULE", "LOAD", so).Error()
+			if tc.missing == "" {
+				require.NoError(t, err)
+				assert.NoError(t, s.Do(caps.argv()...).Error())
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, s.Log(), "emq: load failed: the server knows no "+tc.missing+" command (rename-command)")
+			got := errorText(s.Do(caps.argv()...))
+			assert.True(t, strings.HasPrefix(got, "unknown command"), "not loaded: %q", got)
+		})
+	}
 }
