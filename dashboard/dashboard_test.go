@@ -582,9 +582,14 @@ func TestAuth(t *testing.T) {
 // read fails it.
 func TestMetrics(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	queuetest.Fill(t, s.Client())
+	f := queuetest.Fill(t, s.Client())
 	require.NoError(t, s.Do("EMQ.REPEAT", "3", keys.Repeat("emails", "nightly"), keys.Set("emails", keys.Repeats), keys.Set("emails", keys.Config),
 		"@daily", "", "p", "0", "0", "0", "0").Error())
+	// emails' delayed job came due and its lease passed, and no worker
+	// claimed since: both still in their sets
+	past := strconv.FormatInt(queuetest.Now.Add(-time.Minute).UnixMilli(), 10)
+	require.NoError(t, s.Do("ZADD", keys.Set("emails", keys.DelayedSet), "XX", past, f.EmailsDelayed.String()).Error())
+	require.NoError(t, s.Do("ZADD", keys.Set("emails", keys.ActiveSet), "XX", past, f.EmailsActive.String()).Error())
 	w := serveDashboard(t, s.Client(), Config{})
 	code, body := w.get(t, "/metrics")
 	require.Equal(t, http.StatusOK, code)
@@ -596,6 +601,10 @@ func TestMetrics(t *testing.T) {
 		`emq_queue_rate_limit{queue="payments"} 10`,
 		`emq_queue_rate_window_seconds{queue="payments"} 1`,
 		`emq_queue_oldest_pending_age_seconds{queue="emails"} 3594`,
+		`emq_queue_jobs{queue="emails",state="delayed"} 1`,
+		`emq_queue_delayed_due{queue="emails"} 1`,
+		`emq_queue_active_expired{queue="emails"} 1`,
+		`emq_queue_delayed_due{queue="invoices"} 0`,
 		`emq_queue_schedules{queue="emails"} 1`,
 		`emq_queue_schedules{queue="invoices"} 0`,
 		`# TYPE emq_jobs_dead_total counter`,

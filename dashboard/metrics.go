@@ -23,6 +23,8 @@ import (
 //	emq_queue_paused{queue}                       1 when paused
 //	emq_queue_rate_limit{queue}                   jobs per window, when limited
 //	emq_queue_rate_window_seconds{queue}          the limit's window
+//	emq_queue_delayed_due{queue}                  delayed jobs due, not yet moved to pending
+//	emq_queue_active_expired{queue}               active jobs whose lease passed, not yet requeued
 //	emq_queue_oldest_pending_age_seconds{queue}   age of the head of pending
 //	emq_queue_schedules{queue}                    its repeat schedules
 //	emq_queue_unreadable{queue}                   1 for a queue the server refused to read
@@ -47,7 +49,7 @@ type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
-	schedules                                       *prometheus.Desc
+	schedules, due, expired                         *prometheus.Desc
 	unreadable, up                                  *prometheus.Desc
 	calls, ok, refused, refusals                    *prometheus.Desc
 }
@@ -68,7 +70,9 @@ func NewCollector(in *inspect.Inspector, timeout time.Duration) *Collector {
 		paused:     prometheus.NewDesc("emq_queue_paused", "1 when the queue is paused: claims deliver nothing.", q, nil),
 		limit:      prometheus.NewDesc("emq_queue_rate_limit", "Jobs the queue delivers per window, when limited.", q, nil),
 		windowSecs: prometheus.NewDesc("emq_queue_rate_window_seconds", "The window of the queue's rate limit.", q, nil),
-		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending (0 when none).", q, nil),
+		due:        prometheus.NewDesc("emq_queue_delayed_due", "Delayed jobs whose time has come that no claim or timer has moved to pending yet (still counted delayed): staying up, no worker claims.", q, nil),
+		expired:    prometheus.NewDesc("emq_queue_active_expired", "Active jobs whose lease has passed that no claim has requeued yet (still counted active): staying up, no worker claims.", q, nil),
+		oldest:     prometheus.NewDesc("emq_queue_oldest_pending_age_seconds", "Age of the job at the head of pending, the next to be claimed (0 when none): with priorities, the oldest of the most urgent one.", q, nil),
 		schedules:  prometheus.NewDesc("emq_queue_schedules", "Repeat schedules of the queue, finished ones included.", q, nil),
 		up:         prometheus.NewDesc("emq_node_up", "1 for a primary that answered the scrape, 0 for one the cluster lists that did not: its queues have no series.", []string{"node"}, nil),
 		unreadable: prometheus.NewDesc("emq_queue_unreadable", "1 for a queue the server refused to read (a key of its layout of another type, say): it has no other series.", q, nil),
@@ -121,6 +125,8 @@ func (c *Collector) collect(ctx context.Context, ch chan<- prometheus.Metric) er
 			ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(s.Limit.Max), s.Queue)
 			ch <- prometheus.MustNewConstMetric(c.windowSecs, prometheus.GaugeValue, s.Limit.Window.Seconds(), s.Queue)
 		}
+		ch <- prometheus.MustNewConstMetric(c.due, prometheus.GaugeValue, float64(s.Due), s.Queue)
+		ch <- prometheus.MustNewConstMetric(c.expired, prometheus.GaugeValue, float64(s.Expired), s.Queue)
 		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, s.HeadAge.Seconds(), s.Queue)
 		ch <- prometheus.MustNewConstMetric(c.schedules, prometheus.GaugeValue, float64(s.Repeats), s.Queue)
 	}

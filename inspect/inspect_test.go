@@ -88,6 +88,19 @@ func TestReadingQueues(t *testing.T) {
 		assert.Equal(t, map[inspect.State]int64{"pending": 0, "active": 0, "delayed": 0, "dead": 0}, sums[3].Counts)
 		assert.Empty(t, sums[3].Head, "an unknown queue is empty, not an error")
 	})
+	t.Run("delayed jobs due and leases passed are counted by the inspector's clock", func(t *testing.T) {
+		for _, tc := range []struct {
+			after        time.Duration // past the fixture's Now: its delayed job is due at +30m, its lease passes after +5m
+			due, expired int64
+		}{{0, 0, 0}, {5 * time.Minute, 0, 0}, {10 * time.Minute, 0, 1}, {30 * time.Minute, 1, 1}} {
+			at := inspect.New(s.Client(), inspect.Options{Now: func() time.Time { return queuetest.Now.Add(tc.after) }})
+			sum, err := at.Summary(ctx(t), "emails")
+			require.NoError(t, err)
+			assert.Equal(t, tc.due, sum.Due, "due at +%v", tc.after)
+			assert.Equal(t, tc.expired, sum.Expired, "expired at +%v", tc.after)
+			assert.Equal(t, int64(1), sum.Counts[inspect.Delayed], "counted where it is")
+		}
+	})
 	t.Run("a config written by hand reads as the verbs read it", func(t *testing.T) {
 		for i, tc := range []struct {
 			config []string
@@ -232,6 +245,31 @@ func TestReadingQueues(t *testing.T) {
 		assert.True(t, inspect.IsLevel("emq_blocked_workers"))
 		assert.False(t, inspect.IsLevel("emq_jobs_acked"))
 	})
+}
+
+// TestABusyServerFailsTheReadNotTheQueues: a server busy with a script
+// answers every read BUSY, which says nothing of a queue's keys: the read
+// fails (a scrape fails, the target is marked down), where a queue with a
+// key of another type is one unreadable queue among those read.
+func TestABusyServerFailsTheReadNotTheQueues(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"busy-reply-threshold", "50"}})
+	queuetest.Fill(t, s.Client())
+	in := fixed(s.Client())
+	scripter := s.ClientAs(t, "scripter", "+@all", "~*") // a connection of its own
+	busy := make(chan error, 1)
+	go func() {
+		busy <- scripter.Do(context.Background(), scripter.B().Eval().Script("while true do end").Numkeys(0).Build()).Error()
+	}()
+	require.Eventually(t, func() bool { return strings.HasPrefix(fmt.Sprint(s.Do("PING").Error()), "BUSY") },
+		10*time.Second, 20*time.Millisecond, "the script to run")
+	sums, err := in.Summaries(ctx(t), []string{"emails", "payments"})
+	require.Error(t, err, "summaries %v", sums)
+	assert.Contains(t, err.Error(), "BUSY")
+	require.NoError(t, s.Do("SCRIPT", "KILL").Error())
+	<-busy
+	sums, err = in.Summaries(ctx(t), []string{"emails", "payments"})
+	require.NoError(t, err)
+	assert.NoError(t, sums[0].Err)
 }
 
 // TestDiscoveryCache: a list of queues is served from cache while fresh,

@@ -2,8 +2,11 @@ package inspect
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -28,6 +31,12 @@ type Summary struct {
 	// Repeats is how many repeat schedules the queue has (the size of its
 	// repeats set), finished ones included.
 	Repeats int64
+	// Due is how many delayed jobs are due by the inspector's clock, and
+	// Expired how many active jobs' leases have passed: work a claim (or
+	// the queue's timer, for a queue with a waiting worker) moves on — to
+	// pending, or a stall's retry — that Counts still show where it was.
+	// Numbers that stay up say no worker claims.
+	Due, Expired int64
 	// Head is the JOB id at the head of pending — the next to be claimed —
 	// or "" when nothing is pending; HeadAge is how long ago it was minted.
 	// With one priority in use the head is the oldest pending job; with
@@ -72,20 +81,23 @@ func (s Summary) Blank() bool {
 }
 
 // perQueue is how many commands summarize one queue: a ZCARD per state,
-// the config's fields, the head of pending, the ZCARD of its schedules.
-const perQueue = 4 + 3
+// the config's fields, the head of pending, the ZCARD of its schedules,
+// the ZCOUNTs of delayed jobs due and of leases passed.
+const perQueue = 4 + 3 + 2
 
 // summaryBatch bounds the commands of one pipeline.
 const summaryBatch = 256
 
 // Summaries summarizes each queue of names, in order: a fixed number of
 // O(1) or O(log N) commands per queue (ZCARD of each set and of the
-// schedules, HMGET of the config, ZRANGE of the head of pending),
-// pipelined. A queue whose read the server refused has its Summary.Err;
+// schedules, HMGET of the config, ZRANGE of the head of pending, ZCOUNT
+// of the delayed jobs due and the leases passed), pipelined. A queue whose read the server refused has its Summary.Err;
 // the error is a read that got no answer.
 func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, error) {
 	out := make([]Summary, 0, len(names))
 	now := in.opts.Now()
+	// a delayed job is due at its time; a lease passes after its deadline
+	due, passed := strconv.FormatInt(now.UnixMilli(), 10), "("+strconv.FormatInt(now.UnixMilli(), 10)
 	for start := 0; start < len(names); start += summaryBatch {
 		batch := names[start:min(start+summaryBatch, len(names))]
 		cmds := make(valkey.Commands, 0, perQueue*len(batch))
@@ -95,12 +107,14 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 			}
 			cmds = append(cmds, in.vk.B().Hmget().Key(keys.Set(q, keys.Config)).Field(configFields...).Build(),
 				in.vk.B().Zrange().Key(keys.Pending(q)).Min("0").Max("0").Build(),
-				in.vk.B().Zcard().Key(keys.Set(q, keys.Repeats)).Build())
+				in.vk.B().Zcard().Key(keys.Set(q, keys.Repeats)).Build(),
+				in.vk.B().Zcount().Key(keys.Set(q, keys.DelayedSet)).Min("-inf").Max(due).Build(),
+				in.vk.B().Zcount().Key(keys.Set(q, keys.ActiveSet)).Min("-inf").Max(passed).Build())
 		}
 		replies := in.vk.DoMulti(ctx, cmds...)
 		for i, q := range batch {
 			s, err := summaryOf(q, replies[i*perQueue:(i+1)*perQueue], now)
-			if Refused(err) {
+			if unreadable(err) {
 				s, err = Summary{Queue: q, Err: err}, nil
 			}
 			if err != nil {
@@ -110,6 +124,26 @@ func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, 
 		}
 	}
 	return out, nil
+}
+
+// serverStates are the codes of the error replies a server gives about
+// its own state, not the key it was asked of: a script or a module's call
+// running (BUSY), its data loading (LOADING), a replica without its
+// primary (MASTERDOWN), a cluster down (CLUSTERDOWN), a slot moving
+// (TRYAGAIN).
+var serverStates = []string{"BUSY", "LOADING", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN"}
+
+// unreadable reports whether err is the server's refusal of a read of a
+// queue's own keys (WRONGTYPE, NOPERM …), which leaves that queue unread
+// and the others read. A reply about the server's state says nothing of
+// the queue: as a read that got no answer, it fails the whole read.
+func unreadable(err error) bool {
+	var reply *valkey.ValkeyError
+	if !Refused(err) || !errors.As(err, &reply) {
+		return false
+	}
+	code, _, _ := strings.Cut(reply.Error(), " ")
+	return !slices.Contains(serverStates, code)
 }
 
 // Summary summarizes one queue; a queue that could not be read is its
@@ -158,6 +192,12 @@ func summaryOf(q string, r []valkey.ValkeyResult, now time.Time) (Summary, error
 	}
 	if s.Repeats, err = r[6].AsInt64(); err != nil {
 		return s, fmt.Errorf("queue %s: ZCARD repeats: %w", q, err)
+	}
+	if s.Due, err = r[7].AsInt64(); err != nil {
+		return s, fmt.Errorf("queue %s: delayed jobs due: %w", q, err)
+	}
+	if s.Expired, err = r[8].AsInt64(); err != nil {
+		return s, fmt.Errorf("queue %s: leases passed: %w", q, err)
 	}
 	return s, nil
 }
