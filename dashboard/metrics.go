@@ -206,7 +206,7 @@ var fieldHelps = map[string]string{
 	"emq_jobs_scheduled":      "Jobs admitted to delayed (EMQ.SCHEDULE or EMQ.ENQUEUEMANY with a time to come).",
 	"emq_jobs_removed":        "Jobs removed (EMQ.REMOVE).",
 	"emq_repeats_ticked":      "Jobs made by the ticks of repeat schedules.",
-	"emq_repeats_held":        "Claim turns and timer sweeps that held due schedule ticks back: the server was over its maxmemory.",
+	"emq_repeats_held":        "Claim turns and timer sweeps that held due schedule ticks back: the server would have refused EMQ.ENQUEUE (over maxmemory).",
 	"emq_events_appended":     "Events appended to queues' event streams.",
 	"emq_settled":             "Settlements EMQ.SETTLE applied.",
 	"emq_settles_refused":     "Settlements EMQ.SETTLE refused.",
