@@ -32,6 +32,7 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 #define CTX_FLAGS_MULTI (1 << 1)
 #define CTX_FLAGS_PRIMARY (1 << 2)
 #define CTX_FLAGS_CLUSTER (1 << 5)
+#define CTX_FLAGS_EVICT (1 << 9)
 #define CTX_FLAGS_OOM (1 << 10)
 #define CTX_FLAGS_LOADING (1 << 13)
 #define CTX_FLAGS_DENY_BLOCKING (1 << 21)

@@ -282,15 +282,19 @@ int emq_moving(emq_call *c, int k) {
 }
 
 // emq_out_of_memory reports whether the server refuses deny-oom commands
-// (EMQ.ENQUEUE among them) now: over its maxmemory with no room made —
-// under an eviction policy the server evicts as a command begins, and a
-// command it could evict for runs even while memory is still above the
-// limit. Over the limit it asks the server's own answer, the state the
-// last command began in (what a module's deny-oom Call meets): a dry run
-// of SET with the "M" flag, refused ENOSPC. A server before Redis 7.2
-// runs no call dry (EBADF): there being over the limit is enough.
+// (EMQ.ENQUEUE among them) now: over its maxmemory with no room made.
+// Under noeviction being over the limit is enough. Under an eviction
+// policy the server evicts as a command begins, and runs a command it
+// could evict for even while memory is still above the limit: it is
+// asked its own answer, the state the last command began in (what a
+// module's deny-oom Call meets) — a dry run of SET with the "M" flag,
+// refused ENOSPC. (The state is the last command's the server let run: a
+// refused one leaves it as it was.) A server before Redis 7.2 runs no
+// call dry (EBADF): there being over the limit is enough.
 int emq_out_of_memory(emq_call *c) {
-    if (!(api.GetContextFlags(c->ctx) & CTX_FLAGS_OOM)) return 0;
+    int flags = api.GetContextFlags(c->ctx);
+    if (!(flags & CTX_FLAGS_OOM)) return 0;
+    if (!(flags & CTX_FLAGS_EVICT)) return 1;
     errno = 0;
     ValkeyModuleCallReply *r = api.Call(c->ctx, "SET", "MDss", c->names[0], c->names[0]);
     if (r) api.FreeCallReply(r);

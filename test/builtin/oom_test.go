@@ -250,3 +250,37 @@ func TestOverMaxmemoryWithRoomToEvictTicks(t *testing.T) {
 	assert.Len(t, claimed(t, rs[1]), 1, "the claim made the tick's job and took it")
 	assert.Equal(t, held, infoInt(t, s, "emq", "emq_repeats_held"), "no turn held its ticks")
 }
+
+// TestAWaitersTickIsHeldOnceAWriteTookTheServerOverMaxmemory: under
+// noeviction a write the server let run (it began under the limit) takes
+// memory over it; from then EMQ.ENQUEUE is refused, and so is a tick the
+// queue's timer would make for a waiting worker — though no command has
+// begun since to tell the server's own out-of-memory state.
+func TestAWaitersTickIsHeldOnceAWriteTookTheServerOverMaxmemory(t *testing.T) {
+	s := start(t, valkeytest.Options{Config: []string{"maxmemory-policy", "noeviction"}})
+	const q = "overbywrite"
+	ok(t, s, repeat(q, "second", "@every 1s", 0).argv()...)
+	held := infoInt(t, s, "emq", "emq_repeats_held")
+	waiter := newClient(t, s, "")
+	done := make(chan reply, 1)
+	go func() {
+		done <- waiter.Do(context.Background(), waiter.B().Arbitrary(verb("EMQ.BCLAIM", queueSets(q), "60000", "1", "3", "2500").argv()...).Blocking())
+	}()
+	eventually(t, 2*time.Second, "the worker to wait", func() bool { return s.InfoField("clients", "blocked_clients") == "1" })
+	limit := infoInt(t, s, "memory", "used_memory") + 2<<20
+	cl := s.Client()
+	rs := cl.DoMulti(ctx(t),
+		cl.B().Arbitrary("CONFIG", "SET", "maxmemory", strconv.FormatInt(limit, 10)).Build(),
+		cl.B().Arbitrary("SETRANGE", "filler", "8000000", "x").Build()) // begins under the limit, ends over it
+	for _, r := range rs {
+		require.NoError(t, r.Error())
+	}
+	select {
+	case r := <-done:
+		assert.Empty(t, claimed(t, r), "a tick's job was made over maxmemory")
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the waiter never returned")
+	}
+	assert.Greater(t, infoInt(t, s, "emq", "emq_repeats_held"), held, "the timer held the tick")
+	assert.Equal(t, "0", str(t, s, "HGET", keys.Repeat(q, "second"), "made"))
+}
