@@ -35,6 +35,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -236,12 +237,33 @@ func Authenticate(auth string) (func(http.Handler) http.Handler, error) {
 }
 
 // MetricsHandler serves the Prometheus metrics of in's queues and INFO
-// emq (see [NewCollector]), as `emq metrics` does alone; a scrape's reads
-// are bounded by timeout (DefaultTimeout when 0).
+// emq (see [NewCollector]), as `emq metrics` does alone. A scrape's reads
+// are bounded by timeout (DefaultTimeout when 0), by the scrape timeout
+// Prometheus sends (X-Prometheus-Scrape-Timeout-Seconds) when it is
+// shorter, and by the request: a scrape Prometheus gave up on stops
+// reading.
 func MetricsHandler(in *inspect.Inspector, timeout time.Duration) http.Handler {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(NewCollector(in, timeout))
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError})
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := NewCollector(in, scrapeTimeout(r, timeout))
+		c.base = r.Context()
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(c)
+		promhttp.HandlerFor(reg, opts).ServeHTTP(w, r)
+	})
+}
+
+// scrapeTimeout is timeout, or the scrape timeout Prometheus sends with r
+// when that is shorter.
+func scrapeTimeout(r *http.Request, timeout time.Duration) time.Duration {
+	s, err := strconv.ParseFloat(r.Header.Get("X-Prometheus-Scrape-Timeout-Seconds"), 64)
+	if d := time.Duration(s * float64(time.Second)); err == nil && d > 0 && d < timeout {
+		return d
+	}
+	return timeout
 }
 
 // csrfCookie holds the nonce a page's CSRF token signs.

@@ -735,6 +735,29 @@ func TestActionUnanswered(t *testing.T) {
 	assert.NotContains(t, flash, "may have acted", "a refused dial sent nothing")
 }
 
+// TestMetricsScrapeTimeout: a scrape's reads end at the scrape timeout
+// Prometheus sends, when shorter than the dashboard's own bound: a server
+// that stopped answering fails the scrape then (500), not when Prometheus
+// has given up on it long since.
+func TestMetricsScrapeTimeout(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	w := serveDashboard(t, s.Client(), Config{Timeout: 20 * time.Second})
+	code, _ := w.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	thaw := s.Freeze(t)
+	defer thaw()
+	req, err := http.NewRequest(http.MethodGet, w.url+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Prometheus-Scrape-Timeout-Seconds", "0.5")
+	began := time.Now()
+	resp, err := w.hc.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.Less(t, time.Since(began), 5*time.Second, "the scrape waited out the dashboard's 20 s")
+}
+
 // TestMetricsLabels: every queue name is a UTF-8 label value — a name that
 // is not UTF-8 has its stray bytes escaped — so no name fails the scrape
 // and the other queues' series are all there; of two names sharing a

@@ -48,6 +48,7 @@ import (
 type Collector struct {
 	in                                              *inspect.Inspector
 	timeout                                         time.Duration
+	base                                            context.Context // the scrape's request (MetricsHandler); nil: none
 	queues, jobs, paused, limit, windowSecs, oldest *prometheus.Desc
 	schedules, due, expired                         *prometheus.Desc
 	unreadable, up                                  *prometheus.Desc
@@ -89,7 +90,11 @@ func (c *Collector) Describe(chan<- *prometheus.Desc) {}
 
 // Collect reads the queues and INFO emq.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	base := c.base
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(base, c.timeout)
 	defer cancel()
 	if err := c.collect(ctx, ch); err != nil {
 		ch <- prometheus.NewInvalidMetric(c.queues, err)
