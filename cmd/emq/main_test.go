@@ -140,6 +140,20 @@ func TestCLIReads(t *testing.T) {
 				assert.Equal(t, queueJSON{Queue: "payments", Pending: 2, Paused: true, LimitMax: 10, LimitWindowMs: 1000,
 					OldestPending: f.PaymentsPending[0].String(), OldestAgeMs: (time.Hour - 8*time.Second).Milliseconds()}, qs[2])
 			})
+			t.Run("queues --json counts the delayed jobs due and the leases passed by its clock", func(t *testing.T) {
+				// emails' delayed job is due at Now + 30m; its lease passes after Now + 5m
+				for _, tc := range []struct {
+					after        time.Duration
+					due, expired int64
+				}{{0, 0, 0}, {10 * time.Minute, 0, 1}, {31 * time.Minute, 1, 1}} {
+					r := emqAt(t, target.addr, queuetest.Now.Add(tc.after), "queues", "--json")
+					require.Equal(t, exitOK, r.code, r.stderr)
+					var qs []queueJSON
+					require.NoError(t, json.Unmarshal([]byte(r.stdout), &qs))
+					assert.Equal(t, tc.due, qs[0].DelayedDue, "+%v", tc.after)
+					assert.Equal(t, tc.expired, qs[0].ActiveExpired, "+%v", tc.after)
+				}
+			})
 			t.Run("jobs --json parses", func(t *testing.T) {
 				r := emq(t, target.addr, "jobs", "emails", "--state", "dead", "--json")
 				require.Equal(t, exitOK, r.code, r.stderr)

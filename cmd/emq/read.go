@@ -39,6 +39,8 @@ type queueJSON struct {
 	LimitWindowMs int64  `json:"limit_window_ms"`
 	Events        int64  `json:"events"`
 	Schedules     int64  `json:"schedules"`
+	DelayedDue    int64  `json:"delayed_due"`    // of delayed, those due no claim has moved on yet
+	ActiveExpired int64  `json:"active_expired"` // of active, those whose lease passed, not yet requeued
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
 	// Error is why the queue could not be read; its counts are then 0.
@@ -68,7 +70,7 @@ func printQueues(s *session, sums []inspect.Summary) error {
 			out[i] = queueJSON{Queue: q.Queue, Pending: q.Counts[inspect.Pending], Active: q.Counts[inspect.Active],
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
 				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events, Schedules: q.Repeats,
-				OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
+				DelayedDue: q.Due, ActiveExpired: q.Expired, OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
 			if q.Err != nil {
 				out[i].Error = q.Err.Error()
 			}
