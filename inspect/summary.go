@@ -91,8 +91,9 @@ const summaryBatch = 256
 // Summaries summarizes each queue of names, in order: a fixed number of
 // O(1) or O(log N) commands per queue (ZCARD of each set and of the
 // schedules, HMGET of the config, ZRANGE of the head of pending, ZCOUNT
-// of the delayed jobs due and the leases passed), pipelined. A queue whose read the server refused has its Summary.Err;
-// the error is a read that got no answer.
+// of the delayed jobs due and the leases passed), pipelined. A queue whose
+// read the server refused has its Summary.Err; the error is a read that
+// got no answer, or a reply about the server's own state (unreadable).
 func (in *Inspector) Summaries(ctx context.Context, names []string) ([]Summary, error) {
 	out := make([]Summary, 0, len(names))
 	now := in.opts.Now()
