@@ -168,9 +168,9 @@ func passing(err error) bool {
 	return verr.IsTryAgain() || verr.IsClusterDown() || verr.IsLoading() || word == "MASTERDOWN" || word == "UNBLOCKED"
 }
 
-// refusal turns an error reply whose first word is a refusal code
-// into a *errors.Refusal, so errors.Is(err, errors.Kind) works; other errors
-// are returned unchanged. TRYAGAIN stays the server's error, as MOVED and
+// refusal turns an error reply whose first word is a refusal code — or a
+// fallback script's ACL failure, a NOPERM — into a *errors.Refusal, so
+// errors.Is(err, errors.Kind) works; other errors are returned unchanged. TRYAGAIN stays the server's error, as MOVED and
 // ASK do: a slot's migration answers it for a moment, nothing was
 // written, and the same call goes through sent again later — it is not a
 // refusal of the call (valkey-go hands it back for a write, as this
@@ -180,6 +180,11 @@ func refusal(err error) error {
 	if !ok {
 		return err
 	}
+	for _, denial := range scriptDenials {
+		if strings.HasPrefix(verr.Error(), denial) {
+			return &emqerrors.Refusal{Code: emqerrors.NoPerm, Msg: withoutScript(verr.Error())}
+		}
+	}
 	word, msg, _ := strings.Cut(verr.Error(), " ")
 	code, ok := emqerrors.ParseCode(word) // never ERR: valkey-go drops it
 	if !ok || code == emqerrors.TryAgain {
@@ -187,6 +192,11 @@ func refusal(err error) error {
 	}
 	return &emqerrors.Refusal{Code: code, Msg: withoutScript(msg)}
 }
+
+// scriptDenials begin the server's error for a command of a fallback
+// script its ACL user may not run, or a key it may not touch (Redis 7.0
+// words it the second way): the verb's NOPERM, met inside the script.
+var scriptDenials = []string{"ACL failure in script: ", "The user executing the script can't "}
 
 // withoutScript drops what the server appends to a script's error:
 // " script: <sha>, on @user_script:<line>.".

@@ -352,7 +352,8 @@
 //     verb sends a null array (*-1); in RESP3 both are _.
 //   - A derived key the caller's ACL user may not touch fails the script
 //     at the first command on it, with the server's "ERR ACL failure in
-//     script: No permissions to access a key", after the call's earlier
+//     script: No permissions to access a key" (a NOPERM [*Refusal] to the
+//     caller, as a built-in the user may not run), after the call's earlier
 //     writes have landed (a claim's removals from pending come at its end,
 //     so a job it took may then sit in both pending and active); the verb
 //     refuses with NOPERM before writing, and SETTLE and ENQUEUEMANY

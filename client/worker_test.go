@@ -1481,3 +1481,25 @@ func TestWorkLooksForTicksLessOftenWhileTheNodeIsAway(t *testing.T) {
 	assert.LessOrEqual(t, looks, 8, "it backed off: 50, 100, 200, 400, 800 ms")
 	require.NoError(t, stop())
 }
+
+// TestWorkStopsOnAScriptsACLFailure: on a node without the module, a user
+// granted the scripts but not a built-in they run meets the server's ACL
+// failure inside the script — the NOPERM the verb would give — which stops
+// Work as the verb's refusal does, rather than being retried for ever.
+func TestWorkStopsOnAScriptsACLFailure(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	m, err := ids.NewMinter(9)
+	require.NoError(t, err)
+	vk := s.ClientAs(t, "scripts", "~emq:*", "+@scripting", "+@connection") // none of the built-ins
+	q, err := New(vk).Queue("denied", m, Policy{})
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx(t), []byte("x"))
+	requireRefusal(t, err, emqerrors.NoPerm)
+
+	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	began := time.Now()
+	err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
+	requireRefusal(t, err, emqerrors.NoPerm)
+	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+}
