@@ -243,15 +243,13 @@ func Authenticate(auth string) (func(http.Handler) http.Handler, error) {
 // shorter, and by the request: a scrape Prometheus gave up on stops
 // reading.
 func MetricsHandler(in *inspect.Inspector, timeout time.Duration) http.Handler {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	shared := NewCollector(in, timeout) // its descriptions, made once
 	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c := NewCollector(in, scrapeTimeout(r, timeout))
-		c.base = r.Context()
+		c := *shared
+		c.timeout, c.base = scrapeTimeout(r, shared.timeout), r.Context()
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(c)
+		reg.MustRegister(&c)
 		promhttp.HandlerFor(reg, opts).ServeHTTP(w, r)
 	})
 }
