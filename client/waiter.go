@@ -187,7 +187,9 @@ func (b *blocker) open(ctx context.Context, q *Queue) error {
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
 	if err != nil {
 		dc.Close()
-		return err
+		// a user not granted CLIENT ID is NOPERM: a refusal, which stops
+		// Work as a verb's does (docs/commands.md names the grants)
+		return fmt.Errorf("client: CLIENT ID of the blocking claim's connection: %w", refusal(err))
 	}
 	b.dc, b.release, b.id = dc, release, id
 	return nil

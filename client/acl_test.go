@@ -1,0 +1,122 @@
+package client
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+)
+
+// workerUser is the rules docs/commands.md gives a user of the Go client:
+// its ACL SETUSER line after the password; on a server without module ACL
+// categories (Redis 7.0) @emq is every verb by name, as the docs say.
+func workerUser(t *testing.T, s *valkeytest.Server) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/commands.md")
+	require.NoError(t, err)
+	const line = "    ACL SETUSER worker on >secret "
+	i := strings.Index(string(doc), line)
+	require.GreaterOrEqual(t, i, 0, "docs/commands.md has no %q", line)
+	text, _, _ := strings.Cut(string(doc[i+len(line):]), "\n")
+	var rules []string
+	for _, r := range strings.Fields(text) {
+		if r == "+@emq" && !s.Product().ModuleACLCategories() {
+			verbs, err := s.VerbGrant()
+			require.NoError(t, err)
+			rules = append(rules, verbs...)
+			continue
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// TestTheDocumentedWorkerUser: a valkey-go client built as the docs build
+// it, logged in as the user docs/commands.md gives, enqueues and works a
+// queue — a job enqueued while Work waits idle is handled, the stop ends
+// the waiting claim at once — on a server and on a cluster, and the
+// server refuses it nothing (its ACL LOG stays empty).
+func TestTheDocumentedWorkerUser(t *testing.T) {
+	one := valkeytest.Start(t, valkeytest.Options{})
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	for _, target := range []struct {
+		name  string
+		nodes []*valkeytest.Server
+	}{{"a server", []*valkeytest.Server{one}}, {"a cluster", cl.Primaries}} {
+		t.Run(target.name, func(t *testing.T) {
+			rules := workerUser(t, target.nodes[0])
+			var seeds []string
+			for _, n := range target.nodes {
+				require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "worker", "on", ">secret"}, rules...)...).Error())
+				seeds = append(seeds, n.Addr)
+			}
+			vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Username: "worker", Password: "secret"})
+			require.NoError(t, err)
+			defer vk.Close()
+			m, err := ids.NewMinter(11)
+			require.NoError(t, err)
+			q, err := New(vk).Queue("granted", m, Policy{Lease: 5 * time.Second})
+			require.NoError(t, err)
+
+			handled := make(chan string, 1)
+			wctx, cancel := context.WithCancel(context.Background())
+			var werr error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				werr = q.Work(wctx, func(_ context.Context, j *Job) error {
+					handled <- string(j.Payload)
+					return nil
+				}, WorkOptions{Poll: 5 * time.Second})
+			})
+			time.Sleep(300 * time.Millisecond) // Work claims nothing and waits
+			_, err = q.Enqueue(ctx(t), []byte("while it waits"))
+			require.NoError(t, err)
+			select {
+			case p := <-handled:
+				assert.Equal(t, "while it waits", p)
+			case <-time.After(3 * time.Second):
+				t.Error("the job enqueued while Work waited was not handled")
+			}
+			time.Sleep(200 * time.Millisecond) // waiting again
+			stopped := time.Now()
+			cancel()
+			wg.Wait()
+			require.NoError(t, werr)
+			assert.Less(t, time.Since(stopped), 2*time.Second, "the stop ended the waiting claim (CLIENT UNBLOCK)")
+			for _, n := range target.nodes {
+				log, err := n.Do("ACL", "LOG").ToAny()
+				require.NoError(t, err)
+				assert.Empty(t, log, "%s refused the documented user", n.Addr)
+			}
+		})
+	}
+}
+
+// TestWorkStopsOnARefusedClientID: a user not granted CLIENT ID, which
+// Work's blocking claim asks of its connection, meets the NOPERM as the
+// queue goes idle; Work stops on it, as on a verb's refusal, rather than
+// trying again for ever, handling nothing enqueued later.
+func TestWorkStopsOnARefusedClientID(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(12)
+	require.NoError(t, err)
+	vk := s.ClientAs(t, "noid", "+@all", "-client|id", "~*")
+	q, err := New(vk).Queue("noid", m, Policy{})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	began := time.Now()
+	err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
+	requireRefusal(t, err, emqerrors.NoPerm)
+	assert.Contains(t, err.Error(), "client|id")
+	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+}
