@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"time"
 
@@ -58,12 +56,12 @@ func lookup(name string) *command {
 
 // options are every flag's value; each command registers those it takes.
 type options struct {
-	addr, user string
-	json       bool
-	timeout    time.Duration
-	node       uint
-	delay      time.Duration
-	priority   int64
+	target
+	json     bool
+	timeout  time.Duration
+	node     uint
+	delay    time.Duration
+	priority int64
 
 	state         string
 	limit, offset int
@@ -83,12 +81,7 @@ type options struct {
 func (c *command) flagSet(o *options, e env) *flag.FlagSet {
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // run reports parse errors and help itself
-	addr := e.getenv("EMQ_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	fs.StringVar(&o.addr, "addr", addr, "server `host:port`; for a cluster any node, or several comma-separated ($EMQ_ADDR)")
-	fs.StringVar(&o.user, "user", e.getenv("EMQ_USER"), "ACL user ($EMQ_USER); the password is read from $EMQ_PASSWORD")
+	targetFlags(fs, &o.target, e)
 	if !c.noJSON {
 		fs.BoolVar(&o.json, "json", false, "print JSON for scripts instead of a table")
 	}
@@ -145,54 +138,6 @@ type session struct {
 	// it again itself until the server answers, saying nothing (tail says
 	// so, then reads again).
 	noRetry bool
-}
-
-// connect opens the valkey-go client: a cluster client when the server is
-// one of a cluster.
-func (s *session) connect() error {
-	if s.vk != nil {
-		return nil
-	}
-	seeds := strings.Split(s.o.addr, ",")
-	vk, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: seeds,
-		Username:    s.o.user,
-		Password:    s.e.getenv("EMQ_PASSWORD"),
-		// valkey-go bounds the dial and the first command (HELLO) by the
-		// dialer's timeout, 5 s unless set: --timeout is the run's bound
-		Dialer:       net.Dialer{Timeout: s.o.timeout},
-		DisableCache: true,
-		DisableRetry: s.noRetry,
-		// valkey-go reads a cluster's slot map again only when a command
-		// fails; a primary the cluster marked failed is dropped from it, and
-		// one back since is met by no command of dash or metrics (they read
-		// the queues they know): asking now and then finds it again.
-		ClusterOption: valkey.ClusterOption{ShardsRefreshInterval: topologyRefresh},
-	})
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", s.o.addr, connectError(err, len(seeds)))
-	}
-	s.vk = vk
-	s.in = inspect.New(vk, inspect.Options{Now: s.e.now})
-	s.c = client.New(vk)
-	return nil
-}
-
-// connectError says what an operator can do about a refused connection:
-// set $EMQ_PASSWORD for a server that asks for one; give one --addr for
-// standalone servers, which valkey-go takes for cluster seeds when there
-// are several. Other errors are returned as they are.
-func connectError(err error, seeds int) error {
-	verr, ok := valkey.IsValkeyErr(err)
-	switch {
-	case !ok:
-		return err
-	case strings.HasPrefix(verr.Error(), "NOAUTH"), strings.HasPrefix(verr.Error(), "WRONGPASS"):
-		return fmt.Errorf("%w (the password is read from $EMQ_PASSWORD, the user from --user or $EMQ_USER)", err)
-	case seeds > 1 && strings.Contains(verr.Error(), "cluster support disabled"):
-		return errors.New("several --addr are cluster seeds; these nodes have cluster support disabled (give one --addr for a standalone server)")
-	}
-	return err
 }
 
 // inspector is the session's Inspector, connected.

@@ -27,10 +27,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -167,7 +165,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case o.timeout <= 0:
 		err = usageError("--timeout %v: want a positive duration", o.timeout)
 	default:
-		err = checkAddr(o.addr)
+		err = o.check()
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "emq %s: %s\nusage: %s (emq help %s)\n", cmd.name, terminalText(err.Error()),
@@ -188,23 +186,13 @@ func run(ctx context.Context, args []string, e env) int {
 			hint = " (--addr names a replica: actions go to its primary)"
 		case migrating(err):
 			hint = " (the queue's slot is migrating, some of its keys moved: run it again once the slot has moved)"
+		case s.sentinel(err):
+			hint = " (--addr names a Sentinel: give --sentinel <name> of the primary it monitors)"
 		}
 		fmt.Fprintf(e.stderr, "emq %s: %s%s\n", cmd.name, terminalText(err.Error()), hint)
 		return exitCode(err)
 	}
 	return exitOK
-}
-
-// checkAddr refuses an --addr that names no node: each comma-separated
-// seed is host:port, the port a number 1 … 65535.
-func checkAddr(addr string) error {
-	for _, seed := range strings.Split(addr, ",") {
-		_, port, err := net.SplitHostPort(seed)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-			return usageError("--addr %q: want host:port, a port 1 … 65535 (a cluster: seeds comma-separated)", seed)
-		}
-	}
-	return nil
 }
 
 // commandFirst moves the common flags given before the command (emq
@@ -264,8 +252,10 @@ func overview() string {
 	}
 	b.WriteString(`
 Every command takes --addr host:port (a cluster: any node, or several
-comma-separated; default $EMQ_ADDR or 127.0.0.1:6379), --user ($EMQ_USER;
-the password comes from $EMQ_PASSWORD), --timeout, and --json (for
+comma-separated; a unix socket's path; default $EMQ_ADDR or
+127.0.0.1:6379), --user ($EMQ_USER; the password comes from $EMQ_PASSWORD),
+--db ($EMQ_DB), --tls (with --cacert, --cert and --key, --sni, --insecure),
+--sentinel <name> (--addr then lists Sentinels), --timeout, and --json (for
 scripts) but for dash and metrics.
 
 Exit codes: 0 done, 1 failed, 2 bad usage, 3 no such job (or schedule),

@@ -48,14 +48,16 @@ func emq(t *testing.T, addr string, args ...string) result {
 // emqAt runs the command against addr with its clock stopped at now.
 func emqAt(t *testing.T, addr string, now time.Time, args ...string) result {
 	t.Helper()
+	return emqEnv(t, map[string]string{"EMQ_ADDR": addr}, now, args...)
+}
+
+// emqEnv runs the command in the environment vars, its clock stopped at
+// now.
+func emqEnv(t *testing.T, vars map[string]string, now time.Time, args ...string) result {
+	t.Helper()
 	var stdout, stderr, progress bytes.Buffer
 	e := env{stdout: &stdout, stderr: &stderr, progress: &progress, now: func() time.Time { return now },
-		getenv: func(k string) string {
-			if k == "EMQ_ADDR" {
-				return addr
-			}
-			return ""
-		}}
+		getenv: func(k string) string { return vars[k] }}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	code := run(ctx, args, e)
@@ -940,25 +942,28 @@ func TestCLIServes(t *testing.T) {
 }
 
 // TestCLIUnreadableQueue: one queue with a key of another type under its
-// layout is a row of ? and a note on stderr; every other queue is listed
-// and counted, exit 0; a command naming that queue fails.
+// layout is a row of ? and a note on stderr (in JSON no counts, only the
+// error); every other queue is listed and counted, and the run exits 1, its
+// listing incomplete; a command naming that queue fails.
 func TestCLIUnreadableQueue(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	queuetest.Fill(t, s.Client())
 	require.NoError(t, s.Do("SET", "emq:{wt}:pending", "notazset").Error())
 	r := emq(t, s.Addr, "queues")
-	require.Equal(t, exitOK, r.code, r.stderr)
+	require.Equal(t, exitFailed, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "\nemails    3        1       1        2     no      -      0          59m54s\n")
 	assert.Contains(t, r.stdout, "\nwt        ?        ?       ?        ?     ?       ?      ?          ?\n")
 	assert.Contains(t, r.stderr, "emq queues: cannot read wt (its row shows ?): queue wt: ZCARD pending: WRONGTYPE")
+	assert.Contains(t, r.stderr, "emq queues: 1 of 4 queues unreadable (their rows show ?)\n")
 
 	r = emq(t, s.Addr, "queues", "--json")
-	require.Equal(t, exitOK, r.code, r.stderr)
-	var qs []queueJSON
+	require.Equal(t, exitFailed, r.code, r.stderr)
+	var qs []map[string]any
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &qs))
 	require.Len(t, qs, 4)
-	assert.Equal(t, int64(2), qs[0].Dead)
-	assert.Contains(t, qs[3].Error, "WRONGTYPE")
+	assert.Equal(t, 2.0, qs[0]["dead"])
+	assert.Equal(t, map[string]any{"queue": "wt", "error": qs[3]["error"]}, qs[3], "no counts that read as 0")
+	assert.Contains(t, qs[3]["error"], "WRONGTYPE")
 
 	r = emq(t, s.Addr, "jobs", "wt")
 	assert.Equal(t, exitFailed, r.code, "asked for by name, the queue fails the command")

@@ -43,8 +43,13 @@ type queueJSON struct {
 	ActiveExpired int64  `json:"active_expired"` // of active, those whose lease passed, not yet requeued
 	OldestPending string `json:"oldest_pending,omitempty"`
 	OldestAgeMs   int64  `json:"oldest_pending_age_ms"`
-	// Error is why the queue could not be read; its counts are then 0.
-	Error string `json:"error,omitempty"`
+}
+
+// unreadableJSON is a queue of emq queues --json the server refused to
+// read: no counts, which would read as 0, only why.
+type unreadableJSON struct {
+	Queue string `json:"queue"`
+	Error string `json:"error"`
 }
 
 func runQueues(ctx context.Context, s *session, _ []string) error {
@@ -59,21 +64,34 @@ func runQueues(ctx context.Context, s *session, _ []string) error {
 	if err := printQueues(s, sums); err != nil {
 		return err
 	}
-	return lost // the queues of a primary that did not answer are missing: exit 1
+	if lost != nil {
+		return lost // the queues of a primary that did not answer are missing: exit 1
+	}
+	unread := 0
+	for _, q := range sums {
+		if q.Err != nil {
+			unread++
+		}
+	}
+	if unread > 0 { // the listing is incomplete, as with a primary missing
+		return fmt.Errorf("%d of %d queues unreadable (their rows show ?)", unread, len(sums))
+	}
+	return nil
 }
 
 // printQueues writes the summaries as a table, or as JSON.
 func printQueues(s *session, sums []inspect.Summary) error {
 	if s.o.json {
-		out := make([]queueJSON, len(sums))
+		out := make([]any, len(sums))
 		for i, q := range sums {
+			if q.Err != nil {
+				out[i] = unreadableJSON{Queue: q.Queue, Error: q.Err.Error()}
+				continue
+			}
 			out[i] = queueJSON{Queue: q.Queue, Pending: q.Counts[inspect.Pending], Active: q.Counts[inspect.Active],
 				Delayed: q.Counts[inspect.Delayed], Dead: q.Counts[inspect.Dead], Paused: q.Paused,
 				LimitMax: q.Limit.Max, LimitWindowMs: q.Limit.Window.Milliseconds(), Events: q.Events, Schedules: q.Repeats,
 				DelayedDue: q.Due, ActiveExpired: q.Expired, OldestPending: q.Head, OldestAgeMs: q.HeadAge.Milliseconds()}
-			if q.Err != nil {
-				out[i].Error = q.Err.Error()
-			}
 		}
 		return writeJSON(s.e.stdout, out)
 	}

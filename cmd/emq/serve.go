@@ -23,8 +23,9 @@ var dashCmd = &command{
 	name: "dash", summary: "the web dashboard: queues, jobs, throughput, actions; /metrics too",
 	detail: `Serves the dashboard on --listen (loopback by default). It is read-only
 unless --write is given; actions are POSTs carrying a CSRF token. --auth
-user:password (or $EMQ_DASH_AUTH) asks for HTTP basic authentication on
-every page. Serving actions on an address other than loopback needs --auth;
+user:password (or $EMQ_DASH_AUTH, which ps does not show as it does the
+flag) asks for HTTP basic authentication on every page; the dashboard
+speaks plain HTTP, so off loopback put a TLS proxy before it. Serving actions on an address other than loopback needs --auth;
 on loopback it answers only requests for a loopback name (localhost,
 127.0.0.1, [::1]) or a name of --allow-host (a reverse proxy's that passes
 its Host on), so no other site's page reaches it by DNS rebinding.
@@ -37,7 +38,7 @@ server, it answers 503 and tries the server every second until it answers.`,
 	flags: func(fs *flag.FlagSet, o *options) {
 		listenFlag(fs, o, "127.0.0.1:8080")
 		fs.BoolVar(&o.write, "write", false, "enable the actions (revive …); read-only without it")
-		fs.StringVar(&o.auth, "auth", "", "`user:password` for HTTP basic authentication ($EMQ_DASH_AUTH)")
+		fs.StringVar(&o.auth, "auth", "", "`user:password` for HTTP basic authentication; $EMQ_DASH_AUTH keeps it out of ps")
 		fs.DurationVar(&o.sample, "sample", dashboard.DefaultSample, "how often throughput is sampled")
 	},
 	run: runDash,

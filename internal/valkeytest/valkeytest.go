@@ -38,6 +38,10 @@ type Options struct {
 	Dir string
 	// Port to listen on; a free one if 0.
 	Port int
+	// Server is the binary, a path or a name on PATH, for a test of a
+	// server's feature the matrix's builds may lack (TLS); ServerPath's
+	// when empty.
+	Server string
 }
 
 // Server is one running server process.
@@ -122,6 +126,9 @@ func Start(t testing.TB, opts Options) *Server {
 // data directory it makes is removed when the server stops.
 func Launch(opts Options) (*Server, error) {
 	bin, err := ServerPath()
+	if opts.Server != "" {
+		bin, err = exec.LookPath(opts.Server)
+	}
 	if err != nil {
 		return nil, err
 	}
