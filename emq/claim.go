@@ -43,6 +43,9 @@ func runClaim(blocking bool) func(Call) error {
 		if err != nil {
 			return err
 		}
+		if c.Server.Waiting() > 0 { // a wake-up: it serves one client
+			t.serving(int(a.count))
+		}
 		if err := t.run(a); err != nil {
 			return err
 		}
@@ -108,8 +111,11 @@ type turn struct {
 	p     *Plan
 	queue []byte
 	now   int64
-	batch int
-	st    settings
+	batch int // the pops' budget beyond count: emq.sweep-batch, or a check's limit
+	// the most jobs each sweep moves (or ticks it makes): batch, or fewer
+	// for a turn the server runs on its own (serving)
+	sweepMax int
+	st       settings
 	// the rate window: the limiter's key (-1 without a limit), the jobs it
 	// delivered, when it ends, and whether the limiter holds it already
 	// (with its expiry) or this turn begins it — or cuts it: a window
@@ -269,11 +275,22 @@ func (t *turn) next(on int, timeout int64, again bool) {
 	t.p.Wait = w
 }
 
+// serving bounds the sweeps of a turn the server runs on its own — a
+// waiting client's wake-up, a queue timer's sweep — to n jobs each: what
+// the clients it serves take (a wake-up's count; for the timer, one per
+// waiting client, whose own wake-ups then sweep their counts). A crowd of
+// waiters woken at once — each one's turn runs in the same pass of the
+// event loop, as do the timers of queues due in the same millisecond —
+// then costs the server what it hands them, not emq.sweep-batch jobs each
+// however much came due; a command's turn, or the next claim, moves the
+// rest.
+func (t *turn) serving(n int) { t.sweepMax = max(min(t.sweepMax, n), 1) }
+
 // newTurn starts the plan's turn of queue, reusing its slices: a call
 // allocates nothing for it.
 func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
-	t.s, t.p, t.queue, t.now, t.batch, t.st = s, p, queue, s.NowMs(), batch, st
+	t.s, t.p, t.queue, t.now, t.batch, t.sweepMax, t.st = s, p, queue, s.NowMs(), batch, batch, st
 	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held = -1, 0, 0, false, false, -1, false
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()

@@ -571,7 +571,7 @@ func (t *turn) tick() error {
 		return nil
 	}
 	s, p := t.s, t.p
-	due := s.ZRange(t.repeats, float64(t.now), false, t.batch)
+	due := s.ZRange(t.repeats, float64(t.now), false, t.sweepMax)
 	if len(due) > 0 && s.OutOfMemory() {
 		t.held = true
 		p.Count(RepeatsHeld, 1)

@@ -29,6 +29,9 @@ var Sweep = &Verb{Name: "EMQ.SWEEP", Arity: 6, Keys: 4, Run: func(c Call) error 
 	if err != nil {
 		return err
 	}
+	if n := c.Server.Waiting(); n > 0 {
+		t.serving(n)
+	}
 	if err := t.sweep(); err != nil {
 		return err
 	}
@@ -67,7 +70,7 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 	if t.st.events.on() {
 		read = priorityAttemptsFields
 	}
-	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, t.rows, read) {
+	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.sweepMax, t.rows, read) {
 		if t.done.has(r.Bytes) {
 			continue
 		}

@@ -35,6 +35,7 @@ type fakeServer struct {
 
 	moving   bool // the queue's slot is being migrated: Moving says so
 	unrouted bool // a wake-up or a timer's sweep: Routed says false
+	waiting  int  // the clients such a turn serves: Waiting says so
 	oom      bool // the server is over its maxmemory: OutOfMemory says so
 	asked    int  // calls of Moving
 
@@ -128,6 +129,7 @@ func (s *fakeServer) NowMs() int64 { return s.now }
 func (s *fakeServer) MayWait() bool { return false }
 
 func (s *fakeServer) Routed() bool { return !s.unrouted }
+func (s *fakeServer) Waiting() int { return s.waiting }
 
 func (s *fakeServer) OutOfMemory() bool { return s.oom }
 

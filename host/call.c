@@ -721,9 +721,10 @@ static void finish(emq_call *c, emq_arg *inline_args) {
     if (c->args != inline_args) api.Free(c->args);
 }
 
-// serve runs verb number verb on one call — a command, or a waiting
-// client's wake-up (waiter) — and reports whether it replied.
-static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter,
+// serve runs verb number verb on one call — a command, a waiting client's
+// wake-up (waiter), or a queue timer's sweep serving waiting clients — and
+// reports whether it replied.
+static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter, int waiting,
                  const caller *who) {
     emq_arg inline_args[INLINE_ARGS];
     emq_call c;
@@ -755,6 +756,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.pairbuf = c.inline_pairbuf;
     c.cappairbuf = EMQ_INLINE_PAIRBUF;
     c.waiter = waiter;
+    c.waiting = waiting;
     c.routed = waiter == 0 && verb != EMQ_SWEEP_VERB;
     if (who && who->looked) c.user_looked = 1, c.user = who->user; // finish frees it
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
@@ -765,7 +767,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
 
 // emq_serve runs verb number verb on one command.
 int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb) {
-    serve(ctx, argv, argc, verb, 0, NULL);
+    serve(ctx, argv, argc, verb, 0, 0, NULL);
     return API_OK;
 }
 
@@ -835,14 +837,15 @@ int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, u
         if (who.user) api.FreeModuleUser(who.user);
         return API_OK;
     }
-    return serve(ctx, argv, argc, -1, waiter, &who) ? API_OK : -1;
+    return serve(ctx, argv, argc, -1, waiter, 1, &who) ? API_OK : -1;
 }
 
 // emq_sweep_queue runs the sweep of the queue whose pending key is pending
-// (emq.Sweep): the queue's four sets, named from pending's emq:{<queue>}:
-// prefix, as the keys of EMQ.SWEEP 4 <pending> <active> <delayed> <dead>.
-// It reports whether the sweep was refused (its error goes to no client).
-int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
+// (emq.Sweep) for its waiting clients: the queue's four sets, named from
+// pending's emq:{<queue>}: prefix, as the keys of EMQ.SWEEP 4 <pending>
+// <active> <delayed> <dead>. It reports whether the sweep was refused (its
+// error goes to no client).
+int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int waiting) {
     static const char *const sets[] = {"pending", "active", "delayed", "dead"};
     size_t prefix = len - strlen("pending");
     char *name = api.Alloc(prefix + 8);
@@ -856,7 +859,7 @@ int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
         argv[2 + i] = api.CreateString(NULL, name, prefix + n);
     }
     api.Free(name);
-    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0, NULL);
+    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0, waiting, NULL);
     for (int i = 0; i < 6; i++) api.FreeString(NULL, argv[i]);
     return refused;
 }

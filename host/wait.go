@@ -207,6 +207,11 @@ func (c *Call) MayWait() bool { return c.waiter != 0 || C.emq_may_block(c.ctx) !
 // a command.
 func (c *Call) Woken() bool { return c.waiter != 0 }
 
+// Waiting is the clients a turn the server runs on its own serves: 1 for
+// a wake-up, its queue's waiting clients for a timer's sweep; 0 for a
+// command.
+func (c *Call) Waiting() int { return int(c.waiting) }
+
 // settle ends a call of verb whose plan is p: a command that asked to wait
 // and replied nothing blocks; a wake-up that replied is served, else keeps
 // waiting. A call that waits re-arms its queue's timer, and so does the
@@ -362,7 +367,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// (created, on a server that wakes no waiter of an absent key)
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
-		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending))) != 0 {
+		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.waiters, math.MaxInt32))) != 0 {
 			// refused — mid-migration, a row or a set gone that the sweep
 			// would have dropped or written again here — it looks again;
 			// a waiter it wakes is refused the same way (TRYAGAIN), and

@@ -375,6 +375,55 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 	require.Equal(t, int64(workers-3), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the others wait on")
 }
 
+// TestACrowdWokenAtOnceSweepsWhatItIsHanded: 200 jobs come due in one
+// millisecond — delayed jobs, or leases — while 5 workers wait for one job
+// each: the timer's sweep moves one job per waiter, each wake-up its
+// count, so the server moves about what it hands out (at most 10 of 200),
+// not emq.sweep-batch jobs per turn; the rest stays for the next claims.
+func TestACrowdWokenAtOnceSweepsWhatItIsHanded(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const jobs, waiters = 200, 5
+	for _, c := range []struct {
+		name, counter, set string
+		make               func(at int64) // 200 jobs due at at
+	}{
+		{"delayed jobs", "emq_jobs_promoted", bq.delayed, func(at int64) {
+			args := []string{"EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "0", itoa(at)}
+			for i := range jobs {
+				args = append(args, jobN(i), "p")
+			}
+			must(t, s, args...)
+		}},
+		{"leases", "emq_stalls_requeued", bq.active, func(at int64) {
+			for i := range jobs {
+				enqueueB(t, s, i)
+			}
+			must(t, s, bq.claim(at-time.Now().UnixMilli(), jobs, 5)...)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flush(t, s)
+			c.make(time.Now().Add(500 * time.Millisecond).UnixMilli())
+			before := s.Info("emq")
+			crowd := make([]*conn, waiters)
+			for i := range crowd {
+				crowd[i] = blockB(t, s, 100_000, 10_000)
+			}
+			for _, w := range crowd {
+				got, err := w.read()
+				require.NoError(t, err)
+				require.NotEmpty(t, claimedID(t, got), "each waiter is handed a job")
+			}
+			moved := valkeytest.InfoInt(s.Info("emq"), c.counter) - valkeytest.InfoInt(before, c.counter)
+			assert.GreaterOrEqual(t, moved, int64(waiters))
+			assert.LessOrEqual(t, moved, int64(2*waiters), "one per waiter by the timer, one per wake-up")
+			left, err := s.Do("ZCOUNT", c.set, "-inf", itoa(time.Now().UnixMilli())).AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, int64(jobs)-moved, left, "the rest stays due for the next claims")
+		})
+	}
+}
+
 // TestAClosedQueuesWaitersRunNoClaims: a paused queue, or one whose rate
 // window is used up, is closed to its waiters: the jobs that come run no
 // claim of theirs (each would take nothing: a fleet made every enqueue
