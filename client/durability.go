@@ -100,10 +100,20 @@ func (e *NotDurableError) Unwrap() error { return e.Err }
 // outcome it does not know (a lost connection, ErrNotDurable) under the
 // same id and options ([After] counts again from the retry; [At] keeps its
 // time). It reports false when the job exists — the earlier try landed —
-// which needs the policy's Keep to outlast the retries: a job acknowledged
-// and deleted meanwhile is admitted again.
+// which needs the Keep of the handles that acknowledge it, the workers'
+// ([Policy]), to outlast the retries: a job acknowledged and deleted
+// meanwhile is admitted again. A reply lost on the way is
+// [ErrUnknownOutcome] (errors.Is), as EnqueueMany's.
 func (q *Queue) Admit(ctx context.Context, id ids.ID, payload []byte, opts ...EnqueueOption) (bool, error) {
-	return runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
+	if err := ctx.Err(); err != nil {
+		return false, err // nothing sent
+	}
+	admitted, err := runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
+	var r *emqerrors.Refusal
+	if lost(err) && !errors.As(err, &r) {
+		err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
+	}
+	return admitted, err
 }
 
 // withDurability is c, its calls waiting as d asks, or c itself when d

@@ -10,7 +10,9 @@ import (
 )
 
 // ExampleQueue_Events tails a queue's lifecycle events, resuming after
-// the last one a previous run handled.
+// the last one a previous run handled, and prints each job that died: by a
+// failure of its last attempt, or at a claim once its attempts were spent
+// (its last lease passed).
 func ExampleQueue_Events() {
 	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
 	if err != nil {
@@ -30,7 +32,8 @@ func ExampleQueue_Events() {
 			fmt.Println(err)
 			continue // a refusal ends the sequence; anything else is read again
 		}
-		if ev.Name == client.EventFailed && ev.State == client.StateDead {
+		switch {
+		case ev.Name == client.EventFailed && ev.State == client.StateDead, ev.Name == client.EventDead:
 			fmt.Println("dead:", ev.Job, ev.Error)
 		}
 		last = ev.ID.String()

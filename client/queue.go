@@ -18,6 +18,15 @@ import (
 
 // Policy is how a queue's jobs are leased, retried and kept. Its zero
 // fields take the defaults below.
+//
+// A Policy is its handle's, not the queue's: the server stores none of it,
+// and each call sends the numbers it applies — a claim the Lease, a failure
+// MaxAttempts and the Backoff, an acknowledgement the Keep. So every
+// handle of one queue, producers' and workers' in every process, should
+// carry the same Policy: a worker's MaxAttempts decides when the jobs it
+// fails are dead, whatever the producer's, and a worker whose Keep is 0
+// deletes the row its Ack settles, so a producer's [Queue.Admit] of that
+// id admits it again however long the producer's own Keep.
 type Policy struct {
 	// Lease is how long a claimed job is the claimer's before another
 	// worker may claim it; DefaultLease when 0. Whole milliseconds,
@@ -153,8 +162,8 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	return id, err
 }
 
-// ErrUnknownOutcome is what EnqueueMany returns (errors.Is) when replies
-// of its pipeline were lost — a broken connection, a payload above the
+// ErrUnknownOutcome is what Enqueue, Admit and EnqueueMany return
+// (errors.Is) when replies were lost — a broken connection, a payload above the
 // server's proto-max-bulk-len (it closes the connection), a cancelled ctx:
 // the jobs from the first lost reply on may each be admitted or not.
 // Admit each of them again under its id and payload ([Queue.Admit]): false
@@ -163,7 +172,7 @@ var ErrUnknownOutcome = errors.New("client: the outcome is unknown")
 
 // EnqueueMany mints an id per payload and admits the jobs in one pipeline,
 // all with the same opts: one round trip for the batch, one
-// EMQ.ENQUEUEMANY per manyChunk jobs. It returns the ids in payload order
+// EMQ.ENQUEUEMANY per 256 jobs. It returns the ids in payload order
 // and, when any job came back with an error, a [*BatchError] holding each
 // job's: a job the server refused was not admitted, and the other jobs are
 // admitted regardless; when replies were lost, the jobs from the first
