@@ -70,7 +70,8 @@
 // [Queue.Work] is the worker runner; it refuses a nil handler, and a
 // [WorkOptions].Renew outside (0, 0.9), before it claims anything. One call
 // at a time settles the jobs that finished since the last — ack on
-// success, fail with the policy's backoff on an error or a panic (the
+// success, fail with the policy's backoff on an error (to dead at once when
+// it wraps [ErrNoRetry]: a failure no retry could mend) or a panic (the
 // job's error "handler panic: <value>", the stack logged) or a
 // runtime.Goexit (a new goroutine takes over its slot) — and claims as
 // many as there are free handler slots and room in a small prefetch buffer

@@ -203,6 +203,32 @@ func ExampleQueue_Work() {
 	// <nil>
 }
 
+// ExampleErrNoRetry fails a job for good: a handler whose error wraps
+// ErrNoRetry sends its job to dead at once, the attempts its policy has
+// left unused, while a plain error is retried.
+func ExampleErrNoRetry() {
+	q := exampleQueue("invites", client.Policy{MaxAttempts: 5, Backoff: func(int64) time.Duration { return 0 }})
+	ctx, stop := context.WithCancel(context.Background())
+	bad, err := q.Enqueue(ctx, []byte("not-an-address"))
+	if err != nil {
+		panic(err)
+	}
+
+	err = q.Work(ctx, func(ctx context.Context, j *client.Job) error {
+		stop()
+		return fmt.Errorf("invalid address %q: %w", j.Payload, client.ErrNoRetry)
+	}, client.WorkOptions{Concurrency: 1})
+	fmt.Println(err)
+	info, err := q.Job(context.Background(), bad)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("%s after %d of 5 attempts: %s\n", info.State, info.Attempts, info.Error)
+	// Output:
+	// <nil>
+	// dead after 1 of 5 attempts: invalid address "not-an-address": no retry
+}
+
 // ExampleQueue_Pause stops a queue's claims until it is resumed.
 func ExampleQueue_Pause() {
 	ctx := context.Background()

@@ -78,11 +78,21 @@ func (j *Job) settled(err error) error {
 	return err
 }
 
+// ErrNoRetry, wrapped in the error a job fails with —
+// fmt.Errorf("no such address %q: %w", to, client.ErrNoRetry) — sends
+// the job to dead at once, the attempts its policy has left unused: a
+// failure no retry could mend (asynq's SkipRetry, BullMQ's
+// UnrecoverableError). A handler in [Queue.Work] returns it; [Job.Fail],
+// [Job.FailAfter] and [Queue.Settle] honour it too. The job's error is
+// the whole text ("no such address …: no retry"), and it may be revived
+// as any dead job.
+var ErrNoRetry = errors.New("no retry")
+
 // Fail records cause as the job's error and sends it back after the
 // policy's backoff for this attempt — or to dead once the attempts reach
-// the policy's MaxAttempts — and reports where it went. A nil cause is
-// recorded as an empty error: the job has one ([JobInfo].HasError), with
-// no text.
+// the policy's MaxAttempts, or at once for a cause that wraps
+// [ErrNoRetry] — and reports where it went. A nil cause is recorded as an
+// empty error: the job has one ([JobInfo].HasError), with no text.
 func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
 	return j.FailAfter(ctx, cause, j.q.policy.Backoff(j.Attempt))
 }
@@ -90,11 +100,14 @@ func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
 // FailAfter is Fail with the backoff given: 0 makes the job claimable at
 // once.
 func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration) (State, error) {
-	text := ""
+	text, maxAttempts := "", j.q.maxAttempts
 	if cause != nil {
 		text = cause.Error()
 	}
-	state, err := runVerb(ctx, j.q.c, j.failCall(backoff, text), stringReply)
+	if errors.Is(cause, ErrNoRetry) {
+		maxAttempts = noRetry
+	}
+	state, err := runVerb(ctx, j.q.c, j.failCall(backoff, text, maxAttempts), stringReply)
 	return State(state), j.settled(err)
 }
 
@@ -123,10 +136,15 @@ func (j *Job) ackCall() verbCall {
 		args: []string{strconv.FormatInt(j.Attempt, 10), j.q.keepMs}, script: j.q.c.scripts.ack}
 }
 
-// failCall is EMQ.FAIL of the job with its error text.
-func (j *Job) failCall(backoff time.Duration, text string) verbCall {
+// noRetry is the max_attempts of a failure that wraps ErrNoRetry: a
+// claimed job has spent at least one attempt, so the failure makes it dead.
+const noRetry = "1"
+
+// failCall is EMQ.FAIL of the job with its error text, under the budget
+// maxAttempts.
+func (j *Job) failCall(backoff time.Duration, text, maxAttempts string) verbCall {
 	q := j.q
 	return verbCall{verb: emq.Fail, cp: CapFail, keys: []string{j.key(), q.pending, q.active, q.delayed, q.dead},
-		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), q.maxAttempts, text},
+		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), maxAttempts, text},
 		script: q.c.scripts.fail}
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -16,7 +17,8 @@ import (
 // is nil, its row kept for the policy's Keep with Result when Result is
 // not nil (which needs a Keep above 0); failed with Err's text when Err is
 // not nil, claimable again after Backoff (0: at once) or dead once its
-// attempts reach the policy's MaxAttempts. With Release, the job is given
+// attempts reach the policy's MaxAttempts — at once when Err wraps
+// [ErrNoRetry]. With Release, the job is given
 // back unstarted instead — pending again at once, its attempt not spent
 // (EMQ.SETTLE's RELEASE) — and Err, Result and Backoff are not read.
 type Settlement struct {
@@ -46,7 +48,9 @@ type Settled struct {
 // its job with every rule of that call, or its release, then the claim —
 // which may take a job a settlement just failed back to pending, not one
 // it released. It returns one Settled per
-// settlement, in order, and the claimed jobs.
+// settlement, in order, and the claimed jobs. Failures that wrap
+// [ErrNoRetry] are the exception: they go first, in a call of their own
+// (EMQ.SETTLE's budget, max_attempts, is every failure's and its claim's).
 //
 // A refusal of the call as a whole (a shape, a key of the wrong type)
 // comes back as the error, nothing applied. On a node without the module
@@ -60,12 +64,12 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 		case s.Release:
 			ss[i] = settlement{job: s.Job, release: true}
 		case s.Err != nil:
-			ss[i] = settlement{job: s.Job, fail: true, backoff: max(s.Backoff, 0), cause: s.Err.Error()}
+			ss[i] = settlement{job: s.Job, fail: true, backoff: max(s.Backoff, 0), cause: s.Err.Error(), final: errors.Is(s.Err, ErrNoRetry)}
 		default:
 			ss[i] = settlement{job: s.Job, result: s.Result}
 		}
 	}
-	if err := check(emq.Settle, q.settleCall(ss, count).line()...); err != nil {
+	if err := check(emq.Settle, q.settleCall(ss, count, q.maxAttempts).line()...); err != nil {
 		return nil, nil, err
 	}
 	claimed, err := q.settle(ctx, ss, count, newJob, nil)
@@ -85,6 +89,7 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 type settlement struct {
 	job     *Job
 	fail    bool
+	final   bool // a failure that wraps ErrNoRetry: dead at once
 	backoff time.Duration
 	cause   string
 	result  []byte
@@ -111,11 +116,54 @@ const maxSettlements = 1000
 // call was applied but not confirmed as the policy's Durability asks. On a
 // node without EMQ.SETTLE it is one EVALSHA of SettleScript, as atomic.
 //
+// Failures for good (final, ErrNoRetry) are the exception: they go first,
+// in a call of their own whose budget, max_attempts 1, is theirs alone.
+//
 // The ids, attempts and policy numbers are not checked here: a worker
 // checks its policy once (Queue.checkPolicy), and the rest comes from jobs
 // it claimed.
 func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func() *Job, claimed []*Job) ([]*Job, error) {
-	v := q.settleCall(ss, n)
+	finals := 0
+	for i := range ss {
+		if ss[i].final {
+			finals++
+		}
+	}
+	if finals == 0 {
+		return q.settleOnce(ctx, ss, n, q.maxAttempts, alloc, claimed)
+	}
+	final, rest := make([]settlement, 0, finals), make([]settlement, 0, len(ss)-finals)
+	for _, s := range ss {
+		if s.final {
+			final = append(final, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	_, finalErr := q.settleOnce(ctx, final, 0, noRetry, alloc, nil)
+	var err error
+	if len(rest) > 0 || n > 0 {
+		claimed, err = q.settleOnce(ctx, rest, n, q.maxAttempts, alloc, claimed)
+	}
+	for i, f, r := 0, 0, 0; i < len(ss); i++ { // the outcomes, in ss's order
+		if ss[i].final {
+			ss[i], f = final[f], f+1
+		} else {
+			ss[i], r = rest[r], r+1
+		}
+	}
+	// a failed round trip of the finals is their own error; their writes
+	// short of the Durability asked are the call's, as the rest's
+	if err == nil && errors.Is(finalErr, ErrNotDurable) {
+		err = finalErr
+	}
+	return claimed, err
+}
+
+// settleOnce is one EMQ.SETTLE of ss and a claim of n under the budget
+// maxAttempts.
+func (q *Queue) settleOnce(ctx context.Context, ss []settlement, n int, maxAttempts string, alloc func() *Job, claimed []*Job) ([]*Job, error) {
+	v := q.settleCall(ss, n, maxAttempts)
 	r, err := q.c.runAt(ctx, q.slot, &v, func() valkey.Completed { return v.command(q.c.vk.B()) })
 	if err != nil {
 		return claimed, settleFailed(ss, err)
@@ -133,20 +181,21 @@ func (q *Queue) settleApplied(r valkey.ValkeyResult, ss []settlement, alloc func
 	return claimed, cmp.Or(err, short)
 }
 
-// settleCall is EMQ.SETTLE of ss and a claim of n, unchecked (its
-// callers check it, or made it of checked parts); its script,
-// SettleScript, takes the sweep batch after the same arguments.
-func (q *Queue) settleCall(ss []settlement, n int) verbCall {
-	args := q.settleArgs(ss, n)
+// settleCall is EMQ.SETTLE of ss and a claim of n under the budget
+// maxAttempts, unchecked (its callers check it, or made it of checked
+// parts); its script, SettleScript, takes the sweep batch after the same
+// arguments.
+func (q *Queue) settleCall(ss []settlement, n int, maxAttempts string) verbCall {
+	args := q.settleArgs(ss, n, maxAttempts)
 	return verbCall{name: emq.Settle.Name, cp: CapSettle, keys: q.sets,
 		args: args, script: q.c.scripts.settle, scriptArgs: append(args, sweepBatch)}
 }
 
 // settleArgs are EMQ.SETTLE's arguments after its keys, for ss and a claim
-// of n.
-func (q *Queue) settleArgs(ss []settlement, n int) []string {
+// of n under the budget maxAttempts.
+func (q *Queue) settleArgs(ss []settlement, n int, maxAttempts string) []string {
 	args := make([]string, 0, 4+5*len(ss)+1) // room for the script's sweep batch
-	args = append(args, q.leaseMs, strconv.Itoa(n), q.maxAttempts, strconv.Itoa(len(ss)))
+	args = append(args, q.leaseMs, strconv.Itoa(n), maxAttempts, strconv.Itoa(len(ss)))
 	for i := range ss {
 		s := &ss[i]
 		j := s.job

@@ -17,7 +17,8 @@ import (
 )
 
 // Handler processes one claimed job. Returning nil acknowledges the job;
-// an error fails it with the queue policy's backoff; a panic is a failure
+// an error fails it with the queue policy's backoff (one that wraps
+// [ErrNoRetry] sends it to dead at once); a panic is a failure
 // too, whose error on the job is "handler panic: <value>" (the stack goes
 // to WorkOptions.Logger, not on the job's row). A handler may settle its
 // job itself — [Job.AckResult] to keep a result, [Job.FailAfter] to choose
@@ -158,7 +159,7 @@ func checkWork(h Handler, opts WorkOptions, q *Queue) error {
 func (q *Queue) checkPolicy() error {
 	id, _ := ids.New(ids.Job, 0, 0, 0)
 	probe := []settlement{{job: &Job{q: q, ID: id, Attempt: 1}}}
-	err := check(emq.Settle, q.settleCall(probe, maxClaimCount).line()...)
+	err := check(emq.Settle, q.settleCall(probe, maxClaimCount, q.maxAttempts).line()...)
 	var r *emqerrors.Refusal
 	if errors.As(err, &r) {
 		// the probe's words (settlement 1) name no call the caller made
@@ -457,7 +458,7 @@ func logPanic(log *slog.Logger, err error, args func() []any) {
 func (w *worker) finish(hj *heldJob, err error) {
 	s := settlement{job: &hj.job}
 	if err != nil {
-		s.fail, s.cause = true, err.Error()
+		s.fail, s.cause, s.final = true, err.Error(), errors.Is(err, ErrNoRetry)
 		s.backoff = min(max(w.q.policy.Backoff(hj.job.Attempt), 0), maxBackoff)
 	}
 	took := time.Since(hj.started)
