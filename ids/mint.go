@@ -20,6 +20,10 @@ type Minter struct {
 }
 
 // NewMinter returns a Minter for node (0–1023) reading the wall clock.
+// Every process minting ids for the same queues needs a node of its own —
+// a replica's ordinal, a slot leased at start-up: two minters on one node
+// mint the same ids in the same millisecond, and the second enqueue of an
+// id is answered "exists" (client.ErrExists), its job not admitted.
 func NewMinter(node uint32) (*Minter, error) {
 	return newMinter(node, time.Now)
 }
