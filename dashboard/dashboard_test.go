@@ -908,6 +908,23 @@ func TestThroughput(t *testing.T) {
 		assert.Equal(t, int64(5), grown(100, 5))
 		assert.Equal(t, int64(7), grown(3, 10))
 	})
+	t.Run("a sample that failed says why on the page, until one reads again", func(t *testing.T) {
+		// a read-only user of the docs' rules but INFO: what the log said
+		// alone, the page said only "No sample yet"
+		vk := s.ClientAs(t, "noinfo", "+@read", "+@connection", "+role", "+emq.caps", "+emq.repeats", "%R~emq:*")
+		site := serveDashboard(t, vk, Config{})
+		require.Error(t, site.d.rate.sample(ctx, site.d.cfg.Inspector))
+		code, body := site.get(t, "/")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<p class="flash err">The last sample failed: `)
+		assert.Contains(t, body, "NOPERM")
+		assert.Contains(t, body, "&#39;info&#39;", "the command refused, named")
+
+		require.NoError(t, s.Do("ACL", "SETUSER", "noinfo", "+info").Error())
+		require.NoError(t, site.d.rate.sample(ctx, site.d.cfg.Inspector))
+		_, body = site.get(t, "/")
+		assert.NotContains(t, body, "The last sample failed", "a sample that read every primary clears it")
+	})
 }
 
 // TestLargeValues: a job page reads a payload, a result or an error up

@@ -23,6 +23,7 @@ type throughput struct {
 	last    map[string]jobCounts // per node: the counters at its last sample
 	minutes [window]minuteCounts // ring, by Unix minute
 	depths  map[string]*[window]depth
+	failed  error // why the last sample failed; nil after one that read every primary
 }
 
 // jobCounts are the counters throughput differences.
@@ -66,7 +67,12 @@ func grown(was, is int64) int64 {
 //
 // With a primary of a cluster that does not answer, the others are counted
 // and the error says which was not.
-func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) error {
+func (t *throughput) sample(ctx context.Context, in *inspect.Inspector) (err error) {
+	defer func() {
+		t.mu.Lock()
+		t.failed = err
+		t.mu.Unlock()
+	}()
 	nodes, lost := in.Stats(ctx)
 	if lost != nil && !inspect.Partial(lost) {
 		return lost
@@ -146,7 +152,8 @@ type chart struct {
 	Width, Height     int
 	Max               int64
 	Completed, Failed int64
-	Sampled           bool // some minute has a sample
+	Sampled           bool   // some minute has a sample
+	Err               string // why the last sample failed, if it did
 }
 
 // bar is one minute of the chart.
@@ -160,6 +167,9 @@ func (t *throughput) chart(now time.Time) chart {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := chart{Width: window * chartSlot, Height: chartHeight}
+	if t.failed != nil {
+		c.Err = t.failed.Error()
+	}
 	m := now.Unix() / 60
 	var counts [window]minuteCounts
 	for i := range window {
