@@ -43,8 +43,8 @@ func runClaim(blocking bool) func(Call) error {
 		if err != nil {
 			return err
 		}
-		if c.Server.Waiting() > 0 { // a wake-up: it serves one client
-			t.serving(int(a.count))
+		if c.Server.Woken() { // the queue's timer sweeps for its waiters
+			t.sweepMax = 0
 		}
 		if err := t.run(a); err != nil {
 			return err
@@ -111,9 +111,9 @@ type turn struct {
 	p     *Plan
 	queue []byte
 	now   int64
-	batch int // the pops' budget beyond count: emq.sweep-batch, or a check's limit
+	batch int // the most due jobs each sweep reads, and the pops' budget beyond count: emq.sweep-batch, or a check's limit
 	// the most jobs each sweep moves (or ticks it makes): batch, or fewer
-	// for a turn the server runs on its own (serving)
+	// for a turn the server runs on its own (serving); 0 sweeps nothing
 	sweepMax int
 	st       settings
 	// the rate window: the limiter's key (-1 without a limit), the jobs it
@@ -154,6 +154,8 @@ type candidate struct {
 	// turn, will hold
 	row  jobRow
 	read bool
+	// a swept job's attempts, for its event when the queue records events
+	attempts int64
 }
 
 // fromNew marks a candidate whose row this turn made (a schedule's tick):
@@ -246,6 +248,7 @@ func (t *turn) run(a claimArgs) error {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
 		t.next(claimPending, a.timeout, again)
+		p.Wait.Want = a.count
 	case delivered == 0:
 		p.Replies[head] = Reply{Kind: ReplyNullArray}
 	default:
@@ -275,15 +278,14 @@ func (t *turn) next(on int, timeout int64, again bool) {
 	t.p.Wait = w
 }
 
-// serving bounds the sweeps of a turn the server runs on its own — a
-// waiting client's wake-up, a queue timer's sweep — to n jobs each: what
-// the clients it serves take (a wake-up's count; for the timer, one per
-// waiting client, whose own wake-ups then sweep their counts). A crowd of
-// waiters woken at once — each one's turn runs in the same pass of the
-// event loop, as do the timers of queues due in the same millisecond —
-// then costs the server what it hands them, not emq.sweep-batch jobs each
-// however much came due; a command's turn, or the next claim, moves the
-// rest.
+// serving bounds the moves of a queue timer's sweep to n jobs of each
+// kind, what its waiting clients want — the best by priority of the
+// batch it reads — where a command's turn moves all it reads. The waiters'
+// wake-ups sweep nothing: each runs in the same pass of the event loop,
+// as do the timers of queues due in the same millisecond, so a crowd woken
+// at once costs the server what it hands them, not emq.sweep-batch jobs
+// per waiter and per queue however much came due. What is left stays due
+// for the timer's next pass, or the next claim.
 func (t *turn) serving(n int) { t.sweepMax = max(min(t.sweepMax, n), 1) }
 
 // newTurn starts the plan's turn of queue, reusing its slices: a call

@@ -273,6 +273,7 @@ type Wait struct {
 	Queue     []byte // nil: the plan replies, nobody waits
 	On        int
 	TimeoutMs int64
+	Want      int64 // the jobs a waiting call wants: its count (0 for the timer's sweep)
 	Due       [len(DueSets)]int
 	At        int64
 	Again     bool

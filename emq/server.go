@@ -77,12 +77,15 @@ type Server interface {
 	// A waiting client's wake-up and a queue timer's sweep run with no
 	// such check: a declared key they find empty may have moved.
 	Routed() bool
-	// Waiting is the clients a turn the server runs on its own serves: 1
-	// for a waiting client's wake-up, the queue's waiting clients for its
-	// timer's sweep; 0 for a command. Such a turn sweeps no more than they
-	// take (turn.serving): however much came due at once, waking workers
-	// costs the server about what it hands them.
-	Waiting() int
+	// Woken reports whether the call is a waiting client's wake-up, which
+	// claims what pending holds and sweeps nothing: while clients wait,
+	// their queue's timer sweeps for them.
+	Woken() bool
+	// Wanted is, for a queue timer's sweep, the jobs the queue's waiting
+	// clients want — their counts summed; 0 for any other call. The sweep
+	// moves no more (turn.serving): however much came due at once, waking
+	// workers costs the server about what it hands them.
+	Wanted() int
 	// ExpireAt returns key k's absolute expiry (Unix ms), or -1 for none;
 	// a derived string's was read when it was opened.
 	ExpireAt(k int) int64

@@ -1,5 +1,10 @@
 package emq
 
+import (
+	"cmp"
+	"slices"
+)
+
 // A claim turn's sweeps, before it claims: the delayed jobs that are due
 // move to pending, the active ones whose lease passed go back there, and
 // the schedules' due ticks make their jobs — at most emq.sweep-batch of
@@ -29,7 +34,7 @@ var Sweep = &Verb{Name: "EMQ.SWEEP", Arity: 6, Keys: 4, Run: func(c Call) error 
 	if err != nil {
 		return err
 	}
-	if n := c.Server.Waiting(); n > 0 {
+	if n := c.Server.Wanted(); n > 0 {
 		t.serving(n)
 	}
 	if err := t.sweep(); err != nil {
@@ -48,8 +53,11 @@ var (
 )
 
 // sweep plans the turn's sweeps and adds the jobs they move to its
-// candidates.
+// candidates; a wake-up's turn sweeps nothing.
 func (t *turn) sweep() error {
+	if t.sweepMax == 0 {
+		return nil
+	}
 	if err := t.move(claimDelayed, float64(t.now), false, promotedFields, refPromoted, JobsPromoted); err != nil {
 		return err
 	}
@@ -60,17 +68,20 @@ func (t *turn) sweep() error {
 	return t.tick()
 }
 
-// move makes candidates of at most batch jobs of set key set scored up to
-// max (below it, with exclusive), oldest first, skipping the ids this call
-// settled; an id whose row is gone only leaves the set. The set's head and
-// the rows it names are read in one step.
+// move makes candidates of the jobs of set key set scored up to max
+// (below it, with exclusive): of the first batch, oldest first, skipping
+// the ids this call settled, all — or, for a timer's sweep that moves
+// fewer (sweepMax), the best by priority, oldest first within one; an id
+// whose row is gone only leaves the set. The set's head and the rows it
+// names are read in one step.
 func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Ref, counter Counter) error {
 	s, p := t.s, t.p
 	read := priorityFields
 	if t.st.events.on() {
 		read = priorityAttemptsFields
 	}
-	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.sweepMax, t.rows, read) {
+	first := len(t.cands)
+	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, t.rows, read) {
 		if t.done.has(r.Bytes) {
 			continue
 		}
@@ -89,10 +100,18 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 			continue
 		}
 		c.fields = fields
-		t.cands = append(t.cands, c)
 		if t.st.events.on() {
-			attempts, _ := ParseInt(v[1].Bytes)
-			t.st.events.job(p, event, r.Ref, attempts)
+			c.attempts, _ = ParseInt(v[1].Bytes)
+		}
+		t.cands = append(t.cands, c)
+	}
+	if moved := t.cands[first:]; len(moved) > t.sweepMax {
+		slices.SortStableFunc(moved, func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
+		t.cands = t.cands[:first+t.sweepMax]
+	}
+	for _, c := range t.cands[first:] {
+		if t.st.events.on() {
+			t.st.events.job(p, event, c.member.Ref, c.attempts)
 		}
 		p.Count(counter, 1)
 	}

@@ -35,7 +35,8 @@ type fakeServer struct {
 
 	moving   bool // the queue's slot is being migrated: Moving says so
 	unrouted bool // a wake-up or a timer's sweep: Routed says false
-	waiting  int  // the clients such a turn serves: Waiting says so
+	woken    bool // a wake-up: Woken says so
+	wanted   int  // a timer's sweep: the jobs its waiters want
 	oom      bool // the server is over its maxmemory: OutOfMemory says so
 	asked    int  // calls of Moving
 
@@ -129,7 +130,8 @@ func (s *fakeServer) NowMs() int64 { return s.now }
 func (s *fakeServer) MayWait() bool { return false }
 
 func (s *fakeServer) Routed() bool { return !s.unrouted }
-func (s *fakeServer) Waiting() int { return s.waiting }
+func (s *fakeServer) Woken() bool  { return s.woken }
+func (s *fakeServer) Wanted() int  { return s.wanted }
 
 func (s *fakeServer) OutOfMemory() bool { return s.oom }
 

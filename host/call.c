@@ -722,9 +722,9 @@ static void finish(emq_call *c, emq_arg *inline_args) {
 }
 
 // serve runs verb number verb on one call — a command, a waiting client's
-// wake-up (waiter), or a queue timer's sweep serving waiting clients — and
-// reports whether it replied.
-static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter, int waiting,
+// wake-up (waiter), or a queue timer's sweep for the jobs its waiting
+// clients want (wanted) — and reports whether it replied.
+static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int verb, uint64_t waiter, int wanted,
                  const caller *who) {
     emq_arg inline_args[INLINE_ARGS];
     emq_call c;
@@ -756,7 +756,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.pairbuf = c.inline_pairbuf;
     c.cappairbuf = EMQ_INLINE_PAIRBUF;
     c.waiter = waiter;
-    c.waiting = waiting;
+    c.wanted = wanted;
     c.routed = waiter == 0 && verb != EMQ_SWEEP_VERB;
     if (who && who->looked) c.user_looked = 1, c.user = who->user; // finish frees it
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
@@ -837,15 +837,15 @@ int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, u
         if (who.user) api.FreeModuleUser(who.user);
         return API_OK;
     }
-    return serve(ctx, argv, argc, -1, waiter, 1, &who) ? API_OK : -1;
+    return serve(ctx, argv, argc, -1, waiter, 0, &who) ? API_OK : -1;
 }
 
 // emq_sweep_queue runs the sweep of the queue whose pending key is pending
-// (emq.Sweep) for its waiting clients: the queue's four sets, named from
-// pending's emq:{<queue>}: prefix, as the keys of EMQ.SWEEP 4 <pending>
-// <active> <delayed> <dead>. It reports whether the sweep was refused (its
-// error goes to no client).
-int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int waiting) {
+// (emq.Sweep) for the jobs its waiting clients want: the queue's four
+// sets, named from pending's emq:{<queue>}: prefix, as the keys of
+// EMQ.SWEEP 4 <pending> <active> <delayed> <dead>. It reports whether the
+// sweep was refused (its error goes to no client).
+int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int wanted) {
     static const char *const sets[] = {"pending", "active", "delayed", "dead"};
     size_t prefix = len - strlen("pending");
     char *name = api.Alloc(prefix + 8);
@@ -859,7 +859,7 @@ int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int w
         argv[2 + i] = api.CreateString(NULL, name, prefix + n);
     }
     api.Free(name);
-    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0, waiting, NULL);
+    int refused = serve(ctx, argv, 6, EMQ_SWEEP_VERB, 0, wanted, NULL);
     for (int i = 0; i < 6; i++) api.FreeString(NULL, argv[i]);
     return refused;
 }

@@ -238,7 +238,7 @@ typedef struct emq_call {
     emq_arg text; // emq_pending_owner's answer: an owner or an error reply
     uint64_t waiter;          // a wake-up: the waiting client it serves (wait.go); 0 for a command
     int routed;               // a command, whose declared keys the server checked are here; not a wake-up or a sweep
-    int waiting;              // the clients a turn the server runs on its own serves: 1 for a wake-up, a timer sweep's queue's waiters; 0 for a command
+    int wanted;               // a timer's sweep: the jobs its queue's waiting clients want; 0 otherwise
     ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];
     int inline_types[EMQ_INLINE_KEYS];
@@ -305,7 +305,7 @@ void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
 long long emq_now_ms(void);
 void emq_reply_null_array(emq_call *c);
-int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int waiting);
+int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int wanted);
 #define EMQ_SWEEP_VERB (-2) // the verb number of a queue's sweep (emq.Sweep), which is no command
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
 extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go

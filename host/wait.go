@@ -26,7 +26,8 @@ import (
 // pays for the server's call into the module. While
 // a queue has waiters it has one timer, at the lowest score of the sets
 // the plan named (delayed due times, lease deadlines): when it fires on a
-// primary it signals the pending set, and the woken verb sweeps. A queue
+// primary it sweeps the queue for the jobs its waiters want (wanted) and
+// signals the pending set, and the woken verbs claim them. A queue
 // whose claim or sweep found it closed — paused, its rate window used up —
 // is closed for its waiters a little while (closedMs, or to the window's
 // end): a write to its pending set signals nobody and a wake-up runs no
@@ -38,6 +39,7 @@ import (
 type waiter struct {
 	verb  int
 	queue *queueWait
+	want  int // the jobs it waits for: its count
 }
 
 // queueWait is a queue of one database that clients wait on, or waited on
@@ -48,6 +50,7 @@ type queueWait struct {
 	name    string // the queue, its key in queues[db]
 	pending []byte // the key its clients wait on
 	waiters int
+	wanted  int        // the jobs its waiters wait for, summed: what its timer's sweep moves at most
 	timer   C.uint64_t // the armed timer; 0 for none
 	token   uint64     // what the armed timer hands back
 	at      int64      // when it is due (Unix ms)
@@ -136,9 +139,9 @@ func Waits() WaitStats {
 // lookupQueue returns the queue of database db, nil if none is kept.
 func lookupQueue(db int, queue []byte) *queueWait { return queues[db][string(queue)] }
 
-// join adds a waiter to the queue of database db whose clients wait on
-// pending, keeping it from now on if it was not.
-func join(db int, queue, pending []byte) *queueWait {
+// join adds a waiter for want jobs to the queue of database db whose
+// clients wait on pending, keeping it from now on if it was not.
+func join(db int, queue, pending []byte, want int) *queueWait {
 	q := lookupQueue(db, queue)
 	switch {
 	case q == nil:
@@ -153,12 +156,14 @@ func join(db int, queue, pending []byte) *queueWait {
 	if q.waiters++; q.waiters == 1 {
 		C.emq_queues_waited++
 	}
+	q.wanted += want
 	return q
 }
 
-// leave removes a waiter from q; the last one stops its timer, and q is
-// forgotten when too many queues are idle.
-func leave(ctx *C.ValkeyModuleCtx, q *queueWait) {
+// leave removes a waiter for want jobs from q; the last one stops its
+// timer, and q is forgotten when too many queues are idle.
+func leave(ctx *C.ValkeyModuleCtx, q *queueWait, want int) {
+	q.wanted -= want
 	if q.waiters--; q.waiters > 0 {
 		return
 	}
@@ -207,10 +212,9 @@ func (c *Call) MayWait() bool { return c.waiter != 0 || C.emq_may_block(c.ctx) !
 // a command.
 func (c *Call) Woken() bool { return c.waiter != 0 }
 
-// Waiting is the clients a turn the server runs on its own serves: 1 for
-// a wake-up, its queue's waiting clients for a timer's sweep; 0 for a
-// command.
-func (c *Call) Waiting() int { return int(c.waiting) }
+// Wanted is, for a queue timer's sweep, the jobs the queue's waiting
+// clients want — their counts summed; 0 for any other call.
+func (c *Call) Wanted() int { return int(c.wanted) }
 
 // settle ends a call of verb whose plan is p: a command that asked to wait
 // and replied nothing blocks; a wake-up that replied is served, else keeps
@@ -246,8 +250,9 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 			return
 		}
 		subscribe(c.ctx)
-		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On])
-		waiters[lastWaiter] = waiter{verb: verb, queue: q}
+		want := int(min(w.Want, math.MaxInt32))
+		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On], want)
+		waiters[lastWaiter] = waiter{verb: verb, queue: q, want: want}
 	}
 	q.setClosed(closedUntil(w, int64(c.now_ms)))
 	c.armFor(q, w)
@@ -271,8 +276,15 @@ func openQueue(ctx *C.ValkeyModuleCtx, pending []byte) {
 }
 
 // armFor arms q's timer for the first time w leaves for later: the lowest
-// score of its due sets as they are after the call's writes, and At.
+// score of its due sets as they are after the call's writes, and At — or,
+// for a queue closed to its waiters, when that ends: its waiters' claims
+// would take nothing before, and a due backlog (moved a few jobs a sweep)
+// would fire the timer at every pass of the event loop meanwhile.
 func (c *Call) armFor(q *queueWait, w *emq.Wait) {
+	if q.closed(int64(c.now_ms)) {
+		arm(c.ctx, q, float64(q.closedUntil), false)
+		return
+	}
 	for i, k := range w.Due {
 		if k < 0 {
 			continue
@@ -367,7 +379,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// (created, on a server that wakes no waiter of an absent key)
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
-		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.waiters, math.MaxInt32))) != 0 {
+		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0 {
 			// refused — mid-migration, a row or a set gone that the sweep
 			// would have dropped or written again here — it looks again;
 			// a waiter it wakes is refused the same way (TRYAGAIN), and
@@ -404,7 +416,7 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 	}
 	delete(waiters, uint64(id))
 	guard(ctx, "wait ended", nil, func() {
-		defer leave(ctx, w.queue) // whatever happens before, the waiter leaves
+		defer leave(ctx, w.queue, w.want) // whatever happens before, the waiter leaves
 		injectPanic("wait ended")
 	})
 }

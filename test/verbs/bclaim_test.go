@@ -377,9 +377,11 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 
 // TestACrowdWokenAtOnceSweepsWhatItIsHanded: 200 jobs come due in one
 // millisecond — delayed jobs, or leases — while 5 workers wait for one job
-// each: the timer's sweep moves one job per waiter, each wake-up its
-// count, so the server moves about what it hands out (at most 10 of 200),
-// not emq.sweep-batch jobs per turn; the rest stays for the next claims.
+// each: the timer's sweep moves the 5 jobs they want and their wake-ups
+// none, so the server moves what it hands out, not emq.sweep-batch jobs per
+// turn; the rest stays for the next claims. Of jobs due together, the most
+// urgent are moved first; and a paused queue's timer looks again every
+// 100 ms, not at every pass of the event loop while its backlog lasts.
 func TestACrowdWokenAtOnceSweepsWhatItIsHanded(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const jobs, waiters = 200, 5
@@ -415,13 +417,40 @@ func TestACrowdWokenAtOnceSweepsWhatItIsHanded(t *testing.T) {
 				require.NotEmpty(t, claimedID(t, got), "each waiter is handed a job")
 			}
 			moved := valkeytest.InfoInt(s.Info("emq"), c.counter) - valkeytest.InfoInt(before, c.counter)
-			assert.GreaterOrEqual(t, moved, int64(waiters))
-			assert.LessOrEqual(t, moved, int64(2*waiters), "one per waiter by the timer, one per wake-up")
+			assert.Equal(t, int64(waiters), moved, "what the waiters want, by the timer; none by the wake-ups")
 			left, err := s.Do("ZCOUNT", c.set, "-inf", itoa(time.Now().UnixMilli())).AsInt64()
 			require.NoError(t, err)
 			assert.Equal(t, int64(jobs)-moved, left, "the rest stays due for the next claims")
 		})
 	}
+	t.Run("of jobs due together, the most urgent is handed first", func(t *testing.T) {
+		flush(t, s)
+		w := blockB(t, s, 100_000, 10_000)
+		at := itoa(time.Now().Add(300 * time.Millisecond).UnixMilli())
+		must(t, s, "EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "10", at, jobN(1), "low", jobN(2), "low")
+		must(t, s, "EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "0", at, jobN(3), "urgent")
+		got, err := w.read()
+		require.NoError(t, err)
+		assert.Equal(t, jobN(3), claimedID(t, got))
+	})
+	t.Run("a paused queue's timer looks every 100 ms, not at every pass", func(t *testing.T) {
+		flush(t, s)
+		w := blockB(t, s, 100_000, 10_000)
+		must(t, s, bq.pause()...)
+		args := []string{"EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "0", itoa(time.Now().Add(100 * time.Millisecond).UnixMilli())}
+		for i := range jobs {
+			args = append(args, jobN(i), "p")
+		}
+		must(t, s, args...)
+		before := s.Info("emq")
+		time.Sleep(600 * time.Millisecond)
+		fired := valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired") - valkeytest.InfoInt(before, "emq_timers_fired")
+		assert.LessOrEqual(t, fired, int64(12), "about one each 100 ms (it fired at every pass: hundreds)")
+		must(t, s, bq.resume()...)
+		got, err := w.read()
+		require.NoError(t, err)
+		assert.NotEmpty(t, claimedID(t, got), "resumed, the waiter is handed a job")
+	})
 }
 
 // TestAClosedQueuesWaitersRunNoClaims: a paused queue, or one whose rate
