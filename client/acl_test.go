@@ -99,6 +99,33 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a cluster's user not granted CLUSTER SLOTS is refused NOPERM, and Work stops", func(t *testing.T) {
+		// the client reads the slot map itself, to ask each node which
+		// verbs it serves: refused, nothing is sent — no unknown outcome —
+		// and Work does not claim nothing for ever, saying nothing
+		var seeds []string
+		for _, n := range cl.Primaries {
+			require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "noslots", "on", ">secret"}, workerUser(t, n)...)...).Error())
+			require.NoError(t, n.Do("ACL", "SETUSER", "noslots", "-cluster|slots").Error())
+			seeds = append(seeds, n.Addr)
+		}
+		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Username: "noslots", Password: "secret"})
+		require.NoError(t, err)
+		defer vk.Close()
+		m, err := ids.NewMinter(13)
+		require.NoError(t, err)
+		q, err := New(vk).Queue("noslots", m, Policy{})
+		require.NoError(t, err)
+		_, err = q.Enqueue(ctx(t), []byte("p"))
+		requireRefusal(t, err, emqerrors.NoPerm)
+		assert.NotErrorIs(t, err, ErrUnknownOutcome)
+		wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		began := time.Now()
+		err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
+		requireRefusal(t, err, emqerrors.NoPerm)
+		assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+	})
 }
 
 // TestWorkStopsOnARefusedClientID: a user not granted CLIENT ID, which

@@ -109,8 +109,7 @@ func (q *Queue) Admit(ctx context.Context, id ids.ID, payload []byte, opts ...En
 		return false, err // nothing sent
 	}
 	admitted, err := runVerb(ctx, q.c, q.admitCall(id, payload, newAdmission(opts)), admittedReply)
-	var r *emqerrors.Refusal
-	if lost(err) && !errors.As(err, &r) {
+	if lost(err) {
 		err = fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 	}
 	return admitted, err

@@ -193,7 +193,9 @@ func served(tokens map[Cap]bool) map[Cap]bool {
 func askSlots(ctx context.Context, vk valkey.Client) ([]slotRange, error) {
 	reply, err := vk.Do(ctx, vk.B().ClusterSlots().Build()).ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("client: CLUSTER SLOTS: %w", err)
+		// a user not granted CLUSTER SLOTS is NOPERM: a refusal, which
+		// stops Work as a verb's does, not a lost reply
+		return nil, fmt.Errorf("client: CLUSTER SLOTS: %w", refusal(err))
 	}
 	ranges := make([]slotRange, 0, len(reply))
 	for _, r := range reply {

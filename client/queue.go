@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -485,7 +486,8 @@ func millis(d time.Duration) string { return strconv.FormatInt(ceilMillis(d), 10
 func ceilMillis(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
 // lost reports whether err is no reply from the server — the command may
-// or may not have run — or the server's "Protocol error" at a command too
+// or may not have run, unlike a refusal or a command never sent (a dial
+// that failed, a client closing) — or the server's "Protocol error" at a command too
 // large to read (above proto-max-bulk-len), its last words before closing
 // the connection: the replies after it are lost, and whether that one
 // arrives before the connection's reset is a race.
@@ -494,5 +496,13 @@ func lost(err error) bool {
 	if replied {
 		return strings.HasPrefix(verr.Error(), "Protocol error")
 	}
-	return err != nil && !errors.Is(err, ErrNotDurable)
+	var r *emqerrors.Refusal
+	var op *net.OpError
+	switch {
+	case err == nil, errors.Is(err, ErrNotDurable), errors.As(err, &r):
+		return false
+	case errors.Is(err, valkey.ErrClosing), errors.As(err, &op) && op.Op == "dial":
+		return false // never sent: the client was closing, or no connection was made
+	}
+	return true
 }

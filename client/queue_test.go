@@ -3,7 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,5 +388,31 @@ func TestExponential(t *testing.T) {
 				assert.LessOrEqual(t, d, tc.want)
 			}
 		})
+	}
+}
+
+// TestLostReplies: a reply is lost — the outcome unknown — when the
+// connection broke under the call, or the server cut it at a command too
+// large; not when the server answered (a refusal, any error reply but its
+// "Protocol error"), nor when the call was never sent (the dial failed, the
+// client was closing).
+func TestLostReplies(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		lost bool
+	}{
+		{nil, false},
+		{io.EOF, true},
+		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, true},
+		{&net.OpError{Op: "write", Err: syscall.EPIPE}, true},
+		{context.DeadlineExceeded, true},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, false},
+		{fmt.Errorf("wrapped: %w", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}), false},
+		{valkey.ErrClosing, false},
+		{emqerrors.New(emqerrors.NoPerm, "no"), false},
+		{fmt.Errorf("client: CLUSTER SLOTS: %w", emqerrors.New(emqerrors.NoPerm, "no")), false},
+		{ErrNotDurable, false},
+	} {
+		assert.Equal(t, c.lost, lost(c.err), "%v", c.err)
 	}
 }
