@@ -21,14 +21,8 @@ import (
 // categories (Redis 7.0) @emq is every verb by name, as the docs say.
 func workerUser(t *testing.T, s *valkeytest.Server) []string {
 	t.Helper()
-	doc, err := os.ReadFile("../docs/commands.md")
-	require.NoError(t, err)
-	const line = "    ACL SETUSER worker on >secret "
-	i := strings.Index(string(doc), line)
-	require.GreaterOrEqual(t, i, 0, "docs/commands.md has no %q", line)
-	text, _, _ := strings.Cut(string(doc[i+len(line):]), "\n")
 	var rules []string
-	for _, r := range strings.Fields(text) {
+	for _, r := range docRules(t, "    ACL SETUSER worker on >secret ") {
 		if r == "+@emq" && !s.Product().ModuleACLCategories() {
 			verbs, err := s.VerbGrant()
 			require.NoError(t, err)
@@ -40,14 +34,29 @@ func workerUser(t *testing.T, s *valkeytest.Server) []string {
 	return rules
 }
 
+// docRules are the rules of the first line of docs/commands.md that
+// starts so — an ACL SETUSER line — from line's last word on.
+func docRules(t *testing.T, line string) []string {
+	t.Helper()
+	doc, err := os.ReadFile("../docs/commands.md")
+	require.NoError(t, err)
+	i := strings.Index(string(doc), line)
+	require.GreaterOrEqual(t, i, 0, "docs/commands.md has no %q", line)
+	text, _, _ := strings.Cut(string(doc[i+strings.LastIndex(line, " ")+1:]), "\n")
+	return strings.Fields(text)
+}
+
 // TestTheDocumentedWorkerUser: a valkey-go client built as the docs build
 // it, logged in as the user docs/commands.md gives, enqueues and works a
 // queue — a job enqueued while Work waits idle is handled, the stop ends
-// the waiting claim at once — on a server and on a cluster, and the
-// server refuses it nothing (its ACL LOG stays empty).
+// the waiting claim at once — and, with the grants the docs add for them,
+// reads a job, the events (alone and in a group) and waits for its writes'
+// copies, on a server and on a cluster; the server refuses it nothing (its
+// ACL LOG stays empty).
 func TestTheDocumentedWorkerUser(t *testing.T) {
-	one := valkeytest.Start(t, valkeytest.Options{})
-	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	aof := valkeytest.Options{Config: []string{"appendonly", "yes"}} // WAITAOF's
+	one := valkeytest.Start(t, aof)
+	cl := valkeytest.StartCluster(t, 3, 0, aof)
 	for _, target := range []struct {
 		name  string
 		nodes []*valkeytest.Server
@@ -92,6 +101,43 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 			wg.Wait()
 			require.NoError(t, werr)
 			assert.Less(t, time.Since(stopped), 2*time.Second, "the stop ended the waiting claim (CLIENT UNBLOCK)")
+
+			more := docRules(t, "    ACL SETUSER worker +")
+			for _, n := range target.nodes {
+				require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "worker"}, more...)...).Error())
+			}
+			kept, err := New(vk).Queue("kept", m, Policy{Keep: time.Minute})
+			require.NoError(t, err)
+			_, err = kept.SetEvents(ctx(t), 100)
+			require.NoError(t, err)
+			id, err := kept.Enqueue(ctx(t), []byte("read me"))
+			require.NoError(t, err)
+			info, err := kept.Job(ctx(t), id)
+			require.NoError(t, err, "Queue.Job")
+			assert.Equal(t, StatePending, info.State)
+			for _, from := range []string{"0", "$"} {
+				ectx, stop := context.WithTimeout(ctx(t), 300*time.Millisecond)
+				for ev, err := range kept.Events(ectx, from) {
+					require.NoError(t, err, "Queue.Events from %s", from)
+					assert.Equal(t, EventAdded, ev.Name)
+					break
+				}
+				stop()
+			}
+			for ev, err := range kept.EventGroup(ctx(t), "g", "c", GroupOptions{From: "0"}) {
+				require.NoError(t, err, "Queue.EventGroup")
+				assert.Equal(t, EventAdded, ev.Name)
+				break
+			}
+			durable, err := New(vk).Queue("durable", m, Policy{Durability: Durability{AOF: true}})
+			require.NoError(t, err)
+			_, err = durable.Enqueue(ctx(t), []byte("fsynced"))
+			require.NoError(t, err, "WAITAOF")
+			copied, err := New(vk).Queue("copied", m, Policy{Durability: Durability{Replicas: 1, Timeout: 50 * time.Millisecond}})
+			require.NoError(t, err)
+			_, err = copied.Enqueue(ctx(t), []byte("no replica"))
+			require.ErrorIs(t, err, ErrNotDurable, "WAIT ran, and no replica confirmed")
+			assert.NotContains(t, err.Error(), "NOPERM")
 			for _, n := range target.nodes {
 				log, err := n.Do("ACL", "LOG").ToAny()
 				require.NoError(t, err)
