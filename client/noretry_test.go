@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -59,6 +60,25 @@ func TestNoRetry(t *testing.T) {
 				assert.Equal(t, got[2], claimed[0].ID)
 				assert.Equal(t, int64(2), claimed[0].Attempt)
 				dead(t, q, got[1])
+			})
+			t.Run("a job settled twice in one Settle: the first settlement wins, as in one call", func(t *testing.T) {
+				q := newQueue(t, n, "noretry-twice", policy)
+				for _, c := range []struct {
+					first, second error
+					state         State
+				}{{nil, fatal, StateDone}, {fatal, nil, StateDead}, {errors.New("flaky"), fatal, StatePending}} {
+					_, err := q.Enqueue(ctx(t), []byte("p"))
+					require.NoError(t, err)
+					j := claimOne(t, q)
+					settled, _, err := q.Settle(ctx(t), []Settlement{{Job: j, Err: c.first}, {Job: j, Err: c.second}}, 0)
+					require.NoError(t, err)
+					require.Len(t, settled, 2)
+					assert.Equal(t, c.state, settled[0].State)
+					requireRefusal(t, settled[1].Err, emqerrors.Lease)
+					if c.state == StatePending {
+						require.NoError(t, claimOne(t, q).Ack(ctx(t)))
+					}
+				}
 			})
 			t.Run("a Work handler", func(t *testing.T) {
 				q := newQueue(t, n, "noretry-work", policy)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
+	"github.com/echomq/emq/ids"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -38,7 +39,9 @@ type Settled struct {
 	// Err refuses this settlement alone — EMQLEASE (the lease was lost, or
 	// the job was settled earlier in the call), EMQNOJOB (the job was
 	// removed), WRONGTYPE, NOPERM — nothing of it applied; State is then
-	// empty.
+	// empty. For a failure for good ([ErrNoRetry]), sent in a call of its
+	// own, it is that call's failure too (its round trip, a refusal of the
+	// whole call): its outcome unknown when the round trip failed.
 	Err error
 }
 
@@ -48,9 +51,16 @@ type Settled struct {
 // its job with every rule of that call, or its release, then the claim —
 // which may take a job a settlement just failed back to pending, not one
 // it released. It returns one Settled per
-// settlement, in order, and the claimed jobs. Failures that wrap
-// [ErrNoRetry] are the exception: they go first, in a call of their own
-// (EMQ.SETTLE's budget, max_attempts, is every failure's and its claim's).
+// settlement, in order, and the claimed jobs.
+//
+// Settlements that fail jobs for good (Err wraps [ErrNoRetry]) make it two
+// calls and two round trips: EMQ.SETTLE's budget, max_attempts, is every
+// failure's and its claim's, so they go first in a call of their own, then
+// the others and the claim. The Settled still follow the settlements'
+// order; a job settled twice is refused EMQLEASE the second time, as in
+// one call; and the first call's failure — its round trip, or a refusal
+// of it as a whole — is only its settlements' Err, the second's writes
+// made regardless.
 //
 // A refusal of the call as a whole (a shape, a key of the wrong type)
 // comes back as the error, nothing applied. On a node without the module
@@ -132,25 +142,36 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 	if finals == 0 {
 		return q.settleOnce(ctx, ss, n, q.maxAttempts, alloc, claimed)
 	}
+	// Split in two, a job settled a second time is refused as one call
+	// refuses it (EMQLEASE), unsent: the calls' order is not ss's.
 	final, rest := make([]settlement, 0, finals), make([]settlement, 0, len(ss)-finals)
-	for _, s := range ss {
-		if s.final {
-			final = append(final, s)
-		} else {
-			rest = append(rest, s)
+	seen := make(map[ids.ID]bool, len(ss))
+	for i := range ss {
+		switch s := &ss[i]; {
+		case seen[s.job.ID]:
+			s.err = errSettledEarlier
+		case s.final:
+			final = append(final, *s)
+		default:
+			rest = append(rest, *s)
 		}
+		seen[ss[i].job.ID] = true
 	}
 	_, finalErr := q.settleOnce(ctx, final, 0, noRetry, alloc, nil)
 	var err error
 	if len(rest) > 0 || n > 0 {
 		claimed, err = q.settleOnce(ctx, rest, n, q.maxAttempts, alloc, claimed)
 	}
+	clear(seen)
 	for i, f, r := 0, 0, 0; i < len(ss); i++ { // the outcomes, in ss's order
-		if ss[i].final {
+		switch {
+		case seen[ss[i].job.ID]:
+		case ss[i].final:
 			ss[i], f = final[f], f+1
-		} else {
+		default:
 			ss[i], r = rest[r], r+1
 		}
+		seen[ss[i].job.ID] = true
 	}
 	// a failed round trip of the finals is their own error; their writes
 	// short of the Durability asked are the call's, as the rest's
@@ -159,6 +180,10 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 	}
 	return claimed, err
 }
+
+// errSettledEarlier is the refusal of a job's second settlement in one
+// call, the server's words.
+var errSettledEarlier = emqerrors.New(emqerrors.Lease, "the job is not active under this attempt")
 
 // settleOnce is one EMQ.SETTLE of ss and a claim of n under the budget
 // maxAttempts.
