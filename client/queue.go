@@ -21,8 +21,9 @@ import (
 // fields take the defaults below.
 //
 // A Policy is its handle's, not the queue's: the server stores none of it,
-// and each call sends the numbers it applies — a claim the Lease, a failure
-// MaxAttempts and the Backoff, an acknowledgement the Keep. So every
+// and each call sends the numbers it applies — a claim the Lease and
+// MaxAttempts (a job whose attempts are spent dies at the claim), a
+// failure MaxAttempts and the Backoff, an acknowledgement the Keep. So every
 // handle of one queue, producers' and workers' in every process, should
 // carry the same Policy: a worker's MaxAttempts decides when the jobs it
 // fails are dead, whatever the producer's, and a worker whose Keep is 0

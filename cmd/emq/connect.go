@@ -69,13 +69,15 @@ func (o *target) check() error {
 	switch {
 	case (o.cert == "") != (o.key == ""):
 		return usageError("--cert and --key: give both, or neither")
+	case strings.HasPrefix(o.addr, "//"):
+		return usageError("--addr %q: want host:port, or a socket's absolute path", redacted(o.addr))
 	case socket(o.addr) && o.sentinel != "":
 		return usageError("--sentinel: --addr names Sentinels by host:port, not a socket")
 	case socket(o.addr):
 		return nil
 	}
 	for _, seed := range strings.Split(o.addr, ",") {
-		if strings.Contains(seed, "://") {
+		if strings.Contains(seed, "://") || strings.ContainsAny(seed, "@?") {
 			return usageError("--addr %q: want host:port, not a URL (TLS is --tls, the database --db, the password $EMQ_PASSWORD)", redacted(seed))
 		}
 		_, port, err := net.SplitHostPort(seed)
@@ -86,18 +88,21 @@ func (o *target) check() error {
 	return nil
 }
 
-// redacted is seed as a message shows it: what comes before an @ — a
-// password typed into --addr — left out.
-func redacted(seed string) string {
-	at := strings.LastIndex(seed, "@")
+// redacted is an --addr as a message shows it: what may hold a password
+// typed into it left out — before an @, and a URL's query.
+func redacted(addr string) string {
+	if q := strings.Index(addr, "?"); q >= 0 {
+		addr = addr[:q] + "?…"
+	}
+	at := strings.LastIndex(addr, "@")
 	if at < 0 {
-		return seed
+		return addr
 	}
 	start := 0
-	if i := strings.Index(seed, "://"); i >= 0 && i < at {
-		start = i + len("://")
+	if i := strings.Index(addr, "//"); i >= 0 && i < at {
+		start = i + len("//")
 	}
-	return seed[:start] + "…" + seed[at:]
+	return addr[:start] + "…" + addr[at:]
 }
 
 // socket reports whether addr is a unix socket's path.
@@ -188,7 +193,7 @@ func (s *session) connect() error {
 	opt.ClusterOption = valkey.ClusterOption{ShardsRefreshInterval: topologyRefresh}
 	vk, err := valkey.NewClient(opt)
 	if err != nil {
-		return fmt.Errorf("connect to %s: %w", s.o.addr, s.o.connectError(err))
+		return fmt.Errorf("connect to %s: %w", redacted(s.o.addr), s.o.connectError(err))
 	}
 	s.vk = vk
 	s.in = inspect.New(vk, inspect.Options{Now: s.e.now})
@@ -206,8 +211,12 @@ func (o *target) connectError(err error) error {
 	switch {
 	case !ok && !o.wantsTLS() && hungUp(err):
 		return fmt.Errorf("%w (the server hung up on the greeting: does it want TLS? --tls)", err)
+	case !ok && o.cert == "" && hungUp(err):
+		return fmt.Errorf("%w (the server hung up on the TLS greeting: does it want a client certificate? --cert, --key)", err)
 	case !ok:
 		return err
+	case (strings.HasPrefix(verr.Error(), "NOAUTH") || strings.HasPrefix(verr.Error(), "WRONGPASS")) && o.sentinel != "":
+		return fmt.Errorf("%w (the password is read from $EMQ_PASSWORD, a Sentinel's from $EMQ_SENTINEL_PASSWORD, the user from --user or $EMQ_USER)", err)
 	case strings.HasPrefix(verr.Error(), "NOAUTH"), strings.HasPrefix(verr.Error(), "WRONGPASS"):
 		return fmt.Errorf("%w (the password is read from $EMQ_PASSWORD, the user from --user or $EMQ_USER)", err)
 	case strings.Contains(o.addr, ",") && strings.Contains(verr.Error(), "cluster support disabled"):

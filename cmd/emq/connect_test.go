@@ -154,6 +154,11 @@ func TestCLITargets(t *testing.T) {
 			r := emqEnv(t, vars, queuetest.Now, "queues", "--timeout", "5s")
 			assert.Equal(t, exitFailed, r.code)
 			assert.Contains(t, r.stderr, "does it want TLS? --tls", "plain text to a TLS port")
+			if mutual == "yes" {
+				r = emqEnv(t, vars, queuetest.Now, "queues", "--tls", "--cacert", pki.ca)
+				assert.Equal(t, exitFailed, r.code)
+				assert.Contains(t, r.stderr, "does it want a client certificate? --cert, --key")
+			}
 			r = emqEnv(t, vars, queuetest.Now, "queues", "--tls")
 			assert.Equal(t, exitFailed, r.code)
 			assert.Contains(t, r.stderr, "certificate signed by unknown authority", "a CA the system does not know")
@@ -181,7 +186,7 @@ func TestCLITargets(t *testing.T) {
 	})
 	t.Run("--sentinel: --addr names Sentinels, the primary is theirs", func(t *testing.T) {
 		primary := valkeytest.Start(t, valkeytest.Options{})
-		sentinel := startSentinel(t, primary, "queues")
+		sentinel := startSentinel(t, primary, "queues", "")
 		enqueued(t, map[string]string{"EMQ_ADDR": sentinel}, "--sentinel", "queues")
 		n, err := primary.Do("ZCARD", keys.Pending("emails")).AsInt64()
 		require.NoError(t, err)
@@ -189,6 +194,12 @@ func TestCLITargets(t *testing.T) {
 		r := emq(t, sentinel, "queues")
 		assert.Equal(t, exitFailed, r.code)
 		assert.Contains(t, r.stderr, "--addr names a Sentinel: give --sentinel <name>")
+		guarded := startSentinel(t, primary, "queues", "sentinelpw")
+		r = emqEnv(t, map[string]string{"EMQ_ADDR": guarded, "EMQ_PASSWORD": "sentinelpw"}, queuetest.Now, "queues", "--sentinel", "queues")
+		assert.Equal(t, exitFailed, r.code)
+		assert.Contains(t, r.stderr, "a Sentinel's from $EMQ_SENTINEL_PASSWORD")
+		r = emqEnv(t, map[string]string{"EMQ_ADDR": guarded, "EMQ_SENTINEL_PASSWORD": "sentinelpw"}, queuetest.Now, "queues", "--sentinel", "queues")
+		assert.Equal(t, exitOK, r.code, r.stderr)
 	})
 	t.Run("bad targets are bad usage, nothing dialed, no password printed back", func(t *testing.T) {
 		for _, c := range []struct {
@@ -198,6 +209,10 @@ func TestCLITargets(t *testing.T) {
 		}{
 			{[]string{"--addr", "redis://:S3cret@127.0.0.1:6379/2"}, nil, `--addr "redis://…@127.0.0.1:6379/2": want host:port, not a URL`},
 			{[]string{"--addr", "ann:S3cret@127.0.0.1:6379"}, nil, `--addr "…@127.0.0.1:6379": want host:port`},
+			{[]string{"--addr", "S3cret@127.0.0.1:6379"}, nil, `--addr "…@127.0.0.1:6379": want host:port`},
+			{[]string{"--addr", "127.0.0.1:6380,S3cret@127.0.0.1:6379"}, nil, `--addr "…@127.0.0.1:6379": want host:port`},
+			{[]string{"--addr", "redis://127.0.0.1:6379?password=S3cret"}, nil, `--addr "redis://127.0.0.1:6379?…": want host:port, not a URL`},
+			{[]string{"--addr", "//ann:S3cret@127.0.0.1:6379"}, nil, `--addr "//…@127.0.0.1:6379": want host:port, or a socket's absolute path`},
 			{[]string{"--db", "-1"}, nil, `--db "-1": want a database number from 0`},
 			{nil, map[string]string{"EMQ_DB": "five"}, `--db "five": want a database number from 0 (the default from $EMQ_DB)`},
 			{[]string{"--cert", "c.pem"}, nil, "--cert and --key: give both, or neither"},
@@ -258,15 +273,19 @@ func newPKI(t *testing.T) pki {
 }
 
 // startSentinel starts a Sentinel monitoring primary as name until the
-// test ends, and returns its address once it knows the primary.
-func startSentinel(t *testing.T, primary *valkeytest.Server, name string) string {
+// test ends, asking for password when it is not empty, and returns its
+// address once it knows the primary.
+func startSentinel(t *testing.T, primary *valkeytest.Server, name, password string) string {
 	t.Helper()
 	port, err := valkeytest.FreePort()
 	require.NoError(t, err)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "sentinel.conf")
-	require.NoError(t, os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\nsentinel monitor %s 127.0.0.1 %d 1\n",
-		port, dir, name, primary.Port)), 0o600))
+	text := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\nsentinel monitor %s 127.0.0.1 %d 1\n", port, dir, name, primary.Port)
+	if password != "" {
+		text += "requirepass " + password + "\n"
+	}
+	require.NoError(t, os.WriteFile(conf, []byte(text), 0o600))
 	bin, err := exec.LookPath("valkey-server")
 	require.NoError(t, err)
 	cmd := exec.Command(bin, conf, "--sentinel")
@@ -274,7 +293,7 @@ func startSentinel(t *testing.T, primary *valkeytest.Server, name string) string
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	require.Eventually(t, func() bool {
-		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, DisableCache: true, ForceSingleClient: true})
+		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: password, DisableCache: true, ForceSingleClient: true})
 		if err != nil {
 			return false
 		}

@@ -939,6 +939,11 @@ func TestCLIServes(t *testing.T) {
 			assert.Equal(t, exitUsage, r.code, "%q: %s", args, r.stderr)
 		}
 	})
+	t.Run("actions served through a proxy (--allow-host) need --auth, as off loopback", func(t *testing.T) {
+		r := emq(t, s.Addr, "dash", "--write", "--allow-host", "dash.example.com", "--listen", "127.0.0.1:0")
+		assert.Equal(t, exitUsage, r.code, r.stderr)
+		assert.Contains(t, r.stderr, "--allow-host names a proxy that serves it to others: serving actions through it needs --auth")
+	})
 }
 
 // TestCLIUnreadableQueue: one queue with a key of another type under its

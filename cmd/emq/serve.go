@@ -25,7 +25,8 @@ var dashCmd = &command{
 unless --write is given; actions are POSTs carrying a CSRF token. --auth
 user:password (or $EMQ_DASH_AUTH, which ps does not show as it does the
 flag) asks for HTTP basic authentication on every page; the dashboard
-speaks plain HTTP, so off loopback put a TLS proxy before it. Serving actions on an address other than loopback needs --auth;
+speaks plain HTTP, so off loopback put a TLS proxy before it. Serving actions on an address other than loopback, or
+through a proxy (--allow-host), needs --auth;
 on loopback it answers only requests for a loopback name (localhost,
 127.0.0.1, [::1]) or a name of --allow-host (a reverse proxy's that passes
 its Host on), so no other site's page reaches it by DNS rebinding.
@@ -73,11 +74,15 @@ func runDash(ctx context.Context, s *session, _ []string) error {
 	if err != nil {
 		return err
 	}
-	if !loopback && s.o.auth == "" {
-		if s.o.write {
+	exposed := !loopback || s.o.allowHosts != "" // a reverse proxy's names: it is reached from elsewhere
+	if exposed && s.o.auth == "" {
+		switch {
+		case s.o.write && !loopback:
 			return usageError("--listen %s is not loopback: serving actions there needs --auth", s.o.listen)
+		case s.o.write:
+			return usageError("--allow-host names a proxy that serves it to others: serving actions through it needs --auth")
 		}
-		fmt.Fprintf(s.e.stderr, "emq dash: warning: %s is not loopback and has no --auth: anyone who reaches it reads your queues\n", s.o.listen)
+		fmt.Fprintf(s.e.stderr, "emq dash: warning: %s is reached from elsewhere (not loopback, or through --allow-host) and has no --auth: anyone who reaches it reads your queues\n", s.o.listen)
 	}
 	gate, err := dashboard.Authenticate(s.o.auth)
 	if err != nil {
@@ -179,7 +184,7 @@ func serve(ctx context.Context, s *session, what string, loopback bool, gate fun
 	}
 	var current atomic.Pointer[http.Handler]
 	use := func(h http.Handler) { current.Store(&h) }
-	use(unavailable("connecting to " + s.o.addr))
+	use(unavailable("connecting to " + redacted(s.o.addr)))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*current.Load()).ServeHTTP(w, r) })
 	if gate != nil {
 		h = gate(h)
@@ -195,7 +200,7 @@ func serve(ctx context.Context, s *session, what string, loopback bool, gate fun
 	// said once the first try's answer is in use, so that a request made
 	// after it meets the server's pages when the server is up
 	announce := sync.OnceFunc(func() {
-		fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, s.o.addr)
+		fmt.Fprintf(s.e.stderr, "emq: serving http://%s/ (%s) for %s; interrupt to stop\n", l.Addr(), what, redacted(s.o.addr))
 	})
 	in, err := waitForServer(ctx, s, func(err error) { use(unavailable(err.Error())); announce() })
 	if err == nil && in != nil {
@@ -230,7 +235,7 @@ func waitForServer(ctx context.Context, s *session, failed func(error)) (*inspec
 		in, err := s.inspector()
 		if err == nil {
 			if said != "" {
-				fmt.Fprintf(s.e.stderr, "emq: %s answers\n", s.o.addr)
+				fmt.Fprintf(s.e.stderr, "emq: %s answers\n", redacted(s.o.addr))
 			}
 			return in, nil
 		}
