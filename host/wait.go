@@ -276,25 +276,25 @@ func openQueue(ctx *C.ValkeyModuleCtx, pending []byte) {
 }
 
 // armFor arms q's timer for the first time w leaves for later: the lowest
-// score of its due sets as they are after the call's writes, and At — or,
-// for a queue closed to its waiters, when that ends: its waiters' claims
+// score of its due sets as they are after the call's writes, and At — for
+// a queue closed to its waiters, not before that ends: its waiters' claims
 // would take nothing before, and a due backlog (moved a few jobs a sweep)
 // would fire the timer at every pass of the event loop meanwhile.
 func (c *Call) armFor(q *queueWait, w *emq.Wait) {
+	floor := math.Inf(-1)
 	if q.closed(int64(c.now_ms)) {
-		arm(c.ctx, q, float64(q.closedUntil), false)
-		return
+		floor = float64(q.closedUntil)
 	}
 	for i, k := range w.Due {
 		if k < 0 {
 			continue
 		}
 		if score := float64(C.emq_first_score((*C.emq_call)(c), C.int(k))); !math.IsInf(score, 1) {
-			arm(c.ctx, q, score, emq.DueSets[i].After)
+			arm(c.ctx, q, max(score, floor), emq.DueSets[i].After && score >= floor)
 		}
 	}
 	if w.At > 0 {
-		arm(c.ctx, q, float64(w.At), true)
+		arm(c.ctx, q, max(float64(w.At), floor), true)
 	}
 }
 

@@ -266,58 +266,16 @@ func testKeysMovedMidMigration(t *testing.T, c *valkeytest.Cluster, m *ids.Minte
 		assert.Len(t, jobs, 1, "the job is claimed once its row has come")
 	})
 
-	t.Run("a waiting claim its timer wakes to a due job whose row moved is served TRYAGAIN", func(t *testing.T) {
-		q, _, soon, due := pausedWithADueJob(t, c, m, 300*time.Millisecond)
-		mv := beginMove(t, c, q.name)
-		mv.migrate(t, keys.Job(q.name, soon))
-
-		wait := append([]string{"EMQ.BCLAIM"}, append(q.claim("1")[1:], "5000")...)
-		tryAgain(t, mv.src, func() valkey.ValkeyResult { return mv.src.Do(wait...) })
-		assert.GreaterOrEqual(t, time.Now().UnixMilli(), due, "served when its timer fired")
-		assert.Equal(t, strconv.FormatInt(due, 10), str(t, mv.src, "ZSCORE", keys.Set(q.name, keys.DelayedSet), soon), "the due job stays")
-
-		mv.finish(t, c)
-		mv.resumedHoldsBoth(t, q)
-	})
-
-	t.Run("a queue's timer writes no set the migration moved, and its waiter waits for the move", func(t *testing.T) {
-		q, owner, _, _ := pausedWithADueJob(t, c, m, 500*time.Millisecond)
-		wait := append([]string{"EMQ.BCLAIM"}, append(q.claim("1")[1:], "20000")...)
-		served := make(chan valkey.ValkeyResult, 1)
-		go func() {
-			cl := owner.Client()
-			served <- cl.Do(context.Background(), cl.B().Arbitrary(wait...).Blocking())
-		}()
-		eventually(t, 5*time.Second, "the claim to wait", func() bool { return owner.InfoField("clients", "blocked_clients") == "1" })
-		mv := beginMove(t, c, q.name)
-		mv.migrate(t, keys.Pending(q.name)) // the due job's sweep would move it into a new pending set here
-		before := digest(t, mv.src)
-		timersFired := func() int64 {
-			info := owner.Info("emq")
-			require.Contains(t, info, "emq_timers_fired")
-			return valkeytest.InfoInt(info, "emq_timers_fired")
-		}
-		fired := timersFired()
-
-		eventually(t, 5*time.Second, "the queue's timer to fire", func() bool { return timersFired() > fired })
-		time.Sleep(300 * time.Millisecond) // and again
-		assert.Equal(t, before, digest(t, mv.src), "nothing written")
-		assert.NotContains(t, mv.left(t), keys.Pending(q.name), "no second pending set on the old node")
-		select {
-		case r := <-served:
-			require.FailNow(t, "served mid-migration", "%v", r)
-		default:
-		}
-
-		mv.finish(t, c) // a second pending set would stop it: BUSYKEY
-		select {
-		case r := <-served:
-			assert.Equal(t, fmt.Sprintf("MOVED %d %s", mv.slot, mv.dst.Addr), errorText(r), "redirected once the slot has moved")
-		case <-time.After(10 * time.Second):
-			require.FailNow(t, "the waiter was not redirected")
-		}
-		mv.resumedHoldsBoth(t, q)
-	})
+	// The queue's timer sweeps for its waiters: a due job whose row, or the
+	// pending set it would go to, the migration moved, it leaves alone —
+	// writing nothing, looking again — and its waiter waits for the move.
+	for _, moved := range []string{"the due job's row", "the pending set"} {
+		t.Run("a queue's timer writes nothing the migration moved — "+moved+" — and its waiter waits for the move", func(t *testing.T) {
+			q, owner, soon, due := pausedWithADueJob(t, c, m, 500*time.Millisecond)
+			timerWaitsForTheMove(t, c, q, owner, map[string]string{
+				"the due job's row": keys.Job(q.name, soon), "the pending set": keys.Pending(q.name)}[moved], due)
+		})
+	}
 
 	t.Run("a paused queue whose config moves with its sets stays paused on the new node", func(t *testing.T) {
 		q := newFullQueue(t, c, m, nil)
@@ -354,6 +312,54 @@ func pausedWithADueJob(t *testing.T, c *valkeytest.Cluster, m *ids.Minter, d tim
 	require.Equal(t, int64(1), num(t, owner, "EMQ.SCHEDULE", "3", keys.Job(q.name, soon), keys.Pending(q.name),
 		keys.Set(q.name, keys.DelayedSet), soon, "p", "0", strconv.FormatInt(due, 10)))
 	return q, owner, soon, due
+}
+
+// timerWaitsForTheMove waits on pausedWithADueJob queue q, whose job is
+// due at due, on its owner while key moves to the slot's new owner, and
+// checks that the queue's timer writes nothing on the old node — no
+// second pending set, whose copy would stop the migration (BUSYKEY) —
+// even once the job is due; that the waiter is not served mid-migration;
+// and that once the slot has moved it is redirected, and the new owner
+// holds both jobs.
+func timerWaitsForTheMove(t *testing.T, c *valkeytest.Cluster, q fullQueue, owner *valkeytest.Server, key string, due int64) {
+	t.Helper()
+	wait := append([]string{"EMQ.BCLAIM"}, append(q.claim("1")[1:], "20000")...)
+	served := make(chan valkey.ValkeyResult, 1)
+	go func() {
+		cl := owner.Client()
+		served <- cl.Do(context.Background(), cl.B().Arbitrary(wait...).Blocking())
+	}()
+	eventually(t, 5*time.Second, "the claim to wait", func() bool { return owner.InfoField("clients", "blocked_clients") == "1" })
+	mv := beginMove(t, c, q.name)
+	mv.migrate(t, key)
+	before := digest(t, mv.src)
+	timersFired := func() int64 {
+		info := owner.Info("emq")
+		require.Contains(t, info, "emq_timers_fired")
+		return valkeytest.InfoInt(info, "emq_timers_fired")
+	}
+	fired := timersFired()
+
+	eventually(t, 5*time.Second, "the queue's timer to fire", func() bool { return timersFired() > fired })
+	time.Sleep(time.Until(time.UnixMilli(due)) + 300*time.Millisecond) // and again, the job due
+	assert.Equal(t, before, digest(t, mv.src), "nothing written")
+	if key == keys.Pending(q.name) {
+		assert.NotContains(t, mv.left(t), key, "no second pending set on the old node")
+	}
+	select {
+	case r := <-served:
+		require.FailNow(t, "served mid-migration", "%v", r)
+	default:
+	}
+
+	mv.finish(t, c) // a second pending set would stop it: BUSYKEY
+	select {
+	case r := <-served:
+		assert.Equal(t, fmt.Sprintf("MOVED %d %s", mv.slot, mv.dst.Addr), errorText(r), "redirected once the slot has moved")
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "the waiter was not redirected")
+	}
+	mv.resumedHoldsBoth(t, q)
 }
 
 // resumedHoldsBoth resumes a pausedWithADueJob queue on the slot's new
