@@ -59,6 +59,9 @@ type queueWait struct {
 	// 0 when the last look found it open. A time passed is a queue that
 	// was closed: the timer's sweep looks before its waiters are woken.
 	closedUntil int64
+	// sweeping is set while the queue's timer sweeps it: the sweep's own
+	// writes to pending re-arm nothing (the sweep's outcome arms the timer)
+	sweeping bool
 }
 
 // closedMs is how long a queue found closed stays closed to its waiters
@@ -367,7 +370,7 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 	q.timer, q.token = 0, 0
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
-	retry := func() { armIn(ctx, q, retryMs) }
+	retry := func() { q.sweeping = false; armIn(ctx, q, retryMs) }
 	guard(ctx, "timer", retry, func() {
 		injectPanic("timer")
 		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
@@ -379,7 +382,10 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		// (created, on a server that wakes no waiter of an absent key)
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
-		if C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0 {
+		q.sweeping = true
+		refused := C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0
+		q.sweeping = false
+		if refused {
 			// refused — mid-migration, a row or a set gone that the sweep
 			// would have dropped or written again here — it looks again;
 			// a waiter it wakes is refused the same way (TRYAGAIN), and
@@ -470,10 +476,12 @@ func emqPendingSignal(ctx *C.ValkeyModuleCtx, key *C.char, n C.size_t) (signal C
 			return
 		}
 		q := lookupQueue(int(C.emq_selected_db(ctx)), queue)
-		if q == nil || q.waiters == 0 || q.closedUntil == 0 {
+		switch {
+		case q == nil || q.waiters == 0 || q.closedUntil == 0:
 			return
+		case !q.sweeping: // the timer's own sweep signals, or arms the timer, once it knows
+			arm(ctx, q, float64(max(q.closedUntil, int64(C.emq_now_ms()))), false)
 		}
-		arm(ctx, q, float64(max(q.closedUntil, int64(C.emq_now_ms()))), false)
 		signal = 0
 	})
 	return signal
