@@ -18,6 +18,13 @@
 //	})
 //	failures, err := c.FailuresIncr(ctx, "orders", sub, msg, time.Minute)
 //
+// The valkey-go client is the caller's, and so is how it reaches the
+// server: TLS (ClientOption.TLSConfig), Sentinel (ClientOption.Sentinel), a
+// database other than 0 (ClientOption.SelectDB; every call stays in it,
+// Work's blocking claim and the fallback scripts too, and a queue of one
+// name in two databases is two queues). Its ACL user needs the grants
+// docs/commands.md lists ("ACL, per server").
+//
 // # Queues and workers
 //
 // A [Queue] is a handle on one job queue with its [Policy] — the lease,
