@@ -62,15 +62,7 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 		nodes []*valkeytest.Server
 	}{{"a server", []*valkeytest.Server{one}}, {"a cluster", cl.Primaries}} {
 		t.Run(target.name, func(t *testing.T) {
-			rules := workerUser(t, target.nodes[0])
-			var seeds []string
-			for _, n := range target.nodes {
-				require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "worker", "on", ">secret"}, rules...)...).Error())
-				seeds = append(seeds, n.Addr)
-			}
-			vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Username: "worker", Password: "secret"})
-			require.NoError(t, err)
-			defer vk.Close()
+			vk := loggedIn(t, target.nodes, "worker", workerUser(t, target.nodes[0])...)
 			m, err := ids.NewMinter(11)
 			require.NoError(t, err)
 			q, err := New(vk).Queue("granted", m, Policy{Lease: 5 * time.Second})
@@ -149,15 +141,7 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 		// the client reads the slot map itself, to ask each node which
 		// verbs it serves: refused, nothing is sent — no unknown outcome —
 		// and Work does not claim nothing for ever, saying nothing
-		var seeds []string
-		for _, n := range cl.Primaries {
-			require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", "noslots", "on", ">secret"}, workerUser(t, n)...)...).Error())
-			require.NoError(t, n.Do("ACL", "SETUSER", "noslots", "-cluster|slots").Error())
-			seeds = append(seeds, n.Addr)
-		}
-		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Username: "noslots", Password: "secret"})
-		require.NoError(t, err)
-		defer vk.Close()
+		vk := loggedIn(t, cl.Primaries, "noslots", append(workerUser(t, cl.Primaries[0]), "-cluster|slots")...)
 		m, err := ids.NewMinter(13)
 		require.NoError(t, err)
 		q, err := New(vk).Queue("noslots", m, Policy{})
@@ -165,13 +149,37 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 		_, err = q.Enqueue(ctx(t), []byte("p"))
 		requireRefusal(t, err, emqerrors.NoPerm)
 		assert.NotErrorIs(t, err, ErrUnknownOutcome)
-		wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		began := time.Now()
-		err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
-		requireRefusal(t, err, emqerrors.NoPerm)
-		assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+		workStopsRefused(t, q)
 	})
+}
+
+// loggedIn makes user, with rules, on every node and returns a valkey-go
+// client of them logged in as it, built as the docs build one (valkey-go's
+// defaults), closed when the test ends.
+func loggedIn(t *testing.T, nodes []*valkeytest.Server, user string, rules ...string) valkey.Client {
+	t.Helper()
+	var seeds []string
+	for _, n := range nodes {
+		require.NoError(t, n.Do(append([]string{"ACL", "SETUSER", user, "on", ">secret"}, rules...)...).Error())
+		seeds = append(seeds, n.Addr)
+	}
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Username: user, Password: "secret"})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	return vk
+}
+
+// workStopsRefused requires Work on q to stop with a NOPERM refusal,
+// soon, rather than retry it for ever, and returns it.
+func workStopsRefused(t *testing.T, q *Queue) error {
+	t.Helper()
+	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	began := time.Now()
+	err := q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
+	requireRefusal(t, err, emqerrors.NoPerm)
+	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+	return err
 }
 
 // TestWorkStopsOnARefusedClientID: a user not granted CLIENT ID, which
@@ -185,11 +193,5 @@ func TestWorkStopsOnARefusedClientID(t *testing.T) {
 	vk := s.ClientAs(t, "noid", "+@all", "-client|id", "~*")
 	q, err := New(vk).Queue("noid", m, Policy{})
 	require.NoError(t, err)
-	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	began := time.Now()
-	err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
-	requireRefusal(t, err, emqerrors.NoPerm)
-	assert.Contains(t, err.Error(), "client|id")
-	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+	assert.Contains(t, workStopsRefused(t, q).Error(), "client|id")
 }

@@ -1495,11 +1495,5 @@ func TestWorkStopsOnAScriptsACLFailure(t *testing.T) {
 	require.NoError(t, err)
 	_, err = q.Enqueue(ctx(t), []byte("x"))
 	requireRefusal(t, err, emqerrors.NoPerm)
-
-	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	began := time.Now()
-	err = q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
-	requireRefusal(t, err, emqerrors.NoPerm)
-	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
+	workStopsRefused(t, q)
 }
