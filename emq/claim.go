@@ -253,6 +253,11 @@ func (t *turn) run(a claimArgs) error {
 		p.Replies[head] = Reply{Kind: ReplyNullArray}
 	default:
 		p.Replies[head].Int = int64(delivered)
+		if t.s.Woken() {
+			// a wake-up sweeps nothing: what it leaves due is the timer's,
+			// for the waiters after it (a set RENAME brought arms nothing)
+			t.next(-1, 0, false)
+		}
 	}
 	return nil
 }

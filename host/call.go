@@ -302,11 +302,15 @@ func (c *Call) OutOfMemory() bool { return C.emq_out_of_memory((*C.emq_call)(c))
 // the plan in place (see layout.go); the count of its events appends tells
 // C whether it has any to make first.
 func (c *Call) Apply(p *emq.Plan) error {
+	wake := p.Wake - 1
+	if wake >= 0 && c.waited(wake) != nil {
+		wake = -1 // its timer sweeps, then wakes them (openQueue)
+	}
 	done := int(C.emq_apply_at(c.at(),
 		(*C.emq_op)(unsafe.Pointer(unsafe.SliceData(p.Writes))), C.int(len(p.Writes)),
 		(*C.uint32_t)(unsafe.Pointer(unsafe.SliceData(p.Refs))),
 		(*C.emq_reply)(unsafe.Pointer(unsafe.SliceData(p.Replies))), C.int(len(p.Replies)),
-		scratch(p), spans(p), C.int(p.Wake-1), C.int(p.Counts[emq.EventsAppended])))
+		scratch(p), spans(p), C.int(wake), C.int(p.Counts[emq.EventsAppended])))
 	switch {
 	case done == len(p.Writes):
 		return nil

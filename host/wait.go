@@ -233,12 +233,18 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		return
 	}
 	if p.Wake > 0 && c.replied != 0 {
-		openQueue(c.ctx, args[2+p.Wake-1]) // EMQ.RESUME, EMQ.LIMIT: claims may take jobs again
+		c.openQueue(p.Wake - 1) // EMQ.RESUME, EMQ.LIMIT: claims may take jobs again
 	}
 	if c.replied != 0 || w.Queue == nil {
 		if c.waiter != 0 {
 			waitStats.WakeupsServed++
-			waiters[uint64(c.waiter)].queue.setClosed(0)
+			q := waiters[uint64(c.waiter)].queue
+			q.setClosed(closedUntil(w, int64(c.now_ms)))
+			if w.Queue != nil && q.waiters > 1 {
+				// it swept nothing: what it left due, the timer sweeps
+				// for the waiters after it
+				c.armFor(q, w)
+			}
 		}
 		return
 	}
@@ -268,13 +274,27 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	}
 }
 
-// openQueue opens to its waiters the queue whose pending set is pending,
-// if it is kept: its settings changed, and its claims may take jobs again.
-func openQueue(ctx *C.ValkeyModuleCtx, pending []byte) {
-	if queue, ok := keys.SplitSet(pending, keys.PendingSet); ok {
-		if q := lookupQueue(int(C.emq_selected_db(ctx)), queue); q != nil {
-			q.setClosed(0)
+// waited returns the queue waited on whose pending set is the call's
+// declared key k, or nil.
+func (c *Call) waited(k int) *queueWait {
+	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
+	if queue, ok := keys.SplitSet(args[2+k], keys.PendingSet); ok {
+		if q := lookupQueue(int(C.emq_selected_db(c.ctx)), queue); q != nil && q.waiters > 0 {
+			return q
 		}
+	}
+	return nil
+}
+
+// openQueue opens to its waiters the queue whose pending set is the
+// call's key k, if it is waited on: its settings changed, and its claims
+// may take jobs again. Its timer sweeps for them at once — the jobs that
+// came due while it was closed, the most urgent first — and then wakes
+// them (Apply signals none: they would claim pending's before the sweep).
+func (c *Call) openQueue(k int) {
+	if q := c.waited(k); q != nil {
+		q.setClosed(0)
+		armIn(c.ctx, q, 0)
 	}
 }
 

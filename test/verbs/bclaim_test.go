@@ -433,6 +433,55 @@ func TestACrowdWokenAtOnceSweepsWhatItIsHanded(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, jobN(3), claimedID(t, got))
 	})
+	t.Run("what a wake-up leaves due is swept for the waiters after it, a set RENAME brought too", func(t *testing.T) {
+		flush(t, s)
+		args := []string{"EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "0", itoa(time.Now().Add(50 * time.Millisecond).UnixMilli())}
+		for i := range 10 {
+			args = append(args, jobN(i), "p")
+		}
+		must(t, s, args...)
+		must(t, s, "RENAME", bq.delayed, "emq:{b}:aside") // no timer sees it come back
+		crowd := make([]*conn, 3)
+		for i := range crowd {
+			crowd[i] = blockB(t, s, 100_000, 3_000)
+		}
+		time.Sleep(100 * time.Millisecond) // the jobs due
+		must(t, s, "RENAME", "emq:{b}:aside", bq.delayed)
+		enqueueB(t, s, 100)
+		start := time.Now()
+		for i, w := range crowd {
+			got, err := w.read()
+			require.NoError(t, err)
+			require.NotEmpty(t, claimedID(t, got), "waiter %d is handed a job", i)
+		}
+		assert.Less(t, time.Since(start), time.Second, "at once, not at the waits' end")
+	})
+	t.Run("a resume or a limit lifted sweeps for the waiters first: the urgent job due meanwhile is handed first", func(t *testing.T) {
+		for _, lift := range []struct {
+			name        string
+			close, open []string
+		}{
+			{"resume", bq.pause(), bq.resume()},
+			{"limit", bq.limit(1, 100_000), bq.limit(0, 1)},
+		} {
+			flush(t, s)
+			must(t, s, lift.close...)
+			if lift.name == "limit" { // the window used up
+				enqueueB(t, s, 50)
+				must(t, s, claimB(100_000)...)
+			}
+			must(t, s, "EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "0", itoa(time.Now().Add(10*time.Millisecond).UnixMilli()), jobN(1), "urgent")
+			w := blockB(t, s, 100_000, 3_000)
+			must(t, s, "EMQ.ENQUEUEMANY", "2", bq.pending, bq.delayed, "5", "0", jobN(2), "later")
+			time.Sleep(30 * time.Millisecond)
+			must(t, s, lift.open...)
+			start := time.Now()
+			got, err := w.read()
+			require.NoError(t, err)
+			assert.Equal(t, jobN(1), claimedID(t, got), lift.name)
+			assert.Less(t, time.Since(start), 50*time.Millisecond, "%s: at once, not when the close would have ended", lift.name)
+		}
+	})
 	t.Run("a paused queue's timer looks every 100 ms, not at every pass", func(t *testing.T) {
 		flush(t, s)
 		must(t, s, bq.pause()...)
