@@ -211,7 +211,7 @@ func (o *target) connectError(err error) error {
 	switch {
 	case !ok && !o.wantsTLS() && hungUp(err):
 		return fmt.Errorf("%w (the server hung up on the greeting: does it want TLS? --tls)", err)
-	case !ok && o.cert == "" && hungUp(err):
+	case !ok && o.cert == "" && (hungUp(err) || strings.Contains(err.Error(), "tls: certificate required")):
 		return fmt.Errorf("%w (the server hung up on the TLS greeting: does it want a client certificate? --cert, --key)", err)
 	case !ok:
 		return err
@@ -226,7 +226,8 @@ func (o *target) connectError(err error) error {
 }
 
 // hungUp reports whether err is the server closing the connection: what
-// a server that wants TLS does with a plain greeting.
+// a server that wants TLS does with a plain greeting (and, a race with its
+// alert, one that wants a client certificate with a TLS greeting without).
 func hungUp(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
