@@ -145,11 +145,12 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 	// Split in two, a job settled a second time is refused as one call
 	// refuses it (EMQLEASE), unsent: the calls' order is not ss's.
 	final, rest := make([]settlement, 0, finals), make([]settlement, 0, len(ss)-finals)
+	twice := make([]bool, len(ss))
 	seen := make(map[ids.ID]bool, len(ss))
 	for i := range ss {
 		switch s := &ss[i]; {
 		case seen[s.job.ID]:
-			s.err = errSettledEarlier
+			s.err, twice[i] = errSettledEarlier, true
 		case s.final:
 			final = append(final, *s)
 		default:
@@ -162,16 +163,14 @@ func (q *Queue) settle(ctx context.Context, ss []settlement, n int, alloc func()
 	if len(rest) > 0 || n > 0 {
 		claimed, err = q.settleOnce(ctx, rest, n, q.maxAttempts, alloc, claimed)
 	}
-	clear(seen)
 	for i, f, r := 0, 0, 0; i < len(ss); i++ { // the outcomes, in ss's order
 		switch {
-		case seen[ss[i].job.ID]:
+		case twice[i]:
 		case ss[i].final:
 			ss[i], f = final[f], f+1
 		default:
 			ss[i], r = rest[r], r+1
 		}
-		seen[ss[i].job.ID] = true
 	}
 	// a failed round trip of the finals is their own error; their writes
 	// short of the Durability asked are the call's, as the rest's
