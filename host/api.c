@@ -92,6 +92,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
     release_constants();
     emq_release_settings_names();
+    emq_forget_clients();
     memset(&api, 0, sizeof(api));
     api.GetApi = get_api;
     FETCH(SetModuleAttribs);

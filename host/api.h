@@ -161,6 +161,8 @@ extern emq_api api;
 
 // emq_release_settings_names drops call.c's caches of settings key names.
 void emq_release_settings_names(void);
+// emq_forget_clients forgets the client whose user call.c found last.
+void emq_forget_clients(void);
 
 // emq_probe_modes sets the modes call.c looks for a queue's config with,
 // from what the server serves (at load).

@@ -308,6 +308,14 @@ typedef struct {
     ValkeyModuleUser *user;
 } caller;
 
+// known_client is the id of the last connected client caller_name found
+// with a user; 0 for none (emq_forget_clients, at load).
+static uint64_t known_client;
+
+// emq_forget_clients forgets the client caller_name knew, so a load starts
+// clean.
+void emq_forget_clients(void) { known_client = 0; }
+
 // caller_name returns the name of the ACL user the call in ctx runs as
 // (the caller frees it), or NULL for none — a client with no user is
 // unrestricted, as the server treats it. A client that is connected is
@@ -316,19 +324,27 @@ typedef struct {
 // reading a missing user crashes the server, so it is first asked through
 // Call with "C", which answers ENOTSUP without one (the command named
 // never runs: it does not exist).
+//
+// A client found so is remembered (known_client): client ids are never
+// reused, and the server never unsets a connected client's user, so a
+// later call from the same id reads its user's name directly — without
+// looking the client up among all the connected ones.
 static ValkeyModuleString *caller_name(ValkeyModuleCtx *ctx) {
     if (!api.GetClientId || !api.GetClientUserNameById || !api.GetModuleUserFromUserName) return NULL;
+    uint64_t id = api.GetClientId(ctx);
+    if (id && id == known_client && api.GetCurrentUserName) return api.GetCurrentUserName(ctx);
     errno = 0;
-    ValkeyModuleString *name = api.GetClientUserNameById(ctx, api.GetClientId(ctx));
-    if (!name) {
-        if (errno != ENOENT || !api.GetCurrentUserName) return NULL;
-        errno = 0;
-        ValkeyModuleCallReply *probe = api.Call(ctx, "emq.no-such-command", "C");
-        if (probe) api.FreeCallReply(probe);
-        if (errno == ENOTSUP) return NULL;
-        name = api.GetCurrentUserName(ctx);
+    ValkeyModuleString *name = api.GetClientUserNameById(ctx, id);
+    if (name) {
+        known_client = id;
+        return name;
     }
-    return name;
+    if (errno != ENOENT || !api.GetCurrentUserName) return NULL;
+    errno = 0;
+    ValkeyModuleCallReply *probe = api.Call(ctx, "emq.no-such-command", "C");
+    if (probe) api.FreeCallReply(probe);
+    if (errno == ENOTSUP) return NULL;
+    return api.GetCurrentUserName(ctx);
 }
 
 // caller_user returns the ACL user named name (caller_name), or NULL for

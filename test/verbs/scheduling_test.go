@@ -490,6 +490,40 @@ func TestRemoveDeletesAJobWhateverItsState(t *testing.T) {
 // type is WRONGTYPE, one outside the caller's ACL key patterns is NOPERM —
 // before the stored state, writing nothing — and a queue without a config
 // reads none of them.
+// A connection's derived keys are checked against the user it runs as at
+// each call: the module remembers a connected client it found, not the
+// client's user, so AUTH and ACL SETUSER on the same connection count from
+// the next call on.
+func TestADerivedKeyIsCheckedAsTheConnectionsUserNow(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("set")
+	id := jobIDs(1)[0]
+	sets := []string{"~emq:{set}:pending", "~emq:{set}:active", "~emq:{set}:delayed", "~emq:{set}:dead"}
+	must(t, s, append([]string{"ACL", "SETUSER", "worker", "on", "nopass", "+@all"}, sets...)...)
+	t.Cleanup(func() { s.Do("ACL", "DELUSER", "worker") })
+	c := dial(t, s)
+	for _, setup := range [][]string{q.enqueue(id, "p"), q.claim(longLease, 1, 5), {"EMQ.STALLED.CHECK", "2", q.sets()[0], q.sets()[1], "1"}} {
+		_, err := c.do(setup...)
+		require.NoError(t, err, "the default user touches every key")
+	}
+	_, err := c.do("AUTH", "worker", "x")
+	require.NoError(t, err)
+	must(t, s, "DEL", q.sets()[1])
+	must(t, s, "ZADD", q.sets()[1], "1", id) // its lease passed: a sweep moves it
+	digest, err := s.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	_, err = c.do("EMQ.STALLED.CHECK", "2", q.sets()[0], q.sets()[1], "1")
+	require.EqualError(t, err, errNoPerm, "the job's row is outside the patterns of the user the connection runs as now")
+	after, err := s.Do("DEBUG", "DIGEST").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, digest, after, "nothing written")
+
+	must(t, s, "ACL", "SETUSER", "worker", "~emq:{set}:job:*")
+	moved, err := c.do("EMQ.STALLED.CHECK", "2", q.sets()[0], q.sets()[1], "1")
+	require.NoError(t, err, "the user's rules as they are now")
+	assert.EqualValues(t, 1, moved)
+}
+
 func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	q := queueOf("set")
