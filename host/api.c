@@ -93,6 +93,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     release_constants();
     emq_release_settings_names();
     emq_forget_clients();
+    emq_forget_passes();
     memset(&api, 0, sizeof(api));
     api.GetApi = get_api;
     FETCH(SetModuleAttribs);
@@ -139,6 +140,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(NotifyKeyspaceEvent);
     FETCH(SignalModifiedKey);
     FETCH(Milliseconds);
+    FETCH(MonotonicMicroseconds);
     FETCH(Call);
     FETCH(CallReplyType);
     FETCH(CallReplyLength);

@@ -44,13 +44,15 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
 
 // A server event (valkeymodule.h's ValkeyModuleEvent, passed by value), and
-// those the module subscribes to: a CONFIG SET, a SWAPDB.
+// those the module subscribes to: a CONFIG SET, a SWAPDB, the event loop.
 typedef struct {
     uint64_t id, dataver;
 } server_event;
 #define EVENT_SWAPDB 11
+#define EVENT_EVENTLOOP 15
 #define EVENT_CONFIG 16
 #define SUBEVENT_CONFIG_CHANGE 0
+#define SUBEVENT_EVENTLOOP_BEFORE_SLEEP 0
 typedef void (*server_event_func)(ValkeyModuleCtx *, server_event, uint64_t, void *);
 typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
@@ -101,6 +103,7 @@ typedef struct {
     int (*NotifyKeyspaceEvent)(ValkeyModuleCtx *, int, const char *, ValkeyModuleString *);
     int (*SignalModifiedKey)(ValkeyModuleCtx *, ValkeyModuleString *);
     long long (*Milliseconds)(void);
+    uint64_t (*MonotonicMicroseconds)(void);
     ValkeyModuleCallReply *(*Call)(ValkeyModuleCtx *, const char *, const char *, ...);
     int (*CallReplyType)(ValkeyModuleCallReply *);
     size_t (*CallReplyLength)(ValkeyModuleCallReply *);
@@ -163,6 +166,8 @@ extern emq_api api;
 void emq_release_settings_names(void);
 // emq_forget_clients forgets the client whose user call.c found last.
 void emq_forget_clients(void);
+// emq_forget_passes forgets wait.c's event-loop passes.
+void emq_forget_passes(void);
 
 // emq_probe_modes sets the modes call.c looks for a queue's config with,
 // from what the server serves (at load).

@@ -218,12 +218,58 @@ static void on_swapdb(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *
     emqDatabasesSwapped(ctx, si->dbnum_first, si->dbnum_second);
 }
 
-// emq_subscribe_queues subscribes to what changes a waiting queue's sets:
-// the zset events and SWAPDB.
+// The server runs every timer that is due, one after another, before it
+// reads a client again: a thousand queues due in the same millisecond
+// would hold every client for as long as their sweeps and wake-ups take.
+// So the queues' timers of one pass of the event loop sweep for
+// EMQ_PASS_BUDGET_US at most, from the first one's start (pass_started,
+// 0 before it); a timer that finds the budget spent sweeps in a later
+// pass, after the server has served its clients — the timers deferred by
+// one pass spread over the next milliseconds as many a millisecond as
+// swept in it (pass_swept, pass_deferred), so that each fires again about
+// once. The server's before-sleep ends a pass — after it has served the
+// waiters the pass's timers woke.
+#define EMQ_PASS_BUDGET_US 2000
+static uint64_t pass_started;
+static long long pass_swept, pass_deferred;
+static int passes_seen; // subscribed to the event loop: without it, no budget
+
+// on_event_loop runs on the main thread before the server sleeps, never in
+// a forked child or from a crash report; it calls no Go.
+static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
+    (void)ctx, (void)data;
+    if (e.id == EVENT_EVENTLOOP && sub == SUBEVENT_EVENTLOOP_BEFORE_SLEEP) pass_started = 0;
+}
+
+// emq_forget_passes starts a load with no budget until the module
+// subscribes to the event loop.
+void emq_forget_passes(void) { pass_started = 0, pass_swept = 0, pass_deferred = 0, passes_seen = 0; }
+
+// emq_timer_deferral is 0 for a queue's timer that may sweep in this pass
+// of the event loop, else how many milliseconds from now it sweeps: the
+// timers of the pass have swept for their budget. The first timer of a
+// pass starts it, and sweeps. A server that does not tell the module its
+// passes has no budget.
+long long emq_timer_deferral(void) {
+    if (!passes_seen) return 0;
+    uint64_t now = api.MonotonicMicroseconds();
+    if (!pass_started) pass_started = now, pass_swept = 0, pass_deferred = 0;
+    if (now - pass_started < EMQ_PASS_BUDGET_US) {
+        pass_swept++;
+        return 0;
+    }
+    return 1 + pass_deferred++ / pass_swept;
+}
+
+// emq_subscribe_queues subscribes to what changes a waiting queue's sets —
+// the zset events and SWAPDB — and to the event loop, whose passes bound
+// the timers' sweeps.
 int emq_subscribe_queues(ValkeyModuleCtx *ctx) {
     if (!api.SubscribeToKeyspaceEvents) return -1;
     if (api.SubscribeToServerEvent && api.SelectDb)
         api.SubscribeToServerEvent(ctx, (server_event){EVENT_SWAPDB, 1}, on_swapdb);
+    passes_seen = api.SubscribeToServerEvent && api.MonotonicMicroseconds &&
+                  api.SubscribeToServerEvent(ctx, (server_event){EVENT_EVENTLOOP, 1}, on_event_loop) == API_OK;
     return api.SubscribeToKeyspaceEvents(ctx, NOTIFY_ZSET, on_zset);
 }
 

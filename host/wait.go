@@ -112,6 +112,9 @@ type WaitStats struct {
 	WakeupsIdle   int64 // wake-ups that found nothing and kept waiting
 	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK)
 	TimersFired   int64
+	// TimersDeferred counts timers that found their pass of the event
+	// loop's budget spent by others and swept in the next pass.
+	TimersDeferred int64
 }
 
 var (
@@ -388,6 +391,13 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		return
 	}
 	q.timer, q.token = 0, 0
+	if ms := int64(C.emq_timer_deferral()); ms > 0 {
+		// the timers before it in this pass swept for the pass's budget:
+		// the server serves its clients, then this one sweeps
+		waitStats.TimersDeferred++
+		armIn(ctx, q, ms)
+		return
+	}
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
 	retry := func() { q.sweeping = false; armIn(ctx, q, retryMs) }

@@ -89,6 +89,7 @@ func (s *moduleStats) info(in host.Info) {
 	in.Int("wakeups_idle", w.WakeupsIdle)
 	in.Int("block_timeouts", w.Timeouts)
 	in.Int("timers_fired", w.TimersFired)
+	in.Int("timers_deferred", w.TimersDeferred)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

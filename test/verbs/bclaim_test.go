@@ -375,6 +375,90 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 	require.Equal(t, int64(workers-3), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the others wait on")
 }
 
+// TestQueuesDueTogetherShareTheEventLoop: 1,000 queues, each with a
+// worker waiting and 100 jobs due in the same millisecond. The server runs
+// every due timer before it reads a client again, so the queues' timers
+// sweep for a budget a pass of the event loop and leave the rest to the
+// next: a client's PING meanwhile waits a pass, not the whole crowd (one
+// pass of 60 ms on the machine this was written on, where now the longest
+// PING takes 8 ms while the crowd is served over 150 ms).
+func TestQueuesDueTogetherShareTheEventLoop(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const queues, jobs = 1000, 100
+	at := time.Now().Add(3 * time.Second).UnixMilli()
+	admin := dial(t, s)
+	for i := range queues {
+		q := queueOf("crowd" + strconv.Itoa(i))
+		args := []string{"EMQ.ENQUEUEMANY", "2", q.pending, q.delayed, "0", itoa(at)}
+		for j := range jobs {
+			args = append(args, jobN(j), "p")
+		}
+		admin.send(args...)
+	}
+	for range queues {
+		_, err := admin.read()
+		require.NoError(t, err)
+	}
+	workers := make([]*conn, queues)
+	for i := range workers {
+		workers[i] = dial(t, s)
+		workers[i].send(queueOf("crowd"+strconv.Itoa(i)).bclaim(100_000, 1, 5, 20_000)...)
+	}
+	waitFor(t, "every worker to wait", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
+	})
+	require.Less(t, time.Now().UnixMilli(), at-200, "the crowd set up before its jobs are due")
+
+	// a client pings from before the jobs are due until the last worker
+	// is served; the longest PING is the longest pass it waited
+	done := make(chan struct{})
+	longest := make(chan time.Duration, 1)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-done:
+				longest <- worst
+				return
+			default:
+			}
+			start := time.Now()
+			if _, err := admin.do("PING"); err != nil {
+				longest <- -1
+				return
+			}
+			worst = max(worst, time.Since(start))
+		}
+	}()
+	time.Sleep(time.Until(time.UnixMilli(at - 100)))
+	var served atomic.Int64
+	last := make(chan time.Time, queues)
+	for _, w := range workers {
+		go func() {
+			got, err := w.read()
+			if err == nil && got != nil {
+				served.Add(1)
+			}
+			last <- time.Now()
+		}()
+	}
+	var end time.Time
+	for range queues {
+		if got := <-last; got.After(end) {
+			end = got
+		}
+	}
+	close(done)
+	worst := <-longest
+	crowd := end.Sub(time.UnixMilli(at))
+	require.Equal(t, int64(queues), served.Load(), "every worker is handed a job")
+	require.Positive(t, worst, "the PINGs were answered")
+	deferred := valkeytest.InfoInt(s.Info("emq"), "emq_timers_deferred")
+	t.Logf("the crowd served over %v; the longest PING meanwhile %v; %d timers deferred to a later pass", crowd, worst, deferred)
+	assert.Positive(t, deferred, "timers found their pass's budget spent")
+	assert.Less(t, worst, crowd/3, "a PING waits a pass, not the crowd")
+}
+
 // TestACrowdWokenAtOnceSweepsWhatItIsHanded: 200 jobs come due in one
 // millisecond — delayed jobs, or leases — while 5 workers wait for one job
 // each: the timer's sweep moves the 5 jobs they want and their wake-ups
