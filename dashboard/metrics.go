@@ -224,7 +224,7 @@ var fieldHelps = map[string]string{
 	"emq_wakeups_idle":        "Wake-ups of blocking claims that found nothing and kept waiting.",
 	"emq_block_timeouts":      "Blocking claims ended by their timeout or CLIENT UNBLOCK.",
 	"emq_timers_fired":        "Queue timers fired.",
-	"emq_timers_deferred":     "Queue timers that found their event-loop pass's sweep budget spent and swept in the next pass.",
+	"emq_timers_deferred":     "Queue timers that found their event-loop pass's sweep budget spent and swept in a later pass.",
 	"emq_go_heap_inuse_bytes": "Bytes of the module's Go heap in use.",
 	"emq_go_heap_live_bytes":  "Bytes of the module's Go heap the last collection kept.",
 	"emq_go_heap_objects":     "Objects on the module's Go heap.",

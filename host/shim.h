@@ -303,7 +303,7 @@ void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id);
 int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
-long long emq_timer_deferral(void);
+int emq_timer_pass_spent(void);
 long long emq_now_ms(void);
 void emq_reply_null_array(emq_call *c);
 int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int wanted);

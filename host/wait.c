@@ -221,44 +221,52 @@ static void on_swapdb(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *
 // The server runs every timer that is due, one after another, before it
 // reads a client again: a thousand queues due in the same millisecond
 // would hold every client for as long as their sweeps and wake-ups take.
-// So the queues' timers of one pass of the event loop sweep for
-// EMQ_PASS_BUDGET_US at most, from the first one's start (pass_started,
-// 0 before it); a timer that finds the budget spent sweeps in a later
-// pass, after the server has served its clients — the timers deferred by
-// one pass spread over the next milliseconds as many a millisecond as
-// swept in it (pass_swept, pass_deferred), so that each fires again about
-// once. The server's before-sleep ends a pass — after it has served the
+// So the queues' timers of one pass of the event loop sweep for a budget,
+// from the first one's start (pass_started, 0 before it), and leave the
+// rest to later passes (wait.go's backlog) — the server serves its clients
+// between. The budget is EMQ_PASS_BUDGET_US, or a quarter of the time the
+// server gave its clients since the last pass that left queues for later
+// (backlog_since), up to EMQ_PASS_BUDGET_MAX_US: when its passes are long
+// (slow commands, heavy pipelines) the queues still get their share of the
+// server. The server's before-sleep ends a pass — after it has served the
 // waiters the pass's timers woke.
 #define EMQ_PASS_BUDGET_US 2000
-static uint64_t pass_started;
-static long long pass_swept, pass_deferred;
+#define EMQ_PASS_BUDGET_MAX_US 20000
+static uint64_t pass_started, pass_budget, backlog_since;
+static int pass_left_work;
 static int passes_seen; // subscribed to the event loop: without it, no budget
 
 // on_event_loop runs on the main thread before the server sleeps, never in
 // a forked child or from a crash report; it calls no Go.
 static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
     (void)ctx, (void)data;
-    if (e.id == EVENT_EVENTLOOP && sub == SUBEVENT_EVENTLOOP_BEFORE_SLEEP) pass_started = 0;
+    if (e.id != EVENT_EVENTLOOP || sub != SUBEVENT_EVENTLOOP_BEFORE_SLEEP || !pass_started) return;
+    backlog_since = pass_left_work ? api.MonotonicMicroseconds() : 0;
+    pass_started = 0, pass_left_work = 0;
 }
 
 // emq_forget_passes starts a load with no budget until the module
 // subscribes to the event loop.
-void emq_forget_passes(void) { pass_started = 0, pass_swept = 0, pass_deferred = 0, passes_seen = 0; }
+void emq_forget_passes(void) { pass_started = 0, pass_budget = 0, backlog_since = 0, pass_left_work = 0, passes_seen = 0; }
 
-// emq_timer_deferral is 0 for a queue's timer that may sweep in this pass
-// of the event loop, else how many milliseconds from now it sweeps: the
-// timers of the pass have swept for their budget. The first timer of a
-// pass starts it, and sweeps. A server that does not tell the module its
-// passes has no budget.
-long long emq_timer_deferral(void) {
+// emq_timer_pass_spent reports whether the queues' timers of this pass of
+// the event loop have swept for its budget. The first ask of a pass starts
+// it, and is no: each pass sweeps a queue at least. A server that does not
+// tell the module its passes has no budget.
+int emq_timer_pass_spent(void) {
     if (!passes_seen) return 0;
     uint64_t now = api.MonotonicMicroseconds();
-    if (!pass_started) pass_started = now, pass_swept = 0, pass_deferred = 0;
-    if (now - pass_started < EMQ_PASS_BUDGET_US) {
-        pass_swept++;
+    if (!pass_started) {
+        uint64_t share = backlog_since ? (now - backlog_since) / 4 : 0;
+        pass_started = now;
+        pass_budget = share < EMQ_PASS_BUDGET_US ? EMQ_PASS_BUDGET_US
+                      : share > EMQ_PASS_BUDGET_MAX_US ? EMQ_PASS_BUDGET_MAX_US
+                                                       : share;
         return 0;
     }
-    return 1 + pass_deferred++ / pass_swept;
+    if (now - pass_started < pass_budget) return 0;
+    pass_left_work = 1;
+    return 1;
 }
 
 // emq_subscribe_queues subscribes to what changes a waiting queue's sets —

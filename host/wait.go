@@ -54,6 +54,8 @@ type queueWait struct {
 	timer   C.uint64_t // the armed timer; 0 for none
 	token   uint64     // what the armed timer hands back
 	at      int64      // when it is due (Unix ms)
+	// queued is set while the queue is in the backlog
+	queued bool
 	// until when (Unix ms) the queue is closed to its waiters: a claim or
 	// sweep found it paused or its rate window used up (emq.Wait.Closed);
 	// 0 when the last look found it open. A time passed is a queue that
@@ -113,7 +115,7 @@ type WaitStats struct {
 	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK)
 	TimersFired   int64
 	// TimersDeferred counts timers that found their pass of the event
-	// loop's budget spent by others and swept in the next pass.
+	// loop's sweeping budget spent and waited for a later pass.
 	TimersDeferred int64
 }
 
@@ -126,12 +128,23 @@ var (
 	lastToken  uint64
 	waitStats  WaitStats
 	subscribed bool // to the zset events, in this load
+	// backlog is the queues whose timers fired in a pass of the event loop
+	// that had swept for its budget already, first come first served:
+	// each later pass sweeps from its head, before any queue whose timer
+	// fires in that pass, so none waits behind queues due again and again.
+	// drainToken names the timer armed for the next pass while it is not
+	// empty (0: none); the first deferred of its queues were counted in
+	// TimersDeferred.
+	backlog    []*queueWait
+	drainToken uint64
+	deferred   int
 )
 
 // resetWaits starts a load with nobody waiting.
 func resetWaits() {
 	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
 	idle, lastWaiter, lastToken, waitStats, subscribed = 0, 0, 0, WaitStats{}, false
+	backlog, drainToken, deferred = nil, 0, 0
 	C.emq_queues_waited, C.emq_queues_closed = 0, 0
 }
 
@@ -385,24 +398,57 @@ func guard(ctx *C.ValkeyModuleCtx, path string, recovered func(), f func()) {
 
 //export emqTimerFired
 func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
+	if uint64(token) == drainToken {
+		drainToken = 0
+		drain(ctx)
+		return
+	}
 	q := timers[uint64(token)]
 	delete(timers, uint64(token))
 	if q == nil || q.token != uint64(token) {
 		return
 	}
 	q.timer, q.token = 0, 0
-	if ms := int64(C.emq_timer_deferral()); ms > 0 {
-		// the timers before it in this pass swept for the pass's budget:
-		// the server serves its clients, then this one sweeps
-		waitStats.TimersDeferred++
-		armIn(ctx, q, ms)
-		return
+	if !q.queued {
+		q.queued = true
+		backlog = append(backlog, q)
 	}
+	drain(ctx)
+}
+
+// drain sweeps the backlog's queues from its head while the pass's budget
+// lasts (emq_timer_pass_spent), and arms a timer for the next pass when
+// some are left: the server reads its clients before they sweep.
+func drain(ctx *C.ValkeyModuleCtx) {
+	for len(backlog) > 0 {
+		if C.emq_timer_pass_spent() != 0 {
+			waitStats.TimersDeferred += int64(len(backlog) - deferred)
+			deferred = len(backlog)
+			if drainToken == 0 {
+				lastToken++
+				drainToken = lastToken
+				C.emq_create_timer(ctx, 0, C.uint64_t(drainToken))
+			}
+			return
+		}
+		q := backlog[0]
+		backlog[0] = nil
+		backlog = backlog[1:]
+		deferred = max(deferred-1, 0)
+		q.queued = false
+		sweepFor(ctx, q)
+	}
+}
+
+// sweepFor sweeps queue q for its waiters, as its timer does, in its
+// database, and wakes them unless the sweep found the queue closed.
+func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
 	retry := func() { q.sweeping = false; armIn(ctx, q, retryMs) }
 	guard(ctx, "timer", retry, func() {
 		injectPanic("timer")
+		C.emq_select_db(ctx, C.int(q.db)) // the backlog's queues are of every database
 		pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
 		if C.emq_timer_may_sweep(ctx, pending, C.size_t(len(q.pending))) == 0 {
 			retry()
