@@ -109,7 +109,7 @@ const maxIdleQueues = 1024
 // WaitStats are what INFO emq shows of waiting clients.
 type WaitStats struct {
 	Waiting       int64 // clients waiting now
-	Timers        int64 // timers armed now
+	Timers        int64 // timers armed now, and queues waiting in the backlog
 	WakeupsServed int64 // wake-ups that replied
 	WakeupsIdle   int64 // wake-ups that found nothing and kept waiting
 	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK)
@@ -151,7 +151,7 @@ func resetWaits() {
 // Waits returns the counters of waiting clients.
 func Waits() WaitStats {
 	s := waitStats
-	s.Waiting, s.Timers = int64(len(waiters)), int64(len(timers))
+	s.Waiting, s.Timers = int64(len(waiters)), int64(len(timers)+len(backlog))
 	return s
 }
 
@@ -418,10 +418,12 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 
 // drain sweeps the backlog's queues from its head while the pass's budget
 // lasts (emq_timer_pass_spent), and arms a timer for the next pass when
-// some are left: the server reads its clients before they sweep.
+// some are left: the server reads its clients before they sweep. A queue
+// whose waiters all left while it waited is dropped, as leaving stops a
+// queue's timer.
 func drain(ctx *C.ValkeyModuleCtx) {
 	for len(backlog) > 0 {
-		if C.emq_timer_pass_spent() != 0 {
+		if backlog[0].waiters > 0 && C.emq_timer_pass_spent() != 0 {
 			waitStats.TimersDeferred += int64(len(backlog) - deferred)
 			deferred = len(backlog)
 			if drainToken == 0 {
@@ -436,7 +438,9 @@ func drain(ctx *C.ValkeyModuleCtx) {
 		backlog = backlog[1:]
 		deferred = max(deferred-1, 0)
 		q.queued = false
-		sweepFor(ctx, q)
+		if q.waiters > 0 {
+			sweepFor(ctx, q)
+		}
 	}
 }
 

@@ -398,6 +398,50 @@ func TestQueuesDueTogetherShareTheEventLoop(t *testing.T) {
 	})
 }
 
+// TestAQueueLeftWhileWaitingForAPassKeepsNoTimer: queues wait for a later
+// pass of the event loop when the server becomes a replica and unblocks
+// their workers; a queue whose waiters left meanwhile is dropped when its
+// turn comes, as a queue's timer stops when its last waiter leaves — not
+// looked at again every 100 ms, for as long as the server takes no writes
+// (0.3's first backlog: thousands of looks a second, nobody waiting).
+func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const queues = 3000
+	for i := range queues {
+		dial(t, s).send(queueOf("left"+strconv.Itoa(i)).bclaim(100_000, 1, 5, 0)...)
+	}
+	waitFor(t, "every worker to wait", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
+	})
+	at := time.Now().Add(500 * time.Millisecond).UnixMilli()
+	admin := dial(t, s)
+	for i := range queues {
+		admin.send(queueOf("left"+strconv.Itoa(i)).enqueueMany(0, at, jobN(1), "p")...)
+	}
+	for range queues {
+		_, err := admin.read()
+		require.NoError(t, err)
+	}
+	require.Less(t, time.Now().UnixMilli(), at, "the jobs admitted before they are due")
+	time.Sleep(time.Until(time.UnixMilli(at + 5))) // in the crowd's passes
+	// no primary there: the server stays a replica, taking no writes
+	nowhere, err := valkeytest.FreePort()
+	require.NoError(t, err)
+	_, err = admin.do("REPLICAOF", "127.0.0.1", strconv.Itoa(nowhere))
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Do("REPLICAOF", "NO", "ONE") })
+	t.Logf("at the REPLICAOF: %d of %d queues swept", valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired"), queues)
+	waitFor(t, "the workers unblocked", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 0
+	})
+	time.Sleep(300 * time.Millisecond) // the backlog drained
+	info := s.Info("emq")
+	fired := valkeytest.InfoInt(info, "emq_timers_fired")
+	assert.Zero(t, valkeytest.InfoInt(info, "emq_timers"), "no timer, nobody waiting")
+	time.Sleep(300 * time.Millisecond)
+	assert.Equal(t, fired, valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired"), "no timer looks again for nobody")
+}
+
 // crowdDue makes 1,000 queues of s (named after name) each with 100 jobs
 // due together and a worker waiting; from before they are due until every
 // worker is served, a client runs call again and again. It returns how
