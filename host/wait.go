@@ -133,8 +133,8 @@ var (
 	// each later pass sweeps from its head, before any queue whose timer
 	// fires in that pass, so none waits behind queues due again and again.
 	// drainToken names the timer armed for the next pass while it is not
-	// empty (0: none); the first deferred of its queues were counted in
-	// TimersDeferred.
+	// empty (0: none); deferred is how many of its first queues
+	// TimersDeferred counted already (each counts once).
 	backlog    []*queueWait
 	drainToken uint64
 	deferred   int
@@ -444,8 +444,8 @@ func drain(ctx *C.ValkeyModuleCtx) {
 	}
 }
 
-// sweepFor sweeps queue q for its waiters, as its timer does, in its
-// database, and wakes them unless the sweep found the queue closed.
+// sweepFor is the sweep of queue q's timer, in q's database: it moves what
+// q's waiters want, then wakes them unless it found the queue closed.
 func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 	waitStats.TimersFired++
 	// a panic must not leave the queue's waiters without a timer
