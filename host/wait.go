@@ -133,18 +133,16 @@ var (
 	// each later pass sweeps from its head, before any queue whose timer
 	// fires in that pass, so none waits behind queues due again and again.
 	// drainToken names the timer armed for the next pass while it is not
-	// empty (0: none); deferred is how many of its first queues
-	// TimersDeferred counted already (each counts once).
+	// empty (0: none).
 	backlog    []*queueWait
 	drainToken uint64
-	deferred   int
 )
 
 // resetWaits starts a load with nobody waiting.
 func resetWaits() {
 	waiters, queues, timers = map[uint64]waiter{}, map[int]map[string]*queueWait{}, map[uint64]*queueWait{}
 	idle, lastWaiter, lastToken, waitStats, subscribed = 0, 0, 0, WaitStats{}, false
-	backlog, drainToken, deferred = nil, 0, 0
+	backlog, drainToken = nil, 0
 	C.emq_queues_waited, C.emq_queues_closed = 0, 0
 }
 
@@ -409,11 +407,16 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		return
 	}
 	q.timer, q.token = 0, 0
-	if !q.queued {
-		q.queued = true
-		backlog = append(backlog, q)
+	if q.queued { // its place in the backlog stands
+		drain(ctx)
+		return
 	}
+	q.queued = true
+	backlog = append(backlog, q)
 	drain(ctx)
+	if q.queued {
+		waitStats.TimersDeferred++
+	}
 }
 
 // drain sweeps the backlog's queues from its head while the pass's budget
@@ -423,9 +426,8 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 // queue's timer.
 func drain(ctx *C.ValkeyModuleCtx) {
 	for len(backlog) > 0 {
-		if backlog[0].waiters > 0 && C.emq_timer_pass_spent() != 0 {
-			waitStats.TimersDeferred += int64(len(backlog) - deferred)
-			deferred = len(backlog)
+		q := backlog[0]
+		if q.waiters > 0 && C.emq_timer_pass_spent() != 0 {
 			if drainToken == 0 {
 				lastToken++
 				drainToken = lastToken
@@ -433,10 +435,8 @@ func drain(ctx *C.ValkeyModuleCtx) {
 			}
 			return
 		}
-		q := backlog[0]
 		backlog[0] = nil
 		backlog = backlog[1:]
-		deferred = max(deferred-1, 0)
 		q.queued = false
 		if q.waiters > 0 {
 			sweepFor(ctx, q)
