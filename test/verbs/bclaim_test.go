@@ -413,7 +413,9 @@ func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
 	waitFor(t, "every worker to wait", func() bool {
 		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
 	})
-	at := time.Now().Add(500 * time.Millisecond).UnixMilli()
+	// 3 s: time to admit 3,000 jobs on a slow, loaded machine (CI took
+	// more than 500 ms under the race detector)
+	at := time.Now().Add(3 * time.Second).UnixMilli()
 	admin := dial(t, s)
 	for i := range queues {
 		admin.send(queueOf("left"+strconv.Itoa(i)).enqueueMany(0, at, jobN(1), "p")...)
