@@ -86,10 +86,15 @@ static int valkey_major(ValkeyModuleCtx *ctx) {
 
 // emq_init names the module and fetches the API. A load refused because the
 // name is taken touches nothing: the loaded module keeps serving with it.
+// Only a copy loaded from another path, whose api is its own and empty,
+// fetches Log, so that its refusal says why in the server's log.
 int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     int (*get_api)(const char *, void *) = (int (*)(const char *, void *))((void **)ctx)[0];
     int (*busy)(const char *) = NULL;
-    if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) return -1;
+    if (get_api("RedisModule_IsModuleNameBusy", (void **)&busy) == API_OK && busy && busy(name)) {
+        if (!api.Log) get_api("RedisModule_Log", (void **)&api.Log);
+        return -1;
+    }
     release_constants();
     emq_release_settings_names();
     emq_forget_clients();

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,15 +48,27 @@ func TestModuleUnloadIsRefusedAndTheVerbsKeepWorking(t *testing.T) {
 	})
 }
 
+// TestASecondModuleLoadIsRefusedAndTheServerKeepsRunning: a second load,
+// of the same file or of a copy at another path (its own Go runtime, which
+// stays in the process: none can be unloaded), is refused, and the log
+// says why.
 func TestASecondModuleLoadIsRefusedAndTheServerKeepsRunning(t *testing.T) {
-	s := start(t, valkeytest.Options{})
 	so, err := valkeytest.ModulePath()
 	require.NoError(t, err)
-	got := errorText(s.Do("MODULE", "LOAD", so))
-	assert.True(t, strings.HasPrefix(got, loadRefusal), got)
-	assert.Contains(t, s.Log(), "a module named emq is loaded already")
-	assert.Equal(t, "PONG", str(t, s, "PING"))
-	assert.Equal(t, 1, modulesNamed(t, s, "emq"))
+	elf, err := os.ReadFile(so)
+	require.NoError(t, err)
+	copied := filepath.Join(t.TempDir(), "emq-copy.so")
+	require.NoError(t, os.WriteFile(copied, elf, 0o755))
+	for _, c := range []struct{ name, path string }{{"the same file", so}, {"a copy at another path", copied}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := start(t, valkeytest.Options{})
+			got := errorText(s.Do("MODULE", "LOAD", c.path))
+			assert.True(t, strings.HasPrefix(got, loadRefusal), got)
+			assert.Contains(t, s.Log(), "emq: load failed: a module named emq is loaded already")
+			assert.Equal(t, "PONG", str(t, s, "PING"))
+			assert.Equal(t, 1, modulesNamed(t, s, "emq"))
+		})
+	}
 	// What the verbs do after this is TestVerbsSurviveARefusedSecondLoad.
 }
 
