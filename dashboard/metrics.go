@@ -222,7 +222,7 @@ var fieldHelps = map[string]string{
 	"emq_timers":              "Queue timers armed now, and queues waiting for a later pass of the event loop.",
 	"emq_wakeups_served":      "Wake-ups of blocking claims that replied.",
 	"emq_wakeups_idle":        "Wake-ups of blocking claims that found nothing and kept waiting.",
-	"emq_block_timeouts":      "Blocking claims ended by their timeout or CLIENT UNBLOCK.",
+	"emq_block_timeouts":      "Blocking claims ended by their timeout or CLIENT UNBLOCK (TIMEOUT, its default; not ERROR).",
 	"emq_timers_fired":        "Times a queue's timer ran for its waiters: a sweep, or a look again later where the server takes no writes.",
 	"emq_timers_deferred":     "Queues whose timer found its event-loop pass's sweeping budget spent and waited for a later pass.",
 	"emq_go_heap_inuse_bytes": "Bytes of the module's Go heap in use.",

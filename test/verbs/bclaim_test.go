@@ -1150,7 +1150,7 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 		name    string
 		timeout int
 		end     func(w *conn)
-		err     string // "" for nil
+		err     string // "" for nil: a timeout, counted in emq_block_timeouts
 	}{
 		{"a timeout replies nil", 50, func(*conn) {}, ""},
 		{"CLIENT UNBLOCK replies nil", 10_000, func(w *conn) {
@@ -1166,16 +1166,20 @@ func TestBlockedWorkersEndLikeBuiltinBlockedClients(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			flush(t, s)
+			before := valkeytest.InfoInt(s.Info("emq"), "emq_block_timeouts")
 			w := blockB(t, s, 1000, c.timeout)
 			c.end(w)
 			got, err := w.read()
+			timedOut := int64(1)
 			if c.err != "" {
 				require.EqualError(t, err, c.err)
+				timedOut = 0 // an error, as the server's errorstat_UNBLOCKED counts it
 			} else {
 				require.NoError(t, err)
 				require.Nil(t, got)
 			}
 			waitInfo(t, s, "emq_blocked_workers", 0)
+			assert.Equal(t, timedOut, valkeytest.InfoInt(s.Info("emq"), "emq_block_timeouts")-before)
 			id := enqueueB(t, s, 1)
 			got, err = w.do(claimB(1000)...)
 			require.NoError(t, err, "the connection serves on")
