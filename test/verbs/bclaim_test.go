@@ -385,15 +385,34 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 // another client's commands make every pass long, the queues still get
 // their share of the server: the crowd is served in a few long passes, not
 // 2 ms of sweeping a pass (2 s, where all in one pass took 0.2 s).
+//
+// A stall of the whole machine (a throttled CPU, another process) can
+// spoil one crowd's figures; each case takes the first of three crowds
+// that shows the property, which a regression spoils every time.
 func TestQueuesDueTogetherShareTheEventLoop(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	t.Run("a PING waits a pass, not the crowd", func(t *testing.T) {
-		crowd, worst, deferred := crowdDue(t, s, "idle", func(c *conn) (any, error) { return c.do("PING") })
+		var crowd, worst time.Duration
+		var deferred int64
+		for try := range 3 {
+			flush(t, s)
+			crowd, worst, deferred = crowdDue(t, s, "idle"+strconv.Itoa(try), func(c *conn) (any, error) { return c.do("PING") })
+			if deferred > 0 && worst < crowd/3 {
+				break
+			}
+		}
 		assert.Positive(t, deferred, "timers found their pass's budget spent")
 		assert.Less(t, worst, crowd/3, "a PING waits a pass, not the crowd")
 	})
 	t.Run("slow commands meanwhile: the crowd still served in a few passes", func(t *testing.T) {
-		crowd, worst, _ := crowdDue(t, s, "slow", func(c *conn) (any, error) { return c.do("DEBUG", "SLEEP", "0.05") })
+		var crowd, worst time.Duration
+		for try := range 3 {
+			flush(t, s)
+			crowd, worst, _ = crowdDue(t, s, "slow"+strconv.Itoa(try), func(c *conn) (any, error) { return c.do("DEBUG", "SLEEP", "0.05") })
+			if crowd < 15*worst {
+				break
+			}
+		}
 		assert.Less(t, crowd, 15*worst, "the crowd served within a few passes as long as the slowest the client saw")
 	})
 }
@@ -407,33 +426,20 @@ func TestQueuesDueTogetherShareTheEventLoop(t *testing.T) {
 func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const queues = 3000
-	for i := range queues {
-		dial(t, s).send(queueOf("left"+strconv.Itoa(i)).bclaim(100_000, 1, 5, 0)...)
-	}
-	waitFor(t, "every worker to wait", func() bool {
-		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
-	})
-	// 3 s: time to admit 3,000 jobs on a slow, loaded machine (CI took
-	// more than 500 ms under the race detector)
-	at := time.Now().Add(3 * time.Second).UnixMilli()
-	admin := dial(t, s)
-	for i := range queues {
-		admin.send(queueOf("left"+strconv.Itoa(i)).enqueueMany(0, at, jobN(1), "p")...)
-	}
-	for range queues {
-		_, err := admin.read()
-		require.NoError(t, err)
-	}
-	require.Less(t, time.Now().UnixMilli(), at, "the jobs admitted before they are due")
-	time.Sleep(time.Until(time.UnixMilli(at + 5))) // in the crowd's passes
-	// no primary there: the server stays a replica, taking no writes
-	nowhere, err := valkeytest.FreePort()
-	require.NoError(t, err)
-	_, err = admin.do("REPLICAOF", "127.0.0.1", strconv.Itoa(nowhere))
-	require.NoError(t, err)
 	t.Cleanup(func() { s.Do("REPLICAOF", "NO", "ONE") })
-	swept := valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired")
-	t.Logf("at the REPLICAOF: %d of %d queues swept", swept, queues)
+	// The REPLICAOF must come while queues wait for a pass, a window of
+	// tens of milliseconds; a machine that stalls the test past it gets
+	// three tries.
+	var swept int64
+	for try := range 3 {
+		swept = replicaMidCrowd(t, s, "left"+strconv.Itoa(try)+"-", queues)
+		t.Logf("at the REPLICAOF: %d of %d queues swept", swept, queues)
+		if swept < queues {
+			break
+		}
+		must(t, s, "REPLICAOF", "NO", "ONE")
+		flush(t, s)
+	}
 	require.Less(t, swept, int64(queues), "the REPLICAOF came while queues waited for a pass")
 	waitFor(t, "the workers unblocked", func() bool {
 		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 0
@@ -446,6 +452,43 @@ func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
 	assert.Equal(t, fired, valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired"), "no timer looks again for nobody")
 }
 
+// replicaMidCrowd makes queues queues of s (named after name), each with a
+// worker waiting and 20 jobs due together, and makes s a replica of a
+// primary that is not there just after they are due. It returns how many
+// of the queues' timers had run by then.
+func replicaMidCrowd(t *testing.T, s *valkeytest.Server, name string, queues int) (swept int64) {
+	for i := range queues {
+		dial(t, s).send(queueOf(name+strconv.Itoa(i)).bclaim(100_000, 1, 5, 0)...)
+	}
+	waitFor(t, "every worker to wait", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == int64(queues)
+	})
+	fired := valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired")
+	// 3 s: time to admit the jobs on a slow, loaded machine (CI took more
+	// than 500 ms for 3,000 under the race detector)
+	at := time.Now().Add(3 * time.Second).UnixMilli()
+	jobs := make([]string, 0, 40)
+	for j := range 20 { // 20 a queue: each sweep longer, the crowd's passes more
+		jobs = append(jobs, jobN(j), "p")
+	}
+	admin := dial(t, s)
+	for i := range queues {
+		admin.send(queueOf(name+strconv.Itoa(i)).enqueueMany(0, at, jobs...)...)
+	}
+	for range queues {
+		_, err := admin.read()
+		require.NoError(t, err)
+	}
+	require.Less(t, time.Now().UnixMilli(), at, "the jobs admitted before they are due")
+	time.Sleep(time.Until(time.UnixMilli(at + 5))) // in the crowd's passes
+	// no primary there: the server stays a replica, taking no writes
+	nowhere, err := valkeytest.FreePort()
+	require.NoError(t, err)
+	_, err = admin.do("REPLICAOF", "127.0.0.1", strconv.Itoa(nowhere))
+	require.NoError(t, err)
+	return valkeytest.InfoInt(s.Info("emq"), "emq_timers_fired") - fired
+}
+
 // crowdDue makes 1,000 queues of s (named after name) each with 100 jobs
 // due together and a worker waiting; from before they are due until every
 // worker is served, a client runs call again and again. It returns how
@@ -453,6 +496,17 @@ func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
 // meanwhile and how many timers INFO emq says were deferred meanwhile.
 func crowdDue(t *testing.T, s *valkeytest.Server, name string, call func(*conn) (any, error)) (crowd, worst time.Duration, deferred int64) {
 	const queues, jobs = 1000, 100
+	// the workers wait first, on empty queues: dialling 1,000 of them is
+	// no part of the jobs' lead, which a loaded machine overran
+	workers := make([]*conn, queues)
+	for i := range workers {
+		workers[i] = dial(t, s)
+		workers[i].send(queueOf(name+strconv.Itoa(i)).bclaim(100_000, 1, 5, 30_000)...)
+	}
+	waitFor(t, "every worker to wait", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
+	})
+	before := valkeytest.InfoInt(s.Info("emq"), "emq_timers_deferred")
 	at := time.Now().Add(3 * time.Second).UnixMilli()
 	admin := dial(t, s)
 	for i := range queues {
@@ -467,16 +521,7 @@ func crowdDue(t *testing.T, s *valkeytest.Server, name string, call func(*conn) 
 		_, err := admin.read()
 		require.NoError(t, err)
 	}
-	before := valkeytest.InfoInt(s.Info("emq"), "emq_timers_deferred")
-	workers := make([]*conn, queues)
-	for i := range workers {
-		workers[i] = dial(t, s)
-		workers[i].send(queueOf(name+strconv.Itoa(i)).bclaim(100_000, 1, 5, 20_000)...)
-	}
-	waitFor(t, "every worker to wait", func() bool {
-		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == queues
-	})
-	require.Less(t, time.Now().UnixMilli(), at-200, "the crowd set up before its jobs are due")
+	require.Less(t, time.Now().UnixMilli(), at-200, "the crowd's jobs admitted before they are due")
 
 	done := make(chan struct{})
 	longest := make(chan time.Duration, 1)
@@ -522,6 +567,9 @@ func crowdDue(t *testing.T, s *valkeytest.Server, name string, call func(*conn) 
 	require.Positive(t, worst, "the calls were answered")
 	deferred = valkeytest.InfoInt(s.Info("emq"), "emq_timers_deferred") - before
 	t.Logf("the crowd served over %v; the longest call meanwhile %v; %d timers deferred to a later pass", crowd, worst, deferred)
+	for _, c := range append(workers, admin) { // a crowd again in the same test dials 1,000 more
+		_ = c.c.Close()
+	}
 	return crowd, worst, deferred
 }
 
