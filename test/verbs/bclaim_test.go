@@ -427,9 +427,9 @@ func TestAQueueLeftWhileWaitingForAPassKeepsNoTimer(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const queues = 3000
 	t.Cleanup(func() { s.Do("REPLICAOF", "NO", "ONE") })
-	// The REPLICAOF must come while queues wait for a pass, a window of
-	// tens of milliseconds; a machine that stalls the test past it gets
-	// three tries.
+	// The REPLICAOF must come while queues wait for a pass, a window a few
+	// milliseconds wide (half the queues swept 5 ms after their time); a
+	// machine that stalls the test past it gets three tries.
 	var swept int64
 	for try := range 3 {
 		swept = replicaMidCrowd(t, s, "left"+strconv.Itoa(try)+"-", queues)
