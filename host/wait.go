@@ -112,7 +112,7 @@ type WaitStats struct {
 	Timers        int64 // timers armed now, and queues waiting in the backlog
 	WakeupsServed int64 // wake-ups that replied
 	WakeupsIdle   int64 // wake-ups that found nothing and kept waiting
-	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK)
+	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK's default, TIMEOUT)
 	TimersFired   int64
 	// TimersDeferred counts timers that found their pass of the event
 	// loop's sweeping budget spent and waited for a later pass.
@@ -407,14 +407,13 @@ func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
 		return
 	}
 	q.timer, q.token = 0, 0
-	if q.queued { // its place in the backlog stands
-		drain(ctx)
-		return
+	entered := !q.queued // a queue in the backlog already keeps its place
+	if entered {
+		q.queued = true
+		backlog = append(backlog, q)
 	}
-	q.queued = true
-	backlog = append(backlog, q)
 	drain(ctx)
-	if q.queued {
+	if entered && q.queued {
 		waitStats.TimersDeferred++
 	}
 }

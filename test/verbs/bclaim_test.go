@@ -380,8 +380,8 @@ func TestAnIdleFleetTriesOneClaimAJob(t *testing.T) {
 // every due timer before it reads a client again, so the queues' timers
 // sweep for a budget a pass of the event loop and leave the rest to the
 // next: a client's PING meanwhile waits a pass, not the whole crowd (one
-// pass of 60–80 ms on the machine this was written on, where now the
-// longest PING takes 6 ms while the crowd is served over 100 ms). When
+// pass of 60–116 ms on the machines this was measured on, where now the
+// longest PING takes 4–11 ms while the crowd is served over 90–160 ms). When
 // another client's commands make every pass long, the queues still get
 // their share of the server: the crowd is served in a few long passes, not
 // 2 ms of sweeping a pass (2 s, where all in one pass took 0.2 s).
