@@ -96,8 +96,12 @@ static void set_key(emq_call *c, int k, ValkeyModuleString *name, ValkeyModuleKe
 // A queue's settings keys — its config, and the limiter and events stream
 // the config names — are asked after by every verb of the queue: the
 // strings naming them are kept in small direct-mapped caches, one per
-// kind, so that asking makes and frees none.
+// kind, so that asking makes and frees none. A name longer than
+// SETTINGS_NAME_MAX is made for the call alone: the caches hold at most
+// that much a slot, memory the server counts against its maxmemory and
+// no FLUSHALL frees.
 #define SETTINGS_NAMES 256
+#define SETTINGS_NAME_MAX 256
 static ValkeyModuleString *settings_names[EMQ_NUM_SETTINGS][SETTINGS_NAMES];
 
 // Each kind's layout, as package keys lays it out: head + queue + tail;
@@ -135,24 +139,29 @@ static uint32_t queue_hash(const char *queue, size_t qlen) {
 }
 
 // settings_name returns the string naming queue's settings key kind, from
-// the cache; h is queue_hash(queue).
-static ValkeyModuleString *settings_name(int kind, const char *queue, size_t qlen, uint32_t h) {
+// the cache — or, for a name too long to cache, one the call holds until
+// it ends; h is queue_hash(queue).
+static ValkeyModuleString *settings_name(emq_call *c, int kind, const char *queue, size_t qlen, uint32_t h) {
     const settings_layout *l = &layouts[kind];
-    ValkeyModuleString **slot = &settings_names[kind][h % SETTINGS_NAMES];
     size_t len = l->hlen + qlen + l->tlen;
-    if (*slot) {
+    ValkeyModuleString **slot = len <= SETTINGS_NAME_MAX ? &settings_names[kind][h % SETTINGS_NAMES] : NULL;
+    if (slot && *slot) {
         size_t have;
         const char *s = api.StringPtrLen(*slot, &have);
         if (have == len && memcmp(s + l->hlen, queue, qlen) == 0) return *slot;
         api.FreeString(NULL, *slot);
     }
-    char *name = api.Alloc(len);
-    memcpy(name, l->head, l->hlen);
-    memcpy(name + l->hlen, queue, qlen);
-    memcpy(name + l->hlen + qlen, l->tail, l->tlen);
-    *slot = api.CreateString(NULL, name, len);
-    api.Free(name);
-    return *slot;
+    char *bytes = api.Alloc(len);
+    memcpy(bytes, l->head, l->hlen);
+    memcpy(bytes + l->hlen, queue, qlen);
+    memcpy(bytes + l->hlen + qlen, l->tail, l->tlen);
+    ValkeyModuleString *name = api.CreateString(NULL, bytes, len);
+    api.Free(bytes);
+    if (!slot) {
+        hold(c, name);
+        return name;
+    }
+    return *slot = name;
 }
 
 // emq_release_settings_names empties the caches, so a load starts clean.
@@ -236,7 +245,7 @@ void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     for (int kind = 0; kind < EMQ_NUM_SETTINGS; kind++) c->settings[kind] = EMQ_NO_KEY;
     if (!queue) return;
     uint32_t h = queue_hash(queue, qlen);
-    ValkeyModuleString *name = settings_name(EMQ_SETTINGS_CONFIG, queue, qlen, h);
+    ValkeyModuleString *name = settings_name(c, EMQ_SETTINGS_CONFIG, queue, qlen, h);
     // read-only, a missing key opens as NULL: the one lookup most queues pay
     ValkeyModuleKey *key = api.OpenKey(c->ctx, name, probe_modes);
     if (!key) return;
@@ -245,7 +254,7 @@ void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     emq_hash_fields(c, config);
     for (int kind = EMQ_SETTINGS_CONFIG + 1; kind < EMQ_NUM_SETTINGS; kind++) {
         if (!has_field(c, layouts[kind].field, layouts[kind].flen)) continue;
-        open_settings_key(c, kind, settings_name(kind, queue, qlen, h), NULL);
+        open_settings_key(c, kind, settings_name(c, kind, queue, qlen, h), NULL);
     }
 }
 

@@ -43,8 +43,8 @@ type waiter struct {
 }
 
 // queueWait is a queue of one database that clients wait on, or waited on
-// lately: an idle queue is kept (up to maxIdleQueues of them), so that
-// waiting again on it allocates nothing.
+// lately: an idle queue is kept (up to maxIdleQueues of them, of names up
+// to maxIdleName), so that waiting again on it allocates nothing.
 type queueWait struct {
 	db      int
 	name    string // the queue, its key in queues[db]
@@ -103,8 +103,14 @@ func closedUntil(w *emq.Wait, now int64) int64 {
 	return now + closedMs
 }
 
-// maxIdleQueues bounds the queues kept with nobody waiting.
-const maxIdleQueues = 1024
+// maxIdleQueues bounds the queues kept with nobody waiting, and
+// maxIdleName the name of one kept: a queue of a longer name — its name
+// and pending key copied, Go memory no maxmemory counts — is forgotten as
+// soon as nobody waits on it.
+const (
+	maxIdleQueues = 1024
+	maxIdleName   = 256
+)
 
 // WaitStats are what INFO emq shows of waiting clients.
 type WaitStats struct {
@@ -178,7 +184,8 @@ func join(db int, queue, pending []byte, want int) *queueWait {
 }
 
 // leave removes a waiter for want jobs from q; the last one stops its
-// timer, and q is forgotten when too many queues are idle.
+// timer, and q is forgotten when too many queues are idle or its name is
+// long.
 func leave(ctx *C.ValkeyModuleCtx, q *queueWait, want int) {
 	q.wanted -= want
 	if q.waiters--; q.waiters > 0 {
@@ -191,7 +198,7 @@ func leave(ctx *C.ValkeyModuleCtx, q *queueWait, want int) {
 		delete(timers, q.token)
 		q.timer, q.token = 0, 0
 	}
-	if idle < maxIdleQueues {
+	if idle < maxIdleQueues && len(q.name) <= maxIdleName {
 		idle++
 		return
 	}

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // TestAHugeBatchGivesItsMemoryBack: one EMQ.APPEND of 100,000 entries grows
@@ -69,6 +71,45 @@ func TestAHugeBatchGivesItsMemoryBack(t *testing.T) {
 	assert.LessOrEqual(t, after.rss, bound, "RSS is back within 5 %% (and the %d bytes of free memory the runtimes may keep)", goRetained)
 }
 
+// TestAQueueOfALongNameLeavesNoMemoryBehind: between calls the module
+// keeps a little of the queues it serves — the names of a queue's
+// settings keys, a queue its workers waited on lately — but nothing of a
+// queue whose name is long: a claim and a blocking claim that timed out,
+// on a queue of a 4 MB name, leave neither the server's used_memory
+// (which maxmemory counts and no FLUSHALL frees) nor the module's Go heap
+// larger. (Kept, they were 4 MB of the one and 8 MB of the other.)
+func TestAQueueOfALongNameLeavesNoMemoryBehind(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(21)
+	require.NoError(t, err)
+	// collect makes a call over the plan's kept room, which the host
+	// follows by collecting the Go heap: what it keeps is then live
+	collect := func() {
+		batch := make([]entry, 5000)
+		for i := range batch {
+			batch[i] = entry{m.Mint(ids.Evt), []string{"n", "1"}}
+		}
+		require.NoError(t, alone(t, s, appendTo("gc", "s", batch...)).Error())
+	}
+	collect()
+	before := settledMemory(t, s)
+
+	name := strings.Repeat("n", 4<<20)
+	sets := []string{keys.Pending(name), keys.Set(name, keys.ActiveSet), keys.Set(name, keys.DelayedSet), keys.Set(name, keys.DeadSet)}
+	for _, v := range []string{"EMQ.CLAIM", "EMQ.BCLAIM"} {
+		args := []string{"30000", "1", "3"}
+		if v == "EMQ.BCLAIM" {
+			args = append(args, "1") // a 1 ms wait, over before the reply
+		}
+		require.True(t, valkey.IsValkeyNil(alone(t, s, verb(v, sets, args...)).Error()), v)
+	}
+	collect()
+	after := settledMemory(t, s)
+	t.Logf("before → after: used_memory %d → %d, Go heap live %d → %d", before.used, after.used, before.goLive, after.goLive)
+	assert.Less(t, after.used, before.used+1<<20, "used_memory")
+	assert.Less(t, after.goLive, before.goLive+1<<20, "the Go heap the collection kept")
+}
+
 // goHeapSlack is what two readings of a Go heap that holds the same may
 // differ by: the garbage of a few calls and INFO replies, in 8 KB spans.
 const goHeapSlack = 16 * 8 << 10
@@ -93,6 +134,7 @@ func alone(t *testing.T, s *valkeytest.Server, c command) valkey.ValkeyResult {
 type memoryHeld struct {
 	goInuse, goLive int64 // INFO emq: emq_go_heap_inuse_bytes, emq_go_heap_live_bytes
 	rss             int64 // the server process's resident set
+	used            int64 // INFO memory: used_memory, what the server's allocator holds
 }
 
 // settledMemory frees the data set and hands the allocator's free pages
@@ -105,7 +147,8 @@ func settledMemory(t *testing.T, s *valkeytest.Server) memoryHeld {
 	ok(t, s, "MEMORY", "PURGE")
 	info := s.Info("emq")
 	h := memoryHeld{goInuse: valkeytest.InfoInt(info, "emq_go_heap_inuse_bytes"),
-		goLive: valkeytest.InfoInt(info, "emq_go_heap_live_bytes"), rss: residentSet(t, s)}
+		goLive: valkeytest.InfoInt(info, "emq_go_heap_live_bytes"), rss: residentSet(t, s),
+		used: valkeytest.InfoInt(s.Info("memory"), "used_memory")}
 	require.Positive(t, h.goInuse, "INFO emq")
 	return h
 }
