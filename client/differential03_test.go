@@ -195,6 +195,27 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.both("ZADD", set(keys.DelayedSet), "1", j[13].String())
 	tw.both("ZADD", set(keys.ActiveSet), "1", j[14].String())
 	tw.same("a claim taking an id once, out of every set, and dropping dangling ids", tw.claim(tw.long, 5))
+	// ids that are no JOB ids, under rows a hand wrote, due in delayed and
+	// expired in active, to a claim of 1 that a job ahead of them ends:
+	// the sweeps drop them, as a claim drops them from pending, and leave
+	// the rows alone
+	junk := []string{"junk", "JOB8000000000000000"}
+	for _, id := range junk {
+		tw.both("HSET", keys.Job(queue, id), "state", "active", "attempts", "1", "payload", "p")
+	}
+	tw.both("ZADD", set(keys.ActiveSet), "1", junk[0])
+	tw.both("ZADD", set(keys.DelayedSet), "1", junk[1])
+	ahead := nodes[0].m.Mint(ids.Job)
+	tw.same("enqueue", tw.admit(tw.long, ahead, "ahead"))
+	tw.same("a claim's sweeps dropping ids that are no JOB ids", tw.claim(tw.long, 1))
+	for _, n := range tw.nodes {
+		for _, id := range junk {
+			assert.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p"}, hash(t, n, keys.Job(queue, id)), "%s: %s's row left alone", n, id)
+			for _, name := range []string{keys.PendingSet, keys.ActiveSet, keys.DelayedSet} {
+				assert.True(t, valkey.IsValkeyNil(n.s.Do("ZSCORE", set(name), id).Error()), "%s: %s left %s", n, id, name)
+			}
+		}
+	}
 	// an id due in delayed and expired in active, of a queue with nothing
 	// else, to a claim of 1 that stops on it: taken once, left in active
 	two := newTwin(t, nodes, queue+"two")

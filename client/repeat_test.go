@@ -450,6 +450,43 @@ func TestTicks(t *testing.T) {
 		assert.Zero(t, made)
 		assert.Equal(t, int64(2), integer(t, s, "ZCARD", q.pending))
 	})
+	t.Run("a tick before the EMQ epoch (a score edited by hand) makes no job and is not counted, natively and on the fallback", func(t *testing.T) {
+		const name = "early"
+		row, repeats := keys.Repeat(name, "early"), keys.Set(name, keys.Repeats)
+		check := func(t *testing.T, s *valkeytest.Server, q *Queue, tick func()) {
+			_, err := q.Repeat(ctx(t), "early", "@every 1h", []byte("p"), RepeatOptions{})
+			require.NoError(t, err)
+			before := hash(t, node{s: s}, row)
+			must(t, s, "ZADD", repeats, "1000", "early")
+			tick()
+			after := hash(t, node{s: s}, row)
+			assert.Zero(t, integer(t, s, "ZCARD", q.pending), "no job")
+			assert.Equal(t, []string{before["made"], before["last"]}, []string{after["made"], after["last"]}, "made and last as they were")
+			next, err := strconv.ParseInt(after["next"], 10, 64)
+			require.NoError(t, err)
+			assert.Greater(t, next, time.Now().UnixMilli(), "moved on to its next tick")
+			assert.Equal(t, after["next"], str(t, node{s: s}, "ZSCORE", repeats, "early"))
+		}
+		t.Run("module", func(t *testing.T) {
+			n := nativeNode(t)
+			q := newQueue(t, n, name, Policy{})
+			check(t, n.s, q, func() {
+				jobs, err := q.Claim(ctx(t), 1)
+				require.NoError(t, err)
+				assert.Empty(t, jobs)
+			})
+		})
+		t.Run("fallback", func(t *testing.T) {
+			s, m := moduleless(t)
+			q, err := New(s.Client()).Queue(name, m, Policy{})
+			require.NoError(t, err)
+			check(t, s, q, func() {
+				made, _, _, err := q.tickFallback(ctx(t))
+				require.NoError(t, err)
+				assert.Zero(t, made)
+			})
+		})
+	})
 	t.Run("on a node with the module the fallback leaves the ticks to the claim turns", func(t *testing.T) {
 		n := nativeNode(t)
 		q := newQueue(t, n, "native", Policy{})

@@ -82,7 +82,8 @@ func (q *Queue) tickFallback(ctx context.Context) (made int, native bool, until 
 // of a schedule makes, from due.lua's entry: name, tick (its score), then
 // the row's spec tz start end limit made number priority when it is a
 // hash. It returns tick.lua's six arguments — name, tick, made and next
-// after the tick, the job's id ("" for a tick before the EMQ epoch) and
+// after the tick, the job's id ("" for a tick before the EMQ epoch, which
+// is not made: made stays) and
 // priority — or false when the claim turn would drop the schedule: its
 // row gone, or not one EMQ.REPEAT wrote.
 func planTick(now int64, due []string) ([]string, bool) {
@@ -105,10 +106,10 @@ func planTick(now int64, due []string) ([]string, bool) {
 	if !ok || priority < 0 || priority > math.MaxInt32 {
 		priority = 0
 	}
-	tick, made := int64(score), value(5)+1
-	id := ""
+	tick, made := int64(score), value(5)
+	id := "" // a tick before the EMQ epoch: not made, nor counted
 	if tid, ok := emq.TickID(tick, number); ok {
-		id = tid.String()
+		id, made = tid.String(), made+1
 	}
 	return []string{name, strconv.FormatInt(tick, 10), strconv.FormatInt(made, 10),
 		strconv.FormatInt(rule.Next(now, made), 10), id, strconv.FormatInt(priority, 10)}, true

@@ -47,10 +47,10 @@ func TestPlanTick(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
-	t.Run("a tick before the EMQ epoch moves the schedule on and makes no job", func(t *testing.T) {
-		due := []string{"s", ms(ids.EpochMs - 1000), "@every 1s", "", ms(ids.EpochMs - 2000), "0", "0", "0", "1", "0"}
+	t.Run("a tick before the EMQ epoch moves the schedule on and makes no job, nor counts it", func(t *testing.T) {
+		due := []string{"s", ms(ids.EpochMs - 1000), "@every 1s", "", ms(ids.EpochMs - 2000), "0", "0", "4", "1", "0"}
 		got, ok := planTick(now, due)
 		assert.True(t, ok)
-		assert.Equal(t, "", got[4])
+		assert.Equal(t, []string{"4", ""}, []string{got[2], got[4]}, "made as it was, no id")
 	})
 }

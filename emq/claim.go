@@ -430,6 +430,14 @@ func order(a, b Member) int {
 	return bytes.Compare(a.Bytes, b.Bytes)
 }
 
+// dropDangling plans the removal of member id from set key set, where it
+// names nothing a verb could use — no JOB id, a job or schedule whose row
+// is gone — and counts it.
+func dropDangling(p *Plan, set int, id Ref) {
+	p.zrem(set, id)
+	p.Count(DanglingDropped, 1)
+}
+
 // isJobID reports whether id, a member of one of the queue's sets, is a
 // JOB id: the verbs that settle a job refuse any other (EMQKIND).
 func isJobID(id []byte) bool {
@@ -447,10 +455,10 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 	row := cand.row
 	switch {
 	case cand.from == fromNew: // its row is made this turn
-	case !isJobID(cand.member.Bytes) || s.Type(cand.job) != Hash:
-		// no job a verb could settle: not a JOB id, or no row
-		p.zrem(cand.from, id)
-		p.Count(DanglingDropped, 1)
+	case cand.from == claimPending && (!isJobID(cand.member.Bytes) || s.Type(cand.job) != Hash):
+		// no job a verb could settle: not a JOB id, or no row (a sweep
+		// dropped the ones it found already)
+		dropDangling(p, cand.from, id)
 		return false
 	case !cand.read:
 		row = claimedRow(s.HashGet(p, cand.job, claimFields))

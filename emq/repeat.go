@@ -588,8 +588,7 @@ func (t *turn) tick() error {
 			return err
 		}
 		if s.Type(k) != Hash {
-			p.zrem(t.repeats, m.Ref) // its row is gone: nothing to tick
-			p.Count(DanglingDropped, 1)
+			dropDangling(p, t.repeats, m.Ref) // its row is gone: nothing to tick
 			continue
 		}
 		if err := t.tickOne(m, k, v); err != nil {
@@ -606,8 +605,7 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	sc, err := parseRule(v[schedSpec].Bytes, v[schedTZ].Bytes)
 	number, okN := ParseInt(v[schedNumber].Bytes)
 	if err != nil || !okN || number < 1 || number > maxScheduleNumber {
-		p.zrem(t.repeats, m.Ref) // not a row REPEAT wrote: never due again
-		p.Count(DanglingDropped, 1)
+		dropDangling(p, t.repeats, m.Ref) // not a row REPEAT wrote: never due again
 		return nil
 	}
 	sc.start, _ = ParseInt(v[schedStart].Bytes)
@@ -621,16 +619,20 @@ func (t *turn) tickOne(m Member, k int, v []Value) error {
 	payload := v[schedPayload]
 	tick := int64(m.Score)
 
-	// the schedule moves on, whatever becomes of the tick's job
+	// the schedule moves on, whatever becomes of the tick's job — but a
+	// tick no id can be minted for (before the EMQ epoch: a score edited
+	// by hand) is not made, and neither counted nor the last
+	id, ok := tickID(tick, number)
+	if !ok {
+		next := sc.nextAfter(t.now, made)
+		p.hset(k, refNext, p.Decimal(next))
+		p.zadd(t.repeats, m.Ref, tickScore(next))
+		return nil
+	}
 	made++
 	next := sc.nextAfter(t.now, made)
 	p.hset(k, refMade, p.Decimal(made), refLast, p.Decimal(tick), refNext, p.Decimal(next))
 	p.zadd(t.repeats, m.Ref, tickScore(next))
-
-	id, ok := tickID(tick, number)
-	if !ok {
-		return nil // a tick before the EMQ epoch: no id to make it under
-	}
 	off := len(p.Scratch)
 	p.Scratch = id.Append(p.Scratch)
 	idRef := p.span(off)

@@ -75,8 +75,10 @@ func (t *turn) sweep() error {
 // move makes candidates of the jobs of set key set scored up to max
 // (below it, with exclusive): of the first batch, oldest first, skipping
 // the ids this call settled, all — or, for a timer's sweep that moves
-// fewer (sweepMax), the best by priority, oldest first within one; an id
-// whose row is gone only leaves the set. The set's head and the rows it
+// fewer (sweepMax), the best by priority, oldest first within one. An id
+// that is no JOB id, or whose row is gone, only leaves the set: no verb
+// could settle it (a claim drops such an id from pending alike), and a row
+// a hand wrote under it is left alone. The set's head and the rows it
 // names are read in one step.
 func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Ref, counter Counter) error {
 	s, p := t.s, t.p
@@ -87,6 +89,10 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 	first := len(t.cands)
 	for _, r := range s.ZRangeRows(p, set, max, exclusive, t.batch, t.rows, read) {
 		if t.done.has(r.Bytes) {
+			continue
+		}
+		if !isJobID(r.Bytes) {
+			dropDangling(p, set, r.Member.Ref)
 			continue
 		}
 		k, v := r.Key, r.Values
@@ -131,8 +137,7 @@ var priorityAttemptsFields = []Ref{refPriority, refAttempts}
 // not a hash, plans its id's removal from the set and returns false.
 func swept(s Server, p *Plan, m Member, k, set int, priority Value) (candidate, bool) {
 	if s.Type(k) != Hash {
-		p.zrem(set, m.Ref)
-		p.Count(DanglingDropped, 1)
+		dropDangling(p, set, m.Ref)
 		return candidate{}, false
 	}
 	m.Score = priorityScore(priority)

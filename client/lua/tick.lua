@@ -8,8 +8,9 @@
 -- EMQ.REPEAT wrote). Each is done only while the schedule's score is still
 -- the tick due.lua read: a tick another client made, or a schedule
 -- replaced or removed since, is left alone. A tick's job is made unless
--- its row exists (a tick made twice is one job) or id is '' (a tick before
--- the EMQ epoch). Replies how many jobs it made.
+-- its row exists (a tick made twice is one job); a tick with id '' (before
+-- the EMQ epoch) makes none and only moves its schedule on, its made and
+-- last left as they were. Replies how many jobs it made.
 local repeats, pending = KEYS[1], KEYS[2]
 if wrong_type(key_type(repeats), 'zset') or wrong_type(key_type(pending), 'zset') then
   return redis.error_reply(WRONGTYPE)
@@ -30,7 +31,11 @@ for i = 0, n - 1 do
   local name, tick, count, next, id, priority = unpack(ARGV, 2 + 6 * i, 7 + 6 * i)
   local row = queue_key(repeats, 'repeat:' .. name)
   if still_due(name, tick) and key_type(row) == 'hash' then
-    redis.call('HSET', row, 'made', count, 'last', tick, 'next', next)
+    if id == '' then
+      redis.call('HSET', row, 'next', next)
+    else
+      redis.call('HSET', row, 'made', count, 'last', tick, 'next', next)
+    end
     redis.call('ZADD', repeats, score(next), name)
     local job = queue_key(repeats, 'job:' .. id)
     if id ~= '' and redis.call('EXISTS', job) == 0 then

@@ -73,13 +73,13 @@ end
 
 -- move makes candidates of ids, due in set, skipping those settled in this
 -- call: each scored by its row's priority, its move into pending written
--- with fields unless the claim takes it; an id whose row is gone or not a
--- hash only leaves the set.
+-- with fields unless the claim takes it; an id that is no JOB id, or whose
+-- row is gone or not a hash, only leaves the set.
 local function move(t, set, ids, fields, event)
   for _, id in ipairs(ids) do
     if not t.settled[id] then
       local row = row_of(KEYS[PENDING], id)
-      if key_type(row) == 'hash' then
+      if is_job_id(id) and key_type(row) == 'hash' then
         local v = redis.call('HMGET', row, 'priority', 'attempts')
         t.cands[#t.cands + 1] = { id = id, score = priority_of(v[1]), row = row, from = set, fields = fields }
         emit(t.st, event, 'job', id, 'attempt', parse_int(v[2]) or 0)

@@ -640,6 +640,26 @@ func TestDanglingIdsAreDroppedAndCountedNeverDelivered(t *testing.T) {
 		}
 	})
 
+	t.Run("STALLED.CHECK drops the ids of active that are not JOB ids, rows left alone: no verb could settle them", func(t *testing.T) {
+		flush(t, s)
+		odd := []string{"x", "MSG0018f2a4c1e00001", "JOB8000000000000000"}
+		for _, id := range odd {
+			must(t, s, "HSET", q.job(id), "state", "active", "attempts", "1", "payload", "p")
+			must(t, s, "ZADD", q.active, "1", id)
+		}
+		must(t, s, q.events(100)...)
+		var n int64
+		moved := counted(t, s, func() { n = integer(t, s, q.stalledCheck(10)...) })
+		require.Zero(t, n)
+		require.Equal(t, int64(len(odd)), moved["emq_dangling_dropped"])
+		require.Zero(t, moved["emq_stalls_requeued"])
+		for _, id := range odd {
+			require.Empty(t, setsHolding(t, s, q, id), id)
+			require.Equal(t, map[string]string{"state": "active", "attempts": "1", "payload": "p"}, row(t, s, q, id), "its row is left alone")
+		}
+		require.Zero(t, integer(t, s, "XLEN", keys.Set(q.name, keys.Events)), "no event: there is no job to tell of")
+	})
+
 	t.Run("STALLED.CHECK drops a stalled id without a row and does not count it as requeued", func(t *testing.T) {
 		must(t, s, "ZADD", q.active, "1", jobs[3])
 		var n int64
