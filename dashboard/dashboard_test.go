@@ -233,6 +233,14 @@ func TestPages(t *testing.T) {
 		assert.Contains(t, body, "2026-01-01 12:30:00Z (30m00s ago)")
 		assert.NotContains(t, body, `id="revive"`, "read-only: no revive button")
 	})
+	t.Run("a one-byte payload is 1 byte", func(t *testing.T) {
+		id := "JOB0000000000000abe"
+		require.NoError(t, s.Do("HSET", keys.Job("invoices", id), "state", "pending", "attempts", "0", "payload", "x").Error())
+		t.Cleanup(func() { s.Do("DEL", keys.Job("invoices", id)) })
+		code, body := w.get(t, "/queues/invoices/jobs/"+id)
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, "<h2>Payload <small>1 byte</small></h2>")
+	})
 	t.Run("a done job's page shows its result and when its row expires", func(t *testing.T) {
 		code, body := w.get(t, "/queues/emails/jobs/"+f.EmailsDone.String())
 		require.Equal(t, http.StatusOK, code)
@@ -501,6 +509,17 @@ func TestSteering(t *testing.T) {
 		assert.Equal(t, http.StatusSeeOther, code)
 		assert.True(t, strings.HasPrefix(loc, "/queues/emails?state=dead&msg=Deleted+"+stray+"."), loc)
 		assert.Equal(t, before-1, zcard(t, s, "emails", "dead"))
+	})
+	t.Run("a dead member that is no JOB id offers neither Drop nor Revive: no verb acts on it", func(t *testing.T) {
+		const stray = "not-a-job"
+		require.NoError(t, s.Do("ZADD", "emq:{emails}:dead", "1", stray).Error())
+		require.NoError(t, s.Do("HSET", keys.Job("emails", stray), "state", "dead", "attempts", "3").Error())
+		t.Cleanup(func() { s.Do("ZREM", "emq:{emails}:dead", stray); s.Do("DEL", keys.Job("emails", stray)) })
+		code, body := rw.get(t, "/queues/emails?state=dead")
+		require.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<code>`+stray+`</code></a> <span class="muted">not a job id</span>`)
+		assert.NotContains(t, body, `action="/queues/emails/jobs/`+stray+`/delete"`)
+		assert.NotContains(t, body, `action="/queues/emails/jobs/`+stray+`/revive"`)
 	})
 	t.Run("delete removes the job and goes back to its state's tab", func(t *testing.T) {
 		path := "/queues/emails/jobs/" + pending + "/delete"

@@ -203,7 +203,7 @@ var fieldHelps = map[string]string{
 	"emq_jobs_dead":           "Jobs moved to dead: attempts spent or failed for good.",
 	"emq_jobs_promoted":       "Delayed jobs whose time came, moved to pending by a claim's sweep.",
 	"emq_stalls_requeued":     "Active jobs whose lease ended, requeued by a claim's sweep.",
-	"emq_dangling_dropped":    "Set members whose row was gone, dropped (by a claim's sweep, EMQ.REMOVE or a repeat's tick).",
+	"emq_dangling_dropped":    "Set members that named no job — their row gone, or no JOB id — dropped (by a claim or its sweep, EMQ.REMOVE or a repeat's tick).",
 	"emq_jobs_revived":        "Dead jobs revived to pending.",
 	"emq_jobs_released":       "Claimed jobs given back unstarted to pending, their attempts not spent (EMQ.SETTLE's RELEASE).",
 	"emq_parked":              "Messages parked.",

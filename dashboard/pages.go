@@ -55,6 +55,7 @@ var funcs = template.FuncMap{
 	"duration": readable.Duration,
 	"relative": readable.Relative,
 	"time":     readable.Time,
+	"size":     readable.Size,
 	// a name from the data — a queue's, a schedule's — quoted unless it is
 	// printable text, so that none turns the page's own words around (a
 	// right-to-left override) or hides a character

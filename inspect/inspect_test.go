@@ -207,6 +207,20 @@ func TestReadingQueues(t *testing.T) {
 		assert.False(t, rows[0].Row)
 		assert.True(t, rows[1].Row)
 	})
+	t.Run("a member that is no JOB id lists without a row, whatever a hand wrote under it", func(t *testing.T) {
+		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "not-a-job").Error())
+		require.NoError(t, s.Do("HSET", keys.Job("emails", "not-a-job"), "attempts", "3", "priority", "2").Error())
+		t.Cleanup(func() {
+			s.Do("ZREM", keys.Set("emails", "delayed"), "not-a-job")
+			s.Do("DEL", keys.Job("emails", "not-a-job"))
+		})
+		rows, _, err := in.Jobs(ctx(t), "emails", inspect.Delayed, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, rows, 2)
+		assert.Equal(t, inspect.JobRow{ID: "not-a-job", State: inspect.Delayed, Score: 1}, rows[0], "no row, no fields")
+		assert.False(t, rows[0].IsJob())
+		assert.True(t, rows[1].IsJob())
+	})
 	t.Run("search by id finds the queue holding the job", func(t *testing.T) {
 		found, unreadable, err := in.Find(ctx(t), f.PaymentsPending[1].String())
 		require.NoError(t, err)

@@ -39,8 +39,10 @@ type JobRow struct {
 	// death in Unix ms (active, delayed, dead).
 	State State
 	Score int64
-	// Row is false for a dangling entry: a set member whose row is gone
-	// (a claim drops it); the fields below are then zero.
+	// Row is false for a dangling entry: a set member whose row is gone,
+	// or that is no JOB id (IsJob: written by hand; no verb acts on it);
+	// a claim drops it from pending, active and delayed. The fields below
+	// are then zero.
 	Row      bool
 	Attempts int64
 	Priority int64
@@ -63,6 +65,14 @@ func (r JobRow) ErrorText(n int) string {
 		return Unread(r.ErrorSize)
 	}
 	return readable.Clip(r.Error, n)
+}
+
+// IsJob reports whether the member is a JOB id, which the verbs act on.
+// One that is not, written by hand, has no job row, and no verb removes
+// it from the dead set, which no claim sweeps: ZREM it.
+func (r JobRow) IsJob() bool {
+	_, ok := ids.Parse(ids.Job, []byte(r.ID))
+	return ok
 }
 
 // At is the job's time in its set — lease deadline, due time or time of
@@ -124,6 +134,13 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		if err != nil {
 			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
 		}
+		// a row always has attempts: its absence is a dangling entry, as
+		// is a member that is no JOB id, whatever a hand wrote under it
+		if fields[0].IsNil() || !j.IsJob() {
+			out[i] = j
+			continue
+		}
+		j.Row = true
 		j.Attempts, _ = fields[0].AsInt64()
 		j.Priority, _ = fields[1].AsInt64()
 		j.PayloadSize, _ = replies[per*i+1].AsInt64()
@@ -133,8 +150,6 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 			errs = append(errs, in.vk.B().Hget().Key(keys.Job(queue, m.Member)).Field("error").Build())
 			erred = append(erred, i)
 		}
-		// a row always has attempts: its absence is a dangling entry
-		j.Row = !fields[0].IsNil()
 		out[i] = j
 	}
 	for k, r := range in.vk.DoMulti(ctx, errs...) {

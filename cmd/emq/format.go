@@ -13,7 +13,8 @@ import (
 
 // table writes aligned columns for people: each column as wide as its
 // widest cell as a terminal shows it (a CJK character or an emoji takes
-// two cells, a combining mark none), two spaces between columns.
+// two cells, a combining mark none), up to maxPad, two spaces between
+// columns.
 type table struct {
 	w    io.Writer
 	rows [][]string
@@ -28,6 +29,12 @@ func newTable(w io.Writer, header ...string) *table {
 	return t
 }
 
+// maxPad is the widest a column is padded to: a cell wider than that — a
+// queue's name may be megabytes — pushes the rest of its own line on, not
+// every line of the table, whose output would be that width times its
+// lines.
+const maxPad = 80
+
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
 
 // flush writes the rows so far, aligned among themselves.
@@ -38,7 +45,7 @@ func (t *table) flush() error {
 			if i == len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], runewidth.StringWidth(c))
+			widths[i] = max(widths[i], min(runewidth.StringWidth(c), maxPad))
 		}
 	}
 	var b strings.Builder
@@ -46,7 +53,7 @@ func (t *table) flush() error {
 		for i, c := range r {
 			b.WriteString(c)
 			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-runewidth.StringWidth(c)+2))
+				b.WriteString(strings.Repeat(" ", max(widths[i]-runewidth.StringWidth(c), 0)+2))
 			}
 		}
 		b.WriteByte('\n')
@@ -67,10 +74,7 @@ func writeJSON(w io.Writer, v any) error {
 // preview shows a payload or a result for people: text quoted and clipped,
 // binary as its size.
 func preview(b []byte, n int) string {
-	size := fmt.Sprintf("%d bytes", len(b))
-	if len(b) == 1 {
-		size = "1 byte"
-	}
+	size := readable.Size(int64(len(b)))
 	text, clipped, ok := readable.Preview(b, n)
 	switch {
 	case !ok:

@@ -33,6 +33,8 @@ func TestTableAlignsWhatATerminalShows(t *testing.T) {
 			"🚀   a\ne\u0301te\u0301  b\nx    c\n"},
 		{"a line's last cell pads nothing", [][]string{{"a", "bb", "c"}, {"dddd"}, {"e", "f", "g"}},
 			"a  bb  c\ndddd\ne  f   g\n"},
+		{"a cell wider than maxPad pushes its own line on, no other", [][]string{{"QUEUE", "PENDING"}, {strings.Repeat("q", 1<<20), "3"}, {"mail", "12"}},
+			"QUEUE" + strings.Repeat(" ", maxPad-5+2) + "PENDING\n" + strings.Repeat("q", 1<<20) + "  3\nmail" + strings.Repeat(" ", maxPad-4+2) + "12\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var b strings.Builder

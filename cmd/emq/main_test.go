@@ -262,6 +262,23 @@ func TestCLIActions(t *testing.T) {
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Zero(t, dead("strays"))
 	})
+	t.Run("a row's state written by hand prints quoted when it is not printable text", func(t *testing.T) {
+		id := "JOB0000000000000abd"
+		require.NoError(t, s.Do("HSET", "emq:{strays}:job:"+id, "state", "\x1b[2JFAKE\rOVER", "attempts", "1", "payload", "p").Error())
+		r := emq(t, s.Addr, "job", "strays", id)
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.NotContains(t, r.stdout, "\x1b")
+		assert.Contains(t, r.stdout, `"\x1b[2JFAKE\rOVER"`)
+		require.NoError(t, s.Do("DEL", "emq:{strays}:job:"+id).Error())
+	})
+	t.Run("a dead member that is no JOB id lists as one, with what removes it: a ZREM, no verb", func(t *testing.T) {
+		require.NoError(t, s.Do("ZADD", "emq:{strays}:dead", "1", "not-a-job").Error())
+		require.NoError(t, s.Do("HSET", "emq:{strays}:job:not-a-job", "state", "dead", "attempts", "3").Error())
+		r := emq(t, s.Addr, "jobs", "strays", "--state", "dead")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Regexp(t, `dead\s+not-a-job\s+-\s+-\s.*\(not a job id: no verb acts on it; ZREM it by hand\)`, r.stdout)
+		require.NoError(t, s.Do("ZREM", "emq:{strays}:dead", "not-a-job").Error())
+	})
 	t.Run("revive by id puts the job back in pending", func(t *testing.T) {
 		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())
 		require.Equal(t, exitOK, r.code, r.stderr)

@@ -209,7 +209,7 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 			when = readable.Relative(at, now)
 		}
 		if !r.Row {
-			t.row(string(r.State), readable.Printable(r.ID), "-", "-", readable.Duration(r.Age), when, "-", danglingNote(r.State))
+			t.row(string(r.State), readable.Printable(r.ID), "-", "-", readable.Duration(r.Age), when, "-", danglingNote(r))
 			continue
 		}
 		t.row(string(r.State), readable.Printable(r.ID), count(r.Attempts), count(r.Priority), readable.Duration(r.Age), when,
@@ -358,7 +358,7 @@ func runJob(ctx context.Context, s *session, args []string) error {
 	now := in.Now()
 	t := newTable(s.e.stdout, "queue", readable.Printable(queue))
 	t.row("id", id.String())
-	state := string(j.State)
+	state := readable.Printable(string(j.State))
 	if j.State == client.StateDone {
 		state += " (kept after its ack)"
 	}
@@ -421,12 +421,20 @@ func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 }
 
 // danglingNote says what takes a dangling entry — a set member whose row
-// is gone — out of its set: a claim's sweep when it reaches the member,
-// except in the dead set, which no claim sweeps; EMQ.REMOVE (emq delete,
-// emq purge) in any.
-func danglingNote(state inspect.State) string {
-	if state == inspect.Dead {
-		return "(no row: emq delete drops it)"
+// is gone, or that is no JOB id — out of its set: a claim's sweep when it
+// reaches the member, except in the dead set, which no claim sweeps;
+// there EMQ.REMOVE (emq delete, emq purge) drops a JOB id, and nothing but
+// a ZREM one that is not.
+func danglingNote(r inspect.JobRow) string {
+	why := "no row"
+	if !r.IsJob() {
+		why = "not a job id"
 	}
-	return "(no row: a claim reaching it drops it)"
+	switch {
+	case r.State != inspect.Dead:
+		return "(" + why + ": a claim reaching it drops it)"
+	case r.IsJob():
+		return "(" + why + ": emq delete drops it)"
+	}
+	return "(" + why + ": no verb acts on it; ZREM it by hand)"
 }

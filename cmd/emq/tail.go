@@ -159,7 +159,7 @@ func eventFields(ev client.Event) []eventField {
 	case client.EventCompleted:
 		return []eventField{num("result_size", ev.ResultSize)}
 	case client.EventFailed:
-		f := []eventField{{"state", string(ev.State), ev.State}, text("error", ev.Error)}
+		f := []eventField{{"state", readable.Printable(string(ev.State)), ev.State}, text("error", ev.Error)}
 		if ev.State == client.StateDelayed {
 			f = append(f, at("at_ms", ev.At))
 		}
@@ -167,7 +167,7 @@ func eventFields(ev client.Event) []eventField {
 	case client.EventDead:
 		return []eventField{text("error", ev.Error)}
 	case client.EventRemoved:
-		return []eventField{{"state", string(ev.State), ev.State}}
+		return []eventField{{"state", readable.Printable(string(ev.State)), ev.State}}
 	case client.EventLimited:
 		return []eventField{num("max", ev.Max), {"window_ms", ev.Window.String(), ev.Window.Milliseconds()}}
 	}
@@ -178,7 +178,7 @@ func eventFields(ev client.Event) []eventField {
 // attempt, then name=value per field.
 func eventLine(ev client.Event) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  %s  %-9s", ev.ID, stamp(time.UnixMilli(int64(ev.ID.Ms))), ev.Name)
+	fmt.Fprintf(&b, "%s  %s  %-9s", ev.ID, stamp(time.UnixMilli(int64(ev.ID.Ms))), readable.Printable(string(ev.Name)))
 	if ev.Job != (ids.ID{}) {
 		fmt.Fprintf(&b, "  %s  attempt=%d", ev.Job, ev.Attempt)
 	}

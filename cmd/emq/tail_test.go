@@ -154,6 +154,22 @@ func TestCLITail(t *testing.T) {
 		assert.Contains(t, lines[0], "  limited   max=10 window=1s", "the event after the last one read")
 		assert.Contains(t, lines[1], "  paused", "the new one")
 	})
+	t.Run("an event's name and state written by hand print quoted when they are not printable text", func(t *testing.T) {
+		const odd = "\x1b[2J\x1b]0;title\a\x1b[31mFAKE\rOVER"
+		events := keys.Set("odd", keys.Events)
+		require.NoError(t, s.Do("EMQ.EVENTS", "2", keys.Set("odd", keys.Config), events, "100").Error())
+		job := "JOB056270a5a1c07001"
+		for _, entry := range [][]string{{"event", odd, "job", job, "attempt", "3"},
+			{"event", "failed", "job", job, "attempt", "3", "state", odd, "error", "x"},
+			{"event", "removed", "job", job, "state", odd}} {
+			require.NoError(t, s.Do(append([]string{"XADD", events, "*"}, entry...)...).Error())
+		}
+		r := emq(t, s.Addr, "tail", "odd", "--from", "0", "--count", "3")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.NotContains(t, r.stdout, "\x1b", "no escape reaches the terminal")
+		assert.NotContains(t, r.stdout, "\r")
+		assert.Equal(t, 3, strings.Count(r.stdout, strconv.Quote(odd)), "%q", r.stdout)
+	})
 	t.Run("a queue whose events are off says how to turn them on", func(t *testing.T) {
 		r := background(t, s.Addr, "tail", "quiet")
 		require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "are off") }, 10*time.Second, 10*time.Millisecond)

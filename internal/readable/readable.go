@@ -36,6 +36,14 @@ func Relative(t, now time.Time) string {
 // Time is an absolute time, in UTC: 2026-01-01 12:30:00Z.
 func Time(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
+// Size is n bytes for people: "1 byte", "42 bytes".
+func Size(n int64) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
 // Clip shortens text to n runes on one line, for a table cell.
 func Clip(text string, n int) string {
 	text = strings.Join(strings.Fields(text), " ")
