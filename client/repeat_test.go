@@ -454,18 +454,20 @@ func TestTicks(t *testing.T) {
 		const name = "early"
 		row, repeats := keys.Repeat(name, "early"), keys.Set(name, keys.Repeats)
 		check := func(t *testing.T, s *valkeytest.Server, q *Queue, tick func()) {
-			_, err := q.Repeat(ctx(t), "early", "@every 1h", []byte("p"), RepeatOptions{})
-			require.NoError(t, err)
-			before := hash(t, node{s: s}, row)
-			must(t, s, "ZADD", repeats, "1000", "early")
-			tick()
-			after := hash(t, node{s: s}, row)
-			assert.Zero(t, integer(t, s, "ZCARD", q.pending), "no job")
-			assert.Equal(t, []string{before["made"], before["last"]}, []string{after["made"], after["last"]}, "made and last as they were")
-			next, err := strconv.ParseInt(after["next"], 10, 64)
-			require.NoError(t, err)
-			assert.Greater(t, next, time.Now().UnixMilli(), "moved on to its next tick")
-			assert.Equal(t, after["next"], str(t, node{s: s}, "ZSCORE", repeats, "early"))
+			for _, score := range []string{"1000", "1000.5", "-inf"} {
+				_, err := q.Repeat(ctx(t), "early", "@every 1h", []byte("p"), RepeatOptions{})
+				require.NoError(t, err)
+				before := hash(t, node{s: s}, row)
+				must(t, s, "ZADD", repeats, score, "early")
+				tick()
+				after := hash(t, node{s: s}, row)
+				assert.Zero(t, integer(t, s, "ZCARD", q.pending), "%s: no job", score)
+				assert.Equal(t, []string{before["made"], before["last"]}, []string{after["made"], after["last"]}, "%s: made and last as they were", score)
+				next, err := strconv.ParseInt(after["next"], 10, 64)
+				require.NoError(t, err)
+				assert.Greater(t, next, time.Now().UnixMilli(), "%s: moved on to its next tick", score)
+				assert.Equal(t, after["next"], str(t, node{s: s}, "ZSCORE", repeats, "early"), score)
+			}
 		}
 		t.Run("module", func(t *testing.T) {
 			n := nativeNode(t)
@@ -484,6 +486,42 @@ func TestTicks(t *testing.T) {
 				made, _, _, err := q.tickFallback(ctx(t))
 				require.NoError(t, err)
 				assert.Zero(t, made)
+			})
+		})
+	})
+	t.Run("a tick at a fraction of a millisecond (a score edited by hand) makes its millisecond's job, natively and on the fallback", func(t *testing.T) {
+		const name = "half"
+		row, repeats := keys.Repeat(name, "half"), keys.Set(name, keys.Repeats)
+		tick := time.UnixMilli(time.Now().Add(-time.Second).UnixMilli())
+		check := func(t *testing.T, s *valkeytest.Server, q *Queue, run func()) {
+			_, err := q.Repeat(ctx(t), "half", "@every 1h", []byte("p"), RepeatOptions{})
+			require.NoError(t, err)
+			must(t, s, "ZADD", repeats, strconv.FormatInt(tick.UnixMilli(), 10)+".5", "half")
+			run()
+			job, err := s.Do("ZRANGE", q.pending, "0", "-1").AsStrSlice()
+			require.NoError(t, err)
+			number, err := strconv.ParseInt(hash(t, node{s: s}, row)["number"], 10, 64)
+			require.NoError(t, err)
+			assert.Equal(t, []string{tickJob(t, tick, number).String()}, job, "the job of the tick's millisecond")
+			assert.Equal(t, []string{"1", strconv.FormatInt(tick.UnixMilli(), 10)}, []string{hash(t, node{s: s}, row)["made"], hash(t, node{s: s}, row)["last"]})
+		}
+		t.Run("module", func(t *testing.T) {
+			n := nativeNode(t)
+			q := newQueue(t, n, name, Policy{})
+			check(t, n.s, q, func() {
+				must(t, n.s, "EMQ.PAUSE", "2", keys.Set(name, keys.Config), q.pending) // a claim turn only sweeps and ticks
+				_, err := q.Claim(ctx(t), 1)
+				require.NoError(t, err)
+			})
+		})
+		t.Run("fallback", func(t *testing.T) {
+			s, m := moduleless(t)
+			q, err := New(s.Client()).Queue(name, m, Policy{})
+			require.NoError(t, err)
+			check(t, s, q, func() {
+				made, _, _, err := q.tickFallback(ctx(t))
+				require.NoError(t, err)
+				assert.Equal(t, 1, made)
 			})
 		})
 	})

@@ -58,7 +58,7 @@ func (q *Queue) tickFallback(ctx context.Context) (made int, native bool, until 
 		}
 		if t, ok := planTick(now, entry); ok {
 			ticks = append(ticks, t...)
-			if after, _ := strconv.ParseInt(t[3], 10, 64); after > 0 {
+			if after, _ := strconv.ParseInt(t[4], 10, 64); after > 0 {
 				next = min(next, after)
 			}
 		} else {
@@ -72,7 +72,7 @@ func (q *Queue) tickFallback(ctx context.Context) (made int, native bool, until 
 	if len(due) == 0 {
 		return 0, false, until, nil
 	}
-	args := append(append([]string{strconv.Itoa(len(ticks) / 6)}, ticks...), drops...)
+	args := append(append([]string{strconv.Itoa(len(ticks) / 7)}, ticks...), drops...)
 	n, err := scheduleScripts.tick.Exec(ctx, q.c.vk,
 		[]string{repeats, q.pending, q.config, q.events}, args).AsInt64()
 	return int(n), false, until, refusal(err)
@@ -81,11 +81,12 @@ func (q *Queue) tickFallback(ctx context.Context) (made int, native bool, until 
 // planTick decides, as the claim turn's tickOne does, what the due tick
 // of a schedule makes, from due.lua's entry: name, tick (its score), then
 // the row's spec tz start end limit made number priority when it is a
-// hash. It returns tick.lua's six arguments — name, tick, made and next
-// after the tick, the job's id ("" for a tick before the EMQ epoch, which
-// is not made: made stays) and
-// priority — or false when the claim turn would drop the schedule: its
-// row gone, or not one EMQ.REPEAT wrote.
+// hash. It returns tick.lua's seven arguments — name, the score as read
+// (tick.lua finds the schedule still due by it), the tick (the score's
+// millisecond, as tickOne reads it), made and next after the tick, the
+// job's id ("" for a tick before the EMQ epoch, which is not made: made
+// stays) and priority — or false when the claim turn would drop the
+// schedule: its row gone, or not one EMQ.REPEAT wrote.
 func planTick(now int64, due []string) ([]string, bool) {
 	if len(due) != 10 {
 		return nil, false
@@ -111,7 +112,7 @@ func planTick(now int64, due []string) ([]string, bool) {
 	if tid, ok := emq.TickID(tick, number); ok {
 		id, made = tid.String(), made+1
 	}
-	return []string{name, strconv.FormatInt(tick, 10), strconv.FormatInt(made, 10),
+	return []string{name, tickText, strconv.FormatInt(tick, 10), strconv.FormatInt(made, 10),
 		strconv.FormatInt(rule.Next(now, made), 10), id, strconv.FormatInt(priority, 10)}, true
 }
 

@@ -33,10 +33,13 @@ fi
 server=$(bash scripts/servers.sh valkey-8.1-libc | awk '{print $2}')
 
 # --set-proc-title no: the title overwrites the environment's strings,
-# where Go's runtime reads GODEBUG when the module loads.
+# where Go's runtime reads GODEBUG when the module loads. --error-limit=no:
+# valgrind stops reporting after 1,000 different errors, and Go's own
+# accesses (below, not counted) reach that in a long run — every error
+# after it, the server's too, would go unreported.
 cat >"$out/server" <<WRAP
 #!/bin/sh
-GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off exec valgrind --tool=memcheck --undef-value-errors=no --vgdb=no \\
+GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off exec valgrind --tool=memcheck --undef-value-errors=no --vgdb=no --error-limit=no \\
   --suppressions=$PWD/scripts/memcheck.supp --log-file=$out/log.%p $server "\$@" --set-proc-title no
 WRAP
 chmod +x "$out/server"

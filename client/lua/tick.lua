@@ -3,11 +3,13 @@
 -- turn's tick writes (emq/repeat.go, tickOne) — not allow-oom: a tick is an
 -- admission, which the module holds back over maxmemory as the server
 -- refuses this script there: KEYS repeats pending config
--- events; ARGV n, then n ticks of six — name tick made next id priority —
--- then pairs of name tick to drop (a row that is gone or not one
+-- events; ARGV n, then n ticks of seven — name score tick made next id
+-- priority, score the schedule's score as due.lua read it and tick the
+-- millisecond it is (a score edited by hand may be a fraction, or -inf) —
+-- then pairs of name score to drop (a row that is gone or not one
 -- EMQ.REPEAT wrote). Each is done only while the schedule's score is still
--- the tick due.lua read: a tick another client made, or a schedule
--- replaced or removed since, is left alone. A tick's job is made unless
+-- the one due.lua read, the same text: a tick another client made, or a
+-- schedule replaced or removed since, is left alone. A tick's job is made unless
 -- its row exists (a tick made twice is one job); a tick with id '' (before
 -- the EMQ epoch) makes none and only moves its schedule on, its made and
 -- last left as they were. Replies how many jobs it made.
@@ -20,17 +22,17 @@ if not st then
   return refused
 end
 
--- still_due reports whether schedule name is still due at tick.
-local function still_due(name, tick)
-  local s = redis.call('ZSCORE', repeats, name)
-  return s and tonumber(s) == tonumber(tick)
+-- still_due reports whether schedule name's score is still score, as
+-- due.lua read it.
+local function still_due(name, score)
+  return redis.call('ZSCORE', repeats, name) == score
 end
 
 local n, made = tonumber(ARGV[1]), 0
 for i = 0, n - 1 do
-  local name, tick, count, next, id, priority = unpack(ARGV, 2 + 6 * i, 7 + 6 * i)
+  local name, due, tick, count, next, id, priority = unpack(ARGV, 2 + 7 * i, 8 + 7 * i)
   local row = queue_key(repeats, 'repeat:' .. name)
-  if still_due(name, tick) and key_type(row) == 'hash' then
+  if still_due(name, due) and key_type(row) == 'hash' then
     if id == '' then
       redis.call('HSET', row, 'next', next)
     else
@@ -51,7 +53,7 @@ for i = 0, n - 1 do
     end
   end
 end
-for i = 2 + 6 * n, #ARGV, 2 do
+for i = 2 + 7 * n, #ARGV, 2 do
   if still_due(ARGV[i], ARGV[i + 1]) then
     redis.call('ZREM', repeats, ARGV[i])
   end
