@@ -376,7 +376,7 @@ func notJobID(text string) string {
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	body := searchBody{ID: id}
-	if _, ok := ids.Parse(ids.Job, []byte(id)); !ok {
+	if !ids.Valid(ids.Job, []byte(id)) {
 		body.Note = notJobID(id)
 		d.render(w, r, http.StatusOK, "search", "Search", body)
 		return

@@ -440,10 +440,7 @@ func dropDangling(p *Plan, set int, id Ref) {
 
 // isJobID reports whether id, a member of one of the queue's sets, is a
 // JOB id: the verbs that settle a job refuse any other (EMQKIND).
-func isJobID(id []byte) bool {
-	_, ok := ids.Parse(ids.Job, id)
-	return ok
-}
+func isJobID(id []byte) bool { return ids.Valid(ids.Job, id) }
 
 // take plans one candidate's claim: to the caller, or to dead when its
 // attempt budget is spent. It reports whether it was delivered. Taking a

@@ -137,12 +137,12 @@ func admissionKeys(a [][]byte, idArg int, sets ...string) ([]byte, error) {
 		}
 		same = same && bytes.Equal(q, queue)
 	}
-	if _, ok := ids.Parse(ids.Job, keyID); !ok {
+	if !ids.Valid(ids.Job, keyID) {
 		return nil, ErrJobKind
 	}
 	sameID := bytes.Equal(keyID, a[idArg])
 	if !sameID { // the same bytes parse the same: one parse for both
-		if _, ok := ids.Parse(ids.Job, a[idArg]); !ok {
+		if !ids.Valid(ids.Job, a[idArg]) {
 			return nil, ErrJobKind
 		}
 	}

@@ -125,7 +125,7 @@ func checkMany(a [][]byte) (queue []byte, priority, at int64, err error) {
 		return nil, 0, 0, setLayout[keys.DelayedSet]
 	}
 	for i := manyFirst; i < len(a); i += 2 {
-		if _, ok := ids.Parse(ids.Job, a[i]); !ok {
+		if !ids.Valid(ids.Job, a[i]) {
 			return nil, 0, 0, errors.New(errors.Kind, "job %d: job id must be JOB-namespaced", (i-manyFirst)/2+1)
 		}
 	}

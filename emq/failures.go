@@ -77,10 +77,10 @@ func checkFailuresIncr(a [][]byte, nowMs int64) (atMs int64, err error) {
 	if !ok {
 		return 0, errFailLayout
 	}
-	if _, ok := ids.Parse(ids.Sub, sub); !ok {
+	if !ids.Valid(ids.Sub, sub) {
 		return 0, errSubKind
 	}
-	if _, ok := ids.Parse(ids.Msg, msg); !ok {
+	if !ids.Valid(ids.Msg, msg) {
 		return 0, errMsgKind
 	}
 	return nowMs + secs*1000, nil

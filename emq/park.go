@@ -184,10 +184,10 @@ func checkPark(a [][]byte) (parked, error) {
 	if !ok {
 		return parked{}, errFailLayout
 	}
-	if _, ok := ids.Parse(ids.Sub, sub); !ok {
+	if !ids.Valid(ids.Sub, sub) {
 		return parked{}, errSubKind
 	}
-	if _, ok := ids.Parse(ids.Msg, msg); !ok {
+	if !ids.Valid(ids.Msg, msg) {
 		return parked{}, errMsgKind
 	}
 	evt, ok := ids.Parse(ids.Evt, a[parkEvt])

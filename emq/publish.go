@@ -26,7 +26,7 @@ func envelope(a [][]byte, w *Write, n int) error {
 		switch string(a[f]) {
 		case "msg":
 			msgs++
-			if _, ok := ids.Parse(ids.Msg, a[f+1]); !ok {
+			if !ids.Valid(ids.Msg, a[f+1]) {
 				return errors.New(errors.Kind, "entry %d: msg must hold a MSG id", n)
 			}
 		case "payload":

@@ -70,7 +70,7 @@ func queueKeys(a [][]byte, job bool, sets ...string) (queue, id []byte, err erro
 		same = same && bytes.Equal(q, queue)
 	}
 	if job {
-		if _, ok := ids.Parse(ids.Job, id); !ok {
+		if !ids.Valid(ids.Job, id) {
 			return nil, nil, ErrJobKind
 		}
 	}

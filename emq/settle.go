@@ -230,7 +230,7 @@ func checkSettle(a [][]byte, p *Plan) (c claimArgs, err error) {
 		same = same && bytes.Equal(q, queue)
 	}
 	for i, at := 1, settleFirst; at < len(a); i++ {
-		if _, ok := ids.Parse(ids.Job, a[at+1]); !ok {
+		if !ids.Valid(ids.Job, a[at+1]) {
 			return c, errors.New(errors.Kind, "settlement %d: job id must be JOB-namespaced", i)
 		}
 		_, args := settlementKind(a[at])

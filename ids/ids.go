@@ -14,6 +14,7 @@
 package ids
 
 import (
+	"encoding/binary"
 	"math"
 	"strconv"
 )
@@ -77,6 +78,29 @@ func parseHex(b *[16]byte) (uint64, bool) {
 		v = v<<8 | uint64(hi)<<4 | uint64(lo)
 	}
 	return v, bad&notHex == 0
+}
+
+// Valid reports whether b is exactly an id of namespace ns, as Parse
+// decides — its length, the namespace, 16 lowercase hex digits, the top
+// bit clear (the first digit 0 … 7) — without reading its value: half
+// Parse's cost, for a caller that only asks.
+func Valid(ns Namespace, b []byte) bool {
+	if len(b) != Len || len(ns) != 3 || b[0] != ns[0] || b[1] != ns[1] || b[2] != ns[2] || b[3] > '7' {
+		return false
+	}
+	return hexDigits8(binary.LittleEndian.Uint64(b[3:])) && hexDigits8(binary.LittleEndian.Uint64(b[11:]))
+}
+
+// hexDigits8 reports whether each byte of x is a lowercase hex digit, the
+// eight at once, each a lane of x: a byte is a digit or a letter a … f
+// when adding to it sets its top bit for the range's first byte and not
+// for the byte past its last (no lane carries into the next, as none has
+// its top bit set: a byte that has is no digit).
+func hexDigits8(x uint64) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	digit := (x + (0x80-'0')*ones) &^ (x + (0x80-'9'-1)*ones)
+	letter := (x + (0x80-'a')*ones) &^ (x + (0x80-'f'-1)*ones)
+	return x&tops == 0 && (digit|letter)&tops == tops
 }
 
 // notHex marks the bytes that are not lowercase hex digits in hexValue.

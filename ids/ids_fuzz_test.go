@@ -27,7 +27,7 @@ func wellFormed(ns ids.Namespace, b []byte) bool {
 	return err == nil && v>>63 == 0
 }
 
-// FuzzParse: Parse accepts exactly docs/ids.md's ids, an accepted id prints
+// FuzzParse: Parse and Valid accept exactly docs/ids.md's ids, an accepted id prints
 // back as its input, rebuilds from its fields, and belongs to one namespace.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -35,6 +35,7 @@ func FuzzParse(f *testing.F) {
 		for _, ns := range namespaces {
 			id, ok := ids.Parse(ns, b)
 			require.Equal(t, wellFormed(ns, b), ok, "Parse(%s, %q) decides as docs/ids.md", ns, b)
+			require.Equal(t, ok, ids.Valid(ns, b), "Valid(%s, %q) decides as Parse", ns, b)
 			if !ok {
 				require.Zero(t, id, "a refusal returns the zero id")
 				continue

@@ -54,8 +54,8 @@ func TestParse(t *testing.T) {
 
 // TestParseDecidesEveryByteOfEveryDigit: each of the 256 byte values in
 // each of an id's 16 digit places, in ids whose other digits are every
-// hex digit in turn, is accepted exactly when docs/ids.md's definition
-// accepts it, and read as its value.
+// hex digit in turn, is accepted — by Parse and by Valid — exactly when
+// docs/ids.md's definition accepts it, and read as its value.
 func TestParseDecidesEveryByteOfEveryDigit(t *testing.T) {
 	for _, base := range []string{"JOB0000000000000000", "JOB0123456789abcdef", "JOB7fffffffffffffff", "JOB0fedcba987654321"} {
 		for place := 3; place < ids.Len; place++ {
@@ -64,6 +64,7 @@ func TestParseDecidesEveryByteOfEveryDigit(t *testing.T) {
 				b[place] = byte(c)
 				id, ok := ids.Parse(ids.Job, b)
 				require.Equal(t, wellFormed(ids.Job, b), ok, "%q", b)
+				require.Equal(t, ok, ids.Valid(ids.Job, b), "Valid %q", b)
 				if ok {
 					require.Equal(t, string(b), id.String(), "%q", b)
 				}

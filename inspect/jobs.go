@@ -71,8 +71,7 @@ func (r JobRow) ErrorText(n int) string {
 // One that is not, written by hand, has no job row, and no verb removes
 // it from the dead set, which no claim sweeps: ZREM it.
 func (r JobRow) IsJob() bool {
-	_, ok := ids.Parse(ids.Job, []byte(r.ID))
-	return ok
+	return ids.Valid(ids.Job, []byte(r.ID))
 }
 
 // At is the job's time in its set — lease deadline, due time or time of
@@ -173,7 +172,7 @@ func (in *Inspector) Find(ctx context.Context, id string) (found, unreadable []s
 	if found, unreadable, err = in.exists(ctx, names, id); err != nil || len(found) > 0 || len(unreadable) > 0 {
 		return found, unreadable, err
 	}
-	if _, ok := ids.Parse(ids.Job, []byte(id)); !ok {
+	if !ids.Valid(ids.Job, []byte(id)) {
 		return nil, unreadable, nil // no glob in a SCAN's pattern
 	}
 	primaries, err := in.askPrimaries(ctx)
