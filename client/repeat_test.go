@@ -469,25 +469,7 @@ func TestTicks(t *testing.T) {
 				assert.Equal(t, after["next"], str(t, node{s: s}, "ZSCORE", repeats, "early"), score)
 			}
 		}
-		t.Run("module", func(t *testing.T) {
-			n := nativeNode(t)
-			q := newQueue(t, n, name, Policy{})
-			check(t, n.s, q, func() {
-				jobs, err := q.Claim(ctx(t), 1)
-				require.NoError(t, err)
-				assert.Empty(t, jobs)
-			})
-		})
-		t.Run("fallback", func(t *testing.T) {
-			s, m := moduleless(t)
-			q, err := New(s.Client()).Queue(name, m, Policy{})
-			require.NoError(t, err)
-			check(t, s, q, func() {
-				made, _, _, err := q.tickFallback(ctx(t))
-				require.NoError(t, err)
-				assert.Zero(t, made)
-			})
-		})
+		tickBothWays(t, name, 0, check)
 	})
 	t.Run("a tick at a fraction of a millisecond (a score edited by hand) makes its millisecond's job, natively and on the fallback", func(t *testing.T) {
 		const name = "half"
@@ -505,25 +487,7 @@ func TestTicks(t *testing.T) {
 			assert.Equal(t, []string{tickJob(t, tick, number).String()}, job, "the job of the tick's millisecond")
 			assert.Equal(t, []string{"1", strconv.FormatInt(tick.UnixMilli(), 10)}, []string{hash(t, node{s: s}, row)["made"], hash(t, node{s: s}, row)["last"]})
 		}
-		t.Run("module", func(t *testing.T) {
-			n := nativeNode(t)
-			q := newQueue(t, n, name, Policy{})
-			check(t, n.s, q, func() {
-				must(t, n.s, "EMQ.PAUSE", "2", keys.Set(name, keys.Config), q.pending) // a claim turn only sweeps and ticks
-				_, err := q.Claim(ctx(t), 1)
-				require.NoError(t, err)
-			})
-		})
-		t.Run("fallback", func(t *testing.T) {
-			s, m := moduleless(t)
-			q, err := New(s.Client()).Queue(name, m, Policy{})
-			require.NoError(t, err)
-			check(t, s, q, func() {
-				made, _, _, err := q.tickFallback(ctx(t))
-				require.NoError(t, err)
-				assert.Equal(t, 1, made)
-			})
-		})
+		tickBothWays(t, name, 1, check)
 	})
 	t.Run("on a node with the module the fallback leaves the ticks to the claim turns", func(t *testing.T) {
 		n := nativeNode(t)
@@ -535,6 +499,33 @@ func TestTicks(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, made)
 		assert.Zero(t, integer(t, n.s, "ZCARD", q.pending))
+	})
+}
+
+// tickBothWays runs check on queue name of a node with the module, whose
+// tick is a claim turn (of the queue paused: it only sweeps and ticks),
+// and on one without, whose tick is the fallback's, which must make jobs
+// jobs.
+func tickBothWays(t *testing.T, name string, jobs int, check func(t *testing.T, s *valkeytest.Server, q *Queue, tick func())) {
+	t.Run("module", func(t *testing.T) {
+		n := nativeNode(t)
+		q := newQueue(t, n, name, Policy{})
+		check(t, n.s, q, func() {
+			must(t, n.s, "EMQ.PAUSE", "2", keys.Set(name, keys.Config), q.pending)
+			claimed, err := q.Claim(ctx(t), 1)
+			require.NoError(t, err)
+			assert.Empty(t, claimed, "paused")
+		})
+	})
+	t.Run("fallback", func(t *testing.T) {
+		s, m := moduleless(t)
+		q, err := New(s.Client()).Queue(name, m, Policy{})
+		require.NoError(t, err)
+		check(t, s, q, func() {
+			made, _, _, err := q.tickFallback(ctx(t))
+			require.NoError(t, err)
+			assert.Equal(t, jobs, made)
+		})
 	})
 }
 
