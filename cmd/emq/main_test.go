@@ -277,6 +277,10 @@ func TestCLIActions(t *testing.T) {
 		r := emq(t, s.Addr, "jobs", "strays", "--state", "dead")
 		require.Equal(t, exitOK, r.code, r.stderr)
 		assert.Regexp(t, `dead\s+not-a-job\s+-\s+-\s.*\(not a job id: no verb acts on it; ZREM it by hand\)`, r.stdout)
+		r = emq(t, s.Addr, "jobs", "strays", "--state", "dead", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, `"id": "not-a-job",`)
+		assert.Equal(t, 1, strings.Count(r.stdout, `"not_job_id": true`), "the one member that is no JOB id: %s", r.stdout)
 		require.NoError(t, s.Do("ZREM", "emq:{strays}:dead", "not-a-job").Error())
 	})
 	t.Run("revive by id puts the job back in pending", func(t *testing.T) {

@@ -150,6 +150,9 @@ type jobRowJSON struct {
 	PayloadBytes int64 `json:"payload_bytes"`
 	AgeMs        int64 `json:"age_ms"`
 	Dangling     bool  `json:"dangling,omitempty"`
+	// NotJobID marks a dangling member that is no JOB id: no verb removes
+	// it (ZREM).
+	NotJobID bool `json:"not_job_id,omitempty"`
 }
 
 func runJobs(ctx context.Context, s *session, args []string) error {
@@ -195,7 +198,8 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		out := make([]jobRowJSON, len(rows))
 		for i, r := range rows {
 			out[i] = jobRowJSON{ID: r.ID, State: string(r.State), Score: r.Score, Attempts: r.Attempts, Priority: r.Priority,
-				Error: r.Error, ErrorUnread: r.ErrorUnread, ErrorBytes: r.ErrorSize, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row}
+				Error: r.Error, ErrorUnread: r.ErrorUnread, ErrorBytes: r.ErrorSize, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row,
+				NotJobID: !r.IsJob()}
 			if at := r.At(); !at.IsZero() {
 				out[i].AtMs = at.UnixMilli()
 			}
