@@ -96,12 +96,11 @@ static void set_key(emq_call *c, int k, ValkeyModuleString *name, ValkeyModuleKe
 // A queue's settings keys — its config, and the limiter and events stream
 // the config names — are asked after by every verb of the queue: the
 // strings naming them are kept in small direct-mapped caches, one per
-// kind, so that asking makes and frees none. A name longer than
-// SETTINGS_NAME_MAX is made for the call alone: the caches hold at most
-// that much a slot, memory the server counts against its maxmemory and
-// no FLUSHALL frees.
+// kind, so that asking makes and frees none — for a queue of a name up to
+// EMQ_KEPT_NAME_MAX; a longer one's are made for the call alone (the
+// caches are memory the server counts against its maxmemory and no
+// FLUSHALL frees).
 #define SETTINGS_NAMES 256
-#define SETTINGS_NAME_MAX 256
 static ValkeyModuleString *settings_names[EMQ_NUM_SETTINGS][SETTINGS_NAMES];
 
 // Each kind's layout, as package keys lays it out: head + queue + tail;
@@ -144,7 +143,7 @@ static uint32_t queue_hash(const char *queue, size_t qlen) {
 static ValkeyModuleString *settings_name(emq_call *c, int kind, const char *queue, size_t qlen, uint32_t h) {
     const settings_layout *l = &layouts[kind];
     size_t len = l->hlen + qlen + l->tlen;
-    ValkeyModuleString **slot = len <= SETTINGS_NAME_MAX ? &settings_names[kind][h % SETTINGS_NAMES] : NULL;
+    ValkeyModuleString **slot = qlen <= EMQ_KEPT_NAME_MAX ? &settings_names[kind][h % SETTINGS_NAMES] : NULL;
     if (slot && *slot) {
         size_t have;
         const char *s = api.StringPtrLen(*slot, &have);

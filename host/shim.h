@@ -311,6 +311,11 @@ int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int w
 int emq_serve_woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, uint64_t waiter);
 extern int emq_queues_waited; // queues with waiting clients: 0 spares the zset events a call into Go
 extern int emq_queues_closed; // queues not open to their waiters: 0 spares a pending write a call into Go
+// EMQ_KEPT_NAME_MAX is the longest queue name the module keeps anything of
+// between calls — its settings keys' names (call.c), an idle queue its
+// workers waited on (wait.go): a longer name's are made for the call or
+// the wait and go with it, so no name's length is memory held for good.
+#define EMQ_KEPT_NAME_MAX 256
 
 // Configs, INFO and config changes (admin.c).
 #define EMQ_MAX_CONFIGS 4

@@ -44,7 +44,7 @@ type waiter struct {
 
 // queueWait is a queue of one database that clients wait on, or waited on
 // lately: an idle queue is kept (up to maxIdleQueues of them, of names up
-// to maxIdleName), so that waiting again on it allocates nothing.
+// to EMQ_KEPT_NAME_MAX), so that waiting again on it allocates nothing.
 type queueWait struct {
 	db      int
 	name    string // the queue, its key in queues[db]
@@ -103,14 +103,10 @@ func closedUntil(w *emq.Wait, now int64) int64 {
 	return now + closedMs
 }
 
-// maxIdleQueues bounds the queues kept with nobody waiting, and
-// maxIdleName the name of one kept: a queue of a longer name — its name
-// and pending key copied, Go memory no maxmemory counts — is forgotten as
-// soon as nobody waits on it.
-const (
-	maxIdleQueues = 1024
-	maxIdleName   = 256
-)
+// maxIdleQueues bounds the queues kept with nobody waiting. A queue of a
+// name over EMQ_KEPT_NAME_MAX — its name and pending key copied, Go memory
+// no maxmemory counts — is forgotten as soon as nobody waits on it.
+const maxIdleQueues = 1024
 
 // WaitStats are what INFO emq shows of waiting clients.
 type WaitStats struct {
@@ -198,7 +194,7 @@ func leave(ctx *C.ValkeyModuleCtx, q *queueWait, want int) {
 		delete(timers, q.token)
 		q.timer, q.token = 0, 0
 	}
-	if idle < maxIdleQueues && len(q.name) <= maxIdleName {
+	if idle < maxIdleQueues && len(q.name) <= C.EMQ_KEPT_NAME_MAX {
 		idle++
 		return
 	}

@@ -430,15 +430,12 @@ func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 // there EMQ.REMOVE (emq delete, emq purge) drops a JOB id, and nothing but
 // a ZREM one that is not.
 func danglingNote(r inspect.JobRow) string {
-	why := "no row"
+	why, dead := "no row", "emq delete drops it"
 	if !r.IsJob() {
-		why = "not a job id"
+		why, dead = "not a job id", "no verb acts on it; ZREM it by hand"
 	}
-	switch {
-	case r.State != inspect.Dead:
-		return "(" + why + ": a claim reaching it drops it)"
-	case r.IsJob():
-		return "(" + why + ": emq delete drops it)"
+	if r.State == inspect.Dead {
+		return "(" + why + ": " + dead + ")"
 	}
-	return "(" + why + ": no verb acts on it; ZREM it by hand)"
+	return "(" + why + ": a claim reaching it drops it)"
 }

@@ -83,13 +83,16 @@ func TestAQueueOfALongNameLeavesNoMemoryBehind(t *testing.T) {
 	m, err := ids.NewMinter(21)
 	require.NoError(t, err)
 	// collect makes a call over the plan's kept room, which the host
-	// follows by collecting the Go heap: what it keeps is then live
+	// follows by collecting the Go heap: what it keeps is then live — a
+	// reading of the live heap from before it would say nothing
 	collect := func() {
+		cycles := valkeytest.InfoInt(s.Info("emq"), "emq_go_gc_cycles")
 		batch := make([]entry, 5000)
 		for i := range batch {
 			batch[i] = entry{m.Mint(ids.Evt), []string{"n", "1"}}
 		}
 		require.NoError(t, alone(t, s, appendTo("gc", "s", batch...)).Error())
+		require.Greater(t, valkeytest.InfoInt(s.Info("emq"), "emq_go_gc_cycles"), cycles, "a collection ran")
 	}
 	collect()
 	before := settledMemory(t, s)
