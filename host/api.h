@@ -37,11 +37,19 @@ typedef struct ValkeyModuleServerInfoData ValkeyModuleServerInfoData;
 #define CTX_FLAGS_LOADING (1 << 13)
 #define CTX_FLAGS_DENY_BLOCKING (1 << 21)
 #define CTX_FLAGS_ASYNC_LOADING (1 << 23)
+#define CLIENTINFO_FLAG_TRACKING (1 << 3)
 #define REPLY_STRING 0
 #define REPLY_ERROR 1
 #define REPLY_ARRAY 3
 
 typedef int (*cmd_func)(ValkeyModuleCtx *, ValkeyModuleString **, int);
+
+// A client's info (valkeymodule.h's ValkeyModuleClientInfo, version 1).
+typedef struct {
+    uint64_t version, flags, id;
+    char addr[46];
+    uint16_t port, db;
+} client_info;
 
 // A server event (valkeymodule.h's ValkeyModuleEvent, passed by value), and
 // those the module subscribes to: a CONFIG SET, a SWAPDB, the event loop.
@@ -119,6 +127,7 @@ typedef struct {
     int (*ReplyWithStringBuffer)(ValkeyModuleCtx *, const char *, size_t);
     ValkeyModuleString *(*GetCurrentUserName)(ValkeyModuleCtx *);
     unsigned long long (*GetClientId)(ValkeyModuleCtx *);
+    int (*GetClientInfoById)(void *, uint64_t);
     ValkeyModuleString *(*GetClientUserNameById)(ValkeyModuleCtx *, uint64_t);
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
@@ -188,5 +197,9 @@ ValkeyModuleString *emq_constant(uint32_t i);
 // emq_stream_id writes a stream ID's text, <ms>-<seq>, and a NUL into buf
 // (48 bytes), returning its length.
 int emq_stream_id(char *buf, uint64_t ms, uint64_t seq);
+
+// emq_verb_readonly reports whether verb number verb was created
+// read-only (api.c).
+int emq_verb_readonly(int verb);
 
 #endif

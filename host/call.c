@@ -380,6 +380,28 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
     return 0;
 }
 
+// remember has the server remember a key a read-only verb derived for the
+// caller's client-side cache, as it remembers the keys a read-only
+// built-in reads, so that a change to the key invalidates what the caller
+// cached of the verb's reply: a Call of EXISTS on it (read-only, and it
+// does not touch the key), whose keys the server remembers for the client
+// that sent the command when that client tracks keys — as it remembers a
+// script's server.call. It calls only for a caller that tracks keys, or
+// one it cannot look up (a script's client: the server decides); tracking
+// by prefix needs nothing and the server skips it.
+static void remember(emq_call *c, ValkeyModuleString *name) {
+    if (!c->tracking) {
+        client_info info = {.version = 1};
+        c->tracking = !api.GetClientInfoById || !api.GetClientId || api.GetClientInfoById(&info, api.GetClientId(c->ctx)) != API_OK ||
+                              (info.flags & CLIENTINFO_FLAG_TRACKING)
+                          ? 1
+                          : -1;
+    }
+    if (c->tracking < 0) return;
+    ValkeyModuleCallReply *r = api.Call(c->ctx, "EXISTS", "s", name);
+    if (r) api.FreeCallReply(r);
+}
+
 // emq_open_derived opens the key a verb derived, named by bytes it
 // computed, reading a string's bytes and expiry with it, and n fields of a
 // hash into c->hvals as emq_hash_get does (zero values for another type);
@@ -393,6 +415,7 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, int access, cons
         return -1;
     }
     int k = open_derived(c, s, open_key(c, s));
+    if (c->readonly) remember(c, s);
     if (n > 0) emq_hash_get(c, k, fields, n, scratch, spans);
     return k;
 }
@@ -782,6 +805,7 @@ static int serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int 
     c.waiter = waiter;
     c.wanted = wanted;
     c.routed = waiter == 0 && verb != EMQ_SWEEP_VERB;
+    c.readonly = c.routed && emq_verb_readonly(verb);
     if (who && who->looked) c.user_looked = 1, c.user = who->user; // finish frees it
     for (int i = 0; i < argc; i++) c.args[i] = view(argv[i]);
     emqServe(&c, verb);

@@ -238,6 +238,8 @@ typedef struct emq_call {
     emq_arg text; // emq_pending_owner's answer: an owner or an error reply
     uint64_t waiter;          // a wake-up: the waiting client it serves (wait.go); 0 for a command
     int routed;               // a command, whose declared keys the server checked are here; not a wake-up or a sweep
+    int readonly;             // a command of a read-only verb, whose derived reads a caller's cache tracks (remember)
+    int tracking;             // remember's answer: 1 the caller may track keys, -1 it does not, 0 not asked yet
     int wanted;               // a timer's sweep: the jobs its queue's waiting clients want; 0 otherwise
     ValkeyModuleKey *inline_keys[EMQ_INLINE_KEYS];
     ValkeyModuleString *inline_names[EMQ_INLINE_KEYS];

@@ -338,6 +338,68 @@ func TestRepeatsListsAPage(t *testing.T) {
 	refuse(t, s, "EMQSHAPE count must be an integer from 1 to 1000", "EMQ.REPEATS", "1", "not-a-repeats-key", "0", "0")
 }
 
+// TestRepeatsIsTrackedForTheRowsItReads: EMQ.REPEATS reads rows it
+// derives from its one key, and a client caching its reply (CLIENT
+// TRACKING) is told when any of them changes, as for a built-in read or a
+// script's — even a change its key does not see (a schedule set again at
+// its time, a row written by hand). A caller that does not track costs the
+// server no call of its own.
+func TestRepeatsIsTrackedForTheRowsItReads(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("tracked")
+	repeats := keys.Set(q.name, keys.Repeats)
+	start := time.Now().UnixMilli() + time.Hour.Milliseconds()
+	must(t, s, q.repeat("a", "@every 1h", "", "p", 0, start, 0, 0)...)
+	must(t, s, q.repeat("b", "@every 1h", "", "p", 0, start, 0, 0)...)
+	invalidations := dial(t, s)
+	invalidations.send("SUBSCRIBE", "__redis__:invalidate")
+	_, err := invalidations.read()
+	require.NoError(t, err)
+	tracker := dial(t, s)
+	// read caches the listing and returns the keys the server says changed
+	// once writes have run: the listing's rows, never its key alone.
+	read := func(writes ...[]string) []any {
+		tracker.send("CLIENT", "TRACKING", "ON", "REDIRECT", itoa(invalidations.id))
+		_, err := tracker.read()
+		require.NoError(t, err)
+		tracker.send("EMQ.REPEATS", "1", repeats)
+		_, err = tracker.read()
+		require.NoError(t, err)
+		for _, w := range writes {
+			must(t, s, w...)
+		}
+		msg, err := invalidations.read()
+		require.NoError(t, err)
+		tracker.send("CLIENT", "TRACKING", "OFF")
+		_, err = tracker.read()
+		require.NoError(t, err)
+		return msg.([]any)[2].([]any)
+	}
+	for _, c := range []struct {
+		name  string
+		write []string
+		key   string
+	}{
+		{"a schedule set again at its time, with a new payload", q.repeat("a", "@every 1h", "", "new", 0, start, 0, 0), keys.Repeat(q.name, "a")},
+		{"a row written by hand", []string{"HSET", keys.Repeat(q.name, "b"), "payload", "by hand"}, keys.Repeat(q.name, "b")},
+		{"a row deleted", []string{"DEL", keys.Repeat(q.name, "b")}, keys.Repeat(q.name, "b")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, []any{c.key}, read(c.write))
+		})
+	}
+	t.Run("a caller that does not track costs no call", func(t *testing.T) {
+		must(t, s, "CONFIG", "RESETSTAT")
+		for range 3 {
+			schedules(t, s, q)
+		}
+		info, err := s.Do("INFO", "commandstats").ToString()
+		require.NoError(t, err)
+		assert.Contains(t, info, "cmdstat_EMQ.REPEATS:calls=3,")
+		assert.NotContains(t, info, "cmdstat_exists")
+	})
+}
+
 // TestUnrepeatRepliesWhetherAScheduleWasThere: EMQ.UNREPEAT replies 1 for
 // a schedule it removed — its row and entry, or an entry whose row is gone
 // (deleted by hand, evicted) — and 0, writing nothing, for none.
