@@ -84,8 +84,8 @@ const maxScheduleNumber = 1<<22 - 1
 
 // rule is a repeat schedule's rule: when it ticks.
 type rule struct {
-	every      int64         // the interval in ms; 0 for a cron schedule
-	cron       cron.Schedule // nil for an interval
+	every      int64              // the interval in ms; 0 for a cron schedule
+	cron       *cron.SpecSchedule // nil for an interval
 	loc        *time.Location
 	start, end int64 // ticks come after start and at or before end (0: never ends)
 	limit      int64 // the most jobs it makes; 0: no limit
@@ -127,9 +127,20 @@ func parseSpec(spec []byte) (rule, error) {
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return sc, errors.New(errors.Shape, "spec %q: give the time zone as the tz argument", clip(text))
 	}
-	if sc.cron, err = cronParser.Parse(expr); err != nil {
+	parsed, err := cronParser.Parse(expr)
+	if err != nil {
 		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(escapeControls(err.Error())))
 	}
+	fields, ok := parsed.(*cron.SpecSchedule)
+	if !ok { // "@every " is ours, cut above: the parser makes nothing else
+		return sc, errors.New(errors.Shape, "spec %q: not a cron rule", clip(text))
+	}
+	for _, field := range [...]uint64{fields.Minute, fields.Hour, fields.Dom, fields.Month, fields.Dow} {
+		if field&^starBit == 0 {
+			return sc, errors.New(errors.Shape, "spec %q: a field names no value", clip(text))
+		}
+	}
+	sc.cron = fields
 	return sc, nil
 }
 
@@ -182,10 +193,7 @@ func (sc rule) after(t int64) int64 {
 		}
 		next = sc.start + k*sc.every
 	} else {
-		at := sc.cron.Next(time.UnixMilli(max(t, sc.start)).In(sc.loc))
-		for repeatedWallClock(at) { // the hour clocks went back: its times tick in the first pass only
-			at = sc.cron.Next(at)
-		}
+		at := nextCron(sc.cron, sc.loc, time.UnixMilli(max(t, sc.start)))
 		if at.IsZero() {
 			return 0
 		}
@@ -200,23 +208,6 @@ func (sc rule) after(t int64) int64 {
 // lastTickMs is the last millisecond a tick's job id holds (2093-09-…):
 // a schedule has no tick after it.
 const lastTickMs = ids.EpochMs + ids.MaxMs
-
-// repeatedWallClock reports whether at's local time happened already,
-// earlier that day: when clocks go back, the hour before the change comes
-// again, and every cron time in it has a tick in its first pass only, as
-// cron daemons run it.
-func repeatedWallClock(at time.Time) bool {
-	if at.IsZero() {
-		return false
-	}
-	_, before := at.Add(-3 * time.Hour).Zone()
-	_, now := at.Zone()
-	if before <= now {
-		return false
-	}
-	earlier := at.Add(-time.Duration(before-now) * time.Second)
-	return earlier.Format(time.DateTime) == at.Format(time.DateTime)
-}
 
 // nextAfter is after, or 0 once made jobs reached the limit.
 func (sc rule) nextAfter(t, made int64) int64 {

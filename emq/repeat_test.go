@@ -114,6 +114,8 @@ func TestBadRulesAreShapeRefusals(t *testing.T) {
 		{"* * * * *", "Mars/Olympus", `unknown time zone "Mars/Olympus"`},
 		{"* * * * *", "Local", `unknown time zone "Local"`},
 		{"", "", `spec "": empty spec string`},
+		{", * * * *", "", `spec ", * * * *": a field names no value`},
+		{"0 0 * ,, *", "", `spec "0 0 * ,, *": a field names no value`},
 		// A refusal quotes at most 128 bytes of what it refuses, as
 		// Valkey's own errors do, cut at a character's start.
 		{"@every " + strings.Repeat("9", 200), "", `spec "@every ` + strings.Repeat("9", 121) + `…": @every takes a duration of whole milliseconds from 1ms to 1099511627776ms`},
