@@ -133,6 +133,9 @@ type turn struct {
 	// the rows the call opened by id — its settlements', its ticks' — that
 	// a later read of the job uses rather than open them again
 	opened idSet
+	// the candidates' ids as the ticks begin, and the jobs ticks make
+	// (ticking)
+	ticked idSet
 	// a bit per set of the four (claimPending …) holding members when the
 	// turn began
 	filled uint8
@@ -302,6 +305,7 @@ func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t.cands, t.filled = t.cands[:0], 0
 	t.done.reset()
 	t.opened.reset()
+	t.ticked.reset()
 	t.rows = jobPrefix(p, queue)
 	return t
 }

@@ -75,7 +75,16 @@ func (s *idSet) add(id []byte, key int) {
 // at, where find placed it — the set unchanged since.
 func (s *idSet) insertAt(at int, id []byte, key int) {
 	s.ids = slices.Insert(s.ids, at, heldID{id, key})
-	if !s.sorted && len(s.ids) > fewIDs {
+	if !s.sorted {
+		s.sortHeld()
+	}
+}
+
+// sortHeld sorts the set's ids once there are more than a few — ids
+// appended to s.ids directly, in any order, cost n log n so, where add
+// would move the ones held for each.
+func (s *idSet) sortHeld() {
+	if len(s.ids) > fewIDs {
 		slices.SortFunc(s.ids, func(a, b heldID) int { return compareHeld(a, b.id) })
 		s.sorted = true
 	}
