@@ -83,6 +83,10 @@ func emqServe(c *C.emq_call, verb C.int) {
 			arm(c.ctx, q, float64(q.closedUntil), false) // the timer's sweep looks when that ends
 			waitStats.WakeupsIdle++
 			return
+		} else if q.spentPass != 0 && q.spentPass == uint64(C.emq_pass()) { // a turn of this pass stopped on its budget
+			armIn(c.ctx, q, 0) // the timer's sweep looks on a later pass
+			waitStats.WakeupsIdle++
+			return
 		}
 	}
 	handler := sweeper

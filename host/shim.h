@@ -306,6 +306,7 @@ int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
 int emq_timer_pass_spent(void);
+uint64_t emq_pass(void);
 long long emq_now_ms(void);
 void emq_reply_null_array(emq_call *c);
 int emq_sweep_queue(ValkeyModuleCtx *ctx, const char *pending, size_t len, int wanted);

@@ -235,19 +235,28 @@ static void on_swapdb(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *
 static uint64_t pass_started, pass_budget, backlog_since;
 static int pass_left_work;
 static int passes_seen; // subscribed to the event loop: without it, no budget
+static uint64_t passes_ended; // the passes that ended since the subscription
 
 // on_event_loop runs on the main thread before the server sleeps, never in
 // a forked child or from a crash report; it calls no Go.
 static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
     (void)ctx, (void)data;
-    if (e.id != EVENT_EVENTLOOP || sub != SUBEVENT_EVENTLOOP_BEFORE_SLEEP || !pass_started) return;
+    if (e.id != EVENT_EVENTLOOP || sub != SUBEVENT_EVENTLOOP_BEFORE_SLEEP) return;
+    passes_ended++;
+    if (!pass_started) return;
     backlog_since = pass_left_work ? api.MonotonicMicroseconds() : 0;
     pass_started = 0, pass_left_work = 0;
 }
 
 // emq_forget_passes starts a load with no budget until the module
 // subscribes to the event loop.
-void emq_forget_passes(void) { pass_started = 0, pass_budget = 0, backlog_since = 0, pass_left_work = 0, passes_seen = 0; }
+void emq_forget_passes(void) {
+    pass_started = 0, pass_budget = 0, backlog_since = 0, pass_left_work = 0, passes_seen = 0, passes_ended = 0;
+}
+
+// emq_pass returns the number of the event loop's pass under way, from 1;
+// 0 on a server that does not tell the module its passes.
+uint64_t emq_pass(void) { return passes_seen ? passes_ended + 1 : 0; }
 
 // emq_timer_pass_spent reports whether the queues' timers of this pass of
 // the event loop have swept for its budget. The first ask of a pass starts

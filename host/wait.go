@@ -64,6 +64,12 @@ type queueWait struct {
 	// sweeping is set while the queue's timer sweeps it: the sweep's own
 	// writes to pending re-arm nothing (the sweep's outcome arms the timer)
 	sweeping bool
+	// spentPass is the pass of the event loop (emq_pass) in which a turn
+	// of the queue stopped on its budget: the wake-ups of its other
+	// waiters in that pass run no claim — each would work through as much
+	// of a backlog no claim delivers, all in one pass — and the queue's
+	// timer looks again on the next (settle). 0 for none.
+	spentPass uint64
 }
 
 // closedMs is how long a queue found closed stays closed to its waiters
@@ -283,6 +289,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 	q.setClosed(closedUntil(w, int64(c.now_ms)))
 	c.armFor(q, w)
 	if w.Again {
+		q.spentPass = uint64(C.emq_pass())
 		// the turn stopped on its budget: look again on the event loop's
 		// next pass, by the timer — signalled ready now, the server would
 		// run turn after turn before it serves anyone else, and a backlog

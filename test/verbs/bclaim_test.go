@@ -1000,6 +1000,41 @@ func TestABacklogNoClaimDeliversLetsOthersIn(t *testing.T) {
 	require.Equal(t, id, claimedID(t, got), "the worker waits on, and gets the next job")
 }
 
+// TestACrowdWokenOnABacklogNoClaimDeliversRunsATurnAPass: 100 workers
+// waiting (count 1000) when a backlog no claim delivers appears in
+// pending (RENAME, as a worker's own queue may be made) are woken
+// together; once one's turn stops on its budget, the others' wake-ups in
+// that pass run no claim, and the backlog is worked through a turn a pass,
+// other clients served between — not 100 turns of 1,100 ids in one pass,
+// which held the server for the whole backlog (0.5–1.25 s for 300,000).
+func TestACrowdWokenOnABacklogNoClaimDeliversRunsATurnAPass(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const backlog, crowd = 50_000, 100
+	q := queueOf("crowded")
+	made := q.name + ":made"
+	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], 0, string.format('zz-%06d', i)) end return 1",
+		"1", made, strconv.Itoa(backlog))
+	for range crowd {
+		waiting(t, s, dial(t, s), q.bclaim(100_000, 1000, 5, 0))
+	}
+	must(t, s, "RENAME", made, q.pending)
+	partly := 0 // answers that found the backlog part worked through
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		left, err := s.Do("ZCARD", q.pending).AsInt64()
+		require.NoError(t, err)
+		if left == 0 {
+			break
+		}
+		if left < backlog {
+			partly++
+		}
+		require.True(t, time.Now().Before(deadline), "%d ids left", left)
+	}
+	t.Logf("another client served %d times while the backlog was worked through", partly)
+	// a turn a pass takes 1,100 ids: 45 passes, with answers between most
+	assert.GreaterOrEqual(t, partly, 5, "another client was served between the crowd's turns")
+}
+
 // dueDelivery makes a job due at dueMs (server clock) by setup, blocks a
 // worker, and returns how long after its due time the worker got it.
 func dueDelivery(t *testing.T, s *valkeytest.Server, setup func() (id string, dueMs int64)) time.Duration {
