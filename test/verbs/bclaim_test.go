@@ -977,22 +977,10 @@ func TestEveryPathToPendingWakesABlockedWorker(t *testing.T) {
 func TestABacklogNoClaimDeliversLetsOthersIn(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	const backlog = 50_000
-	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], 0, string.format('zz-%06d', i)) end return 1",
-		"1", bq.pending, strconv.Itoa(backlog))
+	danglingBacklog(t, s, bq.pending, backlog)
 	w := dial(t, s)
 	w.send(bclaim(100_000, 30_000)...)
-	partly := 0 // answers that found the backlog part worked through
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		left, err := s.Do("ZCARD", bq.pending).AsInt64()
-		require.NoError(t, err)
-		if left == 0 {
-			break
-		}
-		if left < backlog {
-			partly++
-		}
-		require.True(t, time.Now().Before(deadline), "%d ids left", left)
-	}
+	partly := workedThrough(t, s, bq.pending, backlog)
 	require.Positive(t, partly, "another client was served while the worker's turns went on")
 	id := enqueueB(t, s, 1)
 	got, err := w.read()
@@ -1012,27 +1000,41 @@ func TestACrowdWokenOnABacklogNoClaimDeliversRunsATurnAPass(t *testing.T) {
 	const backlog, crowd = 50_000, 100
 	q := queueOf("crowded")
 	made := q.name + ":made"
-	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], 0, string.format('zz-%06d', i)) end return 1",
-		"1", made, strconv.Itoa(backlog))
+	danglingBacklog(t, s, made, backlog)
 	for range crowd {
 		waiting(t, s, dial(t, s), q.bclaim(100_000, 1000, 5, 0))
 	}
 	must(t, s, "RENAME", made, q.pending)
-	partly := 0 // answers that found the backlog part worked through
+	partly := workedThrough(t, s, q.pending, backlog)
+	t.Logf("another client served %d times while the backlog was worked through", partly)
+	// a turn a pass takes 1,100 ids: 45 passes, with answers between most
+	assert.GreaterOrEqual(t, partly, 5, "another client was served between the crowd's turns")
+}
+
+// danglingBacklog puts n ids no claim delivers (no JOB ids) in set key.
+func danglingBacklog(t *testing.T, s *valkeytest.Server, key string, n int) {
+	t.Helper()
+	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('ZADD', KEYS[1], 0, string.format('zz-%06d', i)) end return 1",
+		"1", key, strconv.Itoa(n))
+}
+
+// workedThrough asks the size of pending, a backlog of n, until it is
+// empty, and returns how many answers found it part worked through: each
+// one another client served between the turns that work through it.
+func workedThrough(t *testing.T, s *valkeytest.Server, pending string, n int64) int {
+	t.Helper()
+	partly := 0
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		left, err := s.Do("ZCARD", q.pending).AsInt64()
+		left, err := s.Do("ZCARD", pending).AsInt64()
 		require.NoError(t, err)
 		if left == 0 {
-			break
+			return partly
 		}
-		if left < backlog {
+		if left < n {
 			partly++
 		}
 		require.True(t, time.Now().Before(deadline), "%d ids left", left)
 	}
-	t.Logf("another client served %d times while the backlog was worked through", partly)
-	// a turn a pass takes 1,100 ids: 45 passes, with answers between most
-	assert.GreaterOrEqual(t, partly, 5, "another client was served between the crowd's turns")
 }
 
 // dueDelivery makes a job due at dueMs (server clock) by setup, blocks a
