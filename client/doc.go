@@ -122,7 +122,8 @@
 // acknowledged once the loop body is done with it, and comes back — to
 // the same consumer name, or to another past [GroupOptions].Reclaim —
 // when it was not. Both block at most [DefaultPoll] per read and stop at
-// once when ctx ends. They use only built-ins, so every node serves them.
+// once when ctx ends, yielding nothing after it — a group's events not
+// yielded stay pending. They use only built-ins, so every node serves them.
 //
 // # Repeat schedules
 //

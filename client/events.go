@@ -98,7 +98,8 @@ func blockingRead(ctx context.Context, vk valkey.Client, cmd valkey.Completed) (
 // appended after it started, not the whole stream once the data lands.
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
-// stops a read at once. An entry that is not an event is yielded with an
+// stops a read at once, and no event is yielded once ctx ended — not even
+// one of a batch already read. An entry that is not an event is yielded with an
 // error and the events after it follow. A read that fails — or has no
 // reply 5 s after its block ended: a server stopped, or cut off without
 // the connection closing — is yielded as the error and tried again from
@@ -132,6 +133,9 @@ func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error]
 			}
 			r.reset()
 			for _, e := range streams[key] {
+				if ctx.Err() != nil {
+					return
+				}
 				last = e.ID
 				if !yield(decodeEvent(e)) {
 					return
@@ -210,7 +214,11 @@ type GroupOptions struct {
 // stay pending in the group, and come back first when the same consumer
 // name calls EventGroup again, or to another consumer whose
 // [GroupOptions].Reclaim they outlast. Delivery is thus at least once: an
-// event handled when its consumer died is handled again.
+// event handled when its consumer died is handled again. When ctx ends the
+// sequence yields no more: the event whose loop body asked for the next is
+// acknowledged, as it would have been, and those not yet yielded stay
+// pending, as when the loop breaks — so a body that could not handle its
+// event because ctx ended should break, not continue.
 //
 // Reads block at most [DefaultPoll]; ctx's end stops one at once. Events
 // the server hands over meanwhile stay pending, as above — and so may one
@@ -278,6 +286,9 @@ func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
 		}
 		g.reset()
 		for _, e := range entries {
+			if ctx.Err() != nil {
+				return // the rest stay pending, as when the loop breaks
+			}
 			if !yield(decodeEvent(e)) {
 				return
 			}

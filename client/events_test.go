@@ -512,3 +512,41 @@ func TestAFullEventsStreamRefusesAndWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestListenersStopAtCtxEnd: a listener yields no event after ctx ended,
+// not even one of a batch it already holds; a group's events left
+// unyielded stay pending, and the one whose loop body ran is acknowledged.
+func TestListenersStopAtCtxEnd(t *testing.T) {
+	n := nativeNode(t)
+	for _, c := range []struct {
+		name  string
+		group bool
+	}{
+		{"Events yields nothing after the event whose body saw ctx end", false},
+		{"EventGroup yields nothing after it and acknowledges only the events yielded", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			queue := map[bool]string{false: "stop", true: "stopgroup"}[c.group]
+			q := newQueue(t, n, queue, Policy{})
+			eventsOn(t, q, 1000)
+			enqueued := enqueueN(t, q, 10)
+			lctx, cancel := context.WithCancel(ctx(t))
+			defer cancel()
+			seq := q.Events(lctx, "0")
+			if c.group {
+				seq = q.EventGroup(lctx, "tail", "one", GroupOptions{From: "0"})
+			}
+			var got []Event
+			for ev, err := range seq {
+				require.NoError(t, err)
+				if got = append(got, ev); len(got) == 2 {
+					cancel() // and go on, as a body that fails on ctx's end and continues
+				}
+			}
+			assert.Equal(t, enqueued[:2], jobsOf(got))
+			if c.group {
+				assert.Equal(t, int64(8), pending(t, n, queue, "tail"), "the two yielded acknowledged, the rest pending")
+			}
+		})
+	}
+}
