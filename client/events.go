@@ -61,12 +61,14 @@ type Event struct {
 	Window     time.Duration
 }
 
-// How listeners read: entries per read, how long one read waits, and how
-// much longer its reply may take before the read counts as failed.
+// How listeners read: entries per read, how long one read waits, how
+// much longer its reply may take before the read counts as failed, and
+// how long a group's XACK may take before it is given up.
 const (
 	eventsBatch     = 100
 	eventsBlock     = DefaultPoll
 	eventsReplyWait = 5 * time.Second
+	eventsAckWait   = time.Second
 )
 
 // blockingRead sends the blocking stream read cmd and waits for its reply
@@ -209,7 +211,9 @@ type GroupOptions struct {
 //
 // Acknowledgement: an event is acknowledged (XACK) once the loop body is
 // done with it and asks for the next — one XACK per batch, sent before the
-// next read and when the sequence ends. The event the loop breaks on is
+// next read and when the sequence ends, and given up when it has no reply
+// within 1 s (a server that stopped answering does not hold the sequence's
+// end): its events are then delivered again, as below. The event the loop breaks on is
 // not acknowledged, nor those delivered with it and not yet yielded: they
 // stay pending in the group, and come back first when the same consumer
 // name calls EventGroup again, or to another consumer whose
@@ -326,14 +330,19 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	return streams[g.key], err
 }
 
-// flush acknowledges the events handled, in one XACK. One that fails is
-// delivered again: to this consumer name's next EventGroup, or reclaimed.
+// flush acknowledges the events handled, in one XACK. One that fails, or
+// has no reply within eventsAckWait, is delivered again: to this consumer
+// name's next EventGroup, or reclaimed.
 func (g *groupReader) flush(ctx context.Context) {
 	if len(g.acks) == 0 {
 		return
 	}
-	// Not cancelled with ctx: the events were handled.
-	g.vk.Do(context.WithoutCancel(ctx), g.vk.B().Xack().Key(g.key).Group(g.group).Id(g.acks...).Build())
+	// Not cancelled with ctx: the events were handled. Bounded: a server
+	// that does not answer would hold the sequence's end until the
+	// connection gives up (10 s).
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsAckWait)
+	defer cancel()
+	g.vk.Do(actx, g.vk.B().Xack().Key(g.key).Group(g.group).Id(g.acks...).Build())
 	g.acks = g.acks[:0]
 }
 

@@ -550,3 +550,25 @@ func TestListenersStopAtCtxEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestEventGroupEndsPromptlyOnAStoppedServer: a group's sequence whose ctx
+// ends while its server does not answer (stopped, as SIGSTOP does) returns
+// once its last XACK has waited eventsAckWait, not when the connection
+// gives up.
+func TestEventGroupEndsPromptlyOnAStoppedServer(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "frozen", Policy{})
+	eventsOn(t, q, 1000)
+	enqueueN(t, q, 1)
+	lctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ended time.Time
+	for _, err := range q.EventGroup(lctx, "tail", "one", GroupOptions{From: "0"}) {
+		require.NoError(t, err)
+		n.s.Freeze(t)
+		cancel()
+		ended = time.Now()
+	}
+	require.False(t, ended.IsZero(), "no event came")
+	assert.Less(t, time.Since(ended), eventsAckWait+3*time.Second)
+}
