@@ -202,6 +202,17 @@ type GroupOptions struct {
 	// the group, unacknowledged, before this one takes it over
 	// (XAUTOCLAIM), so the events of a consumer that died are handled by
 	// the others; 0 takes none over.
+	//
+	// A consumer with Reclaim keeps the events one read gave it, however
+	// many, while each loop body takes less than half of Reclaim: before
+	// yielding an event read half a Reclaim ago or more (but the first of
+	// a read, so the sequence always moves on), it acknowledges those
+	// handled and reads the rest again from its own pending entries
+	// (XREADGROUP from 0), which restarts their idle time — leaving out
+	// any another consumer took over meanwhile. So give a group's
+	// consumers the same Reclaim, more than twice the longest a loop body
+	// takes: a body that takes longer may have its event, and those read
+	// with it, handled by another consumer too.
 	Reclaim time.Duration
 }
 
@@ -256,7 +267,8 @@ type groupReader struct {
 	key, group, name string
 	own              string // the consumer's own pending entries are read after this ID; "" once read
 	reclaim          reclaimer
-	acks             []string // handled, not yet acknowledged
+	arrived          time.Time // when the entries being yielded were read
+	acks             []string  // handled, not yet acknowledged
 	retry
 }
 
@@ -289,9 +301,14 @@ func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
 			continue
 		}
 		g.reset()
-		for _, e := range entries {
+		g.arrived = time.Now()
+		for i, e := range entries {
 			if ctx.Err() != nil {
 				return // the rest stay pending, as when the loop breaks
+			}
+			if i > 0 && g.outstayed() {
+				g.own = "0-0"
+				break
 			}
 			if !yield(decodeEvent(e)) {
 				return
@@ -299,6 +316,15 @@ func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
 			g.acks = append(g.acks, e.ID)
 		}
 	}
+}
+
+// outstayed reports whether the entries being yielded were read half a
+// Reclaim ago or more: the group's other consumers would soon take those
+// not yet acknowledged over, so the handled ones are acknowledged and the
+// rest read again from the consumer's own pending entries, which restarts
+// their idle time (and leaves out any another consumer took meanwhile).
+func (g *groupReader) outstayed() bool {
+	return g.reclaim.idle > 0 && time.Since(g.arrived) >= g.reclaim.idle/2
 }
 
 // next returns the entries to yield: the consumer's own pending ones

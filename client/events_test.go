@@ -572,3 +572,57 @@ func TestEventGroupEndsPromptlyOnAStoppedServer(t *testing.T) {
 	require.False(t, ended.IsZero(), "no event came")
 	assert.Less(t, time.Since(ended), eventsAckWait+3*time.Second)
 }
+
+// TestEventGroupKeepsASlowConsumersEvents: a live consumer whose every
+// loop body takes well under half of Reclaim keeps the events it holds,
+// however many one read delivered: another consumer with the same Reclaim
+// takes none of them over.
+func TestEventGroupKeepsASlowConsumersEvents(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "slow", Policy{})
+	eventsOn(t, q, 1000)
+	enqueued := enqueueN(t, q, 20)
+	opts := GroupOptions{From: "0", Reclaim: time.Second}
+	slowCtx, slowEnd := context.WithCancel(ctx(t))
+	defer slowEnd()
+	next, stop := iter.Pull2(q.EventGroup(slowCtx, "tail", "slow", opts))
+	defer stop()
+	ev, err, ok := next() // its one read took all 20
+	require.True(t, ok)
+	require.NoError(t, err)
+
+	otherCtx, otherEnd := context.WithCancel(ctx(t))
+	defer otherEnd()
+	taken := make(chan ids.ID, len(enqueued))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev, err := range q.EventGroup(otherCtx, "tail", "other", opts) {
+			if err == nil {
+				taken <- ev.Job
+			}
+		}
+	}()
+	handled := []ids.ID{ev.Job}
+	for len(handled) < len(enqueued) {
+		time.Sleep(100 * time.Millisecond) // the slow body
+		ev, err, ok = next()
+		require.True(t, ok)
+		require.NoError(t, err)
+		handled = append(handled, ev.Job)
+	}
+	time.Sleep(100 * time.Millisecond)
+	slowEnd()
+	_, _, ok = next()
+	require.False(t, ok)
+	otherEnd()
+	<-done
+	close(taken)
+	var twice []ids.ID
+	for id := range taken {
+		twice = append(twice, id)
+	}
+	assert.Equal(t, enqueued, handled)
+	assert.Empty(t, twice, "events the slow consumer held, handed to the other")
+	assert.Zero(t, pending(t, n, "slow", "tail"))
+}
