@@ -81,7 +81,8 @@ type consumer struct {
 // failures reach opts.MaxFailures. It creates group (from the stream's
 // start, and the stream if missing) when it does not exist. An entry
 // without a MSG id cannot be counted or parked: it is logged and
-// acknowledged unhandled.
+// acknowledged unhandled. One trimmed from the stream while pending, which
+// XAUTOCLAIM drops from the group as it would take it over, is logged.
 //
 // It returns nil when ctx ends, or a refusal that stops it (a key of the
 // wrong type).
@@ -187,6 +188,10 @@ func (k *consumer) handle(ctx context.Context, entries []valkey.XRangeEntry) err
 	for _, e := range entries {
 		if ctx.Err() != nil {
 			break
+		}
+		if e.FieldValues == nil { // XAUTOCLAIM dropped it from the group
+			k.log.Error("trimmed from the stream before it was handled", "entry", e.ID)
+			continue
 		}
 		m, ok := message(e)
 		if !ok {

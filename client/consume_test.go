@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,4 +140,27 @@ func TestConsume(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestConsumeLogsReclaimedTrimmedEntries: an entry trimmed from the stream
+// while pending under another consumer is logged by the consumer that
+// takes it over, not dropped in silence; the handler does not see it.
+func TestConsumeLogsReclaimedTrimmedEntries(t *testing.T) {
+	n := nativeNode(t)
+	const topic = "trimmed"
+	publish(t, n, topic, "a", "b", "c")
+	stream := keys.Stream(topic, "msgs")
+	must(t, n.s, "XGROUP", "CREATE", stream, "g", "0")
+	must(t, n.s, "XREADGROUP", "GROUP", "g", "dead", "STREAMS", stream, ">")
+	must(t, n.s, "XTRIM", stream, "MAXLEN", "0")
+	var logs logBuffer
+	stop := consuming(t, n.c, topic, "g", "alive", func(context.Context, Message) error {
+		t.Error("the handler got a trimmed entry")
+		return nil
+	}, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m, Reclaim: 50 * time.Millisecond, Block: 20 * time.Millisecond, Logger: logs.logger()})
+	eventuallyWithin(t, 3*time.Second, "each trimmed entry logged", func() bool {
+		return strings.Count(logs.String(), "trimmed from the stream before it was handled") == 3
+	})
+	require.NoError(t, stop())
+	assert.Zero(t, unacked(t, n, topic, "g"))
 }

@@ -229,7 +229,9 @@ type GroupOptions struct {
 // stay pending in the group, and come back first when the same consumer
 // name calls EventGroup again, or to another consumer whose
 // [GroupOptions].Reclaim they outlast. Delivery is thus at least once: an
-// event handled when its consumer died is handled again. When ctx ends the
+// event handled when its consumer died is handled again. One the stream's
+// cap trimmed while it was pending — read again by its consumer, or taken
+// over by another — is yielded as an error naming its ID. When ctx ends the
 // sequence yields no more: the event whose loop body asked for the next is
 // acknowledged, as it would have been, and those not yet yielded stay
 // pending, as when the loop breaks — so a body that could not handle its

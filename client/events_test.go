@@ -626,3 +626,36 @@ func TestEventGroupKeepsASlowConsumersEvents(t *testing.T) {
 	assert.Empty(t, twice, "events the slow consumer held, handed to the other")
 	assert.Zero(t, pending(t, n, "slow", "tail"))
 }
+
+// TestEventGroupReclaimYieldsTrimmedEvents: an event trimmed from the
+// stream while pending under another consumer is yielded, by the consumer
+// that takes it over, as the error its own consumer would get — not
+// dropped in silence.
+func TestEventGroupReclaimYieldsTrimmedEvents(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "trimmed", Policy{})
+	eventsOn(t, q, 1000)
+	enqueueN(t, q, 10)
+	stream := keys.Set("trimmed", keys.Events)
+	entries, err := n.s.Do("XRANGE", stream, "-", "+").AsXRange()
+	require.NoError(t, err)
+	must(t, n.s, "XGROUP", "CREATE", stream, "tail", "0")
+	must(t, n.s, "XREADGROUP", "GROUP", "tail", "gone", "STREAMS", stream, ">")
+	must(t, n.s, "XTRIM", stream, "MAXLEN", "0")
+	time.Sleep(150 * time.Millisecond)
+	lctx, cancel := context.WithTimeout(ctx(t), 3*time.Second)
+	defer cancel()
+	var want, got []string
+	for _, e := range entries {
+		want = append(want, e.ID)
+	}
+	for ev, err := range q.EventGroup(lctx, "tail", "heir", GroupOptions{Reclaim: 100 * time.Millisecond}) {
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "was trimmed from the stream before it was handled")
+		if got = append(got, ev.ID.String()); len(got) == len(want) {
+			break
+		}
+	}
+	assert.Equal(t, want, got)
+	assert.Zero(t, pending(t, n, "trimmed", "tail"))
+}

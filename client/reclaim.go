@@ -26,7 +26,9 @@ func newReclaimer(key, group, name string, idle time.Duration, count int64) recl
 }
 
 // take returns the next entries idle past idle, when it is time to look,
-// or none.
+// or none. Those deleted from the stream while pending — XAUTOCLAIM drops
+// them from the group and lists their IDs — follow, without fields, as
+// XREADGROUP gives a consumer its own such entries.
 func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRangeEntry, error) {
 	if r.idle <= 0 || time.Since(r.passed) < r.idle/2 {
 		return nil, nil
@@ -37,7 +39,7 @@ func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRange
 	if err != nil {
 		return nil, refusal(err)
 	}
-	if len(reply) < 2 {
+	if len(reply) < 3 {
 		return nil, fmt.Errorf("client: XAUTOCLAIM reply %v", reply)
 	}
 	if r.cursor, err = reply[0].ToString(); err != nil {
@@ -46,5 +48,16 @@ func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRange
 	if r.cursor == "0-0" { // a full pass made
 		r.passed = time.Now()
 	}
-	return reply[1].AsXRange()
+	entries, err := reply[1].AsXRange()
+	if err != nil {
+		return nil, err
+	}
+	deleted, err := reply[2].AsStrSlice()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range deleted {
+		entries = append(entries, valkey.XRangeEntry{ID: id})
+	}
+	return entries, nil
 }
