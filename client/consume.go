@@ -127,7 +127,7 @@ func (c *Client) Consume(ctx context.Context, topic, group, name string, h Messa
 	k := &consumer{c: c, h: h, o: opts, topic: topic, group: group, name: name,
 		stream: keys.Stream(topic, opts.Stream),
 		log:    log.With("topic", topic, "group", group, "consumer", name)}
-	k.reclaim = newReclaimer(k.stream, group, name, opts.Reclaim, int64(opts.Count))
+	k.reclaim = newReclaimer(k.stream, group, name, opts.Reclaim)
 	return k.run(ctx)
 }
 
@@ -164,7 +164,7 @@ func (k *consumer) run(ctx context.Context) error {
 // time to look for them, else the group's new entries.
 func (k *consumer) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	vk := k.c.vk
-	if entries, err := k.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
+	if entries, err := k.reclaim.take(ctx, vk, int64(k.o.Count)); err != nil || len(entries) > 0 {
 		return entries, err
 	}
 	// Not cancelled with ctx: entries the server hands over are handled.

@@ -1,7 +1,9 @@
 package client
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -61,29 +63,58 @@ type Event struct {
 	Window     time.Duration
 }
 
-// How listeners read: entries per read, how long one read waits, how
-// much longer its reply may take before the read counts as failed, and
-// how long a group's XACK may take before it is given up.
+// How listeners read: entries per read at most, and how long a group's
+// XACK may take before it is given up.
 const (
-	eventsBatch     = 100
-	eventsBlock     = DefaultPoll
-	eventsReplyWait = 5 * time.Second
-	eventsAckWait   = time.Second
+	eventsBatch   = 100
+	eventsAckWait = time.Second
 )
 
-// blockingRead sends the blocking stream read cmd and waits for its reply
-// no longer than its block and eventsReplyWait: a server that stops
-// answering without closing the connection — stopped, or behind a network
-// that drops packets — fails the read, as a broken connection does,
-// rather than holding the listener silent for ever.
-func blockingRead(ctx context.Context, vk valkey.Client, cmd valkey.Completed) (map[string][]valkey.XRangeEntry, error) {
-	rctx, cancel := context.WithTimeout(ctx, eventsBlock+eventsReplyWait)
+// How long a listener's read waits for new entries, and how much longer
+// its reply may take before the read counts as failed: variables only for
+// tests, which cannot wait seconds for each read that fails.
+var (
+	eventsBlock     = DefaultPoll
+	eventsReplyWait = 5 * time.Second
+)
+
+// batch is how many entries a listener's next read asks for: eventsBatch,
+// halved (down to 1) after each read with no reply in time — from a server
+// that stopped answering, or too large for a slow link to carry within
+// eventsReplyWait (a failed event holds its job's whole error) — and
+// eventsBatch again once a read that waits for new entries returns fewer
+// than it asked for: the listener caught up.
+type batch struct{ n int64 } // 0: eventsBatch
+
+// read runs the stream read f for the batch's count and gives its reply
+// no longer than block, the time f's read may wait for new entries, and
+// eventsReplyWait: a server that stops answering without closing the
+// connection — stopped, or behind a network that drops packets — or a
+// reply the link does not carry in time fails the read, as a broken
+// connection does, rather than holding the listener for ever.
+func (b *batch) read(ctx context.Context, block time.Duration, f func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error)) ([]valkey.XRangeEntry, error) {
+	count := cmp.Or(b.n, eventsBatch)
+	rctx, cancel := context.WithTimeout(ctx, block+eventsReplyWait)
 	defer cancel()
-	streams, err := vk.Do(rctx, cmd).AsXRead()
-	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
-		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off?): %w", eventsBlock+eventsReplyWait, err)
+	entries, err := f(rctx, count)
+	switch {
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded): // rctx's: valkey-go may see it before rctx.Err does
+		b.n = max(count/2, 1)
+		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off, or %d entries too large for the link?): %w", block+eventsReplyWait, count, err)
+	case err == nil && block > 0 && int64(len(entries)) < count:
+		b.n = 0
 	}
-	return streams, err
+	return entries, err
+}
+
+// streamEntries sends the stream read cmd and returns key's entries: none
+// when a blocking read's block ended.
+func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, key string) ([]valkey.XRangeEntry, error) {
+	streams, err := vk.Do(ctx, cmd).AsXRead()
+	if valkey.IsValkeyNil(err) {
+		return nil, nil
+	}
+	return streams[key], err
 }
 
 // Events yields the queue's lifecycle events after the stream ID from, in
@@ -105,9 +136,12 @@ func blockingRead(ctx context.Context, vk valkey.Client, cmd valkey.Completed) (
 // error and the events after it follow. A read that fails — or has no
 // reply 5 s after its block ended: a server stopped, or cut off without
 // the connection closing — is yielded as the error and tried again from
-// the same ID after a pause, unless the
-// loop breaks; a refusal (WRONGTYPE, NOPERM, EMQSHAPE for from) ends the
-// sequence. valkey-go itself sends a read again over a new connection when
+// the same ID after a pause, unless the loop breaks. After a read with no
+// reply in time the reads ask half as many entries, down to one, until
+// one that waits for new entries finds fewer than it asked for: events
+// too large for a slow link to carry 100 of in time (a failed event holds
+// its job's whole error) still come. A refusal (WRONGTYPE, NOPERM,
+// EMQSHAPE for from) ends the sequence. valkey-go itself sends a read again over a new connection when
 // one breaks (XREAD is read-only; unless the valkey client was made with
 // DisableRetry), so a server away for a while is mostly not yielded: the
 // sequence waits, and goes on from the same ID once it is back. Any node
@@ -123,18 +157,20 @@ func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error]
 			return
 		}
 		var r retry
+		var b batch
 		for {
-			read := vk.B().Xread().Count(eventsBatch).Block(eventsBlock.Milliseconds()).
-				Streams().Key(key).Id(last).Build().UnblockOnCancel()
-			streams, err := blockingRead(ctx, vk, read)
-			if err != nil && !valkey.IsValkeyNil(err) {
+			entries, err := b.read(ctx, eventsBlock, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
+				return streamEntries(ctx, vk, vk.B().Xread().Count(count).Block(eventsBlock.Milliseconds()).
+					Streams().Key(key).Id(last).Build().UnblockOnCancel(), key)
+			})
+			if err != nil {
 				if !r.failed(ctx, err, yield) {
 					return
 				}
 				continue
 			}
 			r.reset()
-			for _, e := range streams[key] {
+			for _, e := range entries {
 				if ctx.Err() != nil {
 					return
 				}
@@ -243,15 +279,19 @@ type GroupOptions struct {
 // UNBLOCK) reaches the server after the sequence has returned, and an
 // event appended before it is delivered to this consumer. It comes back
 // when the consumer listens again, or to another through Reclaim; a
-// consumer that may not return should have its group use Reclaim. A read that
-// fails — or has no reply 5 s after its block ended, as for [Queue.Events] —
-// is yielded as the error and tried again after a pause unless the
-// loop breaks; a refusal (WRONGTYPE, NOPERM, NOGROUP when the stream was
-// deleted, EMQSHAPE for an empty group or consumer) ends the sequence.
+// consumer that may not return should have its group use Reclaim. A read
+// that fails — or has no reply 5 s after its block ended, with fewer
+// entries asked after it, as for [Queue.Events] — is yielded as the error
+// and tried again after a pause unless the loop breaks; the events it
+// delivered all the same (XREADGROUP and XAUTOCLAIM hand them to the
+// consumer before the reply is lost) come next, read from the consumer's
+// own pending entries. A refusal (WRONGTYPE, NOPERM, NOGROUP when the
+// stream was deleted, EMQSHAPE for an empty group or consumer) ends the
+// sequence.
 func (q *Queue) EventGroup(ctx context.Context, group, consumer string, opts GroupOptions) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		g := &groupReader{vk: q.c.vk, key: q.events, group: group, name: consumer, own: "0-0",
-			reclaim: newReclaimer(q.events, group, consumer, opts.Reclaim, eventsBatch)}
+			reclaim: newReclaimer(q.events, group, consumer, opts.Reclaim)}
 		if err := g.create(ctx, opts.From); err != nil {
 			if ctx.Err() == nil {
 				yield(Event{}, err)
@@ -271,6 +311,7 @@ type groupReader struct {
 	reclaim          reclaimer
 	arrived          time.Time // when the entries being yielded were read
 	acks             []string  // handled, not yet acknowledged
+	batch
 	retry
 }
 
@@ -297,6 +338,9 @@ func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
 		g.flush(ctx)
 		entries, err := g.next(ctx)
 		if err != nil {
+			// XREADGROUP > and XAUTOCLAIM deliver their entries to this
+			// consumer even when the reply is lost: read them next
+			g.own = "0-0"
 			if !g.failed(ctx, err, yield) {
 				return
 			}
@@ -335,27 +379,29 @@ func (g *groupReader) outstayed() bool {
 func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	vk := g.vk
 	if g.own != "" {
-		read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Streams().Key(g.key).Id(g.own).Build()
-		streams, err := vk.Do(ctx, read).AsXRead()
-		if err != nil && !valkey.IsValkeyNil(err) {
+		entries, err := g.read(ctx, 0, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
+			return streamEntries(ctx, vk, vk.B().Xreadgroup().Group(g.group, g.name).Count(count).
+				Streams().Key(g.key).Id(g.own).Build(), g.key)
+		})
+		if err != nil {
 			return nil, err
 		}
-		if entries := streams[g.key]; len(entries) > 0 {
+		if len(entries) > 0 {
 			g.own = entries[len(entries)-1].ID
 			return entries, nil
 		}
 		g.own = ""
 	}
-	if entries, err := g.reclaim.take(ctx, vk); err != nil || len(entries) > 0 {
+	entries, err := g.read(ctx, 0, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
+		return g.reclaim.take(ctx, vk, count)
+	})
+	if err != nil || len(entries) > 0 {
 		return entries, err
 	}
-	read := vk.B().Xreadgroup().Group(g.group, g.name).Count(eventsBatch).Block(eventsBlock.Milliseconds()).
-		Streams().Key(g.key).Id(">").Build().UnblockOnCancel()
-	streams, err := blockingRead(ctx, vk, read)
-	if valkey.IsValkeyNil(err) {
-		return nil, nil
-	}
-	return streams[g.key], err
+	return g.read(ctx, eventsBlock, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
+		return streamEntries(ctx, vk, vk.B().Xreadgroup().Group(g.group, g.name).Count(count).
+			Block(eventsBlock.Milliseconds()).Streams().Key(g.key).Id(">").Build().UnblockOnCancel(), g.key)
+	})
 }
 
 // flush acknowledges the events handled, in one XACK. One that fails, or

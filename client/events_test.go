@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // eventsOn turns the queue's events on with cap.
@@ -658,4 +660,66 @@ func TestEventGroupReclaimYieldsTrimmedEvents(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 	assert.Zero(t, pending(t, n, "trimmed", "tail"))
+}
+
+// TestListenersGoOnOverASlowLink: events too large for the link to carry
+// a whole read of them within its reply wait (a failed event holds its
+// job's whole error) come all the same: a read with no reply in time is
+// made again for fewer entries, and a group's consumer reads next the
+// entries such a read delivered to it, none left stranded pending.
+func TestListenersGoOnOverASlowLink(t *testing.T) {
+	n := nativeNode(t)
+	block, wait := eventsBlock, eventsReplyWait
+	eventsBlock, eventsReplyWait = 50*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() { eventsBlock, eventsReplyWait = block, wait })
+	link := startProxy(t, n.s.Addr)
+	link.rate.Store(1 << 20) // a 40 KiB event takes 40 ms; the 10 of them, 400 ms
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{link.addr()}, DisableCache: true, ForceSingleClient: true})
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	for _, c := range []struct {
+		name  string
+		group bool
+	}{
+		{"Events yields every event", false},
+		{"EventGroup yields every event and leaves none pending", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			queue := map[bool]string{false: "large", true: "largegroup"}[c.group]
+			q := newQueue(t, n, queue, Policy{MaxAttempts: 1})
+			eventsOn(t, q, 1000)
+			jobs, err := q.Claim(ctx(t), len(enqueueN(t, q, 10)))
+			require.NoError(t, err)
+			for _, j := range jobs {
+				_, err := j.Fail(ctx(t), errors.New(strings.Repeat("x", 40<<10)))
+				require.NoError(t, err)
+			}
+			far, err := New(vk).Queue(queue, n.m, Policy{})
+			require.NoError(t, err)
+			lctx, cancel := context.WithTimeout(ctx(t), 8*time.Second)
+			defer cancel()
+			seq := far.Events(lctx, "0")
+			if c.group {
+				seq = far.EventGroup(lctx, "tail", "one", GroupOptions{From: "0"})
+			}
+			var failed []ids.ID
+			timeouts := 0
+			for ev, err := range seq {
+				switch {
+				case err != nil:
+					assert.Contains(t, err.Error(), "no reply to a read within")
+					timeouts++
+				case ev.Name == EventFailed:
+					if failed = append(failed, ev.Job); len(failed) == len(jobs) {
+						cancel()
+					}
+				}
+			}
+			assert.Len(t, failed, len(jobs), "every failed event")
+			assert.NotZero(t, timeouts, "a read of them all had no reply in time")
+			if c.group {
+				assert.Zero(t, pending(t, n, queue, "tail"))
+			}
+		})
+	}
 }

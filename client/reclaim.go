@@ -16,26 +16,25 @@ import (
 type reclaimer struct {
 	key, group, name string
 	idle             time.Duration
-	count            int64     // entries per XAUTOCLAIM
 	cursor           string    // XAUTOCLAIM's next start
 	passed           time.Time // when the last full pass ended
 }
 
-func newReclaimer(key, group, name string, idle time.Duration, count int64) reclaimer {
-	return reclaimer{key: key, group: group, name: name, idle: idle, count: count, cursor: "0-0"}
+func newReclaimer(key, group, name string, idle time.Duration) reclaimer {
+	return reclaimer{key: key, group: group, name: name, idle: idle, cursor: "0-0"}
 }
 
-// take returns the next entries idle past idle, when it is time to look,
-// or none. Those deleted from the stream while pending — XAUTOCLAIM drops
-// them from the group and lists their IDs — follow, without fields, as
-// XREADGROUP gives a consumer its own such entries.
-func (r *reclaimer) take(ctx context.Context, vk valkey.Client) ([]valkey.XRangeEntry, error) {
+// take returns the next count entries idle past idle, when it is time to
+// look, or none. Those deleted from the stream while pending — XAUTOCLAIM
+// drops them from the group and lists their IDs — follow, without fields,
+// as XREADGROUP gives a consumer its own such entries.
+func (r *reclaimer) take(ctx context.Context, vk valkey.Client, count int64) ([]valkey.XRangeEntry, error) {
 	if r.idle <= 0 || time.Since(r.passed) < r.idle/2 {
 		return nil, nil
 	}
 	reply, err := vk.Do(ctx, vk.B().Xautoclaim().Key(r.key).Group(r.group).Consumer(r.name).
 		MinIdleTime(strconv.FormatInt(r.idle.Milliseconds(), 10)).Start(r.cursor).
-		Count(r.count).Build()).ToArray()
+		Count(count).Build()).ToArray()
 	if err != nil {
 		return nil, refusal(err)
 	}

@@ -1016,11 +1016,13 @@ func (h *hangingClient) DoMulti(ctx context.Context, cmds ...valkey.Completed) [
 }
 
 // proxy forwards TCP connections to a server until cut, after which it
-// drops every byte both ways, as a network partition does.
+// drops every byte both ways, as a network partition does; a rate set
+// carries at most that many bytes a second each way, as a slow link.
 type proxy struct {
 	l       net.Listener
 	to      string
 	dropped atomic.Bool
+	rate    atomic.Int64
 	mu      sync.Mutex
 	conns   []net.Conn
 }
@@ -1083,6 +1085,9 @@ func (p *proxy) pipe(dst, src net.Conn) {
 		}
 		if _, err := dst.Write(buf[:k]); err != nil {
 			return
+		}
+		if rate := p.rate.Load(); rate > 0 {
+			time.Sleep(time.Duration(k) * time.Second / time.Duration(rate))
 		}
 	}
 }
