@@ -56,7 +56,10 @@ type ConsumeOptions struct {
 	FailureTTL time.Duration
 	// Reclaim is how long an entry stays pending, unacknowledged, before
 	// XAUTOCLAIM takes it over — from a consumer that died or, after a
-	// failure, from this one; 30 seconds when 0.
+	// failure, from this one; 30 seconds when 0. A read's entries are
+	// acknowledged together once all are handled, so Reclaim must exceed
+	// Count times the longest a handler takes: a read's later entries are
+	// otherwise taken over by another consumer, and handled twice.
 	Reclaim time.Duration
 	// Logger receives a record per failure, park and error, and a
 	// handler's panic with its stack (error); nil logs nothing.
@@ -215,8 +218,7 @@ func (k *consumer) handle(ctx context.Context, entries []valkey.XRangeEntry) err
 	if len(acks) == 0 {
 		return nil
 	}
-	vk := k.c.vk
-	if err := vk.Do(context.WithoutCancel(ctx), vk.B().Xack().Key(k.stream).Group(k.group).Id(acks...).Build()).Error(); err != nil {
+	if err := ack(ctx, k.c.vk, k.stream, k.group, acks); err != nil {
 		k.log.Error("XACK", "entries", len(acks), "err", err) // they are delivered again after Reclaim
 	}
 	return nil

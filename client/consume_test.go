@@ -164,3 +164,24 @@ func TestConsumeLogsReclaimedTrimmedEntries(t *testing.T) {
 	require.NoError(t, stop())
 	assert.Zero(t, unacked(t, n, topic, "g"))
 }
+
+// TestConsumeEndsPromptlyOnAStoppedServer: a Consume whose ctx ends while
+// its server does not answer (stopped, as SIGSTOP does) returns once its
+// XACK has waited ackWait, not when the connection gives up.
+func TestConsumeEndsPromptlyOnAStoppedServer(t *testing.T) {
+	n := nativeNode(t)
+	const topic = "frozen"
+	publish(t, n, topic, "a")
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ended time.Time
+	err := n.c.Consume(cctx, topic, "g", "one", func(context.Context, Message) error {
+		n.s.Freeze(t)
+		cancel()
+		ended = time.Now()
+		return nil
+	}, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m, Block: 20 * time.Millisecond})
+	require.NoError(t, err)
+	require.False(t, ended.IsZero(), "no message came")
+	assert.Less(t, time.Since(ended), ackWait+3*time.Second)
+}

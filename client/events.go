@@ -63,12 +63,8 @@ type Event struct {
 	Window     time.Duration
 }
 
-// How listeners read: entries per read at most, and how long a group's
-// XACK may take before it is given up.
-const (
-	eventsBatch   = 100
-	eventsAckWait = time.Second
-)
+// eventsBatch is how many entries a listener's read asks for at most.
+const eventsBatch = 100
 
 // How long a listener's read waits for new entries, and how much longer
 // its reply may take before the read counts as failed: variables only for
@@ -404,19 +400,13 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	})
 }
 
-// flush acknowledges the events handled, in one XACK. One that fails, or
-// has no reply within eventsAckWait, is delivered again: to this consumer
-// name's next EventGroup, or reclaimed.
+// flush acknowledges the events handled (ack). One not acknowledged is
+// delivered again: to this consumer name's next EventGroup, or reclaimed.
 func (g *groupReader) flush(ctx context.Context) {
 	if len(g.acks) == 0 {
 		return
 	}
-	// Not cancelled with ctx: the events were handled. Bounded: a server
-	// that does not answer would hold the sequence's end until the
-	// connection gives up (10 s).
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), eventsAckWait)
-	defer cancel()
-	g.vk.Do(actx, g.vk.B().Xack().Key(g.key).Group(g.group).Id(g.acks...).Build())
+	_ = ack(ctx, g.vk, g.key, g.group, g.acks)
 	g.acks = g.acks[:0]
 }
 

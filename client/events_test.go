@@ -555,7 +555,7 @@ func TestListenersStopAtCtxEnd(t *testing.T) {
 
 // TestEventGroupEndsPromptlyOnAStoppedServer: a group's sequence whose ctx
 // ends while its server does not answer (stopped, as SIGSTOP does) returns
-// once its last XACK has waited eventsAckWait, not when the connection
+// once its last XACK has waited ackWait, not when the connection
 // gives up.
 func TestEventGroupEndsPromptlyOnAStoppedServer(t *testing.T) {
 	n := nativeNode(t)
@@ -572,7 +572,7 @@ func TestEventGroupEndsPromptlyOnAStoppedServer(t *testing.T) {
 		ended = time.Now()
 	}
 	require.False(t, ended.IsZero(), "no event came")
-	assert.Less(t, time.Since(ended), eventsAckWait+3*time.Second)
+	assert.Less(t, time.Since(ended), ackWait+3*time.Second)
 }
 
 // TestEventGroupKeepsASlowConsumersEvents: a live consumer whose every

@@ -60,3 +60,17 @@ func (r *reclaimer) take(ctx context.Context, vk valkey.Client, count int64) ([]
 	}
 	return entries, nil
 }
+
+// ackWait is how long a consumer's XACK may take before it is given up.
+const ackWait = time.Second
+
+// ack acknowledges entries ids of stream key in group, in one XACK — not
+// cancelled with ctx, as the entries were handled, but given up after
+// ackWait, so that a server that does not answer holds a consumer's end
+// no longer than that, not until the connection gives up (10 s). Entries
+// it did not acknowledge are delivered again.
+func ack(ctx context.Context, vk valkey.Client, key, group string, ids []string) error {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackWait)
+	defer cancel()
+	return vk.Do(actx, vk.B().Xack().Key(key).Group(group).Id(ids...).Build()).Error()
+}
