@@ -346,6 +346,9 @@ func TestRepeatsListsAPage(t *testing.T) {
 // server no call of its own.
 func TestRepeatsIsTrackedForTheRowsItReads(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
+	if v := s.InfoField("server", "redis_version"); strings.HasPrefix(v, "7.0.") && s.InfoField("server", "valkey_version") == "" {
+		t.Skipf("Redis 7.0 remembers a nested call's keys for the calling client only in a script, and there the script's declared keys alone; this server is redis_version %q", v)
+	}
 	q := queueOf("tracked")
 	repeats := keys.Set(q.name, keys.Repeats)
 	start := time.Now().UnixMilli() + time.Hour.Milliseconds()
