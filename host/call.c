@@ -380,23 +380,28 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
     return 0;
 }
 
+// caller_tracks reports whether the client that sent the command in ctx
+// may track keys: one it cannot look up (a script's client) may, and the
+// server decides.
+static int caller_tracks(ValkeyModuleCtx *ctx) {
+    if (!api.GetClientInfoById || !api.GetClientId) return 1;
+    client_info info = {.version = 1};
+    if (api.GetClientInfoById(&info, api.GetClientId(ctx)) != API_OK) return 1;
+    return (info.flags & CLIENTINFO_FLAG_TRACKING) != 0;
+}
+
 // remember has the server remember a key a read-only verb derived for the
 // caller's client-side cache, as it remembers the keys a read-only
 // built-in reads, so that a change to the key invalidates what the caller
 // cached of the verb's reply: a Call of EXISTS on it (read-only, and it
 // does not touch the key), whose keys the server remembers for the client
 // that sent the command when that client tracks keys — as it remembers a
-// script's server.call. It calls only for a caller that tracks keys, or
-// one it cannot look up (a script's client: the server decides); tracking
-// by prefix needs nothing and the server skips it.
+// script's server.call. It calls only when the caller may track keys
+// (caller_tracks, asked once a call); one tracking by prefix (BCAST), or
+// opted in without CLIENT CACHING yes, is called for too — the module
+// cannot tell — and the server remembers nothing more.
 static void remember(emq_call *c, ValkeyModuleString *name) {
-    if (!c->tracking) {
-        client_info info = {.version = 1};
-        c->tracking = !api.GetClientInfoById || !api.GetClientId || api.GetClientInfoById(&info, api.GetClientId(c->ctx)) != API_OK ||
-                              (info.flags & CLIENTINFO_FLAG_TRACKING)
-                          ? 1
-                          : -1;
-    }
+    if (!c->tracking) c->tracking = caller_tracks(c->ctx) ? 1 : -1;
     if (c->tracking < 0) return;
     ValkeyModuleCallReply *r = api.Call(c->ctx, "EXISTS", "s", name);
     if (r) api.FreeCallReply(r);
