@@ -81,9 +81,10 @@ func nextBit(field uint64, from int) int {
 
 // firstPass returns the first instant whose local time in loc is wall
 // (the wall-clock time's seconds, read as UTC), and false when there is
-// none: each zone offset in force within 14 hours of it (the most any zone
-// is off UTC) is tried, and one is right when the instant it gives is in
-// it.
+// none. The instant is within 14 hours of wall (the most any zone is off
+// UTC), so the offsets in force 14 hours before it, at it and 14 hours
+// after it are tried — a zone's clocks change no more than once in so
+// short a while — and one is right when the instant it gives is in it.
 func firstPass(loc *time.Location, wall int64) (time.Time, bool) {
 	const reach = 14 * 60 * 60
 	var first time.Time

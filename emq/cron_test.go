@@ -34,8 +34,8 @@ func wallTicks(sc rule, t, until time.Time) time.Time {
 	return time.Time{}
 }
 
-// clockChanges returns the instants, to the hour, at which loc's offset
-// changes from from to until.
+// clockChanges returns the instants, to the quarter hour after, at which
+// loc's offset changes from from to until.
 func clockChanges(loc *time.Location, from, until time.Time) []time.Time {
 	var out []time.Time
 	_, was := from.In(loc).Zone()

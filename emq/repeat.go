@@ -131,10 +131,7 @@ func parseSpec(spec []byte) (rule, error) {
 	if err != nil {
 		return sc, errors.New(errors.Shape, "spec %q: %s", clip(text), clip(escapeControls(err.Error())))
 	}
-	fields, ok := parsed.(*cron.SpecSchedule)
-	if !ok { // "@every " is ours, cut above: the parser makes nothing else
-		return sc, errors.New(errors.Shape, "spec %q: not a cron rule", clip(text))
-	}
+	fields := parsed.(*cron.SpecSchedule) // the parser makes nothing else: "@every " is ours, cut above
 	for _, field := range [...]uint64{fields.Minute, fields.Hour, fields.Dom, fields.Month, fields.Dow} {
 		if field&^starBit == 0 {
 			return sc, errors.New(errors.Shape, "spec %q: a field names no value", clip(text))
