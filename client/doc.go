@@ -74,8 +74,10 @@
 // [Job.AckResult], is kept on its row for the policy's Keep; with Keep 0
 // the row is deleted on ack, so a result is refused with EMQSHAPE.
 //
-// [Queue.Work] is the worker runner; it refuses a nil handler, and a
-// [WorkOptions].Renew outside (0, 0.9), before it claims anything. One call
+// [Queue.Work] is the worker runner; it refuses a nil handler, and
+// options out of range — a [WorkOptions].Renew outside (0, 0.8), a Poll
+// under 1 ms, a Concurrency past [MaxConcurrency] — before it claims
+// anything. One call
 // at a time settles the jobs that finished since the last — ack on
 // success, fail with the policy's backoff on an error (to dead at once when
 // it wraps [ErrNoRetry]: a failure no retry could mend) or a panic (the

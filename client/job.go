@@ -89,12 +89,13 @@ func (j *Job) settled(err error) error {
 var ErrNoRetry = errors.New("no retry")
 
 // Fail records cause as the job's error and sends it back after the
-// policy's backoff for this attempt — or to dead once the attempts reach
+// policy's backoff for this attempt (held to EMQ.FAIL's range, 0 to 2^40
+// ms, as Work holds it) — or to dead once the attempts reach
 // the policy's MaxAttempts, or at once for a cause that wraps
 // [ErrNoRetry] — and reports where it went. A nil cause is recorded as an
 // empty error: the job has one ([JobInfo].HasError), with no text.
 func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
-	return j.FailAfter(ctx, cause, j.q.policy.Backoff(j.Attempt))
+	return j.FailAfter(ctx, cause, j.q.backoff(j.Attempt))
 }
 
 // FailAfter is Fail with the backoff given: 0 makes the job claimable at
@@ -117,7 +118,12 @@ func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration)
 // so a job claimed for its last attempt still gets it. Its error, if any,
 // stays. A job released again and again never dies: its budget counts only
 // the attempts that were not released. In Work, a handler that releases its
-// job has settled it, as one that acks it.
+// job has settled it, as one that acks it. A released job is claimed again
+// first of its priority (its id is the oldest), by this worker as soon as
+// a slot is free: a handler that releases a job it cannot run for a while
+// would claim and release it in a loop, holding up the jobs behind it —
+// fail it with a backoff instead ([Job.FailAfter]), which spends an
+// attempt, or return it to a later claim by enqueueing it anew.
 func (j *Job) Release(ctx context.Context) error {
 	ss := []settlement{{job: j, release: true}}
 	_, err := j.q.settle(ctx, ss, 0, newJob, nil)

@@ -38,7 +38,7 @@ type JobInfo struct {
 	// none.
 	Error    string
 	HasError bool
-	Result   []byte // an ack's result, nil when it was acked without one
+	Result   []byte // an ack's result (Job.AckResult), nil when it was acked without one (Job.Ack)
 	Repeat   string // the repeat schedule that made the job, "" for none
 
 	// PayloadSize, ResultSize and ErrorSize are the payload's, the

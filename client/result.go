@@ -10,9 +10,11 @@ import (
 )
 
 // AckResult finishes the job as Ack does and keeps result on its row,
-// state done, for the policy's Keep; [Queue.Job] reads it back. A policy
-// whose Keep is 0 deletes the row on ack, so there a result is refused
-// with EMQSHAPE and nothing is written.
+// state done, for the policy's Keep; [Queue.Job] reads it back. An empty
+// result (nil too) is kept as one: [JobInfo].Result is then empty, not
+// nil as after Ack. A policy whose Keep is 0 deletes the row on ack, so
+// there a result — an empty one too — is refused with EMQSHAPE and
+// nothing is written.
 func (j *Job) AckResult(ctx context.Context, result []byte) error {
 	_, err := runVerb(ctx, j.q.c, verbCall{verb: emq.Ack, cp: CapAck,
 		keys:   []string{keys.Job(j.q.name, j.ID.String()), j.q.active},

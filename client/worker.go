@@ -31,7 +31,8 @@ type Handler func(ctx context.Context, job *Job) error
 // WorkOptions tune [Queue.Work]. Zero fields take the defaults; Work
 // refuses a negative one (but Prefetch's [NoPrefetch]) with EMQSHAPE.
 type WorkOptions struct {
-	// Concurrency is how many handlers run at once; 1 when 0.
+	// Concurrency is how many handlers run at once, up to MaxConcurrency;
+	// 1 when 0.
 	Concurrency int
 	// Prefetch bounds how many claimed jobs may wait for a free handler
 	// slot besides the running ones; 4 × Concurrency, at least 16, when 0;
@@ -39,7 +40,11 @@ type WorkOptions struct {
 	// its slots finish during one round trip of its settle calls (both
 	// measured as it goes, none before a handler has finished), so a quick
 	// handler's slot starts its next job without waiting on a round trip,
-	// and slow handlers leave the queue's jobs to other workers. A waiting
+	// and slow handlers leave the queue's jobs to other workers. The
+	// measure follows a change of pace over several jobs (each finished
+	// job weighs an eighth), and jobs already waiting stay until a slot
+	// takes them: a queue whose jobs turn slow after fast ones keeps up to
+	// a fast pace's worth waiting behind the slow handlers for a while. A waiting
 	// job's lease runs and is renewed as a running one's is. When Work
 	// stops, the waiting jobs are released: pending again at once, at
 	// their priorities, their attempts not spent.
@@ -47,15 +52,18 @@ type WorkOptions struct {
 	// Deprecated: Claimers is ignored. Work keeps one blocking claim
 	// waiting, and only while its last claim found the queue empty.
 	Claimers int
-	// Poll is how long one blocking claim waits before it is sent again;
-	// DefaultPoll when 0. A stop ends the wait at once, whatever Poll is.
+	// Poll is how long one blocking claim waits before it is sent again,
+	// 1 ms or more; DefaultPoll when 0. The server ends a wait on its own
+	// timer's beat, so a wait shorter than its period (100 ms at the
+	// default hz 10) lasts about that period. A stop ends the wait at
+	// once, whatever Poll is.
 	Poll time.Duration
 	// Renew is the fraction of the lease after which a claimed job's lease
 	// is extended, again and again until its handler returns: above 0 and
-	// below 0.9, or 0 for 1/3. Work refuses any other value with EMQSHAPE:
+	// below 0.8, or 0 for 1/3. Work refuses any other value with EMQSHAPE:
 	// a worker counts a lease lost when its last tenth begins (a margin
-	// for the round trip and the clocks), so an extension due later would
-	// come too late every time.
+	// for the clocks), and an extension needs a tenth before that for its
+	// round trip, so one due later would come too late every time.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
@@ -139,14 +147,14 @@ func checkWork(h Handler, opts WorkOptions, q *Queue) error {
 	}
 	switch {
 	// Written so that NaN is refused too.
-	case opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < 1-1.0/leaseMargin):
-		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below %v (a fraction of the lease: a lease counts as lost when its last tenth begins), or 0 for 1/3; got %v", 1-1.0/leaseMargin, opts.Renew)
-	case opts.Concurrency < 0:
-		return emqerrors.New(emqerrors.Shape, "work: concurrency must be 1 or more, or 0 for 1; got %d", opts.Concurrency)
+	case opts.Renew != 0 && !(opts.Renew > 0 && opts.Renew < maxRenew):
+		return emqerrors.New(emqerrors.Shape, "work: renew must be above 0 and below %v (a fraction of the lease: a lease counts as lost when its last tenth begins, and an extension needs the tenth before for its round trip), or 0 for 1/3; got %v", maxRenew, opts.Renew)
+	case opts.Concurrency < 0 || opts.Concurrency > MaxConcurrency:
+		return emqerrors.New(emqerrors.Shape, "work: concurrency must be 1 to %d, or 0 for 1; got %d", MaxConcurrency, opts.Concurrency)
 	case opts.Prefetch < NoPrefetch:
 		return emqerrors.New(emqerrors.Shape, "work: prefetch must be 1 or more, 0 for the default or NoPrefetch; got %d", opts.Prefetch)
-	case opts.Poll < 0:
-		return emqerrors.New(emqerrors.Shape, "work: poll must be above 0, or 0 for DefaultPoll; got %v", opts.Poll)
+	case opts.Poll < 0 || (opts.Poll > 0 && opts.Poll < time.Millisecond):
+		return emqerrors.New(emqerrors.Shape, "work: poll must be 1ms or more, or 0 for DefaultPoll; got %v", opts.Poll)
 	case opts.Grace < 0:
 		return emqerrors.New(emqerrors.Shape, "work: grace must be above 0, or 0 for DefaultGrace; got %v", opts.Grace)
 	}
@@ -173,6 +181,12 @@ const maxClaimCount = 1000
 
 // maxBackoff is the longest backoff EMQ.FAIL takes, 2^40 ms.
 const maxBackoff = (1 << 40) * time.Millisecond
+
+// backoff is the policy's backoff for a failure of attempt, in EMQ.FAIL's
+// range: a negative one is 0, one past maxBackoff is maxBackoff.
+func (q *Queue) backoff(attempt int64) time.Duration {
+	return min(max(q.policy.Backoff(attempt), 0), maxBackoff)
+}
 
 // crew is one Work call's state: the handler slots and what the queues it
 // works share — one queue's for [Queue.Work], every shard's for
@@ -208,9 +222,16 @@ type crew struct {
 }
 
 // leaseMargin says what part of a lease a worker keeps back: it counts a
-// lease lost when 1/leaseMargin of it remains, for the round trip of the
-// extension and the clocks' drift.
+// lease lost when 1/leaseMargin of it remains, for the clocks' drift.
 const leaseMargin = 10
+
+// maxRenew is the latest fraction of a lease a renewal may be due at: it
+// leaves 1/leaseMargin of the lease for the extension's round trip before
+// the worker's margin begins.
+const maxRenew = 1 - 2.0/leaseMargin
+
+// MaxConcurrency is the most handlers one Work call runs at once.
+const MaxConcurrency = 1 << 20
 
 // worker is what a crew keeps of one queue: its settle calls, its waiter
 // and its leases. Its fields are guarded by the crew's mu.
@@ -459,7 +480,7 @@ func (w *worker) finish(hj *heldJob, err error) {
 	s := settlement{job: &hj.job}
 	if err != nil {
 		s.fail, s.cause, s.final = true, err.Error(), errors.Is(err, ErrNoRetry)
-		s.backoff = min(max(w.q.policy.Backoff(hj.job.Attempt), 0), maxBackoff)
+		s.backoff = w.q.backoff(hj.job.Attempt)
 	}
 	took := time.Since(hj.started)
 	w.mu.Lock()

@@ -1107,12 +1107,17 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 		{"a Renew of the whole lease is refused", ok, WorkOptions{Renew: 1}, "renew"},
 		{"a Renew past the worker's margin is refused", ok, WorkOptions{Renew: 0.95}, "renew"},
 		{"a Renew at the worker's margin is refused", ok, WorkOptions{Renew: 0.9}, "renew"},
+		{"a Renew that leaves its extension no tenth of the lease is refused", ok, WorkOptions{Renew: 0.8999}, "renew"},
+		{"a Renew at a tenth before the margin is refused", ok, WorkOptions{Renew: 0.8}, "renew"},
 		{"a Renew above the lease is refused", ok, WorkOptions{Renew: 5}, "renew"},
 		{"a negative Renew is refused", ok, WorkOptions{Renew: -1}, "renew"},
 		{"a NaN Renew is refused", ok, WorkOptions{Renew: math.NaN()}, "renew"},
 		{"a negative Concurrency is refused", ok, WorkOptions{Concurrency: -1}, "concurrency"},
+		{"a Concurrency past MaxConcurrency is refused", ok, WorkOptions{Concurrency: MaxConcurrency + 1}, "concurrency"},
+		{"a huge Concurrency is refused", ok, WorkOptions{Concurrency: 1 << 46}, "concurrency"},
 		{"a Prefetch below NoPrefetch is refused", ok, WorkOptions{Prefetch: -5}, "prefetch"},
 		{"a negative Poll is refused", ok, WorkOptions{Poll: -time.Second}, "poll"},
+		{"a Poll under a millisecond is refused", ok, WorkOptions{Poll: time.Nanosecond}, "poll"},
 		{"a negative Grace is refused", ok, WorkOptions{Grace: -time.Second}, "grace"},
 	}
 	for _, n := range startNodes(t) {
@@ -1150,7 +1155,7 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 				q := newQueue(t, n, "renew-taken", Policy{Lease: 4 * time.Second, Keep: time.Minute})
 				id, err := q.Enqueue(ctx(t), nil)
 				require.NoError(t, err)
-				// Unrenewed, its lease counts as lost at 3.6 s; the renewal comes at 3.4 s.
+				// Unrenewed, its lease counts as lost at 3.6 s; the renewal comes at 3.1 s.
 				done := make(chan error, 1)
 				stop := working(t, q, func(c context.Context, _ *Job) error {
 					select {
@@ -1160,7 +1165,7 @@ func TestWorkRefusesBadOptions(t *testing.T) {
 						done <- context.Cause(c)
 					}
 					return nil
-				}, WorkOptions{Renew: 0.85})
+				}, WorkOptions{Renew: 0.78})
 				select {
 				case err := <-done:
 					require.NoError(t, err, "the handler's context ended")
