@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/echomq/emq/emq"
@@ -77,7 +78,8 @@ var (
 // batch is how many entries a listener's next read asks for: eventsBatch,
 // halved (down to 1) after each read with no reply in time — from a server
 // that stopped answering, or too large for a slow link to carry within
-// eventsReplyWait (a failed event holds its job's whole error) — and
+// eventsReplyWait (a failed event holds its job's whole error) — doubled
+// after a read whose reply came within half of eventsReplyWait, and
 // eventsBatch again once a read that waits for new entries returns fewer
 // than it asked for: the listener caught up.
 type batch struct{ n int64 } // 0: eventsBatch
@@ -92,6 +94,7 @@ func (b *batch) read(ctx context.Context, block time.Duration, f func(ctx contex
 	count := cmp.Or(b.n, eventsBatch)
 	rctx, cancel := context.WithTimeout(ctx, block+eventsReplyWait)
 	defer cancel()
+	sent := time.Now()
 	entries, err := f(rctx, count)
 	switch {
 	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded): // rctx's: valkey-go may see it before rctx.Err does
@@ -99,6 +102,10 @@ func (b *batch) read(ctx context.Context, block time.Duration, f func(ctx contex
 		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off, or %d entries too large for the link?): %w", block+eventsReplyWait, count, err)
 	case err == nil && block > 0 && int64(len(entries)) < count:
 		b.n = 0
+	case err == nil && b.n != 0 && time.Since(sent) < eventsReplyWait/2: // a listener behind a stall catches up
+		if b.n *= 2; b.n >= eventsBatch {
+			b.n = 0
+		}
 	}
 	return entries, err
 }
@@ -133,10 +140,12 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 // reply 5 s after its block ended: a server stopped, or cut off without
 // the connection closing — is yielded as the error and tried again from
 // the same ID after a pause, unless the loop breaks. After a read with no
-// reply in time the reads ask half as many entries, down to one, until
-// one that waits for new entries finds fewer than it asked for: events
-// too large for a slow link to carry 100 of in time (a failed event holds
-// its job's whole error) still come. A refusal (WRONGTYPE, NOPERM,
+// reply in time the reads ask half as many entries, down to one, and
+// twice as many after each whose reply came within half that wait, up to
+// 100 (or 100 at once when one that waits for new entries finds fewer
+// than it asked for): events too large for a slow link to carry 100 of in
+// time (a failed event holds its job's whole error) still come, and a
+// listener a stalled server cut back catches up. A refusal (WRONGTYPE, NOPERM,
 // EMQSHAPE for from) ends the sequence. valkey-go itself sends a read again over a new connection when
 // one breaks (XREAD is read-only; unless the valkey client was made with
 // DisableRetry), so a server away for a while is mostly not yielded: the
@@ -239,9 +248,8 @@ type GroupOptions struct {
 	// many, while each loop body takes less than half of Reclaim: before
 	// yielding an event read half a Reclaim ago or more (but the first of
 	// a read, so the sequence always moves on), it acknowledges those
-	// handled and reads the rest again from its own pending entries
-	// (XREADGROUP from 0), which restarts their idle time — leaving out
-	// any another consumer took over meanwhile. So give a group's
+	// handled and restarts the idle time of the rest (XCLAIM … JUSTID:
+	// no delivery counted, no fields sent again). So give a group's
 	// consumers the same Reclaim, more than twice the longest a loop body
 	// takes: a body that takes longer may have its event, and those read
 	// with it, handled by another consumer too.
@@ -263,7 +271,9 @@ type GroupOptions struct {
 // [GroupOptions].Reclaim they outlast. Delivery is thus at least once: an
 // event handled when its consumer died is handled again. One the stream's
 // cap trimmed while it was pending — read again by its consumer, or taken
-// over by another — is yielded as an error naming its ID. When ctx ends the
+// over by another — is yielded as an error naming its ID (one taken over
+// is reported once: XAUTOCLAIM drops it from the group, so a consumer that
+// breaks or ends before yielding it leaves nothing to report it again). When ctx ends the
 // sequence yields no more: the event whose loop body asked for the next is
 // acknowledged, as it would have been, and those not yet yielded stay
 // pending, as when the loop breaks — so a body that could not handle its
@@ -344,29 +354,60 @@ func (g *groupReader) run(ctx context.Context, yield func(Event, error) bool) {
 		}
 		g.reset()
 		g.arrived = time.Now()
-		for i, e := range entries {
+		for i := 0; i < len(entries); i++ {
 			if ctx.Err() != nil {
 				return // the rest stay pending, as when the loop breaks
 			}
 			if i > 0 && g.outstayed() {
-				g.own = "0-0"
-				break
+				if entries = g.refresh(ctx, entries, i); i == len(entries) {
+					break
+				}
 			}
-			if !yield(decodeEvent(e)) {
+			if !yield(decodeEvent(entries[i])) {
 				return
 			}
-			g.acks = append(g.acks, e.ID)
+			g.acks = append(g.acks, entries[i].ID)
 		}
 	}
 }
 
 // outstayed reports whether the entries being yielded were read half a
-// Reclaim ago or more: the group's other consumers would soon take those
-// not yet acknowledged over, so the handled ones are acknowledged and the
-// rest read again from the consumer's own pending entries, which restarts
-// their idle time (and leaves out any another consumer took meanwhile).
+// Reclaim ago or more: the group's other consumers would soon take over
+// those not yet acknowledged.
 func (g *groupReader) outstayed() bool {
 	return g.reclaim.idle > 0 && time.Since(g.arrived) >= g.reclaim.idle/2
+}
+
+// refresh is called once the entries being yielded outstayed (outstayed),
+// before entries[i]: it acknowledges those handled and restarts the idle
+// time of those left — XCLAIM … JUSTID, which counts no delivery and
+// sends no fields, of the ones idle since this consumer's read, less a
+// quarter of Reclaim (another consumer's takeover, after a body past half
+// of Reclaim, is younger: it is left alone) — and returns entries, all
+// of them still to be yielded: one another consumer took over, or that
+// was trimmed from the stream meanwhile, is handled here too (at least
+// once). When the XCLAIM fails, the entries left are read again from the
+// consumer's own pending entries instead.
+func (g *groupReader) refresh(ctx context.Context, entries []valkey.XRangeEntry, i int) []valkey.XRangeEntry {
+	minIdle := max(time.Since(g.arrived)-g.reclaim.idle/4, 0)
+	g.flush(ctx)
+	g.arrived = time.Now()
+	var live []string
+	for _, e := range entries[i:] {
+		if e.FieldValues != nil {
+			live = append(live, e.ID)
+		}
+	}
+	if len(live) == 0 {
+		return entries
+	}
+	err := g.vk.Do(ctx, g.vk.B().Xclaim().Key(g.key).Group(g.group).Consumer(g.name).
+		MinIdleTime(strconv.FormatInt(minIdle.Milliseconds(), 10)).Id(live...).Justid().Build()).Error()
+	if err != nil {
+		g.own = "0-0"
+		return entries[:i]
+	}
+	return entries
 }
 
 // next returns the entries to yield: the consumer's own pending ones

@@ -723,3 +723,104 @@ func TestListenersGoOnOverASlowLink(t *testing.T) {
 		})
 	}
 }
+
+// TestEventGroupReclaimYieldsTrimmedEventsAmongLiveOnes: a consumer that
+// takes over a dead one's events, some trimmed from the stream while
+// pending, yields them all in ID order — the trimmed ones as errors —
+// even when its loop body is slow enough (within half of Reclaim) that it
+// refreshes its hold on them midway.
+func TestEventGroupReclaimYieldsTrimmedEventsAmongLiveOnes(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "midtrim", Policy{})
+	eventsOn(t, q, 1000)
+	enqueueN(t, q, 8)
+	stream := keys.Set("midtrim", keys.Events)
+	entries, err := n.s.Do("XRANGE", stream, "-", "+").AsXRange()
+	require.NoError(t, err)
+	must(t, n.s, "XGROUP", "CREATE", stream, "tail", "0")
+	must(t, n.s, "XREADGROUP", "GROUP", "tail", "gone", "STREAMS", stream, ">")
+	must(t, n.s, "XTRIM", stream, "MAXLEN", "5")
+	time.Sleep(450 * time.Millisecond)
+	lctx, cancel := context.WithTimeout(ctx(t), 10*time.Second)
+	defer cancel()
+	var want, got []string
+	for i, e := range entries {
+		want = append(want, map[bool]string{true: "trimmed ", false: "event "}[i < 3]+e.ID)
+	}
+	for ev, err := range q.EventGroup(lctx, "tail", "heir", GroupOptions{Reclaim: 400 * time.Millisecond}) {
+		kind := "event "
+		if err != nil {
+			require.Contains(t, err.Error(), "was trimmed from the stream before it was handled")
+			kind = "trimmed "
+		}
+		time.Sleep(150 * time.Millisecond) // over the 8, well past half of Reclaim
+		if got = append(got, kind+ev.ID.String()); len(got) == len(want) {
+			break
+		}
+	}
+	assert.Equal(t, want, got)
+}
+
+// TestASlowConsumersHoldCountsNoDelivery: a consumer whose loop body takes
+// a good part of Reclaim refreshes its hold on the events it has yet to
+// yield without their being delivered again: each is delivered once, and
+// sent over the link once.
+func TestASlowConsumersHoldCountsNoDelivery(t *testing.T) {
+	n := nativeNode(t)
+	q := newQueue(t, n, "held", Policy{})
+	eventsOn(t, q, 1000)
+	enqueueN(t, q, 12)
+	stream := keys.Set("held", keys.Events)
+	lctx, cancel := context.WithTimeout(ctx(t), 10*time.Second)
+	defer cancel()
+	seen := 0
+	for ev, err := range q.EventGroup(lctx, "tail", "slow", GroupOptions{From: "0", Reclaim: 200 * time.Millisecond}) {
+		require.NoError(t, err)
+		p, err := n.s.Do("XPENDING", stream, "tail", ev.ID.String(), ev.ID.String(), "1").ToArray()
+		require.NoError(t, err)
+		require.Len(t, p, 1)
+		fields, err := p[0].ToArray()
+		require.NoError(t, err)
+		times, err := fields[3].AsInt64()
+		require.NoError(t, err)
+		assert.Equal(t, int64(1), times, "event %d delivered once", seen)
+		time.Sleep(60 * time.Millisecond) // 0.3 of Reclaim
+		if seen++; seen == 12 {
+			break
+		}
+	}
+	require.Equal(t, 12, seen)
+}
+
+// TestABatchCutByAStallGrowsBack: after reads with no reply in time have
+// cut a listener's batch, reads whose replies come well within the wait
+// double it back to eventsBatch — a listener kept busy by a stream that
+// never runs dry would otherwise read a few entries at a time for ever —
+// while reads whose replies come slowly (entries too large for the link)
+// leave it as it is.
+func TestABatchCutByAStallGrowsBack(t *testing.T) {
+	wait := eventsReplyWait
+	eventsReplyWait = 100 * time.Millisecond
+	t.Cleanup(func() { eventsReplyWait = wait })
+	read := func(b *batch, took time.Duration, fail bool) {
+		_, _ = b.read(context.Background(), 0, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
+			if fail {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			time.Sleep(took)
+			return make([]valkey.XRangeEntry, count), nil
+		})
+	}
+	var b batch
+	for range 7 {
+		read(&b, 0, true)
+	}
+	require.Equal(t, int64(1), b.n, "seven stalls cut it to one")
+	read(&b, 70*time.Millisecond, false)
+	assert.Equal(t, int64(1), b.n, "a slow reply leaves it")
+	for range 7 {
+		read(&b, 0, false)
+	}
+	assert.Zero(t, b.n, "quick replies grow it back to eventsBatch")
+}

@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
+	"github.com/echomq/emq/ids"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -26,8 +28,9 @@ func newReclaimer(key, group, name string, idle time.Duration) reclaimer {
 
 // take returns the next count entries idle past idle, when it is time to
 // look, or none. Those deleted from the stream while pending — XAUTOCLAIM
-// drops them from the group and lists their IDs — follow, without fields,
-// as XREADGROUP gives a consumer its own such entries.
+// drops them from the group and lists their IDs — come without fields, in
+// ID order among the others, as XREADGROUP gives a consumer its own such
+// entries.
 func (r *reclaimer) take(ctx context.Context, vk valkey.Client, count int64) ([]valkey.XRangeEntry, error) {
 	if r.idle <= 0 || time.Since(r.passed) < r.idle/2 {
 		return nil, nil
@@ -55,10 +58,27 @@ func (r *reclaimer) take(ctx context.Context, vk valkey.Client, count int64) ([]
 	if err != nil {
 		return nil, err
 	}
+	if len(deleted) == 0 {
+		return entries, nil
+	}
 	for _, id := range deleted {
 		entries = append(entries, valkey.XRangeEntry{ID: id})
 	}
+	slices.SortFunc(entries, func(a, b valkey.XRangeEntry) int { return compareStreamIDs(a.ID, b.ID) })
 	return entries, nil
+}
+
+// compareStreamIDs orders two stream IDs the server gave.
+func compareStreamIDs(a, b string) int {
+	x, _ := ids.ParseStreamID(a)
+	y, _ := ids.ParseStreamID(b)
+	switch {
+	case x.Less(y):
+		return -1
+	case y.Less(x):
+		return 1
+	}
+	return 0
 }
 
 // ackWait is how long a consumer's XACK may take before it is given up.
