@@ -79,7 +79,8 @@ var (
 // halved (down to 1) after each read with no reply in time — from a server
 // that stopped answering, or too large for a slow link to carry within
 // eventsReplyWait (a failed event holds its job's whole error) — doubled
-// after a read whose reply came within half of eventsReplyWait, and
+// after a read of as many as it asked for whose reply came within half of
+// eventsReplyWait, and
 // eventsBatch again once a read that waits for new entries returns fewer
 // than it asked for: the listener caught up.
 type batch struct{ n int64 } // 0: eventsBatch
@@ -102,7 +103,7 @@ func (b *batch) read(ctx context.Context, block time.Duration, f func(ctx contex
 		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off, or %d entries too large for the link?): %w", block+eventsReplyWait, count, err)
 	case err == nil && block > 0 && int64(len(entries)) < count:
 		b.n = 0
-	case err == nil && b.n != 0 && time.Since(sent) < eventsReplyWait/2: // a listener behind a stall catches up
+	case err == nil && b.n != 0 && int64(len(entries)) == count && time.Since(sent) < eventsReplyWait/2: // a listener behind a stall catches up
 		if b.n *= 2; b.n >= eventsBatch {
 			b.n = 0
 		}
@@ -141,7 +142,8 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 // the connection closing — is yielded as the error and tried again from
 // the same ID after a pause, unless the loop breaks. After a read with no
 // reply in time the reads ask half as many entries, down to one, and
-// twice as many after each whose reply came within half that wait, up to
+// twice as many after each full one whose reply came within half that
+// wait, up to
 // 100 (or 100 at once when one that waits for new entries finds fewer
 // than it asked for): events too large for a slow link to carry 100 of in
 // time (a failed event holds its job's whole error) still come, and a
@@ -249,7 +251,10 @@ type GroupOptions struct {
 	// yielding an event read half a Reclaim ago or more (but the first of
 	// a read, so the sequence always moves on), it acknowledges those
 	// handled and restarts the idle time of the rest (XCLAIM … JUSTID:
-	// no delivery counted, no fields sent again). So give a group's
+	// no delivery counted, no fields sent again). One of them the stream's
+	// cap trimmed meanwhile leaves the group then (the server drops it):
+	// it is yielded all the same, read already, but if the loop breaks or
+	// ctx ends before it, it does not come back. So give a group's
 	// consumers the same Reclaim, more than twice the longest a loop body
 	// takes: a body that takes longer may have its event, and those read
 	// with it, handled by another consumer too.
