@@ -394,8 +394,8 @@ func (g *groupReader) outstayed() bool {
 // once). When the XCLAIM fails, the entries left are read again from the
 // consumer's own pending entries instead.
 func (g *groupReader) refresh(ctx context.Context, entries []valkey.XRangeEntry, i int) []valkey.XRangeEntry {
-	minIdle := max(time.Since(g.arrived)-g.reclaim.idle/4, 0)
 	g.flush(ctx)
+	minIdle := max(time.Since(g.arrived)-g.reclaim.idle/4, 0) // after the XACK, however long it took
 	g.arrived = time.Now()
 	var live []string
 	for _, e := range entries[i:] {
