@@ -109,8 +109,9 @@ func TestCapsAnswersWhereReadsAreRefused(t *testing.T) {
 // promotes a due job, and a waiting worker is handed nothing — a lease a
 // cut-off primary hands out is one a failover hands out again. Once
 // writes are taken again, the waiter gets both jobs. (The timer asks with
-// a dry run, which Redis 7.0 does not make: there the waiter gets them at
-// once, as the test asserts.)
+// a dry run, which Redis 7.0 does not make: there the waiter is served at
+// once, as the test asserts — by the timer's first sweep, which finds the
+// due job, or the expired lease, or both, as their milliseconds fall.)
 func TestATimerWritesNothingWhileTheServerRefusesWrites(t *testing.T) {
 	s := start(t, valkeytest.Options{})
 	checked := s.Product().DryRuns()
@@ -136,8 +137,10 @@ func TestATimerWritesNothingWhileTheServerRefusesWrites(t *testing.T) {
 	both := []claimedJob{{leased.String(), 2}, {due.String(), 1}}
 	select {
 	case r := <-waiting:
-		if !checked {
-			assert.ElementsMatch(t, both, claimed(t, r))
+		if !checked { // the timer's first sweep serves it: both jobs, or the one it found due then
+			got := claimed(t, r)
+			assert.NotEmpty(t, got)
+			assert.Subset(t, both, got)
 			return
 		}
 		assert.Empty(t, claimed(t, r), "the timer's wake-up claimed while writes were refused")
