@@ -301,28 +301,20 @@ static const cmd_func trampolines[MAX_VERBS] = {
     serve11, serve12, serve13, serve14, serve15, serve16, serve17, serve18, serve19, serve20, serve21,
     serve22, serve23, serve24, serve25, serve26, serve27, serve28, serve29, serve30, serve31};
 
-// readonly_verbs marks the verbs created with the readonly flag, set anew
-// by every load's registration.
+// readonly_verbs marks the verbs created read-only, set anew by every
+// load's registration.
 static unsigned char readonly_verbs[MAX_VERBS];
 
 // emq_verb_readonly reports whether verb number verb is read-only.
 int emq_verb_readonly(int verb) { return verb >= 0 && verb < MAX_VERBS && readonly_verbs[verb]; }
 
-// has_flag reports whether the space-separated flags hold flag.
-static int has_flag(const char *flags, const char *flag) {
-    size_t n = strlen(flag);
-    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += n) {
-        if ((p == flags || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
-    }
-    return 0;
-}
-
 // emq_create_command creates verb number verb. Its keys are the keys
 // arguments after numkeys: first 2, last 1+keys, step 1 — fixed positions
 // that cluster routing, ACL and COMMAND GETKEYS read without asking us.
-int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys) {
+// readonly says flags hold "readonly".
+int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int readonly, int keys) {
     if (verb < 0 || verb >= MAX_VERBS) return -1;
-    readonly_verbs[verb] = (unsigned char)has_flag(flags, "readonly");
+    readonly_verbs[verb] = (unsigned char)(readonly != 0);
     int first = keys > 0 ? 2 : 0, last = keys > 0 ? 1 + keys : 0, step = keys > 0 ? 1 : 0;
     return api.CreateCommand(ctx, name, trampolines[verb], flags, first, last, step);
 }

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -70,7 +71,11 @@ func (m *Module) Register(spec CommandSpec, h Handler) error {
 	flags := C.CString(spec.Flags)
 	defer C.free(unsafe.Pointer(flags))
 	verb := len(handlers)
-	if C.emq_create_command(m.ctx, C.int(verb), name, flags, C.int(spec.Keys)) != 0 {
+	readonly := C.int(0)
+	if slices.Contains(strings.Fields(spec.Flags), "readonly") {
+		readonly = 1
+	}
+	if C.emq_create_command(m.ctx, C.int(verb), name, flags, readonly, C.int(spec.Keys)) != 0 {
 		return fmt.Errorf("%s: cannot create the command (flags %q)", spec.Name, spec.Flags)
 	}
 	handlers = append(handlers, h)

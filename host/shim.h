@@ -261,7 +261,7 @@ int emq_has(const char *api);
 const char *emq_unknown_builtin(ValkeyModuleCtx *ctx); // apply.c
 int emq_server_info(ValkeyModuleCtx *ctx, const char *section, const char *field, char *buf, size_t cap);
 int emq_add_acl_category(ValkeyModuleCtx *ctx, const char *name);
-int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int keys);
+int emq_create_command(ValkeyModuleCtx *ctx, int verb, const char *name, const char *flags, int readonly, int keys);
 int emq_set_command_info(ValkeyModuleCtx *ctx, const char *name, const char *summary, const char *complexity,
                          const char *since, int arity, int keys, uint64_t key_flags, emq_cmd_arg *args);
 int emq_set_acl_categories(ValkeyModuleCtx *ctx, const char *name, const char *categories);
