@@ -64,33 +64,24 @@ func (r *reclaimer) take(ctx context.Context, vk valkey.Client, count int64) ([]
 	for _, id := range deleted {
 		entries = append(entries, valkey.XRangeEntry{ID: id})
 	}
-	slices.SortFunc(entries, func(a, b valkey.XRangeEntry) int { return compareStreamIDs(a.ID, b.ID) })
+	slices.SortFunc(entries, func(a, b valkey.XRangeEntry) int {
+		x, _ := ids.ParseStreamID(a.ID) // the server's
+		y, _ := ids.ParseStreamID(b.ID)
+		return x.Compare(y)
+	})
 	return entries, nil
-}
-
-// compareStreamIDs orders two stream IDs the server gave.
-func compareStreamIDs(a, b string) int {
-	x, _ := ids.ParseStreamID(a)
-	y, _ := ids.ParseStreamID(b)
-	switch {
-	case x.Less(y):
-		return -1
-	case y.Less(x):
-		return 1
-	}
-	return 0
 }
 
 // ackWait is how long a consumer's XACK may take before it is given up.
 const ackWait = time.Second
 
-// ack acknowledges entries ids of stream key in group, in one XACK — not
+// ack acknowledges the entries of stream key in group, in one XACK — not
 // cancelled with ctx, as the entries were handled, but given up after
 // ackWait, so that a server that does not answer holds a consumer's end
 // no longer than that, not until the connection gives up (10 s). Entries
 // it did not acknowledge are delivered again.
-func ack(ctx context.Context, vk valkey.Client, key, group string, ids []string) error {
+func ack(ctx context.Context, vk valkey.Client, key, group string, entries []string) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackWait)
 	defer cancel()
-	return vk.Do(actx, vk.B().Xack().Key(key).Group(group).Id(ids...).Build()).Error()
+	return vk.Do(actx, vk.B().Xack().Key(key).Group(group).Id(entries...).Build()).Error()
 }

@@ -14,6 +14,7 @@
 package ids
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"strconv"
@@ -169,6 +170,12 @@ type StreamID struct {
 // Less reports whether s sorts before t.
 func (s StreamID) Less(t StreamID) bool {
 	return s.Ms < t.Ms || (s.Ms == t.Ms && s.Seq < t.Seq)
+}
+
+// Compare returns -1, 0 or +1 as s sorts before t, is t, or sorts after
+// it (slices.SortFunc's order, Less's).
+func (s StreamID) Compare(t StreamID) int {
+	return cmp.Or(cmp.Compare(s.Ms, t.Ms), cmp.Compare(s.Seq, t.Seq))
 }
 
 // Append appends the ID's text, <ms>-<seq>, to dst.

@@ -2,6 +2,7 @@ package ids_test
 
 import (
 	"bytes"
+	"cmp"
 	"strconv"
 	"testing"
 
@@ -64,6 +65,7 @@ func FuzzStreamIDOrder(f *testing.F) {
 		less := x.Value < y.Value
 		require.Equal(t, less, x.String() < y.String(), "byte order is mint order")
 		require.Equal(t, less, x.StreamID().Less(y.StreamID()), "stream ID order is mint order")
+		require.Equal(t, cmp.Compare(x.Value, y.Value), x.StreamID().Compare(y.StreamID()), "Compare is Less's order")
 		require.Equal(t, x.Value == y.Value, x.StreamID() == y.StreamID(), "the mapping is one to one")
 		require.Equal(t, ids.EpochMs+x.Ms(), x.StreamID().Ms, "the stream ID's ms is wall-clock time")
 	})
