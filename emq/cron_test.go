@@ -10,15 +10,24 @@ import (
 )
 
 // wallTicks is the reference nextCron is held to, found the slow way: the
-// first whole minute after t whose local time sc's fields name and whose
-// local time did not happen earlier (within two hours: the most any
-// zone's clocks went back), or the zero time before until.
+// first whole minute after t whose local time sc's rule names — asked of
+// robfig/cron's own Next in UTC, where no clock changes and the library
+// is right — and whose local time did not happen earlier (within two
+// hours: the most any zone's clocks went back), or the zero time before
+// until.
 func wallTicks(sc rule, t, until time.Time) time.Time {
-	s := sc.cron
+	inUTC := *sc.cron
+	inUTC.Location = time.UTC
+	names := func(w time.Time) bool {
+		if inUTC.Minute&(1<<uint(w.Minute())) == 0 || inUTC.Hour&(1<<uint(w.Hour())) == 0 {
+			return false // spares most minutes the library's walk
+		}
+		wall := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), 0, 0, time.UTC)
+		return inUTC.Next(wall.Add(-time.Second)).Equal(wall)
+	}
 	for u := t.Truncate(time.Minute).Add(time.Minute); u.Before(until); u = u.Add(time.Minute) {
 		w := u.In(sc.loc)
-		if s.Minute&(1<<uint(w.Minute())) == 0 || s.Hour&(1<<uint(w.Hour())) == 0 ||
-			s.Month&(1<<uint(w.Month())) == 0 || !dayMatches(s, time.Date(w.Year(), w.Month(), w.Day(), 0, 0, 0, 0, time.UTC)) {
+		if !names(w) {
 			continue
 		}
 		again := false
