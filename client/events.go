@@ -80,9 +80,8 @@ var (
 // that stopped answering, or too large for a slow link to carry within
 // eventsReplyWait (a failed event holds its job's whole error) — doubled
 // after a read of as many as it asked for whose reply came within half of
-// eventsReplyWait, and
-// eventsBatch again once a read that waits for new entries returns fewer
-// than it asked for: the listener caught up.
+// eventsReplyWait, and eventsBatch again once a read that waits for new
+// entries returns fewer than it asked for: the listener caught up.
 type batch struct{ n int64 } // 0: eventsBatch
 
 // read runs the stream read f for the batch's count and gives its reply

@@ -747,8 +747,9 @@ func TestListenersGoOnOverASlowLink(t *testing.T) {
 
 // TestASlowConsumersHoldCountsNoDelivery: a consumer whose loop body takes
 // a good part of Reclaim refreshes its hold on the events it has yet to
-// yield without their being delivered again: each is delivered once, and
-// sent over the link once.
+// yield — none idle as long as Reclaim when it comes to it (12 of 60 ms:
+// unrefreshed, the last would be idle 660 ms) — without their being
+// delivered again: each is delivered once, and sent over the link once.
 func TestASlowConsumersHoldCountsNoDelivery(t *testing.T) {
 	n := nativeNode(t)
 	q := newQueue(t, n, "held", Policy{})
@@ -768,6 +769,9 @@ func TestASlowConsumersHoldCountsNoDelivery(t *testing.T) {
 		times, err := fields[3].AsInt64()
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), times, "event %d delivered once", seen)
+		idle, err := fields[2].AsInt64()
+		require.NoError(t, err)
+		assert.Less(t, idle, int64(200), "event %d held: its idle time restarted before Reclaim passed", seen)
 		time.Sleep(60 * time.Millisecond) // 0.3 of Reclaim
 		if seen++; seen == 12 {
 			break
