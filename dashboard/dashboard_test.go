@@ -823,6 +823,11 @@ func TestUnreadableQueue(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	queuetest.Fill(t, s.Client())
 	require.NoError(t, s.Do("SET", keys.Pending("wt"), "notazset").Error())
+	// a dead job's row written by hand as a string, beside a healthy job
+	const strayRow, healthy = "JOB0018f2a4c1f00030", "JOB0018f2a4c1f00031"
+	require.NoError(t, s.Do("ZADD", keys.Set("wr", "dead"), "1000", strayRow).Error())
+	require.NoError(t, s.Do("SET", keys.Job("wr", strayRow), "str").Error())
+	require.NoError(t, s.Do("EMQ.ENQUEUE", "2", keys.Job("wr", healthy), keys.Pending("wr"), healthy, "ok").Error())
 	w := serveDashboard(t, s.Client(), Config{Write: true})
 	for _, c := range []struct {
 		path string
@@ -832,9 +837,13 @@ func TestUnreadableQueue(t *testing.T) {
 		{"/", http.StatusOK, []string{`data-queue="emails"`, `<a href="/queues/emails?state=dead">2</a>`, `data-queue="payments"`,
 			`<td colspan="8" class="error unreadable">cannot read this queue: queue wt: ZCARD pending: WRONGTYPE`}},
 		{"/metrics", http.StatusOK, []string{`emq_queue_unreadable{queue="wt"} 1`, `emq_queue_jobs{queue="emails",state="dead"} 2`,
-			`emq_queues 4`}},
+			`emq_queues 5`}},
 		{"/queues/wt", http.StatusBadGateway, []string{`id="error">queue wt: ZCARD pending: WRONGTYPE`}},
 		{"/queues/emails", http.StatusOK, []string{`id="tab-pending"`}},
+		{"/queues/wr", http.StatusOK, []string{`<code>` + strayRow + `</code></a> <span class="muted">row not a hash</span>`,
+			`title="its row is a key of another type, written by hand: DEL it">—</span>`}},
+		{"/queues/wr?state=pending", http.StatusOK, []string{`<code>` + healthy + `</code>`}},
+		{"/queues/wr/jobs/" + strayRow, http.StatusBadGateway, []string{"The server refused a read", "WRONGTYPE"}},
 	} {
 		t.Run(c.path, func(t *testing.T) {
 			code, body := w.get(t, c.path)

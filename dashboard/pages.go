@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/echomq/emq/client"
@@ -393,12 +392,8 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request) {
 	body.Queues = found
 	switch {
 	case len(found) == 0 && len(unreadable) > 0:
-		names := make([]string, len(unreadable))
-		for i, q := range unreadable {
-			names[i] = readable.Printable(q)
-		}
 		body.Note = "No queue the dashboard may read holds job " + id + "; the server refused reading " +
-			strings.Join(names, ", ") + " (NOPERM), which may."
+			readable.Names(unreadable) + " (NOPERM), which may."
 	case len(found) == 0:
 		body.Note = "No queue holds job " + id + " (an acknowledged job's row is gone unless kept)."
 	}

@@ -33,6 +33,7 @@ import (
 	"sync"
 	"time"
 
+	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
 	"github.com/valkey-io/valkey-go"
@@ -125,11 +126,20 @@ func ParseState(s string) (State, bool) {
 var ErrNoJob = errors.New("inspect: no such job")
 
 // Refused reports whether err is, or wraps, an error reply of the server
-// (WRONGTYPE, NOPERM …): the server answered, and refused. Any other
-// error is a read that got no answer.
+// (WRONGTYPE, NOPERM …) — as valkey-go returns it, or as package client
+// returns it, an [emqerrors.Refusal]: the server answered, and refused.
+// Any other error is a read that got no answer.
 func Refused(err error) bool {
 	var reply *valkey.ValkeyError
-	return errors.As(err, &reply) && !reply.IsNil()
+	var refusal *emqerrors.Refusal
+	return errors.As(err, &reply) && !reply.IsNil() || errors.As(err, &refusal)
+}
+
+// wrongType reports whether err is the server's WRONGTYPE: a key of
+// another type than the read expects.
+func wrongType(err error) bool {
+	var reply *valkey.ValkeyError
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "WRONGTYPE")
 }
 
 // Node is one primary of the server or cluster: its address and a client

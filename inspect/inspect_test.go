@@ -207,6 +207,20 @@ func TestReadingQueues(t *testing.T) {
 		assert.False(t, rows[0].Row)
 		assert.True(t, rows[1].Row)
 	})
+	t.Run("a row of another type lists as dangling, NotHash, and the page goes on", func(t *testing.T) {
+		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "JOB00000000000000fd").Error())
+		require.NoError(t, s.Do("SET", keys.Job("emails", "JOB00000000000000fd"), "str").Error())
+		t.Cleanup(func() {
+			s.Do("ZREM", keys.Set("emails", "delayed"), "JOB00000000000000fd")
+			s.Do("DEL", keys.Job("emails", "JOB00000000000000fd"))
+		})
+		rows, _, err := in.Jobs(ctx(t), "emails", inspect.Delayed, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, rows, 2)
+		assert.Equal(t, inspect.JobRow{ID: "JOB00000000000000fd", State: inspect.Delayed, Score: 1, NotHash: true,
+			Age: rows[0].Age}, rows[0], "no row, no fields")
+		assert.True(t, rows[1].Row)
+	})
 	t.Run("a member that is no JOB id lists without a row, whatever a hand wrote under it", func(t *testing.T) {
 		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "not-a-job").Error())
 		require.NoError(t, s.Do("HSET", keys.Job("emails", "not-a-job"), "attempts", "3", "priority", "2").Error())

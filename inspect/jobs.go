@@ -40,10 +40,14 @@ type JobRow struct {
 	State State
 	Score int64
 	// Row is false for a dangling entry: a set member whose row is gone,
-	// or that is no JOB id (IsJob: written by hand; no verb acts on it);
-	// a claim drops it from pending, active and delayed. The fields below
-	// are then zero.
-	Row      bool
+	// or is a key of another type than a hash (NotHash), or that is no JOB
+	// id (IsJob: written by hand; no verb acts on it); a claim drops it
+	// from pending, active and delayed. The fields below are then zero.
+	Row bool
+	// NotHash is true for a row written by hand as a key of another type:
+	// no verb reads it, and EMQ.REMOVE refuses it (WRONGTYPE) until it is
+	// deleted.
+	NotHash  bool
 	Attempts int64
 	Priority int64
 	// Error is the last failure's text, "" when ErrorUnread: it is longer
@@ -130,6 +134,11 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 	for i, m := range members {
 		j := JobRow{ID: m.Member, State: state, Score: int64(m.Score), Age: ageOf(m.Member, now)}
 		fields, err := replies[per*i].ToArray()
+		if wrongType(err) {
+			j.NotHash = true
+			out[i] = j
+			continue
+		}
 		if err != nil {
 			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
 		}

@@ -108,6 +108,16 @@ func shellQuote(s string) string {
 	return "$'" + strings.ReplaceAll(q[1:len(q)-1], "'", `\'`) + "'"
 }
 
+// positional is s as an operand of an emq command line an operator may
+// paste: shellQuote'd, after "--" when it begins with "-" and would be
+// read as a flag.
+func positional(s string) string {
+	if strings.HasPrefix(s, "-") {
+		return "-- " + shellQuote(s)
+	}
+	return shellQuote(s)
+}
+
 // dash is "-" for an empty cell.
 func dash(s string) string {
 	if s == "" {

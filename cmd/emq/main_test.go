@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/queuetest"
+	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
@@ -283,6 +285,25 @@ func TestCLIActions(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(r.stdout, `"not_job_id": true`), "the one member that is no JOB id: %s", r.stdout)
 		require.NoError(t, s.Do("ZREM", "emq:{strays}:dead", "not-a-job").Error())
 	})
+	t.Run("a row written by hand as another type lists as a dangling entry, the queue's other jobs with it", func(t *testing.T) {
+		id, healthy := "JOB0000000000000abe", "JOB0000000000000abf"
+		require.NoError(t, s.Do("ZADD", "emq:{strays}:dead", "1", id).Error())
+		require.NoError(t, s.Do("SET", "emq:{strays}:job:"+id, "str").Error())
+		require.NoError(t, s.Do("EMQ.ENQUEUE", "2", "emq:{strays}:job:"+healthy, "emq:{strays}:pending", healthy, "ok").Error())
+		r := emq(t, s.Addr, "jobs", "strays")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Regexp(t, `pending\s+`+healthy+`\s+0\s+0\s`, r.stdout)
+		assert.Regexp(t, `dead\s+`+id+`\s+-\s+-\s.*\(its row is not a hash: DEL the row by hand, then emq delete drops it\)`, r.stdout)
+		r = emq(t, s.Addr, "jobs", "strays", "--state", "dead", "--json")
+		require.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, 1, strings.Count(r.stdout, `"row_not_hash": true`), r.stdout)
+		r = emq(t, s.Addr, "delete", "strays", id)
+		assert.Equal(t, exitRefused, r.code, "the verb's refusal")
+		assert.Contains(t, r.stderr, "WRONGTYPE")
+		require.NoError(t, s.Do("DEL", "emq:{strays}:job:"+id, "emq:{strays}:job:"+healthy).Error())
+		require.NoError(t, s.Do("ZREM", "emq:{strays}:dead", id).Error())
+		require.NoError(t, s.Do("ZREM", "emq:{strays}:pending", healthy).Error())
+	})
 	t.Run("revive by id puts the job back in pending", func(t *testing.T) {
 		r := emq(t, s.Addr, "revive", "emails", f.EmailsDead[0].String())
 		require.Equal(t, exitOK, r.code, r.stderr)
@@ -505,6 +526,16 @@ func TestCLIActions(t *testing.T) {
 		assert.Regexp(t, "no queue you may read holds a row of "+f.EmailsDone.String()+"; NOPERM for [^;]*emails, [^;]*payments, [^;]*which may", r.stderr)
 		assert.NotContains(t, r.stderr, "invoices")
 		assert.Contains(t, r.stderr, "emq job <queue> "+f.EmailsDone.String())
+		for i := range 2 * readable.NamesShown {
+			require.NoError(t, s.Do("EMQ.ENQUEUE", "2", keys.Job(fmt.Sprint("many", i), f.EmailsDone.String()),
+				keys.Set(fmt.Sprint("many", i), "pending"), f.EmailsDone.String(), "p").Error())
+		}
+		r = emq(t, s.Addr, "job", f.EmailsDone.String(), "--user", "invoices")
+		assert.Equal(t, exitRefused, r.code, r.stderr)
+		assert.Regexp(t, "; NOPERM for ([^,;]+, ){10}and [0-9]+ more, which may", r.stderr, "ten named, the rest counted")
+		for i := range 2 * readable.NamesShown {
+			require.NoError(t, s.Do("DEL", keys.Job(fmt.Sprint("many", i), f.EmailsDone.String()), keys.Set(fmt.Sprint("many", i), "pending")).Error())
+		}
 	})
 	t.Run("no server exits 1", func(t *testing.T) {
 		port, err := valkeytest.FreePort()

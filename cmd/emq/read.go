@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -153,6 +152,9 @@ type jobRowJSON struct {
 	// NotJobID marks a dangling member that is no JOB id: no verb removes
 	// it (ZREM).
 	NotJobID bool `json:"not_job_id,omitempty"`
+	// RowNotHash marks a dangling member whose row is a key of another
+	// type, written by hand: DEL it.
+	RowNotHash bool `json:"row_not_hash,omitempty"`
 }
 
 func runJobs(ctx context.Context, s *session, args []string) error {
@@ -199,7 +201,7 @@ func runJobs(ctx context.Context, s *session, args []string) error {
 		for i, r := range rows {
 			out[i] = jobRowJSON{ID: r.ID, State: string(r.State), Score: r.Score, Attempts: r.Attempts, Priority: r.Priority,
 				Error: r.Error, ErrorUnread: r.ErrorUnread, ErrorBytes: r.ErrorSize, PayloadBytes: r.PayloadSize, AgeMs: r.Age.Milliseconds(), Dangling: !r.Row,
-				NotJobID: !r.IsJob()}
+				NotJobID: !r.IsJob(), RowNotHash: r.NotHash}
 			if at := r.At(); !at.IsZero() {
 				out[i].AtMs = at.UnixMilli()
 			}
@@ -241,22 +243,13 @@ func find(ctx context.Context, in *inspect.Inspector, id string) (string, error)
 		return "", err
 	case len(found) == 0 && len(unreadable) > 0:
 		return "", &exitError{code: exitRefused, err: fmt.Errorf("no queue you may read holds a row of %s; NOPERM for %s, which may: name the queue (emq job <queue> %s)",
-			id, printables(unreadable), id)}
+			id, readable.Names(unreadable), id)}
 	case len(found) == 0:
 		return "", &exitError{code: exitNotFound, err: fmt.Errorf("no queue holds a row of %s", id)}
 	case len(found) > 1:
-		return "", usageError("%s has a row in several queues (%s): name one", id, printables(found))
+		return "", usageError("%s has a row in several queues (%s): name one", id, readable.Names(found))
 	}
 	return found[0], nil
-}
-
-// printables lists queue names for a message, each as printable shows it.
-func printables(queues []string) string {
-	names := make([]string, len(queues))
-	for i, q := range queues {
-		names[i] = readable.Printable(q)
-	}
-	return strings.Join(names, ", ")
 }
 
 // jobJSON is a job for scripts; a payload or result that is not UTF-8
@@ -431,8 +424,11 @@ func jobOut(queue string, j *client.JobInfo, minted time.Time) jobJSON {
 // a ZREM one that is not.
 func danglingNote(r inspect.JobRow) string {
 	why, dead := "no row", "emq delete drops it"
-	if !r.IsJob() {
+	switch {
+	case !r.IsJob():
 		why, dead = "not a job id", "no verb acts on it; ZREM it by hand"
+	case r.NotHash:
+		why, dead = "its row is not a hash", "DEL the row by hand, then emq delete drops it"
 	}
 	if r.State == inspect.Dead {
 		return "(" + why + ": " + dead + ")"

@@ -72,7 +72,7 @@ func runTail(ctx context.Context, s *session, args []string) error {
 				readable.Printable(args[0]), link)
 		} else {
 			fmt.Fprintf(s.e.stderr, "emq tail: the events of %s are off: nothing is appended to its stream until they are on;\n"+eventsHint+"\n",
-				readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), shellQuote(args[0]))
+				readable.Printable(args[0]), shellQuote(keys.Set(args[0], keys.Config)), shellQuote(keys.Set(args[0], keys.Events)), positional(args[0]))
 		}
 	}
 	enc := json.NewEncoder(s.e.stdout) // one object per line

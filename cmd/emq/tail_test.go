@@ -13,6 +13,7 @@ import (
 
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
@@ -190,9 +191,9 @@ func TestCLITail(t *testing.T) {
 		assert.Regexp(t, `^emq tail: the events of mail are off on this node, a replica whose link to its primary is connect(ing)?: `+
 			`they may be on there, and show here once the replica has its primary's data; following the stream all the same\n`, r.errs.String())
 	})
-	t.Run("the hint's key names are shell-quoted: a shell reads each as one word", func(t *testing.T) {
-		for _, queue := range []string{"with space", "it's", "a,b", "esc\x1b[2J", "$HOME", `"quoted`} {
-			r := background(t, s.Addr, "tail", queue)
+	t.Run("the hint's names are shell-quoted: a shell reads each as one word, and emq runs the line pasted", func(t *testing.T) {
+		for _, queue := range []string{"with space", "it's", "a,b", "esc\x1b[2J", "$HOME", `"quoted`, "-x", "--state"} {
+			r := background(t, s.Addr, "tail", "--", queue)
 			require.Eventually(t, func() bool { return strings.Contains(r.errs.String(), "10000") }, 10*time.Second, 10*time.Millisecond)
 			assert.Equal(t, exitOK, r.stop(t))
 			m := hintLine.FindStringSubmatch(r.errs.String())
@@ -203,9 +204,12 @@ func TestCLITail(t *testing.T) {
 			assert.Equal(t, keys.Set(queue, keys.Config)+"\n"+keys.Set(queue, keys.Events)+"\n", string(words), "%q", queue)
 			m = hintCLI.FindStringSubmatch(r.errs.String())
 			require.NotNil(t, m, "%q: %s", queue, r.errs.String())
-			words, err = exec.Command("bash", "-c", "printf '%s\\n' "+m[1]).Output()
+			words, err = exec.Command("bash", "-c", "printf '%s\\0' "+m[1]).Output()
 			require.NoError(t, err, m[1])
-			assert.Equal(t, queue+"\n", string(words), "%q", queue)
+			args := strings.Split(strings.TrimSuffix(string(words), "\x00"), "\x00")
+			pasted := emq(t, s.Addr, append(append([]string{"events"}, args...), "10000")...)
+			require.Equal(t, exitOK, pasted.code, "%q: %s", args, pasted.stderr)
+			assert.Equal(t, "events of "+readable.Printable(queue)+" on, capped at about 10000 entries\n", pasted.stdout, "%q", args)
 		}
 	})
 	t.Run("a server away is said once on stderr, and tail goes on when it is back", func(t *testing.T) {

@@ -81,3 +81,20 @@ func Printable(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+// NamesShown is how many names Names shows.
+const NamesShown = 10
+
+// Names lists names for a message, each as Printable shows it, separated
+// by commas: the first NamesShown of them, then how many more there are —
+// so a message naming thousands of queues stays a line.
+func Names(names []string) string {
+	shown := make([]string, 0, min(len(names), NamesShown)+1)
+	for _, n := range names[:min(len(names), NamesShown)] {
+		shown = append(shown, Printable(n))
+	}
+	if more := len(names) - len(shown); more > 0 {
+		shown = append(shown, fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(shown, ", ")
+}
