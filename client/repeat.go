@@ -131,8 +131,9 @@ func (q *Queue) Schedules(ctx context.Context) ([]Schedule, error) { return q.sc
 
 // SchedulesPage lists count (1 … emq.MaxRepeatsPage) of the queue's
 // schedules, in the order of Schedules, from rank offset of its schedules
-// set: O(offset + count). A name whose row is gone is left out, so a page
-// may be shorter than count with more after it.
+// set: O(offset + count). A name whose row is gone, or is a key of
+// another type (written by hand), is left out, so a page may be shorter
+// than count with more after it.
 func (q *Queue) SchedulesPage(ctx context.Context, offset, count int) ([]Schedule, error) {
 	return q.schedules(ctx, strconv.Itoa(offset), strconv.Itoa(count))
 }
