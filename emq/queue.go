@@ -152,14 +152,19 @@ var (
 // jobRow is what a verb reads of a job row.
 type jobRow struct {
 	state    []byte
-	attempts int64 // 0 when absent or not an integer
-	payload  Value
+	attempts int64 // as attemptsOf reads them
+	// counted: the row's attempts are a count (readJob), the lease token
+	// of the job's last claim; a row written by hand with attempts that
+	// are not holds no token, and is active under no attempt
+	counted bool
+	payload Value
 }
 
 // readJob reads the state and attempts of the job row at key k, a hash.
 func readJob(s Server, p *Plan, k int) jobRow {
 	v := s.HashGet(p, k, stateFields)
-	return jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1])}
+	n, ok := ParseInt(v[1].Bytes)
+	return jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1]), counted: ok && n >= 0}
 }
 
 // claimedRow is the row a claim takes, of which v are the claimFields.
@@ -233,7 +238,7 @@ func priorityScore(v Value) float64 {
 // activeUnder reports whether the row is active under attempt: the lease
 // token is the attempt a claim handed out.
 func (r jobRow) activeUnder(attempt int64) bool {
-	return string(r.state) == "active" && r.attempts == attempt
+	return string(r.state) == "active" && r.counted && r.attempts == attempt
 }
 
 // leasedJob reads the job row at key k and refuses unless it is a job

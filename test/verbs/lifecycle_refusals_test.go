@@ -288,6 +288,12 @@ func refusalsOf(q, r queue, v lifecycleVerb) []refusal {
 		args := v.with(jobAt, q.job(activeJob))
 		add("a row whose attempts is not the decimal text of the attempt is EMQLEASE", notActive, args,
 			[]string{"HSET", q.job(activeJob), "attempts", "01"})
+		// the last attempt, which a claim reads attempts that are no count as
+		// (so that it hands out no token again), is no token such a row holds
+		for _, junk := range []string{"x", "-1", "01"} {
+			add(fmt.Sprintf("a row whose attempts are %q, no count,", junk)+" is active under no attempt, the last one neither: EMQLEASE",
+				notActive, v.with(att, "2147483647"), []string{"HSET", q.job(activeJob), "attempts", junk})
+		}
 	case "EMQ.REVIVE":
 		for _, c := range []struct{ rule, id string }{
 			{"an active job", activeJob}, {"a pending job", pendingJob}, {"a delayed job", delayedJob}, {"a done job", doneJob},
