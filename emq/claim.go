@@ -530,17 +530,24 @@ func (t *turn) leave(cand candidate, to int) {
 }
 
 // toPending plans the untaken candidates' moves into pending, each at its
-// priority.
+// priority: their removals from the sets they come from, their rows, then
+// their additions to pending — so that the plan joins the removals from
+// one set, and the additions at one priority, into one write each.
 func (t *turn) toPending() {
-	for _, m := range t.cands {
-		switch m.from {
-		case claimPending: // a settlement put it there
-		case fromNew:
-			t.p.zadd(claimPending, m.member.Ref, m.member.Score)
-		default:
-			t.p.zrem(m.from, m.member.Ref)
-			t.p.hset(m.job, m.fields...)
-			t.p.zadd(claimPending, m.member.Ref, m.member.Score)
+	p, cands := t.p, t.cands
+	for i := range cands {
+		if m := &cands[i]; m.from != claimPending && m.from != fromNew { // a settlement put it in pending; a tick's is in none
+			p.zrem(m.from, m.member.Ref)
+		}
+	}
+	for i := range cands {
+		if m := &cands[i]; m.from != claimPending && m.from != fromNew {
+			p.hset(m.job, m.fields...)
+		}
+	}
+	for i := range cands {
+		if m := &cands[i]; m.from != claimPending {
+			p.zadd(claimPending, m.member.Ref, m.member.Score)
 		}
 	}
 }

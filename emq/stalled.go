@@ -35,11 +35,7 @@ func stalledCheck(c Call) error {
 	}
 
 	// plan
-	for _, m := range t.cands {
-		p.zrem(1, m.member.Ref)
-		p.hset(m.job, stalledFields...)
-		p.zadd(0, m.member.Ref, m.member.Score)
-	}
+	t.toPending()
 	p.replyInt(int64(len(t.cands)))
 
 	// apply

@@ -172,14 +172,31 @@ static void deleted_if_empty(applier *a, const emq_op *op) {
     if (api.ValueLength(key(a, op)) == 0) api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_GENERIC, "del", name(a, op));
 }
 
+// zrem removes the op's members, replicated as one ZREM of those it
+// removed, with one zrem event, as the built-in.
 static int zrem(applier *a, const emq_op *op) {
-    int deleted = 0;
-    ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
-    if (api.ZsetRem(key(a, op), member, &deleted) != API_OK || !deleted) return 0;
-    api.Replicate(a->c->ctx, "ZREM", "ss", name(a, op), member);
-    api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zrem", name(a, op));
-    deleted_if_empty(a, op);
-    return 1;
+    if (op->n == 1) { // a single member: no vector to build
+        int deleted = 0;
+        ValkeyModuleString *member = emq_resolve(a->c, a->p->refs[op->from], a->p->scratch, a->p->spans);
+        if (api.ZsetRem(key(a, op), member, &deleted) != API_OK || !deleted) return 0;
+        api.Replicate(a->c->ctx, "ZREM", "ss", name(a, op), member);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zrem", name(a, op));
+        deleted_if_empty(a, op);
+        return 1;
+    }
+    ValkeyModuleString **m = strs(a, op, 0, 0);
+    int n = 0;
+    for (int i = 0; i < op->n; i++) {
+        int deleted = 0;
+        if (api.ZsetRem(key(a, op), m[i], &deleted) == API_OK && deleted) m[n++] = m[i];
+    }
+    if (n > 0) {
+        api.Replicate(a->c->ctx, "ZREM", "sv", name(a, op), m, (size_t)n);
+        api.NotifyKeyspaceEvent(a->c->ctx, NOTIFY_ZSET, "zrem", name(a, op));
+        deleted_if_empty(a, op);
+    }
+    free_strs(a, m);
+    return n > 0;
 }
 
 static int del(applier *a, const emq_op *op) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 )
 
 // workloadRounds is how many rounds of every verb the data suites run.
@@ -176,4 +177,44 @@ func TestExpiredCountsStartOverLikeINCROnTheReplicaToo(t *testing.T) {
 	valkeytest.WaitReplicated(t, p, r)
 	assert.Equal(t, digest(t, p), digest(t, r))
 	assert.Empty(t, r.Warnings())
+}
+
+// TestASweepOfManyJobsReplicatesOneZREMAndOneZADD: STALLED.CHECK and a
+// claim's sweeps, moving a hundred jobs, send a replica one ZREM of them
+// from the set they leave and one ZADD of them into pending — with an HSET
+// of each row — where a command each would be two hundred: the replica
+// applies three commands' worth of work for what the primary did in one
+// turn, and holds the same data.
+func TestASweepOfManyJobsReplicatesOneZREMAndOneZADD(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	const q, n = "sweep", 100
+	sets := queueSets(q)
+	pending, active, delayed := sets[0], sets[1], sets[2]
+	for i := range 2 * n {
+		id := ids.ID{NS: ids.Job, Value: uint64(i + 1)}.String()
+		set := active
+		if i >= n {
+			set = delayed
+		}
+		ok(t, p, "HSET", keys.Job(q, id), "state", "active", "attempts", "1", "payload", "p")
+		ok(t, p, "ZADD", set, "1", id)
+	}
+	valkeytest.WaitReplicated(t, p, r)
+	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
+
+	assert.Equal(t, int64(n), num(t, p, stalledCheck(q, n).argv()...))
+	require.Empty(t, num(t, p, "ZCARD", active))
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, []int64{1, 1, n}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")}, "ZREM, ZADD and HSET applied")
+
+	assert.Equal(t, int64(1), num(t, p, "EMQ.PAUSE", "2", keys.Set(q, keys.Config), pending))
+	valkeytest.WaitReplicated(t, p, r)
+	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
+	require.Empty(t, claimed(t, p.Do(claim(q, 60_000, 1, 5).argv()...)), "a paused queue's claim sweeps the due delayed jobs into pending, and takes none")
+	require.Empty(t, num(t, p, "ZCARD", delayed))
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, []int64{1, 1, n}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")}, "ZREM, ZADD and HSET applied")
+	assert.Equal(t, int64(2*n), num(t, r, "ZCARD", pending))
+	assert.Equal(t, str(t, p, "DEBUG", "DIGEST"), str(t, r, "DEBUG", "DIGEST"))
 }
