@@ -222,7 +222,8 @@ const maxRedirects = 10
 // connection to the node serving the slot. A command the node redirects
 // (MOVED, or ASK while its slot migrates) did not run there: it goes again,
 // with a wait of its own, to the node the redirect names (a moment later
-// from the second redirect on). Each reply of a
+// from the second redirect on) — after an ASK, each behind an ASKING of
+// its own, as an ASKING admits only the command after it. Each reply of a
 // command that ran is the command's, or, when a wait fell short, a
 // *NotDurableError carrying it.
 func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []valkey.ValkeyResult {
@@ -235,29 +236,22 @@ func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []val
 	var short *NotDurableError
 	via, asking, pause := c.Client, false, time.Duration(0)
 	for redirects := 0; len(todo) > 0; redirects++ {
-		batch := make([]valkey.Completed, 0, len(todo)+2)
-		if asking {
-			batch = append(batch, c.Client.B().Asking().Build())
-		}
-		for _, i := range todo {
-			batch = append(batch, cmds[i])
-		}
-		batch = append(batch, c.wait())
 		dc, release := via.Dedicate()
-		rs := dc.DoMulti(ctx, batch...)
+		rs := dc.DoMulti(ctx, c.pipeline(cmds, todo, asking)...)
 		release()
 		if asking {
-			rs = rs[1:]
+			rs = withoutAsking(rs)
 		}
 		var next []int
 		var addr string
 		ran := false
+		asking = false
 		for j, i := range todo {
 			out[i] = rs[j]
 			to, ask, redirected := redirectOf(rs[j].Error())
 			switch {
 			case redirected:
-				next, addr, asking = append(next, i), to, ask
+				next, addr, asking = append(next, i), to, asking || ask
 			case rs[j].Error() == nil:
 				ran = true
 			}
@@ -288,6 +282,30 @@ func (c durableClient) round(ctx context.Context, cmds []valkey.Completed) []val
 		}
 	}
 	return out
+}
+
+// pipeline is one round's commands: those of cmds that todo names, each
+// after an ASKING when asking (an ASKING admits only the command after
+// it), then the wait.
+func (c durableClient) pipeline(cmds []valkey.Completed, todo []int, asking bool) []valkey.Completed {
+	batch := make([]valkey.Completed, 0, 2*len(todo)+1)
+	for _, i := range todo {
+		if asking {
+			batch = append(batch, c.Client.B().Asking().Build())
+		}
+		batch = append(batch, cmds[i])
+	}
+	return append(batch, c.wait())
+}
+
+// withoutAsking drops the ASKINGs' replies from the replies of a pipeline
+// that sent one before each command but the wait.
+func withoutAsking(rs []valkey.ValkeyResult) []valkey.ValkeyResult {
+	out := make([]valkey.ValkeyResult, 0, len(rs)/2+1)
+	for j := 1; j < len(rs); j += 2 {
+		out = append(out, rs[j])
+	}
+	return append(out, rs[len(rs)-1])
 }
 
 // wait is the command that waits for the write's copies.

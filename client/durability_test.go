@@ -15,6 +15,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // waits is how many WAIT and WAITAOF commands s has run.
@@ -354,4 +355,38 @@ func TestDurabilityFollowsARedirect(t *testing.T) {
 	onReplica, err := replica.Do("KEYS", keys.Job(q.name, "*")).AsStrSlice() // a keyed read there is redirected
 	require.NoError(t, err)
 	assert.Equal(t, []string{keys.Job(q.name, id.String())}, onReplica, "confirmed by the new owner's replica")
+}
+
+// TestDurableEnqueueManyWhileASlotMigrates: a durable EnqueueMany of
+// several calls to a queue whose slot is migrating — its keys not yet
+// created, so the old node answers each call ASK — goes again to the new
+// node, each call after its own ASKING, which refuses every one TRYAGAIN
+// as it refuses any batch admission during a migration: the caller gets
+// TRYAGAIN for every job, not the redirect.
+func TestDurableEnqueueManyWhileASlotMigrates(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 2, 1, valkeytest.Options{})
+	m, err := ids.NewMinter(31)
+	require.NoError(t, err)
+	q, err := New(cl.Client()).Queue("asked", m, Policy{Durability: Durability{Replicas: 1, Timeout: time.Second}})
+	require.NoError(t, err)
+	slot := cl.Slot(t, q.pending)
+	from := cl.Owner(t, slot)
+	to := cl.Primaries[0]
+	if to == from {
+		to = cl.Primaries[1]
+	}
+	sl := strconv.Itoa(slot)
+	must(t, to, "CLUSTER", "SETSLOT", sl, "IMPORTING", cl.ID(t, from))
+	must(t, from, "CLUSTER", "SETSLOT", sl, "MIGRATING", cl.ID(t, to))
+	const calls = 8
+	payloads := make([][]byte, calls*manyChunk)
+	_, err = q.EnqueueMany(ctx(t), payloads)
+	var b *BatchError
+	require.ErrorAs(t, err, &b)
+	require.Len(t, b.Errs, len(payloads))
+	for i, e := range b.Errs {
+		verr, ok := valkey.IsValkeyErr(e)
+		require.True(t, ok && verr.IsTryAgain(), "job %d: %v", i, e)
+	}
+	assert.Equal(t, int64(calls), to.Calls("asking"), "one ASKING per call on the new node")
 }
