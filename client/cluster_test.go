@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -112,6 +113,47 @@ func moveEmptySlot(t *testing.T, cl *valkeytest.Cluster, slot int, node *valkeyt
 	}
 	cl.Wait(t)
 	require.Same(t, node, cl.Owner(t, slot))
+}
+
+// TestClusterStopAfterTheSlotMoved: after its queue's slot moves, a
+// worker's stop sends CLIENT UNBLOCK to the node its blocking claim waits
+// on — the new one, never the old, where the same client id may be
+// another client's, whose wait it would end — and so ends the wait at
+// once. The slot goes round the three primaries, the stop right after each
+// move, before valkey-go's own slot map (the route the stop once took)
+// need have caught up.
+func TestClusterStopAfterTheSlotMoved(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
+	m, err := ids.NewMinter(32)
+	require.NoError(t, err)
+	q, err := New(cl.Client()).Queue("unblocked", m, Policy{})
+	require.NoError(t, err)
+	slot := cl.Slot(t, q.pending)
+	waiting := func(s *valkeytest.Server) bool { return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1 }
+	const poll = time.Minute
+	for round := range len(cl.Primaries) {
+		from := cl.Owner(t, slot)
+		to := cl.Primaries[(slices.Index(cl.Primaries, from)+1)%len(cl.Primaries)]
+		stop := working(t, q, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: poll})
+		eventually(t, "the worker waits on the slot's node", func() bool { return waiting(from) })
+		moveEmptySlot(t, cl, slot, to)
+		eventually(t, "the worker waits on the slot's new node", func() bool { return waiting(to) })
+		unblocks := map[*valkeytest.Server]int64{}
+		for _, p := range cl.Primaries {
+			unblocks[p] = p.Calls("client|unblock")
+		}
+		start := time.Now()
+		require.NoError(t, stop())
+		assert.Less(t, time.Since(start), poll/4, "round %d: the stop ends the wait, not Poll", round)
+		for _, p := range cl.Primaries {
+			sent := p.Calls("client|unblock") - unblocks[p]
+			if p == to {
+				assert.Positive(t, sent, "round %d: CLIENT UNBLOCK on the node the claim waits on, %s", round, p.Addr)
+			} else {
+				assert.Zero(t, sent, "round %d: CLIENT UNBLOCK on %s, where the claim does not wait (it waits on %s)", round, p.Addr, to.Addr)
+			}
+		}
+	}
 }
 
 // TestClusterWorkersAndConsumers: on a 3-node cluster, workers of a queue

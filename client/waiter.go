@@ -87,21 +87,21 @@ func (w *worker) waitLoop() {
 func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Job) ([]*Job, error) {
 	q := w.q
 	native, err := q.c.nodes.serves(w.base, q.slot, CapBClaim)
+	if err == nil && native {
+		native, err = b.open(w.base, q)
+	}
 	if err != nil {
 		return claimed, err
 	}
 	if !native {
 		return q.pollClaim(w.base, w.stop.Done(), n, w.opts.Poll, &w.pollWait, sent, w.alloc, claimed)
 	}
-	if err := b.open(w.base, q); err != nil {
-		return claimed, err
-	}
 	w.mu.Lock()
 	if w.stop.Err() != nil {
 		w.mu.Unlock()
 		return claimed, nil
 	}
-	w.blocking = blockState{inFlight: true, id: b.id, conn: b.dc}
+	w.blocking = blockState{inFlight: true, id: b.id, node: b.node, conn: b.dc}
 	w.mu.Unlock()
 	r := b.dc.Do(w.base, q.bclaimCall(n, w.opts.Poll).command(b.dc.B()))
 	w.mu.Lock()
@@ -114,6 +114,7 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 	if addr, _, ok := redirectOf(r.Error()); ok { // the slot moved (a failover, a reshard): wait there
 		b.close(false)
 		b.at = addr
+		q.c.nodes.forget(q.slot) // the slot map is read again, for the connections after the next
 		return claimed, fmt.Errorf("%w: %v", errRedirected, r.Error())
 	}
 	if verr, ok := valkey.IsValkeyErr(r.Error()); ok && verr.IsTryAgain() { // the slot is moving: claim again in a moment
@@ -136,18 +137,22 @@ var errMigrating = errors.New("client: the blocking claim's slot is being migrat
 
 // unblock ends the waiter's blocking claim, if one is out, and waits for
 // the waiter to return: CLIENT UNBLOCK of its connection, sent to the node
-// serving the queue, where the claim replies nil. The claim may reach the
-// server after an unblock, so the unblock is sent again until the waiter
-// is back; one that cannot reach the server closes the connection instead.
+// that connection is on, where the claim replies nil. (A client id names a
+// client of one node only: sent where the slot map routes the queue, which
+// after a reshard or a failover may still name the old node, it would end
+// nothing of the worker's and might end another client's wait there.) The
+// claim may reach the server after an unblock, so the unblock is sent
+// again until the waiter is back; one that cannot reach the server closes
+// the connection instead.
 func (w *worker) unblock() {
-	vk := w.q.c.vk
 	for {
 		w.mu.Lock()
 		blocking := w.blocking
 		w.mu.Unlock()
 		if blocking.inFlight {
+			node := blocking.node
 			ctx, cancel := context.WithTimeout(w.base, time.Second)
-			err := vk.Do(ctx, vk.B().ClientUnblock().ClientId(blocking.id).Build().SetSlot(w.q.pending)).Error()
+			err := node.Do(ctx, node.B().ClientUnblock().ClientId(blocking.id).Build()).Error()
 			cancel()
 			if err != nil { // the server did not answer: the connection goes instead
 				w.log.Warn("unblock: closing the waiting claim's connection", "err", err)
@@ -163,36 +168,57 @@ func (w *worker) unblock() {
 }
 
 // blocker is the connection the waiter's blocking claims wait on: a
-// dedicated one of valkey-go's pool, whose CLIENT ID a stop names in
-// CLIENT UNBLOCK. Both the CLIENT ID and the claims go to the node serving
-// the queue's slot, as the unblock does.
+// dedicated one of valkey-go's pool, of one node's client, whose CLIENT ID
+// a stop names in CLIENT UNBLOCK on that node.
 type blocker struct {
 	dc      valkey.DedicatedClient
 	release func()
 	id      int64
-	at      string // the node a redirect named, where the next connection goes
+	node    valkey.Client // the client of the node dc is on
+	at      string        // the node a redirect named, where the next connection goes
 }
 
-// open takes a dedicated connection and learns its id, unless b has one.
-func (b *blocker) open(ctx context.Context, q *Queue) error {
+// open takes a dedicated connection on the node b's claims wait on
+// (target) and learns its id, unless b has one. It reports false, taking
+// none, when valkey-go has no connection to that node yet: the waiter
+// polls this once, through valkey-go's routing, which learns the node.
+func (b *blocker) open(ctx context.Context, q *Queue) (bool, error) {
 	if b.dc != nil {
-		return nil
+		return true, nil
 	}
-	via := q.c.vk
-	if node := q.c.vk.Nodes()[b.at]; b.at != "" && node != nil {
-		via = node // the slot map valkey-go routes by may not know yet
+	node, err := b.target(ctx, q)
+	if node == nil || err != nil {
+		return false, err
 	}
-	b.at = ""
-	dc, release := via.Dedicate()
+	dc, release := node.Dedicate()
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
 	if err != nil {
 		dc.Close()
 		// a user not granted CLIENT ID is NOPERM: a refusal, which stops
 		// Work as a verb's does (docs/commands.md names the grants)
-		return fmt.Errorf("client: CLIENT ID of the blocking claim's connection: %w", refusal(err))
+		return false, fmt.Errorf("client: CLIENT ID of the blocking claim's connection: %w", refusal(err))
 	}
-	b.dc, b.release, b.id = dc, release, id
-	return nil
+	b.dc, b.release, b.id, b.node = dc, release, id, node
+	return true, nil
+}
+
+// target returns the client of the node the next connection goes to: the
+// one the last redirect named, else the one the slot map says serves the
+// queue; outside a cluster, the Client's own. Nil when valkey-go has no
+// connection to that node.
+func (b *blocker) target(ctx context.Context, q *Queue) (valkey.Client, error) {
+	addr := b.at
+	b.at = ""
+	if !q.c.nodes.cluster {
+		return q.c.vk, nil
+	}
+	if addr == "" {
+		var err error
+		if addr, err = q.c.nodes.addr(ctx, q.slot); err != nil {
+			return nil, err
+		}
+	}
+	return q.c.vk.Nodes()[addr], nil
 }
 
 // close gives the connection back to the pool, or closes it when broken.

@@ -264,7 +264,8 @@ type worker struct {
 // blockState is what a stop needs of the waiter's blocking claim.
 type blockState struct {
 	inFlight bool
-	id       int64 // its connection's CLIENT ID
+	id       int64         // its connection's CLIENT ID, on node
+	node     valkey.Client // the client of the node its connection is on
 	conn     valkey.DedicatedClient
 }
 
