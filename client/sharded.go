@@ -198,7 +198,10 @@ func (s *Sharded) each(ctx context.Context, f func(*Queue, context.Context) (boo
 // the room — a blocking call waits on one queue's keys, one slot — so a job
 // enqueued there is claimed at once and starts when a slot frees, in claim
 // order. Idle, a worker holds one connection per shard and sends one
-// EMQ.BCLAIM per shard per opts.Poll.
+// EMQ.BCLAIM per shard per opts.Poll. A shard whose last call failed — its
+// node unreachable, its slot migrating (TRYAGAIN) — counts as one whose
+// claim found nothing: it leaves its share to the others, and its blocking
+// claim tries it again, backing off up to opts.Poll, until a claim fills.
 //
 // A claim or settle call whose slot moved, by a resharding or a failover,
 // follows the redirect; a blocking claim the node ended with one is sent

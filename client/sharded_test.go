@@ -439,6 +439,101 @@ func TestShardedFairness(t *testing.T) {
 	}
 }
 
+// TestShardedWorkBesideAFailingShard: a shard whose calls fail — its slot
+// migrating (TRYAGAIN), its node down — holds no share of Work's slots
+// while they fail: the jobs of a live shard fill every slot, where they
+// once had half (the room split between the two shards, as though both
+// were busy). The failing shard is tried again on its waiter's backoff,
+// and its job runs once its slot is stable again.
+func TestShardedWorkBesideAFailingShard(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{Config: []string{"cluster-require-full-coverage", "no"}})
+	m, err := ids.NewMinter(33)
+	require.NoError(t, err)
+	n := node{c: New(cl.Client()), m: m, native: true}
+	owner := func(q *Queue) *valkeytest.Server { return cl.Owner(t, cl.Slot(t, q.pending)) }
+	var s *Sharded
+	for i := 0; s == nil || owner(s.shards[0]) == owner(s.shards[1]); i++ {
+		s = newSharded(t, n, "failing"+strconv.Itoa(i), 2, Policy{Lease: 10 * time.Second})
+	}
+	live, failing := s.shards[0], s.shards[1]
+	liveOwner, failingOwner := owner(live), owner(failing)
+	const slots = 8
+	enqueue := func(t *testing.T, q *Queue, k int) []ids.ID {
+		want, err := q.EnqueueMany(ctx(t), make([][]byte, k))
+		require.NoError(t, err)
+		return want
+	}
+
+	t.Run("its slot migrating", func(t *testing.T) {
+		want := enqueue(t, failing, 1)
+		sl := strconv.Itoa(cl.Slot(t, failing.pending))
+		must(t, liveOwner, "CLUSTER", "SETSLOT", sl, "IMPORTING", cl.ID(t, failingOwner))
+		must(t, failingOwner, "CLUSTER", "SETSLOT", sl, "MIGRATING", cl.ID(t, liveOwner))
+		want = append(want, enqueue(t, live, 2*slots)...)
+		h := holdWork(t, s, slots)
+		eventually(t, "every slot runs a job of the live shard", func() bool { return h.running.Load() == slots })
+		for _, srv := range []*valkeytest.Server{liveOwner, failingOwner} {
+			must(t, srv, "CLUSTER", "SETSLOT", sl, "STABLE")
+		}
+		close(h.release)
+		eventually(t, "every job ran, the failing shard's once its slot is stable", func() bool { return h.ranAll(want) })
+		require.NoError(t, h.stop())
+	})
+
+	t.Run("its node down", func(t *testing.T) {
+		failingOwner.Stop()
+		want := enqueue(t, live, 2*slots)
+		h := holdWork(t, s, slots)
+		eventually(t, "every slot runs a job of the live shard", func() bool { return h.running.Load() == slots })
+		close(h.release)
+		eventually(t, "every job of the live shard ran", func() bool { return h.ranAll(want) })
+		require.NoError(t, h.stop())
+	})
+}
+
+// holding is a Work call whose handlers each hold their job until release
+// closes: how many run at once is how many slots Work fills.
+type holding struct {
+	running atomic.Int64
+	release chan struct{}
+	stop    func() error
+	mu      sync.Mutex
+	ran     map[ids.ID]bool
+}
+
+// holdWork works s with concurrency slots, each handler holding its job.
+func holdWork(t *testing.T, s *Sharded, concurrency int) *holding {
+	t.Helper()
+	h := &holding{release: make(chan struct{}), ran: map[ids.ID]bool{}}
+	h.stop = background(t, func(ctx context.Context) error {
+		return s.Work(ctx, func(ctx context.Context, j *Job) error {
+			h.running.Add(1)
+			defer h.running.Add(-1)
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+			}
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.ran[j.ID] = true
+			return nil
+		}, WorkOptions{Concurrency: concurrency, Poll: 200 * time.Millisecond, Grace: time.Second})
+	})
+	return h
+}
+
+// ranAll reports whether every job of want ran.
+func (h *holding) ranAll(want []ids.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, id := range want {
+		if !h.ran[id] {
+			return false
+		}
+	}
+	return true
+}
+
 // TestShardedWorkFollowsAReshard: a shard whose slot moves to another node
 // while workers work it keeps being worked there: its calls follow the
 // redirect and its blocking claim waits on the new node — whether the slot

@@ -252,7 +252,7 @@ type worker struct {
 	finished   []settlement // outcomes waiting for the next settle call
 	held       int          // claimed jobs neither finished nor handed back (hold)
 	asked      int          // jobs the claims in flight asked for (ask)
-	dry        bool         // the last claim found fewer than it asked for: the waiter takes over (setDry)
+	dry        bool         // the last claim found fewer than it asked for, or failed: the waiter takes over (setDry)
 	waiterDone bool
 	// tripping is a settle call's round trip, a moving average; with the
 	// crew's handling it sizes the prefetch. 0 until measured.
@@ -546,7 +546,8 @@ func (w *worker) hold(n int) { w.held += n; w.load += n }
 // w.mu is held.
 func (w *worker) ask(n int) { w.asked += n; w.load += n }
 
-// setDry marks whether the queue's last claim found it dry. w.mu is held.
+// setDry marks whether the queue's last claim found it dry (or failed).
+// w.mu is held.
 func (w *worker) setDry(dry bool) {
 	switch {
 	case dry && !w.dry:
@@ -591,8 +592,9 @@ func (w *worker) want() int {
 
 // share is how many jobs one queue that is not dry may hold or ask for:
 // the room split evenly among such queues, so a busy queue whose settle
-// calls keep claiming its own jobs leaves the others theirs. A dry one
-// waits in a blocking claim instead (waitLoop). w.mu is held.
+// calls keep claiming its own jobs leaves the others theirs. A dry one —
+// a queue whose calls fail too (runDry) — waits in a blocking claim
+// instead (waitLoop). w.mu is held.
 func (w *worker) share() int {
 	room := w.opts.Concurrency + w.prefetch()
 	return (room + w.busy - 1) / max(w.busy, 1)
@@ -682,8 +684,9 @@ func (w *worker) settleLoop() {
 
 // settled takes a settle call's outcome: it logs each settlement, queues
 // again those whose round trip failed while their lease runs, and takes
-// the claimed jobs. It reports whether the call failed, to pause before
-// the next.
+// the claimed jobs. A call that failed, as one that found the queue dry,
+// leaves the queue's claims to its waiter (runDry). It reports whether the
+// call failed, to pause before the next.
 func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Time, err error) (failed bool) {
 	now := time.Now()
 	if errors.Is(err, ErrNotDurable) { // applied: only its copies fell short
@@ -733,14 +736,23 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 			w.fatal = err
 		}
 		w.halt()
-	case err != nil:
+	case err != nil: // its node unreachable, its slot migrating: no share of the room while it lasts
 		failed = true
+		w.runDry()
 	case n > 0 && len(claimed) < n:
-		w.setDry(true)
-		w.claimWake.Signal()
-		w.nudge()
+		w.runDry()
 	}
 	return failed
+}
+
+// runDry hands the queue's claims to its waiter, whose blocking claim
+// waits for jobs — or, after a failed call, tries the queue again on its
+// backoff — while the other queues of the crew share the room it leaves:
+// the settle calls claim for it again once a claim fills. w.mu is held.
+func (w *worker) runDry() {
+	w.setDry(true)
+	w.claimWake.Signal()
+	w.nudge()
 }
 
 // confirmLate extends the leases of the jobs a claim sent at sent
