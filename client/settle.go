@@ -109,6 +109,11 @@ type settlement struct {
 	// leaseLost marks a job whose lease the worker gave up before: a
 	// refusal of its settlement is expected, not an error of the worker.
 	leaseLost bool
+	// resent marks a settlement sent again after a round trip that failed:
+	// the first send may have landed, so a refusal that it did (EMQNOJOB
+	// for an ack that deleted the row, EMQLEASE for one that settled it)
+	// is no error of the worker.
+	resent bool
 
 	state State // where it sent the job: StateDone for an ack
 	err   error // its refusal, or the error of a round trip that failed

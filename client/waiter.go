@@ -86,11 +86,16 @@ func (w *worker) waitLoop() {
 // worker stops.
 func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Job) ([]*Job, error) {
 	q := w.q
-	native, err := q.c.nodes.serves(w.base, q.slot, CapBClaim)
+	// what it asks before it claims, a stop cuts short: a node that does
+	// not answer would hold the stop for the client's timeouts
+	native, err := q.c.nodes.serves(w.stop, q.slot, CapBClaim)
 	if err == nil && native {
-		native, err = b.open(w.base, q)
+		native, err = b.open(w.stop, q)
 	}
-	if err != nil {
+	switch {
+	case w.stop.Err() != nil:
+		return claimed, nil
+	case err != nil:
 		return claimed, err
 	}
 	if !native {

@@ -56,7 +56,10 @@ type WorkOptions struct {
 	// 1 ms or more; DefaultPoll when 0. The server ends a wait on its own
 	// timer's beat, so a wait shorter than its period (100 ms at the
 	// default hz 10) lasts about that period. A stop ends the wait at
-	// once, whatever Poll is.
+	// once, whatever Poll is — but for a blocking claim's connection being
+	// made again to a server that does not answer, whose handshake
+	// valkey-go waits out for its dial timeout (Dialer.Timeout, 5 s by
+	// default) whatever the context.
 	Poll time.Duration
 	// Renew is the fraction of the lease after which a claimed job's lease
 	// is extended, again and again until its handler returns: above 0 and
@@ -78,9 +81,12 @@ type WorkOptions struct {
 	// Logger receives one record per job (debug: claimed, acked; info:
 	// released; warn: failed, dead, failed at shutdown, lease lost, a
 	// settlement refused with EMQLEASE or after its lease was lost, one
-	// dropped when its lease passed, a call the cluster answered in
-	// passing; error: a call that failed, a handler's panic with its
-	// stack, a handler that exited its goroutine). Nil logs nothing.
+	// sent again after a call whose reply was lost and refused as the
+	// first send's landing would have it (EMQNOJOB, EMQLEASE: the job may
+	// be settled), one dropped when its lease passed, a call the cluster
+	// answered in passing; error: a call that failed, a handler's panic
+	// with its stack, a handler that exited its goroutine). Nil logs
+	// nothing.
 	Logger *slog.Logger
 }
 
@@ -700,7 +706,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 	case emqerrors.CodeOf(err) != 0:
 		w.log.Error("claim refused", "err", err)
 	case err != nil:
-		w.logCall("claim", err)
+		w.logCall("settle call", err)
 	}
 	w.logClaimed(claimed)
 	held, from := w.confirmLate(claimed, sent)
@@ -716,7 +722,7 @@ func (w *worker) settled(batch []settlement, n int, claimed []*Job, sent time.Ti
 		}
 		failed = true
 		if !w.graceOver && now.Before(s.job.held.deadline) {
-			s.err = nil
+			s.err, s.resent = nil, true
 			w.finished = append(w.finished, *s)
 			continue
 		}
@@ -847,6 +853,8 @@ func (w *worker) logSettled(s *settlement) {
 	switch {
 	case s.err != nil && emqerrors.CodeOf(s.err) == 0:
 		// the round trip failed: settled sends it again, or says it dropped it
+	case s.err != nil && s.resent && (emqerrors.CodeOf(s.err) == emqerrors.NoJob || emqerrors.CodeOf(s.err) == emqerrors.Lease):
+		w.log.Warn("refused when sent again after a lost reply: the first send may have landed", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil && (s.leaseLost || emqerrors.CodeOf(s.err) == emqerrors.Lease):
 		w.log.Warn("refused after the lease was lost", "job", j.ID, "attempt", j.Attempt, "err", s.err)
 	case s.err != nil && s.fail:

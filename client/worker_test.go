@@ -325,6 +325,44 @@ func TestWork(t *testing.T) {
 				assert.Contains(t, logs.String(), `level=WARN msg="refused after the lease was lost"`)
 				assert.NotContains(t, logs.String(), "level=ERROR", "the lease passed: no error of the worker")
 			})
+			t.Run("an ack sent again after its reply was lost, refused as its landing has it, is a warning that says so", func(t *testing.T) {
+				for _, keep := range []time.Duration{0, time.Hour} { // EMQNOJOB, its row gone; EMQLEASE, its row done
+					q := newQueue(t, n, "reply-lost", Policy{Keep: keep})
+					p := startProxy(t, n.s.Addr)
+					vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true})
+					require.NoError(t, err)
+					t.Cleanup(vk.Close)
+					qp, err := New(vk).Queue(q.name, n.m, q.policy)
+					require.NoError(t, err)
+					id, err := q.Enqueue(ctx(t), nil)
+					require.NoError(t, err)
+					var logs logBuffer
+					release := make(chan struct{})
+					stop := working(t, qp, func(context.Context, *Job) error {
+						<-release
+						return nil
+					}, WorkOptions{Poll: time.Minute, Logger: logs.logger()}) // no blocking claim replies meanwhile
+					eventually(t, "the job runs", func() bool { return strings.Contains(logs.String(), "msg=claimed") })
+					settle := "EMQ.SETTLE" // its ack lands, its reply is lost
+					if !n.native {
+						settle = newLuaScript(SettleScript).sha1
+					}
+					p.dropReply.Store(&settle)
+					close(release)
+					eventually(t, "the ack is sent again", func() bool { return strings.Contains(logs.String(), "sent again") })
+					require.NoError(t, stop())
+					info, err := q.Job(ctx(t), id)
+					if keep == 0 {
+						assert.ErrorIs(t, err, emqerrors.NoJob, "acknowledged: its row gone")
+					} else {
+						require.NoError(t, err)
+						assert.Equal(t, StateDone, info.State, "acknowledged, its row kept")
+					}
+					assert.Contains(t, logs.String(), `level=WARN msg="refused when sent again after a lost reply: the first send may have landed"`, "keep %v", keep)
+					assert.NotContains(t, logs.String(), "msg=ack ", "keep %v: no failed ack", keep)
+					assert.NotContains(t, logs.String(), "refused after the lease was lost", "keep %v: no lease lost", keep)
+				}
+			})
 			t.Run("a worker killed mid-job loses the job to the next, whose attempt 2 wins", func(t *testing.T) {
 				q := newQueue(t, n, "killed", Policy{Lease: 150 * time.Millisecond})
 				id, err := q.Enqueue(ctx(t), []byte("p"))
@@ -887,6 +925,39 @@ func waitBlocked(t *testing.T, n node, k int64) {
 	})
 }
 
+// TestWorkStopsWhileItsWaiterReconnects: an idle worker whose blocking
+// claim's connection ended, and whose server then does not answer, stops
+// once the connection its waiter opens again gives up — within the
+// client's dial timeout, which valkey-go's handshake of a new connection
+// waits out whatever the context — and logs no error of that connection
+// after the stop: the stop ended it.
+func TestWorkStopsWhileItsWaiterReconnects(t *testing.T) {
+	for _, n := range startNodes(t) {
+		if !n.native {
+			continue // a poll holds no connection of its own
+		}
+		q := newQueue(t, n, "reconnecting", Policy{})
+		p := startProxy(t, n.s.Addr)
+		const dial = time.Second
+		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true,
+			Dialer: net.Dialer{Timeout: dial}})
+		require.NoError(t, err)
+		t.Cleanup(vk.Close)
+		qp, err := New(vk).Queue(q.name, n.m, q.policy)
+		require.NoError(t, err)
+		var logs logBuffer
+		stop := working(t, qp, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: time.Minute, Logger: logs.logger()})
+		waitBlocked(t, n, 1)
+		p.cut()   // the server answers nothing from now on,
+		p.reset() // and the blocking claim's connection ends: the waiter opens another
+		time.Sleep(dial / 4)
+		at := time.Now()
+		require.NoError(t, stop())
+		assert.Less(t, time.Since(at), dial+2*time.Second, "the stop waited for more than the waiter's connection")
+		assert.NotContains(t, logs.String(), "CLIENT ID of the blocking claim's connection", "a connection the stop ended is no error")
+	}
+}
+
 // TestWorkLeaseLostToAPartition: a worker cut off from the server ends
 // its handler's context before the lease it last had confirmed passes, so
 // it has stopped before the job's next worker starts.
@@ -1022,9 +1093,13 @@ type proxy struct {
 	l       net.Listener
 	to      string
 	dropped atomic.Bool
-	rate    atomic.Int64
-	mu      sync.Mutex
-	conns   []net.Conn
+	// dropReply, when set, names a command whose next call loses its
+	// reply: the connection that sent it ends when the server answers, the
+	// command run, its reply dropped
+	dropReply atomic.Pointer[string]
+	rate      atomic.Int64
+	mu        sync.Mutex
+	conns     []net.Conn
 }
 
 func startProxy(t *testing.T, to string) *proxy {
@@ -1045,11 +1120,17 @@ func (p *proxy) cut() { p.dropped.Store(true) }
 // close closes the listener and every connection: the clients see them end.
 func (p *proxy) close() {
 	_ = p.l.Close()
+	p.reset()
+}
+
+// reset ends every connection made so far; new ones are still taken.
+func (p *proxy) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.conns {
 		_ = c.Close()
 	}
+	p.conns = nil
 }
 
 func (p *proxy) accept() {
@@ -1066,19 +1147,30 @@ func (p *proxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
 		p.mu.Unlock()
-		go p.pipe(out, in)
-		go p.pipe(in, out)
+		sent := new(atomic.Bool) // the command dropReply names went out on this connection
+		go p.pipe(out, in, sent, false)
+		go p.pipe(in, out, sent, true)
 	}
 }
 
-// pipe copies src to dst, dropping what it reads once the proxy is cut.
-func (p *proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, dropping what it reads once the proxy is cut;
+// a connection that sent the command dropReply names ends when the server
+// answers (fromServer).
+func (p *proxy) pipe(dst, src net.Conn, sent *atomic.Bool, fromServer bool) {
 	defer func() { _ = dst.Close(); _ = src.Close() }()
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := src.Read(buf)
 		if err != nil {
 			return
+		}
+		if command := p.dropReply.Load(); command != nil {
+			switch {
+			case !fromServer && bytes.Contains(buf[:k], []byte(*command)):
+				sent.Store(true)
+			case fromServer && sent.Load() && p.dropReply.CompareAndSwap(command, nil):
+				return
+			}
 		}
 		if p.dropped.Load() {
 			continue
