@@ -104,8 +104,12 @@
 // its priority with its attempt not spent: no handler ran it, so even one
 // claimed for its last attempt gets that attempt from the next worker
 // (its attempts still count up — they are the lease tokens — and its
-// budget counts the released ones out). It logs through log/slog
-// ([WorkOptions].Logger).
+// budget counts the released ones out). A claim whose reply is lost —
+// the connection ended after the server ran it — spends the attempt it
+// handed out although no handler ran it: the worker never learns of the
+// job, whose lease passes and whose next claim is its next attempt (one
+// claimed for its last attempt goes dead, "lease expired"). It logs
+// through log/slog ([WorkOptions].Logger).
 //
 // [Client.Consume] is the bus consumer of a topic's stream: XREADGROUP,
 // one XACK per batch, EMQ.FAILURES.INCR per failure, [Client.Park] once a
@@ -374,9 +378,10 @@
 //   - "Now" is the server's TIME, read by the script (once per call, when
 //     it needs the time); the verb reads the clock once, when the command
 //     starts. Both are the server's clock.
-//   - The schedules of EMQ.REPEAT are ticked by the module alone: a claim
-//     turn on the script makes no job of a due tick (a script cannot read
-//     a cron expression).
+//   - A claim turn on the script makes no job of a due schedule tick (a
+//     script cannot read a cron expression): the module's claim turn and
+//     timer make them, and, on a server without the module, Work — a
+//     program that claims with Queue.Claim or BClaim there gets none.
 //   - ENQUEUEMANY's script adds each job to its set with a ZADD of its
 //     own (a zadd event and a replicated ZADD a job); the verb adds the
 //     batch's jobs with one.

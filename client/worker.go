@@ -66,7 +66,10 @@ type WorkOptions struct {
 	// below 0.8, or 0 for 1/3. Work refuses any other value with EMQSHAPE:
 	// a worker counts a lease lost when its last tenth begins (a margin
 	// for the clocks), and an extension needs a tenth before that for its
-	// round trip, so one due later would come too late every time.
+	// round trip, so one due later would come too late every time. The
+	// extensions go one after another, each counted from its send, so a
+	// link whose round trip lasts more than about 0.45 of the lease loses
+	// leases whatever Renew is.
 	Renew float64
 	// Grace is how long handlers running when ctx ends may still finish;
 	// DefaultGrace when 0. Jobs still running then are failed with backoff
