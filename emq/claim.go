@@ -2,6 +2,7 @@ package emq
 
 import (
 	"bytes"
+	"cmp"
 	"math"
 	"slices"
 
@@ -128,6 +129,10 @@ type turn struct {
 	// the jobs that may be claimed besides pending's: moved by the sweeps,
 	// made by ticks, failed back by a settlement
 	cands []candidate
+	// the set moves of the jobs the claim took — out of the sets they
+	// left, into active or dead — planned once it is done (moved), so
+	// that the plan joins those of one set into one write
+	left, went []setMove
 	// ids this turn settled or took: never taken (again), never swept
 	done idSet
 	// the rows the call opened by id — its settlements', its ticks' — that
@@ -302,7 +307,7 @@ func (p *Plan) newTurn(s Server, queue []byte, batch int, st settings) *turn {
 	t := &p.turn
 	t.s, t.p, t.queue, t.now, t.batch, t.sweepMax, t.st = s, p, queue, s.NowMs(), batch, batch, st
 	t.limiter, t.used, t.windowEnd, t.windowStored, t.windowCut, t.repeats, t.held = -1, 0, 0, false, false, -1, false
-	t.cands, t.filled = t.cands[:0], 0
+	t.cands, t.left, t.went, t.filled = t.cands[:0], t.left[:0], t.went[:0], 0
 	t.done.reset()
 	t.opened.reset()
 	t.ticked.reset()
@@ -387,8 +392,34 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 		}
 	}
 	t.cands = rest
+	t.moved()
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
 	return delivered, again, nil
+}
+
+// setMove is a member's removal from sorted set key, or its addition at
+// score.
+type setMove struct {
+	key    int
+	member Ref
+	score  float64
+}
+
+// moved plans the set moves of the jobs the claim took: the removals,
+// then the additions, each set's together (in the order taken), so that
+// the plan joins the removals from a set, and the additions to it at one
+// score, into one write each — a claim of a hundred jobs from pending is
+// one ZREM and one ZADD into active, with an HSET of each row.
+func (t *turn) moved() {
+	bySet := func(x, y setMove) int { return cmp.Compare(x.key, y.key) }
+	slices.SortStableFunc(t.left, bySet)
+	slices.SortStableFunc(t.went, bySet)
+	for _, m := range t.left {
+		t.p.zrem(m.key, m.member)
+	}
+	for _, m := range t.went {
+		t.p.zadd(m.key, m.member, m.score)
+	}
 }
 
 // shut reports whether no claim of the queue may take a job now, whatever
@@ -467,7 +498,7 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 	stalled := cand.from == claimActive
 	if exhausted(s, p, cand.job, row, a.maxAttempts) {
 		t.leave(cand, claimDead)
-		p.zadd(claimDead, id, float64(t.now))
+		t.went = append(t.went, setMove{claimDead, id, float64(t.now)})
 		why := refAttemptsExhausted
 		var last Value // the job's last error, which stays
 		if !stalled && cand.from != fromNew {
@@ -498,7 +529,7 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 		p.hset(cand.job, refAttempts, n, refState, refActive)
 	}
 	deadline := t.now + a.lease
-	p.zadd(claimActive, id, float64(deadline))
+	t.went = append(t.went, setMove{claimActive, id, float64(deadline)})
 	payload := row.payload.Ref
 	if !row.payload.Found {
 		payload = p.String("")
@@ -524,7 +555,7 @@ func (t *turn) leave(cand candidate, to int) {
 	}
 	for k := claimPending; k <= claimDead; k++ {
 		if k == cand.from || k != to && t.filled&(1<<k) != 0 {
-			t.p.zrem(k, cand.member.Ref)
+			t.left = append(t.left, setMove{key: k, member: cand.member.Ref})
 		}
 	}
 }

@@ -298,7 +298,7 @@ type DueSet struct {
 // calls; the host then drops it and returns its memory.
 func (p *Plan) Oversized() bool {
 	return cap(p.Writes) > maxKept || cap(p.Refs) > 2*maxKept || cap(p.Replies) > maxKept ||
-		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || p.turn.done.oversized() || p.turn.opened.oversized() || p.turn.ticked.oversized() || p.opened.oversized() || cap(p.members) > maxKept ||
+		cap(p.Scratch) > 64*maxKept || cap(p.Spans) > maxKept || cap(p.turn.cands) > maxKept || cap(p.turn.left) > maxKept || cap(p.turn.went) > maxKept || p.turn.done.oversized() || p.turn.opened.oversized() || p.turn.ticked.oversized() || p.opened.oversized() || cap(p.members) > maxKept ||
 		cap(p.settlements) > maxKept
 }
 

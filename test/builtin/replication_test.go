@@ -179,13 +179,13 @@ func TestExpiredCountsStartOverLikeINCROnTheReplicaToo(t *testing.T) {
 	assert.Empty(t, r.Warnings())
 }
 
-// TestASweepOfManyJobsReplicatesOneZREMAndOneZADD: STALLED.CHECK and a
+// TestMovesOfManyJobsReplicateOneZREMAndOneZADD: STALLED.CHECK and a
 // claim's sweeps, moving a hundred jobs, send a replica one ZREM of them
 // from the set they leave and one ZADD of them into pending — with an HSET
-// of each row — where a command each would be two hundred: the replica
-// applies three commands' worth of work for what the primary did in one
-// turn, and holds the same data.
-func TestASweepOfManyJobsReplicatesOneZREMAndOneZADD(t *testing.T) {
+// of each row — where a command each would be two hundred; and so does a
+// claim of two hundred, from pending into active. The replica holds the
+// same data.
+func TestMovesOfManyJobsReplicateOneZREMAndOneZADD(t *testing.T) {
 	p := start(t, valkeytest.Options{})
 	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
 	const q, n = "sweep", 100
@@ -216,5 +216,14 @@ func TestASweepOfManyJobsReplicatesOneZREMAndOneZADD(t *testing.T) {
 	valkeytest.WaitReplicated(t, p, r)
 	assert.Equal(t, []int64{1, 1, n}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")}, "ZREM, ZADD and HSET applied")
 	assert.Equal(t, int64(2*n), num(t, r, "ZCARD", pending))
+
+	assert.Equal(t, int64(1), num(t, p, "EMQ.RESUME", "2", keys.Set(q, keys.Config), pending))
+	valkeytest.WaitReplicated(t, p, r)
+	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
+	require.Len(t, claimed(t, p.Do(claim(q, 60_000, 2*n, 5).argv()...)), 2*n)
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, []int64{1, 1, 2 * n}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")},
+		"a claim of 200 jobs: ZREM from pending, ZADD into active, HSET of each row")
+	assert.Equal(t, int64(2*n), num(t, r, "ZCARD", sets[1]))
 	assert.Equal(t, str(t, p, "DEBUG", "DIGEST"), str(t, r, "DEBUG", "DIGEST"))
 }
