@@ -328,12 +328,7 @@ func TestWork(t *testing.T) {
 			t.Run("an ack sent again after its reply was lost, refused as its landing has it, is a warning that says so", func(t *testing.T) {
 				for _, keep := range []time.Duration{0, time.Hour} { // EMQNOJOB, its row gone; EMQLEASE, its row done
 					q := newQueue(t, n, "reply-lost", Policy{Keep: keep})
-					p := startProxy(t, n.s.Addr)
-					vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true})
-					require.NoError(t, err)
-					t.Cleanup(vk.Close)
-					qp, err := New(vk).Queue(q.name, n.m, q.policy)
-					require.NoError(t, err)
+					p, qp := viaProxy(t, n, q, valkey.ClientOption{})
 					id, err := q.Enqueue(ctx(t), nil)
 					require.NoError(t, err)
 					var logs logBuffer
@@ -937,14 +932,8 @@ func TestWorkStopsWhileItsWaiterReconnects(t *testing.T) {
 			continue // a poll holds no connection of its own
 		}
 		q := newQueue(t, n, "reconnecting", Policy{})
-		p := startProxy(t, n.s.Addr)
 		const dial = time.Second
-		vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true,
-			Dialer: net.Dialer{Timeout: dial}})
-		require.NoError(t, err)
-		t.Cleanup(vk.Close)
-		qp, err := New(vk).Queue(q.name, n.m, q.policy)
-		require.NoError(t, err)
+		p, qp := viaProxy(t, n, q, valkey.ClientOption{Dialer: net.Dialer{Timeout: dial}})
 		var logs logBuffer
 		stop := working(t, qp, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: time.Minute, Logger: logs.logger()})
 		waitBlocked(t, n, 1)
@@ -968,12 +957,7 @@ func TestWorkLeaseLostToAPartition(t *testing.T) {
 			q := newQueue(t, n, "partitioned", Policy{Lease: lease})
 			_, err := q.Enqueue(ctx(t), []byte("p"))
 			require.NoError(t, err)
-			p := startProxy(t, n.s.Addr)
-			vkA, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.addr()}, DisableCache: true})
-			require.NoError(t, err)
-			t.Cleanup(vkA.Close)
-			qA, err := New(vkA).Queue(q.name, n.m, q.policy)
-			require.NoError(t, err)
+			p, qA := viaProxy(t, n, q, valkey.ClientOption{})
 
 			type end struct {
 				at    time.Time
@@ -1100,6 +1084,20 @@ type proxy struct {
 	rate      atomic.Int64
 	mu        sync.Mutex
 	conns     []net.Conn
+}
+
+// viaProxy returns q of another client, made with o, whose connections to
+// n's server go through a proxy — and the proxy.
+func viaProxy(t *testing.T, n node, q *Queue, o valkey.ClientOption) (*proxy, *Queue) {
+	t.Helper()
+	p := startProxy(t, n.s.Addr)
+	o.InitAddress, o.DisableCache = []string{p.addr()}, true
+	vk, err := valkey.NewClient(o)
+	require.NoError(t, err)
+	t.Cleanup(vk.Close)
+	qp, err := New(vk).Queue(q.name, n.m, q.policy)
+	require.NoError(t, err)
+	return p, qp
 }
 
 func startProxy(t *testing.T, to string) *proxy {

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -207,30 +208,29 @@ func TestReadingQueues(t *testing.T) {
 		assert.False(t, rows[0].Row)
 		assert.True(t, rows[1].Row)
 	})
-	t.Run("a row of another type lists as dangling, NotHash, and the page goes on", func(t *testing.T) {
-		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "JOB00000000000000fd").Error())
-		require.NoError(t, s.Do("SET", keys.Job("emails", "JOB00000000000000fd"), "str").Error())
+	// strayDelayed lists the delayed jobs of emails with id due first,
+	// whose row a hand wrote with the command row (its key appended after
+	// the command's name), both gone when the test ends.
+	strayDelayed := func(t *testing.T, id string, row ...string) []inspect.JobRow {
+		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", id).Error())
+		require.NoError(t, s.Do(slices.Concat(row[:1], []string{keys.Job("emails", id)}, row[1:])...).Error())
 		t.Cleanup(func() {
-			s.Do("ZREM", keys.Set("emails", "delayed"), "JOB00000000000000fd")
-			s.Do("DEL", keys.Job("emails", "JOB00000000000000fd"))
+			s.Do("ZREM", keys.Set("emails", "delayed"), id)
+			s.Do("DEL", keys.Job("emails", id))
 		})
 		rows, _, err := in.Jobs(ctx(t), "emails", inspect.Delayed, 0, 10)
 		require.NoError(t, err)
 		require.Len(t, rows, 2)
+		return rows
+	}
+	t.Run("a row of another type lists as dangling, NotHash, and the page goes on", func(t *testing.T) {
+		rows := strayDelayed(t, "JOB00000000000000fd", "SET", "str")
 		assert.Equal(t, inspect.JobRow{ID: "JOB00000000000000fd", State: inspect.Delayed, Score: 1, NotHash: true,
 			Age: rows[0].Age}, rows[0], "no row, no fields")
 		assert.True(t, rows[1].Row)
 	})
 	t.Run("a member that is no JOB id lists without a row, whatever a hand wrote under it", func(t *testing.T) {
-		require.NoError(t, s.Do("ZADD", keys.Set("emails", "delayed"), "1", "not-a-job").Error())
-		require.NoError(t, s.Do("HSET", keys.Job("emails", "not-a-job"), "attempts", "3", "priority", "2").Error())
-		t.Cleanup(func() {
-			s.Do("ZREM", keys.Set("emails", "delayed"), "not-a-job")
-			s.Do("DEL", keys.Job("emails", "not-a-job"))
-		})
-		rows, _, err := in.Jobs(ctx(t), "emails", inspect.Delayed, 0, 10)
-		require.NoError(t, err)
-		require.Len(t, rows, 2)
+		rows := strayDelayed(t, "not-a-job", "HSET", "attempts", "3", "priority", "2")
 		assert.Equal(t, inspect.JobRow{ID: "not-a-job", State: inspect.Delayed, Score: 1}, rows[0], "no row, no fields")
 		assert.False(t, rows[0].IsJob())
 		assert.True(t, rows[1].IsJob())
