@@ -86,14 +86,18 @@ func (w *worker) waitLoop() {
 // worker stops.
 func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Job) ([]*Job, error) {
 	q := w.q
-	// what it asks before it claims, a stop cuts short: a node that does
-	// not answer would hold the stop for the client's timeouts
+	// the node's capabilities, which a stop cuts short (a node that does
+	// not answer would hold it for the client's timeouts), and the
+	// connection, which it cannot: valkey-go makes a dedicated connection
+	// whatever the context, and one used under a context that may end is
+	// reset, with commands a worker's user need not be granted, when it
+	// goes back to the pool
 	native, err := q.c.nodes.serves(w.stop, q.slot, CapBClaim)
 	if err == nil && native {
-		native, err = b.open(w.stop, q)
+		native, err = b.open(w.base, q)
 	}
 	switch {
-	case w.stop.Err() != nil:
+	case w.stop.Err() != nil: // stopping: what failed is no error
 		return claimed, nil
 	case err != nil:
 		return claimed, err
