@@ -63,18 +63,20 @@ func ack(c Call) error {
 		result = Arg(ackResult)
 	}
 	p := c.Plan
-	planAck(p, st.events, 0, 1, id, attempt, keep, c.Server.NowMs(), result, len(c.Args[len(c.Args)-1]))
+	p.zrem(1, id) // the key active
+	planAck(p, st.events, 0, id, attempt, keep, c.Server.NowMs(), result, len(c.Args[len(c.Args)-1]))
 	p.replyInt(1)
 
 	// apply
 	return c.Server.Apply(p)
 }
 
-// planAck plans the ack of the job at key job, active under attempt: it
-// leaves sorted set key active; with keep 0 its row is deleted, else kept
-// done for keep ms, with result unless that is NoRef (size its bytes).
-func planAck(p *Plan, ev eventLog, job, active int, id Ref, attempt, keep, now int64, result Ref, size int) {
-	p.zrem(active, id)
+// planAck plans the ack of the job at key job, active under attempt — but
+// for its removal from the active set, which the caller plans: ACK with
+// it, SETTLE with its claim's moves, so that the plan joins the batch's
+// removals into one write. With keep 0 its row is deleted, else kept done
+// for keep ms, with result unless that is NoRef (size its bytes).
+func planAck(p *Plan, ev eventLog, job int, id Ref, attempt, keep, now int64, result Ref, size int) {
 	switch {
 	case keep == 0:
 		p.write(Write{Op: Del, Key: int32(job)})

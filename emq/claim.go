@@ -130,8 +130,9 @@ type turn struct {
 	// made by ticks, failed back by a settlement
 	cands []candidate
 	// the set moves of the jobs the claim took — out of the sets they
-	// left, into active or dead — planned once it is done (moved), so
-	// that the plan joins those of one set into one write
+	// left, into active or dead — and of those SETTLE acknowledged, out of
+	// active, planned once the claim is done (moved), so that the plan
+	// joins those of one set into one write
 	left, went []setMove
 	// ids this turn settled or took: never taken (again), never swept
 	done idSet
@@ -250,6 +251,7 @@ func (t *turn) run(a claimArgs) error {
 	if err != nil {
 		return err
 	}
+	t.moved()
 	t.countWindow(delivered)
 	t.toPending()
 	switch {
@@ -392,7 +394,6 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 		}
 	}
 	t.cands = rest
-	t.moved()
 	again = taken == maxTaken && delivered < allowed && (i < len(pending) || more || len(t.cands) > 0)
 	return delivered, again, nil
 }
@@ -405,11 +406,12 @@ type setMove struct {
 	score  float64
 }
 
-// moved plans the set moves of the jobs the claim took: the removals,
-// then the additions, each set's together (in the order taken), so that
-// the plan joins the removals from a set, and the additions to it at one
-// score, into one write each — a claim of a hundred jobs from pending is
-// one ZREM and one ZADD into active, with an HSET of each row.
+// moved plans the set moves of the jobs the claim took (and SETTLE
+// acknowledged): the removals, then the additions, each set's together
+// (in the order taken), so that the plan joins the removals from a set,
+// and the additions to it at one score, into one write each — a claim of
+// a hundred jobs from pending is one ZREM and one ZADD into active, with
+// an HSET of each row.
 func (t *turn) moved() {
 	bySet := func(x, y setMove) int { return cmp.Compare(x.key, y.key) }
 	slices.SortStableFunc(t.left, bySet)

@@ -129,7 +129,8 @@ func (t *turn) settleOne(args [][]byte, st settlement, max int64) error {
 		if st.kind == 'D' {
 			result, size = Arg(st.text), len(args[st.text])
 		}
-		planAck(p, t.st.events, k, claimActive, ref, st.attempt, st.ms, t.now, result, size)
+		t.left = append(t.left, setMove{key: claimActive, member: ref}) // planned with the claim's moves
+		planAck(p, t.st.events, k, ref, st.attempt, st.ms, t.now, result, size)
 		p.replyInt(1)
 	}
 	return nil

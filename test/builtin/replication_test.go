@@ -184,7 +184,7 @@ func TestExpiredCountsStartOverLikeINCROnTheReplicaToo(t *testing.T) {
 // from the set they leave and one ZADD of them into pending — with an HSET
 // of each row — where a command each would be two hundred; and so does a
 // claim of two hundred, from pending into active. The replica holds the
-// same data.
+// same data. SETTLE's acks of two hundred leave active in one ZREM.
 func TestMovesOfManyJobsReplicateOneZREMAndOneZADD(t *testing.T) {
 	p := start(t, valkeytest.Options{})
 	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
@@ -220,10 +220,21 @@ func TestMovesOfManyJobsReplicateOneZREMAndOneZADD(t *testing.T) {
 	assert.Equal(t, int64(1), num(t, p, "EMQ.RESUME", "2", keys.Set(q, keys.Config), pending))
 	valkeytest.WaitReplicated(t, p, r)
 	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
-	require.Len(t, claimed(t, p.Do(claim(q, 60_000, 2*n, 5).argv()...)), 2*n)
+	jobs := claimed(t, p.Do(claim(q, 60_000, 2*n, 5).argv()...))
+	require.Len(t, jobs, 2*n)
 	valkeytest.WaitReplicated(t, p, r)
 	assert.Equal(t, []int64{1, 1, 2 * n}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")},
 		"a claim of 200 jobs: ZREM from pending, ZADD into active, HSET of each row")
-	assert.Equal(t, int64(2*n), num(t, r, "ZCARD", sets[1]))
+	assert.Equal(t, int64(2*n), num(t, r, "ZCARD", active))
+
+	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
+	var acks []string
+	for _, j := range jobs {
+		acks = append(acks, "ACK", j.id, strconv.FormatInt(j.attempt, 10), "0")
+	}
+	require.NoError(t, p.Do(settle(q, 60_000, 0, 5, len(jobs), acks...).argv()...).Error())
+	require.Empty(t, num(t, p, "ZCARD", active))
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, []int64{1, 2 * n}, []int64{r.Calls("zrem"), r.Calls("del")}, "SETTLE of 200 acks: ZREM from active, DEL of each row")
 	assert.Equal(t, str(t, p, "DEBUG", "DIGEST"), str(t, r, "DEBUG", "DIGEST"))
 }
