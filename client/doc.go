@@ -384,7 +384,11 @@
 //     program that claims with Queue.Claim or BClaim there gets none.
 //   - ENQUEUEMANY's script adds each job to its set with a ZADD of its
 //     own (a zadd event and a replicated ZADD a job); the verb adds the
-//     batch's jobs with one.
+//     batch's jobs with one. So do the scripts of the claim turn (each
+//     moved or claimed job a ZREM and a ZADD) and of SETTLE (each ack a
+//     ZREM), where the verbs join a call's moves into one ZREM from each
+//     set and one ZADD per set and score, after the rows' HSETs: the same
+//     data, the keyspace events in another order.
 //   - PARK builds the dead-letter entry as one Lua call: a source entry
 //     of more than about 4,000 field/value pairs exceeds Lua's argument
 //     limit ("too many results to unpack") and the script fails, writing

@@ -563,21 +563,24 @@ func (t *turn) leave(cand candidate, to int) {
 }
 
 // toPending plans the untaken candidates' moves into pending, each at its
-// priority: their removals from the sets they come from, their rows, then
-// their additions to pending — so that the plan joins the removals from
-// one set, and the additions at one priority, into one write each.
+// priority: their removals from the sets they come from, a set's
+// together, their rows, then their additions to pending, lowest priority
+// first — so that the plan joins the removals from one set, and the
+// additions at one priority, into one write each.
 func (t *turn) toPending() {
 	p, cands := t.p, t.cands
+	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(x.from, y.from) })
 	for i := range cands {
 		if m := &cands[i]; m.from != claimPending && m.from != fromNew { // a settlement put it in pending; a tick's is in none
 			p.zrem(m.from, m.member.Ref)
 		}
 	}
 	for i := range cands {
-		if m := &cands[i]; m.from != claimPending && m.from != fromNew {
+		if m := &cands[i]; m.from != claimPending && m.from != fromNew { // a settlement put it in pending; a tick's is in none
 			p.hset(m.job, m.fields...)
 		}
 	}
+	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
 	for i := range cands {
 		if m := &cands[i]; m.from != claimPending {
 			p.zadd(claimPending, m.member.Ref, m.member.Score)

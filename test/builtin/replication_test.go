@@ -238,3 +238,30 @@ func TestMovesOfManyJobsReplicateOneZREMAndOneZADD(t *testing.T) {
 	assert.Equal(t, []int64{1, 2 * n}, []int64{r.Calls("zrem"), r.Calls("del")}, "SETTLE of 200 acks: ZREM from active, DEL of each row")
 	assert.Equal(t, str(t, p, "DEBUG", "DIGEST"), str(t, r, "DEBUG", "DIGEST"))
 }
+
+// TestAClaimsSweepJoinsItsMovesWhateverTheirOrder: a claim's sweep finds
+// jobs of delayed and active at priorities in no order of their sets; the
+// ones it does not take go out as one ZREM from each set and one ZADD into
+// pending per priority, beside the claimed job's own moves.
+func TestAClaimsSweepJoinsItsMovesWhateverTheirOrder(t *testing.T) {
+	p := start(t, valkeytest.Options{})
+	r := valkeytest.StartReplica(t, p, valkeytest.Options{NoModule: true, Dir: t.TempDir()})
+	const q = "mixed"
+	sets := queueSets(q)
+	active, delayed := sets[1], sets[2]
+	for i, j := range []struct {
+		set      string
+		priority string
+	}{{delayed, "0"}, {delayed, "1"}, {active, "1"}, {delayed, "2"}, {active, "2"}} {
+		id := ids.ID{NS: ids.Job, Value: uint64(i + 1)}.String()
+		ok(t, p, "HSET", keys.Job(q, id), "state", "delayed", "attempts", "1", "priority", j.priority, "payload", "p")
+		ok(t, p, "ZADD", j.set, "1", id)
+	}
+	valkeytest.WaitReplicated(t, p, r)
+	require.NoError(t, r.Do("CONFIG", "RESETSTAT").Error())
+	require.Len(t, claimed(t, p.Do(claim(q, 60_000, 1, 5).argv()...)), 1, "the job at priority 0")
+	valkeytest.WaitReplicated(t, p, r)
+	assert.Equal(t, []int64{3, 3, 5}, []int64{r.Calls("zrem"), r.Calls("zadd"), r.Calls("hset")},
+		"ZREM: the claimed job's from delayed, the rest's from active, then from delayed; ZADD: into active, into pending at 1, at 2")
+	assert.Equal(t, str(t, p, "DEBUG", "DIGEST"), str(t, r, "DEBUG", "DIGEST"))
+}
