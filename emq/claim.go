@@ -167,6 +167,11 @@ type candidate struct {
 	attempts int64
 }
 
+// leavesASet reports whether the candidate was moved by a sweep, out of
+// the set it comes from, its row to be rewritten: not one a settlement
+// put in pending, nor a tick's new job, which is in no set.
+func (c *candidate) leavesASet() bool { return c.from != claimPending && c.from != fromNew }
+
 // fromNew marks a candidate whose row this turn made (a schedule's tick):
 // it is in no set yet, and its row is pending. A candidate from pending is
 // one a settlement of this call failed back there.
@@ -571,12 +576,12 @@ func (t *turn) toPending() {
 	p, cands := t.p, t.cands
 	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(x.from, y.from) })
 	for i := range cands {
-		if m := &cands[i]; m.from != claimPending && m.from != fromNew { // a settlement put it in pending; a tick's is in none
+		if m := &cands[i]; m.leavesASet() {
 			p.zrem(m.from, m.member.Ref)
 		}
 	}
 	for i := range cands {
-		if m := &cands[i]; m.from != claimPending && m.from != fromNew { // a settlement put it in pending; a tick's is in none
+		if m := &cands[i]; m.leavesASet() {
 			p.hset(m.job, m.fields...)
 		}
 	}

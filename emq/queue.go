@@ -154,8 +154,8 @@ type jobRow struct {
 	state    []byte
 	attempts int64 // as attemptsOf reads them
 	// counted: the row's attempts are a count (readJob), the lease token
-	// of the job's last claim; a row written by hand with attempts that
-	// are not holds no token, and is active under no attempt
+	// of the job's last claim; a row written by hand whose attempts are
+	// no count holds no token, and is active under no attempt
 	counted bool
 	payload Value
 }
