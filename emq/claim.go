@@ -130,9 +130,10 @@ type turn struct {
 	// made by ticks, failed back by a settlement
 	cands []candidate
 	// the set moves of the jobs the claim took — out of the sets they
-	// left, into active or dead — and of those SETTLE acknowledged, out of
-	// active, planned once the claim is done (moved), so that the plan
-	// joins those of one set into one write
+	// left, into active or dead — of those SETTLE acknowledged, out of
+	// active, and of those the sweeps moved and the claim left, into
+	// pending: planned last (moved), so that the plan joins those of one
+	// set into one write
 	left, went []setMove
 	// ids this turn settled or took: never taken (again), never swept
 	done idSet
@@ -256,9 +257,8 @@ func (t *turn) run(a claimArgs) error {
 	if err != nil {
 		return err
 	}
-	t.moved()
-	t.countWindow(delivered)
 	t.toPending()
+	t.countWindow(delivered)
 	switch {
 	case delivered == 0 && a.wait && t.s.MayWait():
 		p.Replies = p.Replies[:head]
@@ -411,16 +411,18 @@ type setMove struct {
 	score  float64
 }
 
-// moved plans the set moves of the jobs the claim took (and SETTLE
-// acknowledged): the removals, then the additions, each set's together
-// (in the order taken), so that the plan joins the removals from a set,
-// and the additions to it at one score, into one write each — a claim of
-// a hundred jobs from pending is one ZREM and one ZADD into active, with
-// an HSET of each row.
+// moved plans the set moves the turn deferred — of the jobs the claim
+// took, SETTLE acknowledged, or the sweeps moved and the claim left
+// (toPending) — after their rows: the removals, then the additions, each
+// set's together, by score (in the order planned within one), so that the
+// plan joins the removals from a set, and the additions to it at one
+// score, into one write each — a claim of a hundred jobs from pending is
+// one ZREM and one ZADD into active, with an HSET of each row.
 func (t *turn) moved() {
-	bySet := func(x, y setMove) int { return cmp.Compare(x.key, y.key) }
-	slices.SortStableFunc(t.left, bySet)
-	slices.SortStableFunc(t.went, bySet)
+	slices.SortStableFunc(t.left, func(x, y setMove) int { return cmp.Compare(x.key, y.key) })
+	slices.SortStableFunc(t.went, func(x, y setMove) int {
+		return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.score, y.score))
+	})
 	for _, m := range t.left {
 		t.p.zrem(m.key, m.member)
 	}
@@ -568,27 +570,19 @@ func (t *turn) leave(cand candidate, to int) {
 }
 
 // toPending plans the untaken candidates' moves into pending, each at its
-// priority: their removals from the sets they come from, a set's
-// together, their rows, then their additions to pending, lowest priority
-// first — so that the plan joins the removals from one set, and the
+// priority — their rows now, their set moves with those the turn deferred
+// (moved), so that the plan joins the removals from one set, and the
 // additions at one priority, into one write each.
 func (t *turn) toPending() {
-	p, cands := t.p, t.cands
-	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(x.from, y.from) })
-	for i := range cands {
-		if m := &cands[i]; m.leavesASet() {
-			p.zrem(m.from, m.member.Ref)
+	for i := range t.cands {
+		m := &t.cands[i]
+		if m.leavesASet() {
+			t.left = append(t.left, setMove{key: m.from, member: m.member.Ref})
+			t.p.hset(m.job, m.fields...)
+		}
+		if m.from != claimPending { // a settlement put it there
+			t.went = append(t.went, setMove{claimPending, m.member.Ref, m.member.Score})
 		}
 	}
-	for i := range cands {
-		if m := &cands[i]; m.leavesASet() {
-			p.hset(m.job, m.fields...)
-		}
-	}
-	slices.SortStableFunc(cands, func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
-	for i := range cands {
-		if m := &cands[i]; m.from != claimPending {
-			p.zadd(claimPending, m.member.Ref, m.member.Score)
-		}
-	}
+	t.moved()
 }

@@ -163,27 +163,29 @@ type jobRow struct {
 // readJob reads the state and attempts of the job row at key k, a hash.
 func readJob(s Server, p *Plan, k int) jobRow {
 	v := s.HashGet(p, k, stateFields)
-	n, ok := ParseInt(v[1].Bytes)
-	return jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1]), counted: ok && n >= 0}
+	attempts, counted := attemptsOf(v[1])
+	return jobRow{state: v[0].Bytes, attempts: attempts, counted: counted}
 }
 
 // claimedRow is the row a claim takes, of which v are the claimFields.
 func claimedRow(v []Value) jobRow {
-	return jobRow{attempts: attemptsOf(v[0]), payload: v[1]}
+	attempts, _ := attemptsOf(v[0])
+	return jobRow{attempts: attempts, payload: v[1]}
 }
 
-// attemptsOf is a row's attempts: 0 when absent (a row written by hand);
-// the last attempt there is (2^31−1), which leaves none, when not a count —
-// not an integer, or negative — so that no claim hands out again a token
-// it may have handed out before.
-func attemptsOf(v Value) int64 {
+// attemptsOf is a row's attempts, and whether they are a count (the
+// lease token of the job's last claim): 0 when absent (a row written by
+// hand); the last attempt there is (2^31−1), which leaves none, when not
+// a count — not an integer, or negative — so that no claim hands out
+// again a token it may have handed out before.
+func attemptsOf(v Value) (attempts int64, counted bool) {
 	if !v.Found {
-		return 0
+		return 0, false
 	}
 	if n, ok := ParseInt(v.Bytes); ok && n >= 0 {
-		return n
+		return n, true
 	}
-	return math.MaxInt32
+	return math.MaxInt32, false
 }
 
 // revivedFields is the field a verb reads to know a job's attempt budget.

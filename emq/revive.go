@@ -38,7 +38,8 @@ func revive(c Call) error {
 		return errNoJob
 	}
 	v := s.HashGet(p, 0, reviveFields)
-	row := jobRow{state: v[0].Bytes, attempts: attemptsOf(v[1])}
+	attempts, _ := attemptsOf(v[1])
+	row := jobRow{state: v[0].Bytes, attempts: attempts}
 	if string(row.state) != "dead" {
 		return errNotDead
 	}

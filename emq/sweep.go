@@ -40,11 +40,11 @@ var Sweep = &Verb{Name: "EMQ.SWEEP", Arity: 6, Keys: 4, Run: func(c Call) error 
 	if err := t.sweep(); err != nil {
 		return err
 	}
+	t.toPending()
 	// a window a shorter limit cut ends from here, as from a claim that
 	// delivers nothing: the timer sweeps for the waiters, whose wake-ups
 	// would have cut it
 	t.countWindow(0)
-	t.toPending()
 	t.next(-1, 0, false)
 	return c.Server.Apply(c.Plan)
 }}
