@@ -78,10 +78,24 @@ const ackWait = time.Second
 // ack acknowledges the entries of stream key in group, in one XACK — not
 // cancelled with ctx, as the entries were handled, but given up after
 // ackWait, so that a server that does not answer holds a consumer's end
-// no longer than that, not until the connection gives up (10 s). Entries
-// it did not acknowledge are delivered again.
+// no longer than that, not until the connection gives up (10 s). An XACK
+// a broken connection failed is sent again, within ackWait, up to
+// ackTries times: valkey-go, which sends a read again over a new
+// connection, does not send a write again, and XACK, which writes, may
+// be sent twice. Entries it did not acknowledge are delivered again.
 func ack(ctx context.Context, vk valkey.Client, key, group string, entries []string) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackWait)
 	defer cancel()
-	return vk.Do(actx, vk.B().Xack().Key(key).Group(group).Id(entries...).Build()).Error()
+	var err error
+	for range ackTries {
+		err = vk.Do(actx, vk.B().Xack().Key(key).Group(group).Id(entries...).Build()).Error()
+		if _, refused := valkey.IsValkeyErr(err); err == nil || refused || actx.Err() != nil {
+			break
+		}
+	}
+	return err
 }
+
+// ackTries is how many times ack sends an XACK that a broken connection
+// failed: the client's connections may each fail one command after a cut.
+const ackTries = 3
