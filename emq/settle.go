@@ -253,14 +253,34 @@ var settlementKinds = []struct {
 }{{[]byte("ACK"), 'A', 4}, {[]byte("DONE"), 'D', 5}, {[]byte("FAIL"), 'F', 5}, {[]byte("RELEASE"), 'R', 3}}
 
 // settlementKind is the kind of settlement word names and the arguments
-// it takes; 0 and 0 for a word that names none.
+// it takes; 0 and 0 for a word that names none. The words match in any
+// ASCII case, as the server's keywords do (strcasecmp) — not by Unicode
+// folding, under which "AC\u212A" (KELVIN SIGN) would be ACK.
 func settlementKind(word []byte) (kind byte, args int) {
 	for _, k := range settlementKinds {
-		if bytes.EqualFold(word, k.word) {
+		if equalFoldASCII(word, k.word) {
 			return k.kind, k.args
 		}
 	}
 	return 0, 0
+}
+
+// equalFoldASCII reports whether a and b, b upper-case ASCII, are equal
+// under ASCII case folding.
+func equalFoldASCII(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		c := a[i]
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // parseSettlement reads settlement number i (from 1) at argument at, and
