@@ -225,6 +225,7 @@ var fieldHelps = map[string]string{
 	"emq_block_timeouts":      "Blocking claims ended by their timeout or CLIENT UNBLOCK (TIMEOUT, its default; not ERROR).",
 	"emq_timers_fired":        "Times a queue's timer ran for its waiters: a sweep, or a look again later where the server takes no writes.",
 	"emq_timers_deferred":     "Queues whose timer found its event-loop pass's sweeping budget spent and waited for a later pass.",
+	"emq_timers_refused":      "Sweeps of a queue's timer the queue refused (a key of it holding another type, its slot migrating): each looks again in 100 ms.",
 	"emq_go_heap_inuse_bytes": "Bytes of the module's Go heap in use.",
 	"emq_go_heap_live_bytes":  "Bytes of the module's Go heap the last collection kept.",
 	"emq_go_heap_objects":     "Objects on the module's Go heap.",

@@ -122,6 +122,10 @@ type WaitStats struct {
 	WakeupsIdle   int64 // wake-ups that found nothing and kept waiting
 	Timeouts      int64 // waits that ended on their timeout (or CLIENT UNBLOCK's default, TIMEOUT)
 	TimersFired   int64
+	// TimersRefused counts the timers' sweeps the queue refused — a key of
+	// it holding another type, its slot being migrated: each looks again
+	// in retryMs.
+	TimersRefused int64
 	// TimersDeferred counts timers that found their pass of the event
 	// loop's sweeping budget spent and waited for a later pass.
 	TimersDeferred int64
@@ -475,11 +479,15 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 		refused := C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0
 		q.sweeping = false
 		if refused {
-			// refused — mid-migration, a row or a set gone that the sweep
-			// would have dropped or written again here — it looks again;
-			// a waiter it wakes is refused the same way (TRYAGAIN), and
-			// with the pending set gone none is woken: they wait until
-			// the slot has moved and the server redirects them
+			waitStats.TimersRefused++
+			// refused — a key of the queue holding another type, or
+			// mid-migration a row or a set gone that the sweep would have
+			// dropped or written again here — it looks again; a waiter it
+			// wakes is refused the same way (WRONGTYPE, TRYAGAIN), and
+			// with the pending set gone none is woken: they wait, as
+			// BLPOP's waiters do while their key holds another type,
+			// until the key is mended or the slot has moved and the
+			// server redirects them
 			retry()
 		}
 		if q.waiters > 0 && !q.closed(int64(C.emq_now_ms())) {

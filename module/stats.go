@@ -90,6 +90,7 @@ func (s *moduleStats) info(in host.Info) {
 	in.Int("block_timeouts", w.Timeouts)
 	in.Int("timers_fired", w.TimersFired)
 	in.Int("timers_deferred", w.TimersDeferred)
+	in.Int("timers_refused", w.TimersRefused)
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}

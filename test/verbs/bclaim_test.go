@@ -1161,6 +1161,27 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 		require.Equal(t, near, claimedID(t, got))
 		require.Less(t, time.Since(start), 400*time.Millisecond)
 	})
+	t.Run("a queue that refuses its timer's sweep: counted, looked at again, its waiter served once the key is mended", func(t *testing.T) {
+		// the queue's config made a string while its worker waits: every
+		// claim of it is refused WRONGTYPE, and so is the timer's sweep
+		flush(t, s)
+		id := jobN(1)
+		due := serverMs(t, s) + 200
+		must(t, s, bq.schedule(id, "p", 0, due)...)
+		w := blockB(t, s, 100_000, 20_000)
+		must(t, s, "SET", bq.config(), "by hand")
+		waitFor(t, "the timer's sweep refused twice", func() bool {
+			return valkeytest.InfoInt(s.Info("emq"), "emq_timers_refused") >= 2
+		})
+		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the worker still waits")
+		score, err := s.Do("ZSCORE", bq.delayed, id).AsInt64()
+		require.NoError(t, err, "the due job stays delayed")
+		require.Equal(t, due, score)
+		must(t, s, "DEL", bq.config())
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+	})
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
 }
