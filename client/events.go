@@ -127,7 +127,12 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 // restarts misses nothing the stream still holds. Events are appended
 // only while the queue has them on ([Queue.SetEvents]); the stream is
 // trimmed to about its cap, so a listener further behind than the cap
-// misses the oldest. "$" is the stream's last entry, or — on a node that
+// misses the oldest — silently: the sequence goes on from the oldest event
+// the stream still holds, with no error for the gap (a listener that must
+// know compares the ID it resumes from with the stream's first entry's,
+// XRANGE key - + COUNT 1, before it resumes). A stream deleted starts its
+// IDs over: resume from "0" then, as an ID of the old stream may be above
+// every new entry's. "$" is the stream's last entry, or — on a node that
 // holds no stream: none appended yet, or a replica that has not loaded its
 // primary's data — the node's clock's now (entry IDs are the server's
 // time), so a listener started on a replica mid-sync gets the entries
