@@ -183,6 +183,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(SelectDb);
     FETCH(BlockClientOnKeys);
     FETCH(GetBlockedClientPrivateData);
+    FETCH(UnblockClient);
     FETCH(GetBlockedClientReadyKey);
     FETCH(GetServerVersion);
     FETCH(SignalKeyAsReady);

@@ -61,8 +61,8 @@ typedef struct {
 #define EVENT_CONFIG 16
 #define SUBEVENT_CONFIG_CHANGE 0
 #define SUBEVENT_EVENTLOOP_BEFORE_SLEEP 0
+#define SUBEVENT_EVENTLOOP_AFTER_SLEEP 1
 typedef void (*server_event_func)(ValkeyModuleCtx *, server_event, uint64_t, void *);
-typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 typedef struct {
     int (*GetApi)(const char *, void *);
@@ -155,6 +155,7 @@ typedef struct {
                                                     void (*)(ValkeyModuleCtx *, void *), long long, ValkeyModuleString **,
                                                     int, void *);
     void *(*GetBlockedClientPrivateData)(ValkeyModuleCtx *);
+    int (*UnblockClient)(ValkeyModuleBlockedClient *, void *);
     int (*GetServerVersion)(void);
     ValkeyModuleString *(*GetBlockedClientReadyKey)(ValkeyModuleCtx *);
     void (*SignalKeyAsReady)(ValkeyModuleCtx *, ValkeyModuleString *);

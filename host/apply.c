@@ -460,7 +460,7 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     }
     if (done == p->nops) {
         // waiters on the key the plan names look again (emq.Plan.Wake)
-        if (wake >= 0 && wake < c->nkeys) api.SignalKeyAsReady(c->ctx, c->names[wake]);
+        if (wake >= 0 && wake < c->nkeys) emq_signal_key(c->ctx, c->names[wake]);
         reply(&a, ids);
     }
     if (ids != inline_ids) api.Free(ids);

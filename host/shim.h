@@ -14,6 +14,7 @@ typedef struct ValkeyModuleString ValkeyModuleString;
 typedef struct ValkeyModuleKey ValkeyModuleKey;
 typedef struct ValkeyModuleInfoCtx ValkeyModuleInfoCtx;
 typedef struct ValkeyModuleUser ValkeyModuleUser;
+typedef struct ValkeyModuleBlockedClient ValkeyModuleBlockedClient;
 
 // Command info, version 1: the layout the server reads SetCommandInfo's
 // argument with. Sizes are asserted in api.c.
@@ -298,12 +299,17 @@ extern int emq_fault_write; // test builds: the write of the next plan to fail, 
 int emq_may_block(ValkeyModuleCtx *ctx);
 int emq_selected_db(ValkeyModuleCtx *ctx);
 void emq_select_db(ValkeyModuleCtx *ctx, int db);
-int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
+ValkeyModuleBlockedClient *emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
+int emq_timer_serves_waiters(void);
+int emq_has_jobs(ValkeyModuleCtx *ctx, const char *key, size_t len);
+void emq_serve_waiter(ValkeyModuleBlockedClient *bc, uint64_t waiter);
+extern int emq_timer_sweeping; // a queue's timer sweeps and serves: see emq_signal_key
 double emq_first_score(emq_call *c, int k);
 uint64_t emq_create_timer(ValkeyModuleCtx *ctx, long long period_ms, uint64_t token);
 void emq_stop_timer(ValkeyModuleCtx *ctx, uint64_t id);
 int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len);
 void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len);
+void emq_signal_key(ValkeyModuleCtx *ctx, ValkeyModuleString *key);
 int emq_subscribe_queues(ValkeyModuleCtx *ctx);
 int emq_timer_pass_spent(void);
 uint64_t emq_pass(void);

@@ -9,6 +9,7 @@
 #include "_cgo_export.h"
 
 int emq_queues_waited;
+int emq_timer_sweeping;
 // emq_queues_closed counts the queues Go does not hold open to their
 // waiters (wait.go): while there are any, on_zset asks Go whether a
 // pending set's write signals its waiters.
@@ -37,9 +38,39 @@ static int writes_paused(void) { return api.AvoidReplicaTraffic && api.AvoidRepl
 // nothing (and cost a turn).
 static int offers_gone_keys;
 
+// keeps_woken_current is whether the server leaves a waiter whose wake-up
+// kept it waiting as its current client — Redis before 7.2
+// (serveClientsBlockedOnKeyByModule skips putting back the client it
+// found current; redis/redis#11012 mended it). A command puts back the
+// client it found current as it ends, so a wake-up inside one leaves
+// nothing behind; but the wake-ups the server runs before it sleeps —
+// those a queue's timer asked for — leave the waiter current for good,
+// and once another client's command has freed it (CLIENT KILL, client
+// eviction), the next write the server replicates outside a command — the
+// timer's next sweep — reads the freed client and crashes. So there no
+// wake-up before the server sleeps keeps its waiter (answers_every_waiter).
+static int keeps_woken_current;
+
 void emq_probe_wakeups(void) {
-    offers_gone_keys = api.GetServerVersion && api.GetServerVersion() < 0x00070200 && api.GetBlockedClientReadyKey;
+    int before_7_2 = api.GetServerVersion && api.GetServerVersion() < 0x00070200;
+    offers_gone_keys = before_7_2 && api.GetBlockedClientReadyKey;
+    keeps_woken_current = before_7_2;
 }
+
+// The event loop as the module sees it (on_event_loop): whether it is
+// subscribed to it (passes_seen: without it, no pass budget, and no
+// before-sleep known), and whether the server is between its before-sleep
+// and after-sleep (before_sleep), where Redis before 7.2 runs the wake-ups
+// of keys signalled outside a command.
+static int passes_seen, before_sleep;
+
+// waking is set while a wake-up's claim runs.
+static int waking;
+
+// answers_every_waiter reports whether no wake-up may keep its waiter now:
+// on a server that keeps such a waiter as its current client, before it
+// sleeps — or always, where the module cannot tell when that is.
+static int answers_every_waiter(void) { return keeps_woken_current && (before_sleep || !passes_seen); }
 
 // gone reports whether the key whose signal woke the client in ctx is
 // gone, on a server that offers such a key (else it never is).
@@ -56,21 +87,40 @@ static int gone(ValkeyModuleCtx *ctx) {
 // woken runs when the key a client waits on was signalled. While writes
 // are paused the client keeps waiting, and its queue's timer looks again
 // soon; it keeps waiting, too, when the key is gone.
+//
+// Where the server would keep such a waiter as its current client
+// (answers_every_waiter), it answers it nil instead, as at its timeout.
 static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
     uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
+    int served = 0;
     if (writes_paused()) {
         emqWaitPaused(ctx, waiter);
-        return -1;
+    } else if (!gone(ctx)) {
+        waking = 1;
+        served = emq_serve_woken(ctx, argv, argc, waiter) == API_OK;
+        waking = 0;
     }
-    if (gone(ctx)) return -1;
-    return emq_serve_woken(ctx, argv, argc, waiter);
+    if (served) return API_OK;
+    if (!answers_every_waiter()) return -1;
+    api.ReplyWithNullArray(ctx);
+    return API_OK;
 }
+
+// serving is the waiter a queue's timer serves itself (emq_serve_waiter),
+// while it does; 0 otherwise.
+static uint64_t serving;
 
 // timed_out runs on the wait's timeout and on CLIENT UNBLOCK (TIMEOUT):
 // nil, as a blocking built-in replies. CLIENT UNBLOCK … ERROR replies the
-// server's UNBLOCKED error itself.
+// server's UNBLOCKED error itself. It runs, too, when a queue's timer
+// serves a waiter itself (emq_serve_waiter): then it runs the waiter's
+// claim, nil if that takes nothing — the wait is over either way.
 static int timed_out(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
-    (void)argv, (void)argc;
+    uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
+    if (waiter && waiter == serving) {
+        if (emq_serve_woken(ctx, argv, argc, waiter) != API_OK) api.ReplyWithNullArray(ctx);
+        return API_OK;
+    }
     api.ReplyWithNullArray(ctx);
     emqWaitTimedOut(ctx);
     return API_OK;
@@ -87,11 +137,30 @@ static void ended(ValkeyModuleCtx *ctx, void *waiter) { emqWaitEnded(ctx, (uint6
 // wake-up, and nobody behind it runs a claim that would find nothing. (Not
 // with BLOCK_UNBLOCK_DELETED: each waiter would be tried as the set went,
 // and again as its deletion is signalled.)
-int emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter) {
-    ValkeyModuleBlockedClient *bc = api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1,
-                                                          (void *)(uintptr_t)waiter);
-    return bc ? 0 : -1;
+ValkeyModuleBlockedClient *emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter) {
+    return api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1,
+                                 (void *)(uintptr_t)waiter);
 }
+
+// emq_timer_serves_waiters reports whether a queue's timer serves the
+// queue's waiters itself (emq_serve_waiter) rather than signal its pending
+// key: where the server keeps a waiter its wake-up found nothing for as
+// its current client (keeps_woken_current), a timer's signal would have
+// the server try every waiter outside a command, and each the due jobs are
+// not for would be answered nil (answers_every_waiter). Served one by one,
+// first come first served, while the pending set holds jobs, the others
+// wait on untouched.
+int emq_timer_serves_waiters(void) { return keeps_woken_current && api.UnblockClient; }
+
+// emq_serve_waiter has the timer serve waiter bc itself: the server ends
+// its wait as at its timeout — at once, calling timed_out, which runs its
+// claim (serving) — and, before it sleeps, releases the client.
+void emq_serve_waiter(ValkeyModuleBlockedClient *bc, uint64_t waiter) {
+    serving = waiter;
+    api.UnblockClient(bc, NULL);
+    serving = 0;
+}
+
 
 // first_score reads the lowest score of an open sorted set; 0 if it is
 // empty or no sorted set.
@@ -103,6 +172,18 @@ static int first_score(ValkeyModuleKey *key, double *score) {
     if (!m) return 0;
     api.FreeString(NULL, m);
     return 1;
+}
+
+// emq_has_jobs reports whether sorted set key (in ctx's database) holds
+// any member.
+int emq_has_jobs(ValkeyModuleCtx *ctx, const char *key, size_t len) {
+    ValkeyModuleString *s = api.CreateString(NULL, key, len);
+    ValkeyModuleKey *k = api.OpenKey(ctx, s, OPEN_READ);
+    double score;
+    int found = first_score(k, &score);
+    api.CloseKey(k);
+    api.FreeString(NULL, s);
+    return found;
 }
 
 // emq_first_score returns the lowest score of the call's sorted set key k
@@ -156,8 +237,22 @@ int emq_timer_may_sweep(ValkeyModuleCtx *ctx, const char *pending, size_t len) {
 // are woken after the current command, or before the server sleeps.
 void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len) {
     ValkeyModuleString *s = api.CreateString(NULL, key, len);
-    api.SignalKeyAsReady(ctx, s);
+    emq_signal_key(ctx, s);
     api.FreeString(NULL, s);
+}
+
+// emq_signal_key signals key as ready — but not from a wake-up where the
+// server answers every waiter (answers_every_waiter): it has tried, or
+// is trying, each waiter of the key in this pass, and a key signalled
+// again would have it try those it answered again, each of which it
+// would leave its current client (keeps_woken_current).
+//
+// Nor while a timer that serves its waiters itself sweeps and serves them
+// (emq_timer_sweeping, emq_timer_serves_waiters): its writes to a pending
+// set would have the server try every waiter before it sleeps.
+void emq_signal_key(ValkeyModuleCtx *ctx, ValkeyModuleString *key) {
+    if ((waking && answers_every_waiter()) || emq_timer_sweeping) return;
+    api.SignalKeyAsReady(ctx, key);
 }
 
 // A queue's set key: emq:{<queue>}:<set> (package keys).
@@ -190,8 +285,7 @@ static int on_zset(ValkeyModuleCtx *ctx, int type, const char *event, ValkeyModu
     size_t len;
     const char *s = api.StringPtrLen(key, &len);
     if (ends_with(s, len, "}:pending")) {
-        if (!emq_queues_closed || emqPendingSignal(ctx, (char *)s, len))
-            api.SignalKeyAsReady(ctx, key);
+        if (!emq_queues_closed || emqPendingSignal(ctx, (char *)s, len)) emq_signal_key(ctx, key);
     } else if (ends_with(s, len, "}:delayed") || ends_with(s, len, "}:active") || ends_with(s, len, "}:repeats")) {
         ValkeyModuleKey *k = api.OpenKey(ctx, key, OPEN_READ);
         double score;
@@ -234,14 +328,15 @@ static void on_swapdb(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *
 #define EMQ_PASS_BUDGET_MAX_US 20000
 static uint64_t pass_started, pass_budget, backlog_since;
 static int pass_left_work;
-static int passes_seen; // subscribed to the event loop: without it, no budget
 static uint64_t passes_ended; // the passes that ended since the subscription
 
 // on_event_loop runs on the main thread before the server sleeps, never in
 // a forked child or from a crash report; it calls no Go.
 static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
     (void)ctx, (void)data;
-    if (e.id != EVENT_EVENTLOOP || sub != SUBEVENT_EVENTLOOP_BEFORE_SLEEP) return;
+    if (e.id != EVENT_EVENTLOOP) return;
+    before_sleep = sub == SUBEVENT_EVENTLOOP_BEFORE_SLEEP;
+    if (!before_sleep) return;
     passes_ended++;
     if (!pass_started) return;
     backlog_since = pass_left_work ? api.MonotonicMicroseconds() : 0;
@@ -252,6 +347,7 @@ static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, vo
 // subscribes to the event loop.
 void emq_forget_passes(void) {
     pass_started = 0, pass_budget = 0, backlog_since = 0, pass_left_work = 0, passes_seen = 0, passes_ended = 0;
+    before_sleep = 0;
 }
 
 // emq_pass returns the number of the event loop's pass under way, from 1;

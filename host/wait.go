@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"runtime/debug"
+	"slices"
 	"unsafe"
 
 	"github.com/echomq/emq/emq"
@@ -39,7 +40,8 @@ import (
 type waiter struct {
 	verb  int
 	queue *queueWait
-	want  int // the jobs it waits for: its count
+	want  int                          // the jobs it waits for: its count
+	bc    *C.ValkeyModuleBlockedClient // its wait, for a timer that serves it itself
 }
 
 // queueWait is a queue of one database that clients wait on, or waited on
@@ -64,6 +66,9 @@ type queueWait struct {
 	// sweeping is set while the queue's timer sweeps it: the sweep's own
 	// writes to pending re-arm nothing (the sweep's outcome arms the timer)
 	sweeping bool
+	// order is its waiters in the order they came, where its timer serves
+	// them itself (emq_timer_serves_waiters); nil elsewhere
+	order []uint64
 	// spentPass is the pass of the event loop (emq_pass) in which a turn
 	// of the queue stopped on its budget: the wake-ups of its other
 	// waiters in that pass run no claim — each would work through as much
@@ -281,14 +286,18 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		q = waiters[uint64(c.waiter)].queue
 	} else {
 		lastWaiter++
-		if C.emq_block((*C.emq_call)(c), C.int(w.On), C.longlong(w.TimeoutMs), C.uint64_t(lastWaiter)) != 0 {
+		bc := C.emq_block((*C.emq_call)(c), C.int(w.On), C.longlong(w.TimeoutMs), C.uint64_t(lastWaiter))
+		if bc == nil {
 			C.emq_reply_null_array((*C.emq_call)(c))
 			return
 		}
 		subscribe(c.ctx)
 		want := int(min(w.Want, math.MaxInt32))
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On], want)
-		waiters[lastWaiter] = waiter{verb: verb, queue: q, want: want}
+		waiters[lastWaiter] = waiter{verb: verb, queue: q, want: want, bc: bc}
+		if C.emq_timer_serves_waiters() != 0 {
+			q.order = append(q.order, lastWaiter)
+		}
 	}
 	q.setClosed(closedUntil(w, int64(c.now_ms)))
 	c.armFor(q, w)
@@ -476,6 +485,9 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
 		q.sweeping = true
+		serves := C.emq_timer_serves_waiters() != 0
+		C.emq_timer_sweeping = cBool(serves)
+		defer func() { C.emq_timer_sweeping = 0 }()
 		refused := C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0
 		q.sweeping = false
 		if refused {
@@ -490,10 +502,28 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 			// server redirects them
 			retry()
 		}
-		if q.waiters > 0 && !q.closed(int64(C.emq_now_ms())) {
+		switch {
+		case serves:
+			serveInOrder(ctx, q)
+		case q.waiters > 0 && !q.closed(int64(C.emq_now_ms())):
 			C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
 		}
 	})
+}
+
+// serveInOrder has q's timer serve q's waiters itself, first come first
+// served, while the queue is open and its pending set holds jobs
+// (emq_timer_serves_waiters): each claims — the jobs, or nil if its claim
+// takes none — and the waiters after them wait on, untouched.
+func serveInOrder(ctx *C.ValkeyModuleCtx, q *queueWait) {
+	pending := (*C.char)(unsafe.Pointer(unsafe.SliceData(q.pending)))
+	for len(q.order) > 0 && !q.closed(int64(C.emq_now_ms())) && C.emq_has_jobs(ctx, pending, C.size_t(len(q.pending))) != 0 {
+		id := q.order[0]
+		q.order = q.order[1:]
+		if w, ok := waiters[id]; ok {
+			C.emq_serve_waiter(w.bc, C.uint64_t(id))
+		}
+	}
 }
 
 //export emqWaitPaused
@@ -518,6 +548,9 @@ func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
 		return
 	}
 	delete(waiters, uint64(id))
+	if i := slices.Index(w.queue.order, uint64(id)); i >= 0 {
+		w.queue.order = slices.Delete(w.queue.order, i, i+1)
+	}
 	guard(ctx, "wait ended", nil, func() {
 		defer leave(ctx, w.queue, w.want) // whatever happens before, the waiter leaves
 		injectPanic("wait ended")

@@ -271,6 +271,22 @@ func requireText(t *testing.T, want, got string) {
 	require.Equal(t, want, got)
 }
 
+// onRedis70 reports whether s is Redis 7.0 — not Valkey, which reports a
+// redis_version too — whose differences docs/COMPATIBILITY.md lists.
+func onRedis70(s *valkeytest.Server) bool {
+	return strings.HasPrefix(s.InfoField("server", "redis_version"), "7.0.") && s.InfoField("server", "valkey_version") == ""
+}
+
+// skipTimerServedOnRedis70 skips a test of waiters whose claims a queue's
+// timer runs and that take nothing, on Redis 7.0: there the timer serves
+// its waiters itself, and such a waiter is answered nil.
+func skipTimerServedOnRedis70(t *testing.T, s *valkeytest.Server) {
+	t.Helper()
+	if onRedis70(s) {
+		t.Skipf("Redis 7.0: a queue's timer serves its waiters itself, and one whose claim there takes nothing is answered nil (docs/COMPATIBILITY.md, Wake-ups outside a command); this server is redis_version %q", s.InfoField("server", "redis_version"))
+	}
+}
+
 // serverMs returns the server's clock in Unix milliseconds.
 func serverMs(t *testing.T, s *valkeytest.Server) int64 {
 	t.Helper()

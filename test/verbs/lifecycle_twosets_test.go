@@ -90,6 +90,7 @@ func TestATurnTakesEachIDOnceAndLeavesItInNoOtherSet(t *testing.T) {
 // turn that stops on its budget now looks again at once.
 func TestABlockedClaimStoppedOnItsBudgetLooksAgain(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
+	skipTimerServedOnRedis70(t, s)
 	must(t, s, "CONFIG", "SET", "emq.sweep-batch", "2")
 	ids := jobIDs(12)
 	for i, id := range ids[:10] { // poisoned: their budget of 1 is spent

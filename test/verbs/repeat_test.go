@@ -346,8 +346,8 @@ func TestRepeatsListsAPage(t *testing.T) {
 // server no call of its own.
 func TestRepeatsIsTrackedForTheRowsItReads(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	if v := s.InfoField("server", "redis_version"); strings.HasPrefix(v, "7.0.") && s.InfoField("server", "valkey_version") == "" {
-		t.Skipf("Redis 7.0 remembers a nested call's keys for the calling client only in a script, and there the script's declared keys alone; this server is redis_version %q", v)
+	if onRedis70(s) {
+		t.Skipf("Redis 7.0 remembers a nested call's keys for the calling client only in a script, and there the script's declared keys alone; this server is redis_version %q", s.InfoField("server", "redis_version"))
 	}
 	q := queueOf("tracked")
 	repeats := keys.Set(q.name, keys.Repeats)
