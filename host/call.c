@@ -843,15 +843,24 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
         // the command and numkeys alone: the keys are past the arguments,
         // so the server checks none, only the command
         if (api.ACLCheckCommandPermissions(user, argv, 2) != API_OK) {
+            // the command as the server names it — its registered name,
+            // all upper case — not as the caller spelled it (emq.bclaim)
             size_t n, m;
-            const char *user_name = api.StringPtrLen(name, &n), *cmd = api.StringPtrLen(argv[0], &m);
+            const char *user_name = api.StringPtrLen(name, &n), *typed = api.StringPtrLen(argv[0], &m);
+            char *cmd = api.Alloc(m + 1);
+            for (size_t i = 0; i < m; i++) cmd[i] = typed[i] >= 'a' && typed[i] <= 'z' ? typed[i] - 'a' + 'A' : typed[i];
             const char *format = "NOPERM User %.*s has no permissions to run the '%.*s' command";
             size_t size = strlen(format) + n + m;
             char *text = api.Alloc(size);
             snprintf(text, size, format, (int)n, user_name, (int)m, cmd);
-            if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, argv[0], ACL_LOG_CMD);
+            if (api.ACLAddLogEntry) {
+                ValkeyModuleString *object = api.CreateString(NULL, cmd, m);
+                api.ACLAddLogEntry(ctx, user, object, ACL_LOG_CMD);
+                api.FreeString(NULL, object);
+            }
             api.ReplyWithError(ctx, text);
             api.Free(text);
+            api.Free(cmd);
         } else {
             ValkeyModuleString *key = argv[2];
             long long keys = 0;

@@ -285,6 +285,34 @@ func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
 	}
 }
 
+// TestBClaimWokenNamesItsVerbAsTheServerDoes: a worker that called the
+// verb in lower case (as valkey-cli users and many clients send it), whose
+// verb is taken away while it waits, is answered NOPERM naming the command
+// as the server names it for a blocked built-in or a refused call —
+// 'EMQ.BCLAIM', its registered name — and ACL LOG's object says the same.
+func TestBClaimWokenNamesItsVerbAsTheServerDoes(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	must(t, s, "ACL", "SETUSER", "worker", "on", "nopass", "+@all", "~emq:{b}:*")
+	worker := dial(t, s)
+	_, err := worker.do("AUTH", "worker", "x")
+	require.NoError(t, err)
+	call := bclaim(60_000, 10_000)
+	call[0] = "emq.bclaim"
+	waiting(t, s, worker, call)
+	must(t, s, "ACL", "SETUSER", "worker", "-emq.bclaim")
+	must(t, s, "ACL", "LOG", "RESET")
+	must(t, s, bq.enqueue(jobN(1), "p")...)
+	_, err = worker.read()
+	assert.Equal(t, errReply("NOPERM User worker has no permissions to run the 'EMQ.BCLAIM' command"), err)
+	log, err := s.Do("ACL", "LOG").ToArray()
+	require.NoError(t, err)
+	require.Len(t, log, 1, "the denial is logged")
+	entry, err := log[0].AsStrMap()
+	require.NoError(t, err)
+	assert.Equal(t, "EMQ.BCLAIM", entry["object"])
+	assert.Equal(t, []string{jobN(1)}, members(t, s, bq.pending), "the job is left pending")
+}
+
 func TestBClaimRefusesBadTimeoutsAndWritesNothing(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	enqueueB(t, s, 1)
