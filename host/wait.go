@@ -504,7 +504,9 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 		}
 		switch {
 		case serves:
-			serveInOrder(ctx, q)
+			if !refused { // else the waiters wait on untouched, as a refused claim writes nothing
+				serveInOrder(ctx, q)
+			}
 		case q.waiters > 0 && !q.closed(int64(C.emq_now_ms())):
 			C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
 		}
