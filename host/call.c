@@ -234,7 +234,10 @@ static int has_field(const emq_call *c, const char *field, size_t len) {
 // stream's when the config has the field naming each (else EMQ_NO_KEY).
 // A key the caller may not touch is EMQ_DENIED: nothing opened, nothing
 // logged — the verb refuses through emq_open_derived, which logs.
+uint64_t emq_turns_opened;
+
 void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
+    emq_turns_opened++;
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
         int k = add_key(c);
         set_key(c, k, c->argv[2 + i], open_key(c, c->argv[2 + i]));

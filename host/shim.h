@@ -294,6 +294,7 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
               const char *scratch, const emq_span *spans, int wake, int nevents);
 void emq_reply_error(emq_call *c, const char *code, size_t codelen, const char *msg, size_t msglen);
 extern int emq_fault_write; // test builds: the write of the next plan to fail, from 1
+extern uint64_t emq_turns_opened; // the turns that opened their keys (emq_open), since the load
 
 // Blocking verbs: waiting clients, their wake-ups and timers (wait.c).
 int emq_may_block(ValkeyModuleCtx *ctx);

@@ -51,10 +51,27 @@ static int offers_gone_keys;
 // wake-up before the server sleeps keeps its waiter (answers_every_waiter).
 static int keeps_woken_current;
 
+// holds_kept_writes is whether the server leaves what a wake-up that kept
+// its waiter replicated unreplicated — Redis before 7.2, whose
+// serveClientsBlockedOnKeyByModule runs afterCommand (which replicates)
+// only for a waiter served (Redis 7.2 runs it for each, redis/redis#11310).
+// A claim that ran replicates its writes, and the server replicates a DEL
+// of each key it found past its expiry as the claim opened it: those wait
+// in its also_propagate until something else replicates, and its
+// active-expire cycle (serverCron), its evictions and its next round of
+// wake-ups assert that nothing waits there. A serverCron in the same pass
+// of the event loop as a wake-up whose claim took nothing — ids with no
+// row dropped from pending, a job whose attempts are spent sent to dead,
+// a dead set past its TTL on a paused queue — crashed the server (with AOF
+// on or a replica). So there a wake-up whose claim ran does not keep its
+// waiter (woken).
+static int holds_kept_writes;
+
 void emq_probe_wakeups(void) {
     int before_7_2 = api.GetServerVersion && api.GetServerVersion() < 0x00070200;
     offers_gone_keys = before_7_2 && api.GetBlockedClientReadyKey;
     keeps_woken_current = before_7_2;
+    holds_kept_writes = before_7_2;
 }
 
 // The event loop as the module sees it (on_event_loop): whether it is
@@ -89,10 +106,14 @@ static int gone(ValkeyModuleCtx *ctx) {
 // soon; it keeps waiting, too, when the key is gone.
 //
 // Where the server would keep such a waiter as its current client
-// (answers_every_waiter), it answers it nil instead, as at its timeout.
+// (answers_every_waiter), it answers it nil instead, as at its timeout;
+// and so where it would leave what a wake-up that kept its waiter
+// replicated unreplicated (holds_kept_writes) and the waiter's claim ran
+// (it opened its keys): served, that is replicated as the wake-up ends.
 static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
     uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
     int served = 0;
+    uint64_t turns = emq_turns_opened;
     if (writes_paused()) {
         emqWaitPaused(ctx, waiter);
     } else if (!gone(ctx)) {
@@ -101,7 +122,7 @@ static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
         waking = 0;
     }
     if (served) return API_OK;
-    if (!answers_every_waiter()) return -1;
+    if (!answers_every_waiter() && !(holds_kept_writes && emq_turns_opened != turns)) return -1;
     api.ReplyWithNullArray(ctx);
     return API_OK;
 }

@@ -1697,3 +1697,75 @@ func TestAWaiterKilledAfterATimersWakeUpLeavesTheServerUp(t *testing.T) {
 	require.Equal(t, jobN(2), claimedID(t, got))
 	require.NoError(t, s.Do("PING").Error())
 }
+
+// pipeline sends calls in one write: the server reads them together and
+// runs them in one pass of its event loop.
+func (c *conn) pipeline(calls ...[]string) {
+	var b strings.Builder
+	for _, args := range calls {
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+	}
+	_, err := c.c.Write([]byte(b.String()))
+	require.NoError(c.t, err)
+}
+
+// A wake-up whose claim takes nothing, where the claim or the server
+// replicated something, leaves the server up: the claim sends a job whose
+// attempts are spent to dead, or drops ids with no row from pending, or —
+// the queue paused — writes nothing itself while the server deletes the
+// dead set, past its TTL, as the claim opens it (and replicates a DEL).
+// Redis 7.0 replicates what a wake-up replicated only for a waiter it
+// served (Redis 7.2 for each, redis/redis#11310): for one that kept
+// waiting it stayed in its also_propagate, and serverCron's active-expire
+// cycle, run in the same pass of the event loop (due after the DEBUG
+// SLEEP before the write that woke it), asserted there was none and
+// crashed the server, with AOF on or a replica. There such a waiter is
+// answered nil, as at its timeout (docs/COMPATIBILITY.md); elsewhere it
+// waits on until its timeout.
+func TestAWakeUpWhoseClaimTakesNothingLeavesTheServerUp(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{Config: []string{"appendonly", "yes"}})
+	c := dial(t, s)
+	// wokenBy has a waiter of budget maxAttempts woken by the last of
+	// calls, sent with a DEBUG SLEEP before it in one write, once setup
+	// (if any) has run; want are the calls' replies, and the sleep's
+	wokenBy := func(name string, maxAttempts int64, setup func(), calls [][]string, want ...any) {
+		t.Helper()
+		w := waiting(t, s, dial(t, s), bq.bclaim(100_000, 1, maxAttempts, 1_000))
+		if setup != nil {
+			setup()
+		}
+		last := len(calls) - 1
+		c.pipeline(append(append(calls[:last:last], []string{"DEBUG", "SLEEP", "0.2"}), calls[last])...)
+		for _, reply := range want {
+			got, err := c.read()
+			require.NoError(t, err, "%s: the server is up", name)
+			require.Equal(t, reply, got, name)
+		}
+		got, err := w.read()
+		require.NoError(t, err, name)
+		require.Nil(t, got, "%s: the waiter took nothing", name)
+		require.NoError(t, s.Do("PING").Error(), name)
+	}
+	// a worker fails its job back to pending (its budget 3); the waiter's
+	// budget is 1, which the job's one attempt spent
+	id := enqueueB(t, s, 1)
+	got, err := s.Do(bq.claim(100_000, 1, 3)...).ToAny()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	wokenBy("a job sent to dead", 1, nil, [][]string{bq.fail(id, 1, 0, 3, "x")}, "OK", "pending")
+	state, err := s.Do("HGET", bq.job(id), "state").ToString()
+	require.NoError(t, err)
+	require.Equal(t, "dead", state)
+	require.Equal(t, []string{id}, members(t, s, bq.dead))
+	// an id with no row, dropped from pending by the claim
+	wokenBy("an id with no row", 5, nil, [][]string{{"ZADD", bq.pending, "0", jobN(2)}}, "OK", int64(1))
+	require.Empty(t, members(t, s, bq.pending))
+	// the queue paused while the worker waited, its dead set past its TTL
+	wokenBy("a paused queue's dead set past its TTL", 5, func() { must(t, s, bq.pause()...) },
+		[][]string{{"PEXPIRE", bq.dead, "1"}, bq.enqueue(jobN(3), "p")}, int64(1), "OK", int64(1))
+	require.Empty(t, members(t, s, bq.dead))
+	require.Equal(t, []string{jobN(3)}, members(t, s, bq.pending))
+}
