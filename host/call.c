@@ -224,6 +224,10 @@ static int has_field(const emq_call *c, const char *field, size_t len) {
     return 0;
 }
 
+// emq_turns_opened counts the calls that opened their keys (emq_open)
+// since the process started: a wake-up tells by it whether its claim ran.
+uint64_t emq_turns_opened;
+
 // emq_open opens the call's first n keys. Reading a string's bytes (values)
 // decodes an int or embstr string into a raw one, so only a verb that needs
 // the bytes asks for them. When queue is not NULL it looks for that queue's
@@ -234,8 +238,6 @@ static int has_field(const emq_call *c, const char *field, size_t len) {
 // stream's when the config has the field naming each (else EMQ_NO_KEY).
 // A key the caller may not touch is EMQ_DENIED: nothing opened, nothing
 // logged — the verb refuses through emq_open_derived, which logs.
-uint64_t emq_turns_opened;
-
 void emq_open(emq_call *c, int n, int values, const char *queue, size_t qlen) {
     emq_turns_opened++;
     for (int i = 0; i < n && 2 + i < c->argc; i++) {
