@@ -182,7 +182,6 @@ void emq_serve_waiter(ValkeyModuleBlockedClient *bc, uint64_t waiter) {
     serving = 0;
 }
 
-
 // first_score reads the lowest score of an open sorted set; 0 if it is
 // empty or no sorted set.
 static int first_score(ValkeyModuleKey *key, double *score) {
@@ -351,8 +350,9 @@ static uint64_t pass_started, pass_budget, backlog_since;
 static int pass_left_work;
 static uint64_t passes_ended; // the passes that ended since the subscription
 
-// on_event_loop runs on the main thread before the server sleeps, never in
-// a forked child or from a crash report; it calls no Go.
+// on_event_loop runs on the main thread before the server sleeps and as
+// it wakes, never in a forked child or from a crash report; it calls no
+// Go.
 static void on_event_loop(ValkeyModuleCtx *ctx, server_event e, uint64_t sub, void *data) {
     (void)ctx, (void)data;
     if (e.id != EVENT_EVENTLOOP) return;
