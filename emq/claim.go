@@ -419,10 +419,14 @@ type setMove struct {
 // score, into one write each — a claim of a hundred jobs from pending is
 // one ZREM and one ZADD into active, with an HSET of each row.
 func (t *turn) moved() {
-	slices.SortStableFunc(t.left, func(x, y setMove) int { return cmp.Compare(x.key, y.key) })
-	slices.SortStableFunc(t.went, func(x, y setMove) int {
-		return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.score, y.score))
-	})
+	if len(t.left) > 1 { // one move, as most calls make, has nothing to join
+		slices.SortStableFunc(t.left, func(x, y setMove) int { return cmp.Compare(x.key, y.key) })
+	}
+	if len(t.went) > 1 {
+		slices.SortStableFunc(t.went, func(x, y setMove) int {
+			return cmp.Or(cmp.Compare(x.key, y.key), cmp.Compare(x.score, y.score))
+		})
+	}
 	for _, m := range t.left {
 		t.p.zrem(m.key, m.member)
 	}
