@@ -301,7 +301,7 @@ int emq_may_block(ValkeyModuleCtx *ctx);
 int emq_selected_db(ValkeyModuleCtx *ctx);
 void emq_select_db(ValkeyModuleCtx *ctx, int db);
 ValkeyModuleBlockedClient *emq_block(emq_call *c, int k, long long timeout_ms, uint64_t waiter);
-int emq_timer_serves_waiters(void);
+extern int emq_timer_serves_waiters; // a queue's timer serves its waiters itself (wait.c)
 int emq_has_jobs(ValkeyModuleCtx *ctx, const char *key, size_t len);
 void emq_serve_waiter(ValkeyModuleBlockedClient *bc, uint64_t waiter);
 extern int emq_timer_sweeping; // a queue's timer sweeps and serves: see emq_signal_key

@@ -38,40 +38,44 @@ static int writes_paused(void) { return api.AvoidReplicaTraffic && api.AvoidRepl
 // nothing (and cost a turn).
 static int offers_gone_keys;
 
-// keeps_woken_current is whether the server leaves a waiter whose wake-up
-// kept it waiting as its current client — Redis before 7.2
-// (serveClientsBlockedOnKeyByModule skips putting back the client it
-// found current; redis/redis#11012 mended it). A command puts back the
-// client it found current as it ends, so a wake-up inside one leaves
-// nothing behind; but the wake-ups the server runs before it sleeps —
-// those a queue's timer asked for — leave the waiter current for good,
-// and once another client's command has freed it (CLIENT KILL, client
-// eviction), the next write the server replicates outside a command — the
-// timer's next sweep — reads the freed client and crashes. So there no
-// wake-up before the server sleeps keeps its waiter (answers_every_waiter).
-static int keeps_woken_current;
+// keeps_waiters_badly is whether the server mishandles a waiter whose
+// wake-up kept it waiting — Redis before 7.2, whose
+// serveClientsBlockedOnKeyByModule, for such a waiter, neither puts back
+// the client it found current (redis/redis#11012) nor replicates what the
+// wake-up wrote (redis/redis#11310), two things 7.2 mended:
+//
+//   - A command puts back the client it found current as it ends, so a
+//     wake-up inside one leaves nothing behind; but a wake-up the server
+//     runs before it sleeps — one a queue's timer asked for — leaves the
+//     waiter current for good, and once another client's command has
+//     freed it (CLIENT KILL, client eviction), the next write the server
+//     replicates outside a command reads the freed client and crashes.
+//   - What a claim that ran wrote, and the DEL of each key the server
+//     found past its expiry as the claim opened it, waits unreplicated
+//     until something else replicates; its active-expire cycle, its
+//     evictions and its next round of wake-ups assert that nothing waits
+//     there, and one in the same pass of the event loop as a wake-up whose
+//     claim took nothing (ids with no row dropped, a job sent to dead)
+//     crashed the server, with AOF on or a replica.
+//
+// So there a wake-up keeps its waiter only inside a command, and only if
+// it ran no claim (may_keep_waiting); and a queue's timer serves its
+// waiters itself rather than wake them (emq_timer_serves_waiters).
+static int keeps_waiters_badly;
 
-// holds_kept_writes is whether the server leaves what a wake-up that kept
-// its waiter replicated unreplicated — Redis before 7.2, whose
-// serveClientsBlockedOnKeyByModule runs afterCommand (which replicates)
-// only for a waiter served (Redis 7.2 runs it for each, redis/redis#11310).
-// A claim that ran replicates its writes, and the server replicates a DEL
-// of each key it found past its expiry as the claim opened it: those wait
-// in its also_propagate until something else replicates, and its
-// active-expire cycle (serverCron), its evictions and its next round of
-// wake-ups assert that nothing waits there. A serverCron in the same pass
-// of the event loop as a wake-up whose claim took nothing — ids with no
-// row dropped from pending, a job whose attempts are spent sent to dead,
-// a dead set past its TTL on a paused queue — crashed the server (with AOF
-// on or a replica). So there a wake-up whose claim ran does not keep its
-// waiter (woken).
-static int holds_kept_writes;
+// emq_timer_serves_waiters is whether a queue's timer serves the queue's
+// waiters itself (emq_serve_waiter) rather than signal its pending key:
+// where the server keeps waiters badly, a timer's signal would have it
+// try every waiter before it sleeps, and each the due jobs are not for
+// would be answered nil. Served one by one, first come first served,
+// while the pending set holds jobs, the others wait on untouched.
+int emq_timer_serves_waiters;
 
 void emq_probe_wakeups(void) {
     int before_7_2 = api.GetServerVersion && api.GetServerVersion() < 0x00070200;
     offers_gone_keys = before_7_2 && api.GetBlockedClientReadyKey;
-    keeps_woken_current = before_7_2;
-    holds_kept_writes = before_7_2;
+    keeps_waiters_badly = before_7_2;
+    emq_timer_serves_waiters = before_7_2 && api.UnblockClient;
 }
 
 // The event loop as the module sees it (on_event_loop): whether it is
@@ -84,10 +88,15 @@ static int passes_seen, before_sleep;
 // waking is set while a wake-up's claim runs.
 static int waking;
 
-// answers_every_waiter reports whether no wake-up may keep its waiter now:
-// on a server that keeps such a waiter as its current client, before it
-// sleeps — or always, where the module cannot tell when that is.
-static int answers_every_waiter(void) { return keeps_woken_current && (before_sleep || !passes_seen); }
+// outside_commands reports whether a wake-up now runs outside any command,
+// on a server that keeps waiters badly: before it sleeps — or, where the
+// module cannot tell when that is, always.
+static int outside_commands(void) { return keeps_waiters_badly && (before_sleep || !passes_seen); }
+
+// may_keep_waiting reports whether a wake-up that took nothing may keep its
+// waiter (keeps_waiters_badly): everywhere else, yes; there, inside a
+// command, and only if it ran no claim (claim_ran).
+static int may_keep_waiting(int claim_ran) { return !keeps_waiters_badly || (!claim_ran && !outside_commands()); }
 
 // gone reports whether the key whose signal woke the client in ctx is
 // gone, on a server that offers such a key (else it never is).
@@ -105,11 +114,8 @@ static int gone(ValkeyModuleCtx *ctx) {
 // are paused the client keeps waiting, and its queue's timer looks again
 // soon; it keeps waiting, too, when the key is gone.
 //
-// Where the server would keep such a waiter as its current client
-// (answers_every_waiter), it answers it nil instead, as at its timeout;
-// and so where it would leave what a wake-up that kept its waiter
-// replicated unreplicated (holds_kept_writes) and the waiter's claim ran
-// (it opened its keys): served, that is replicated as the wake-up ends.
+// Where it may not keep its waiter (may_keep_waiting: the claim ran if it
+// opened its keys), it answers it nil instead, as at its timeout.
 static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
     uint64_t waiter = (uint64_t)(uintptr_t)api.GetBlockedClientPrivateData(ctx);
     int served = 0;
@@ -122,7 +128,7 @@ static int woken(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc) {
         waking = 0;
     }
     if (served) return API_OK;
-    if (!answers_every_waiter() && !(holds_kept_writes && emq_turns_opened != turns)) return -1;
+    if (may_keep_waiting(emq_turns_opened != turns)) return -1;
     api.ReplyWithNullArray(ctx);
     return API_OK;
 }
@@ -162,16 +168,6 @@ ValkeyModuleBlockedClient *emq_block(emq_call *c, int k, long long timeout_ms, u
     return api.BlockClientOnKeys(c->ctx, woken, timed_out, ended, timeout_ms, &c->names[k], 1,
                                  (void *)(uintptr_t)waiter);
 }
-
-// emq_timer_serves_waiters reports whether a queue's timer serves the
-// queue's waiters itself (emq_serve_waiter) rather than signal its pending
-// key: where the server keeps a waiter its wake-up found nothing for as
-// its current client (keeps_woken_current), a timer's signal would have
-// the server try every waiter outside a command, and each the due jobs are
-// not for would be answered nil (answers_every_waiter). Served one by one,
-// first come first served, while the pending set holds jobs, the others
-// wait on untouched.
-int emq_timer_serves_waiters(void) { return keeps_woken_current && api.UnblockClient; }
 
 // emq_serve_waiter has the timer serve waiter bc itself: the server ends
 // its wait as at its timeout — at once, calling timed_out, which runs its
@@ -261,17 +257,17 @@ void emq_signal_ready(ValkeyModuleCtx *ctx, const char *key, size_t len) {
     api.FreeString(NULL, s);
 }
 
-// emq_signal_key signals key as ready — but not from a wake-up where the
-// server answers every waiter (answers_every_waiter): it has tried, or
-// is trying, each waiter of the key in this pass, and a key signalled
-// again would have it try those it answered again, each of which it
-// would leave its current client (keeps_woken_current).
+// emq_signal_key signals key as ready — but not from a wake-up outside
+// any command where the server keeps waiters badly (outside_commands): it
+// has tried, or is trying, each waiter of the key in this pass, and a key
+// signalled again would have it try those it answered again, each of
+// which it would leave its current client.
 //
 // Nor while a timer that serves its waiters itself sweeps and serves them
 // (emq_timer_sweeping, emq_timer_serves_waiters): its writes to a pending
 // set would have the server try every waiter before it sleeps.
 void emq_signal_key(ValkeyModuleCtx *ctx, ValkeyModuleString *key) {
-    if ((waking && answers_every_waiter()) || emq_timer_sweeping) return;
+    if ((waking && outside_commands()) || emq_timer_sweeping) return;
     api.SignalKeyAsReady(ctx, key);
 }
 

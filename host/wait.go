@@ -295,7 +295,7 @@ func (c *Call) settle(verb int, args [][]byte, p *emq.Plan) {
 		want := int(min(w.Want, math.MaxInt32))
 		q = join(int(C.emq_selected_db(c.ctx)), w.Queue, args[2+w.On], want)
 		waiters[lastWaiter] = waiter{verb: verb, queue: q, want: want, bc: bc}
-		if C.emq_timer_serves_waiters() != 0 {
+		if C.emq_timer_serves_waiters != 0 {
 			q.order = append(q.order, lastWaiter)
 		}
 	}
@@ -485,7 +485,7 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 		// whoever claims — then its waiters look, unless the sweep found
 		// the queue closed to them
 		q.sweeping = true
-		serves := C.emq_timer_serves_waiters() != 0
+		serves := C.emq_timer_serves_waiters != 0
 		C.emq_timer_sweeping = cBool(serves)
 		defer func() { C.emq_timer_sweeping = 0 }()
 		refused := C.emq_sweep_queue(ctx, pending, C.size_t(len(q.pending)), C.int(min(q.wanted, math.MaxInt32))) != 0
