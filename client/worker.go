@@ -311,7 +311,8 @@ func newCrew(ctx context.Context, h Handler, opts WorkOptions, queues []*Queue) 
 	c.stop, c.halt = context.WithCancel(ctx)
 	c.idle.L = &c.mu
 	for _, q := range queues {
-		lease := q.policy.Lease
+		// the lease the server applies: whole milliseconds, rounded up
+		lease := time.Duration(ceilMillis(q.policy.Lease)) * time.Millisecond
 		w := &worker{crew: c, q: q, log: log.With("queue", q.name),
 			lease: lease, every: max(time.Duration(float64(lease)*opts.Renew), time.Millisecond), margin: lease / leaseMargin,
 			renewWake:  make(chan struct{}, 1),

@@ -1182,6 +1182,35 @@ func (p *proxy) pipe(dst, src net.Conn, sent *atomic.Bool, fromServer bool) {
 	}
 }
 
+// TestWorkCountsTheLeaseTheServerApplies: the server takes a policy's
+// Lease in whole milliseconds, rounded up, and the worker judges its leases
+// by that same lease — one under a millisecond is not counted lost before
+// its handler starts, which released the job and claimed it again, never
+// running it, in a loop.
+func TestWorkCountsTheLeaseTheServerApplies(t *testing.T) {
+	cases := []struct {
+		name        string
+		lease, want time.Duration
+	}{
+		{"a microsecond is a millisecond", time.Microsecond, time.Millisecond},
+		{"a nanosecond past a millisecond is two", time.Millisecond + time.Nanosecond, 2 * time.Millisecond},
+		{"a fraction of a millisecond is rounded up", 1500 * time.Microsecond, 2 * time.Millisecond},
+		{"whole milliseconds are kept", 30 * time.Second, 30 * time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := &Queue{name: "lease", policy: Policy{Lease: tc.lease}}
+			c := newCrew(context.Background(), nil, WorkOptions{}, []*Queue{q})
+			defer c.halt()
+			w := c.members[0]
+			assert.Equal(t, tc.want, w.lease)
+			assert.Equal(t, tc.want/leaseMargin, w.margin)
+			assert.Equal(t, max(time.Duration(float64(tc.want)/3), time.Millisecond), w.every)
+			assert.Equal(t, tc.lease, q.Policy().Lease, "the policy is the caller's")
+		})
+	}
+}
+
 // TestWorkRefusesBadOptions: Work with a nil handler, a Renew out of
 // range or a negative option is refused at its start, as Queue.Work and as Sharded.Work,
 // before it claims anything.
