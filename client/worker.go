@@ -29,7 +29,8 @@ import (
 type Handler func(ctx context.Context, job *Job) error
 
 // WorkOptions tune [Queue.Work]. Zero fields take the defaults; Work
-// refuses a negative one (but Prefetch's [NoPrefetch]) with EMQSHAPE.
+// refuses a negative one (but Prefetch's [NoPrefetch], and the deprecated
+// Claimers, which it ignores whatever its value) with EMQSHAPE.
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once, up to MaxConcurrency;
 	// 1 when 0.
