@@ -20,3 +20,15 @@ func TestReplicaFollows(t *testing.T) {
 	}
 	t.Log(d1, r.Do("PTTL", "emq:{t}:fail:SUB0018f2a4c1e00001:MSG0018f2a4c1e00001"))
 }
+
+// TestAServerOnTheSamePortIsNotAdopted: a server asked for a port another
+// server holds fails to start, and is reported so, rather than handing
+// back the other one — a restart on a fixed port must be a restart.
+func TestAServerOnTheSamePortIsNotAdopted(t *testing.T) {
+	first := valkeytest.Start(t, valkeytest.Options{NoModule: true})
+	_, err := valkeytest.Launch(valkeytest.Options{NoModule: true, Port: first.Port})
+	if err == nil {
+		t.Fatalf("a second server on port %d was handed back as started", first.Port)
+	}
+	t.Log(err)
+}

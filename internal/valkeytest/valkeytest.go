@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -200,7 +201,7 @@ func launch(bin string, opts Options) (*Server, error) {
 		}
 		if c, err := net.DialTimeout("tcp", s.Addr, 100*time.Millisecond); err == nil {
 			_ = c.Close()
-			if s.ping() == nil {
+			if s.ours() == nil {
 				return s, nil
 			}
 		}
@@ -210,22 +211,34 @@ func launch(bin string, opts Options) (*Server, error) {
 	return nil, fmt.Errorf("%s on port %d did not answer within 15s:\n%s", bin, port, s.LogTail(20))
 }
 
-func (s *Server) ping() error {
+// ours reports whether the server answering on s.Addr is the process s
+// started (INFO's process_id): one left on the port by an earlier run
+// answers too, while the process started exits, unable to bind.
+func (s *Server) ours() error {
 	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("PING: %q", line)
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil {
+		return fmt.Errorf("INFO server: %q", head)
+	}
+	info := make([]byte, n)
+	if _, err := io.ReadFull(r, info); err != nil {
+		return err
+	}
+	if want := fmt.Sprintf("process_id:%d\r\n", s.cmd.Process.Pid); !strings.Contains(string(info), want) {
+		return fmt.Errorf("the server on %s is not the one started (%s)", s.Addr, strings.TrimSpace(want))
 	}
 	return nil
 }
