@@ -108,8 +108,15 @@
 // the connection ended after the server ran it — spends the attempt it
 // handed out although no handler ran it: the worker never learns of the
 // job, whose lease passes and whose next claim is its next attempt (one
-// claimed for its last attempt goes dead, "lease expired"). It logs
-// through log/slog ([WorkOptions].Logger).
+// claimed for its last attempt goes dead, "lease expired"). A job whose
+// lease passed before its claim's reply came back — a [Policy].Lease
+// shorter than the round trip — is released at once, its attempt not
+// spent, and claimed again, its handler never run, each turn logged
+// (WARN): the lease must outlast the network. It logs through log/slog
+// ([WorkOptions].Logger). Work, as [Client.Consume], ends when ctx ends,
+// not when its valkey client is closed (a closed client's calls fail,
+// and it logs them and tries again): cancel ctx and let it return before
+// closing the client.
 //
 // [Client.Consume] is the bus consumer of a topic's stream: XREADGROUP,
 // one XACK per batch, EMQ.FAILURES.INCR per failure, [Client.Park] once a

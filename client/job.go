@@ -61,7 +61,10 @@ func (j *Job) Extend(ctx context.Context) (time.Time, error) {
 }
 
 // Ack finishes the job: its row is deleted, or kept for the policy's Keep
-// with state done.
+// with state done. An error of the connection (the reply lost, not a
+// refusal) leaves the outcome unknown, as [ErrUnknownOutcome] does an
+// admission's: the same Ack sent again is refused EMQLEASE (the row kept)
+// or EMQNOJOB (deleted) when the first was applied.
 func (j *Job) Ack(ctx context.Context) error {
 	_, err := runVerb(ctx, j.q.c, j.ackCall(), intReply)
 	return j.settled(err)

@@ -20,7 +20,8 @@ import (
 // an error fails it with the queue policy's backoff (one that wraps
 // [ErrNoRetry] sends it to dead at once); a panic is a failure
 // too, whose error on the job is "handler panic: <value>" (the stack goes
-// to WorkOptions.Logger, not on the job's row). A handler may settle its
+// to WorkOptions.Logger, not on the job's row), retried whatever the
+// value — one that wraps ErrNoRetry included: return it instead. A handler may settle its
 // job itself — [Job.AckResult] to keep a result, [Job.FailAfter] to choose
 // the backoff, [Job.Ack], [Job.Fail] — and then what it returns settles
 // nothing more. ctx carries the values of Work's context. It ends when the
@@ -33,7 +34,8 @@ type Handler func(ctx context.Context, job *Job) error
 // Claimers, which it ignores whatever its value) with EMQSHAPE.
 type WorkOptions struct {
 	// Concurrency is how many handlers run at once, up to MaxConcurrency;
-	// 1 when 0.
+	// 1 when 0. Each is a goroutine from Work's start, idle or not: a
+	// Concurrency of 100,000 holds 100,000 goroutines and their stacks.
 	Concurrency int
 	// Prefetch bounds how many claimed jobs may wait for a free handler
 	// slot besides the running ones; 4 × Concurrency, at least 16, when 0;
