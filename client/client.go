@@ -165,7 +165,15 @@ func passing(err error) bool {
 		return false
 	}
 	word, _, _ := strings.Cut(verr.Error(), " ")
-	return verr.IsTryAgain() || verr.IsClusterDown() || verr.IsLoading() || word == "MASTERDOWN" || word == "UNBLOCKED"
+	return verr.IsTryAgain() || verr.IsClusterDown() || verr.IsLoading() || word == "MASTERDOWN" || unblocked(err)
+}
+
+// unblocked reports whether err is the server's UNBLOCKED: a blocking
+// command ended by CLIENT UNBLOCK … ERROR, or by a change of the node's
+// role.
+func unblocked(err error) bool {
+	verr, ok := valkey.IsValkeyErr(err)
+	return ok && strings.HasPrefix(verr.Error(), "UNBLOCKED ")
 }
 
 // refusal turns an error reply whose first word is a refusal code — or a

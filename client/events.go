@@ -89,17 +89,25 @@ type batch struct{ n int64 } // 0: eventsBatch
 // eventsReplyWait: a server that stops answering without closing the
 // connection — stopped, or behind a network that drops packets — or a
 // reply the link does not carry in time fails the read, as a broken
-// connection does, rather than holding the listener for ever.
+// connection does, rather than holding the listener for ever. f's context
+// ends with ctx, or at that bound, but has no deadline, not even ctx's:
+// valkey-go reads a blocking command's reply under a deadline without
+// heeding the context's end, unless the command is unblocked on cancel,
+// which a group's read is not (groupReader.next).
 func (b *batch) read(ctx context.Context, block time.Duration, f func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error)) ([]valkey.XRangeEntry, error) {
 	count := cmp.Or(b.n, eventsBatch)
-	rctx, cancel := context.WithTimeout(ctx, block+eventsReplyWait)
-	defer cancel()
+	rctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	ended := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	defer ended()
+	late := time.AfterFunc(block+eventsReplyWait, func() { cancel(context.DeadlineExceeded) })
+	defer late.Stop()
 	sent := time.Now()
 	entries, err := f(rctx, count)
 	switch {
-	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded): // rctx's: valkey-go may see it before rctx.Err does
+	case ctx.Err() == nil && err != nil && errors.Is(context.Cause(rctx), context.DeadlineExceeded):
 		b.n = max(count/2, 1)
-		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off, or %d entries too large for the link?): %w", block+eventsReplyWait, count, err)
+		err = fmt.Errorf("client: no reply to a read within %v (the server stopped, or is cut off, or %d entries too large for the link?): %w", block+eventsReplyWait, count, context.DeadlineExceeded)
 	case err == nil && block > 0 && int64(len(entries)) < count:
 		b.n = 0
 	case err == nil && b.n != 0 && int64(len(entries)) == count && time.Since(sent) < eventsReplyWait/2: // a listener behind a stall catches up
@@ -444,9 +452,17 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	if err != nil || len(entries) > 0 {
 		return entries, err
 	}
+	// Not UnblockOnCancel, as Events' XREAD: XREADGROUP is a write, held
+	// back while writes are paused (CLIENT PAUSE WRITE, a FAILOVER), and
+	// valkey-go's unblock of it — CLIENT UNBLOCK's TIMEOUT form — aborts
+	// Valkey before 8.1.2 and Redis 7.0 (valkey-io/valkey#2111). A read
+	// cut by the context closes its connection instead: what it delivered
+	// stays pending in the group, read again as this consumer's own. (An
+	// XREAD is no write: no pause but CLIENT PAUSE ALL holds it, which
+	// holds the unblock after it too.)
 	return g.read(ctx, eventsBlock, func(ctx context.Context, count int64) ([]valkey.XRangeEntry, error) {
 		return streamEntries(ctx, vk, vk.B().Xreadgroup().Group(g.group, g.name).Count(count).
-			Block(eventsBlock.Milliseconds()).Streams().Key(g.key).Id(">").Build().UnblockOnCancel(), g.key)
+			Block(eventsBlock.Milliseconds()).Streams().Key(g.key).Id(">").Build(), g.key)
 	})
 }
 

@@ -814,3 +814,38 @@ func TestABatchCutByAStallGrowsBack(t *testing.T) {
 	}
 	assert.Zero(t, b.n, "quick replies grow it back to eventsBatch")
 }
+
+// TestEventGroupStopsWhileWritesArePaused: a group's listener whose
+// context ends while the server holds its read back — XREADGROUP is a
+// write, held while writes are paused (CLIENT PAUSE WRITE, a FAILOVER) —
+// leaves the server up: valkey-go's unblock on cancel (with its default
+// options) sends CLIENT UNBLOCK's TIMEOUT form, on which Valkey before
+// 8.1.2 and Redis 7.0 abort for a command held back
+// (valkey-io/valkey#2111); the listener's read ends by closing its
+// connection instead.
+func TestEventGroupStopsWhileWritesArePaused(t *testing.T) {
+	n := startNodes(t)[0]
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.s.Addr}})
+	require.NoError(t, err)
+	defer vk.Close()
+	q := newQueue(t, node{s: n.s, c: New(vk), native: true, m: n.m}, "paused-listener", Policy{})
+	eventsOn(t, q, 100)
+	lctx, cancel := context.WithCancel(ctx(t))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range q.EventGroup(lctx, "g", "one", GroupOptions{}) {
+		}
+	}()
+	eventually(t, "the listener reads", func() bool { return heldBack(t, n.s, "xreadgroup") })
+	must(t, n.s, "CLIENT", "PAUSE", "3000", "WRITE")
+	time.Sleep(eventsBlock + 300*time.Millisecond) // the read blocking times out; the next is held back
+	require.True(t, heldBack(t, n.s, "xreadgroup"))
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the listener did not return")
+	}
+	require.NoError(t, n.s.Do("PING").Error(), "the server is up:\n%s", n.s.LogTail(20))
+}

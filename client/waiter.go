@@ -116,6 +116,10 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 	w.mu.Lock()
 	w.blocking = blockState{}
 	w.mu.Unlock()
+	if unblocked(r.Error()) && w.stop.Err() != nil { // the stop's unblock: the claim may be held still (unblock)
+		b.close(true)
+		return claimed, nil
+	}
 	if unknownCommand(r.Error()) { // the node lost the module: poll next time
 		q.c.nodes.forget(q.slot)
 		return claimed, nil
@@ -145,14 +149,23 @@ var errRedirected = errors.New("client: the blocking claim's slot moved")
 var errMigrating = errors.New("client: the blocking claim's slot is being migrated")
 
 // unblock ends the waiter's blocking claim, if one is out, and waits for
-// the waiter to return: CLIENT UNBLOCK of its connection, sent to the node
-// that connection is on, where the claim replies nil. (A client id names a
-// client of one node only: sent where the slot map routes the queue, which
-// after a reshard or a failover may still name the old node, it would end
-// nothing of the worker's and might end another client's wait there.) The
-// claim may reach the server after an unblock, so the unblock is sent
-// again until the waiter is back; one that cannot reach the server closes
-// the connection instead.
+// the waiter to return: CLIENT UNBLOCK … ERROR of its connection, sent to
+// the node that connection is on, where the claim replies UNBLOCKED and
+// runs no turn. (A client id names a client of one node only: sent where
+// the slot map routes the queue, which after a reshard or a failover may
+// still name the old node, it would end nothing of the worker's and might
+// end another client's wait there.) The claim may reach the server after
+// an unblock, so the unblock is sent again until the waiter is back; one
+// that cannot reach the server closes the connection instead.
+//
+// Not the TIMEOUT form: a claim the server holds back while writes are
+// paused (CLIENT PAUSE WRITE, a FAILOVER, a SHUTDOWN waiting for its
+// replicas) is no blocked command yet, and Valkey before 8.1.2 and Redis
+// 7.0 abort on a TIMEOUT unblock of it (valkey-io/valkey#2111,
+// redis/redis#14164). The ERROR form answers it UNBLOCKED and leaves it
+// held, to run once the pause ends — so the waiter closes that connection
+// rather than use it again (blockingClaim). A server with the fix answers
+// 0 to either form, and the claim ends when the pause does.
 func (w *worker) unblock() {
 	for {
 		w.mu.Lock()
@@ -161,7 +174,7 @@ func (w *worker) unblock() {
 		if blocking.inFlight {
 			node := blocking.node
 			ctx, cancel := context.WithTimeout(w.base, time.Second)
-			err := node.Do(ctx, node.B().ClientUnblock().ClientId(blocking.id).Build()).Error()
+			err := node.Do(ctx, node.B().ClientUnblock().ClientId(blocking.id).Error().Build()).Error()
 			cancel()
 			if err != nil { // the server did not answer: the connection goes instead
 				w.log.Warn("unblock: closing the waiting claim's connection", "err", err)

@@ -1626,3 +1626,52 @@ func TestWorkStopsOnAScriptsACLFailure(t *testing.T) {
 	requireRefusal(t, err, emqerrors.NoPerm)
 	workStopsRefused(t, q)
 }
+
+// TestWorkStopsWhileWritesArePaused: a worker stopped while the server
+// holds its claim back — writes paused, as by CLIENT PAUSE WRITE, a
+// FAILOVER or a SHUTDOWN waiting for its replicas — leaves the server up:
+// Valkey before 8.1.2 and Redis 7.0 abort on CLIENT UNBLOCK's TIMEOUT form
+// of a command held back, which the stop sent (valkey-io/valkey#2111).
+// Work returns by the pause's end at the latest, and the claim held back,
+// its connection closed, takes nothing once writes resume.
+func TestWorkStopsWhileWritesArePaused(t *testing.T) {
+	for _, n := range startNodes(t) {
+		if !n.native {
+			continue // a poll's claim is no blocking command: a stop unblocks none
+		}
+		q := newQueue(t, n, "paused-writes", Policy{})
+		const pause, poll = 3 * time.Second, 200 * time.Millisecond
+		stop := working(t, q, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: poll})
+		waitBlocked(t, n, 1)
+		must(t, n.s, "CLIENT", "PAUSE", strconv.FormatInt(pause.Milliseconds(), 10), "WRITE")
+		paused := time.Now()
+		// the claim waiting times out, and the next one the waiter sends is
+		// held back
+		time.Sleep(3 * poll)
+		require.True(t, heldBack(t, n.s, "emq.bclaim"))
+		require.NoError(t, stop())
+		assert.Less(t, time.Since(paused), pause+2*time.Second, "Work returned by the pause's end")
+		require.NoError(t, n.s.Do("PING").Error(), "the server is up:\n%s", n.s.LogTail(20))
+		must(t, n.s, "CLIENT", "UNPAUSE")
+		late, err := q.Enqueue(ctx(t), []byte("late"))
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		assert.Equal(t, []string{late.String()}, jobsIn(t, n, q, "pending"), "no claim held back took it")
+	}
+}
+
+// heldBack reports whether a client of s is waiting in command cmd (CLIENT
+// LIST's flag b): blocked, or held back by a pause.
+func heldBack(t *testing.T, s *valkeytest.Server, cmd string) bool {
+	t.Helper()
+	list, err := s.Do("CLIENT", "LIST").ToString()
+	require.NoError(t, err)
+	for line := range strings.Lines(list) {
+		f := strings.Fields(line)
+		if slices.ContainsFunc(f, func(kv string) bool { return strings.EqualFold(kv, "cmd="+cmd) }) &&
+			slices.ContainsFunc(f, func(kv string) bool { return strings.HasPrefix(kv, "flags=") && strings.Contains(kv, "b") }) {
+			return true
+		}
+	}
+	return false
+}
