@@ -2,19 +2,30 @@ package emq
 
 import (
 	"bytes"
-	"slices"
+	"hash/maphash"
 )
 
 // idSet is the ids a call has acted on — taken or settled by a claim turn,
 // its row opened by a settlement or by EMQ.ENQUEUEMANY — so that it acts on
 // none twice, each with the number of the key its row was opened as, so
-// that no row is opened twice. It looks through the few one by one,
-// and keeps them sorted (for a binary search) once there are more; an id
-// above every one it holds — the common case, ids minted in order — costs
-// it one comparison. Its room is kept across calls.
+// that no row is opened twice. It looks through the few one by one, and
+// indexes them by hash once there are more: an add or a look-up costs O(1)
+// whatever order the ids come in. (Kept sorted by insertion, as it was, a
+// claim that took its ids in descending order — the ticks of schedules due
+// together, jobs of mixed priorities — moved n²/2 of them: a turn of
+// count + emq.sweep-batch ids, up to 101,000, held the server for seconds.)
+// Its room is kept across calls.
 type idSet struct {
-	ids    []heldID
-	sorted bool
+	ids []heldID
+	// slots indexes ids once there are more than fewIDs (indexed): open
+	// addressing, linear probing, each slot the position in ids of the id
+	// hashed there plus one, 0 for an empty slot; its length a power of two
+	// at least twice the ids held
+	slots   []int32
+	indexed bool
+	// work counts the ids the set looked at or moved since it was made: a
+	// test's measure of what it costs
+	work int
 }
 
 // heldID is an id of an idSet and its row's key.
@@ -23,9 +34,13 @@ type heldID struct {
 	key int
 }
 
-// fewIDs is how many ids an idSet looks through one by one before it keeps
-// them sorted.
+// fewIDs is how many ids an idSet looks through one by one before it
+// indexes them.
 const fewIDs = 16
+
+// idSeed seeds the ids' hashes: one per process, so that no set of ids
+// chosen ahead collides.
+var idSeed = maphash.MakeSeed()
 
 // has reports whether the set holds id.
 func (s *idSet) has(id []byte) bool {
@@ -40,28 +55,29 @@ func (s *idSet) key(id []byte) (int, bool) {
 }
 
 // find looks id up: where the set holds it, with its row's key, or where
-// it would go (insertAt). An id above every one held costs one comparison.
+// it would go (insertAt).
 func (s *idSet) find(id []byte) (at, key int, found bool) {
-	if !s.sorted {
+	if !s.indexed {
 		for i, h := range s.ids {
+			s.work++
 			if bytes.Equal(h.id, id) {
 				return i, h.key, true
 			}
 		}
 		return len(s.ids), 0, false
 	}
-	if n := len(s.ids); bytes.Compare(id, s.ids[n-1].id) > 0 {
-		return n, 0, false
+	mask := len(s.slots) - 1
+	for at = int(maphash.Bytes(idSeed, id)) & mask; ; at = (at + 1) & mask {
+		s.work++
+		i := s.slots[at]
+		if i == 0 {
+			return at, 0, false
+		}
+		if h := s.ids[i-1]; bytes.Equal(h.id, id) {
+			return at, h.key, true
+		}
 	}
-	at, found = slices.BinarySearchFunc(s.ids, id, compareHeld)
-	if found {
-		key = s.ids[at].key
-	}
-	return at, key, found
 }
-
-// compareHeld orders held ids by their bytes.
-func compareHeld(h heldID, id []byte) int { return bytes.Compare(h.id, id) }
 
 // add puts id in the set with its row's key; an id held already keeps
 // the key it has.
@@ -74,25 +90,53 @@ func (s *idSet) add(id []byte, key int) {
 // insertAt puts id, which the set does not hold, with its row's key at
 // at, where find placed it — the set unchanged since.
 func (s *idSet) insertAt(at int, id []byte, key int) {
-	s.ids = slices.Insert(s.ids, at, heldID{id, key})
-	if !s.sorted {
-		s.sortHeld()
+	s.ids = append(s.ids, heldID{id, key})
+	switch {
+	case s.indexed:
+		s.slots[at] = int32(len(s.ids))
+		if 2*len(s.ids) > len(s.slots) {
+			s.index()
+		}
+	case len(s.ids) > fewIDs:
+		s.index()
 	}
 }
 
-// sortHeld sorts the set's ids once there are more than a few — ids
-// appended to s.ids directly, in any order, cost n log n so, where add
-// would move the ones held for each.
-func (s *idSet) sortHeld() {
-	if len(s.ids) > fewIDs {
-		slices.SortFunc(s.ids, func(a, b heldID) int { return compareHeld(a, b.id) })
-		s.sorted = true
+// index (re)builds the slots for the ids held: room for four times as
+// many, reusing the slots' room when it is enough.
+func (s *idSet) index() {
+	n := 64
+	for n < 4*len(s.ids) {
+		n *= 2
+	}
+	if cap(s.slots) >= n {
+		s.slots = s.slots[:n]
+		clear(s.slots)
+	} else {
+		s.slots = make([]int32, n)
+	}
+	s.indexed = true
+	mask := n - 1
+	for i, h := range s.ids {
+		at := int(maphash.Bytes(idSeed, h.id)) & mask
+		for s.slots[at] != 0 {
+			s.work++
+			at = (at + 1) & mask
+		}
+		s.work++
+		s.slots[at] = int32(i + 1)
 	}
 }
 
 // reset empties the set for the next call, keeping its room.
-func (s *idSet) reset() { s.ids, s.sorted = s.ids[:0], false }
+func (s *idSet) reset() {
+	if s.indexed {
+		clear(s.slots)
+		s.indexed = false
+	}
+	s.ids = s.ids[:0]
+}
 
 // oversized reports whether the set's room is past what a plan keeps
 // between calls.
-func (s *idSet) oversized() bool { return cap(s.ids) > maxKept }
+func (s *idSet) oversized() bool { return cap(s.ids) > maxKept || cap(s.slots) > 8*maxKept }

@@ -670,10 +670,9 @@ const heldMs = 100
 // already — schedules given one number tick alike, and a second row of
 // one key made in one turn would be a second key of one name (the server
 // asserts) — so its row is not opened again. Held so, a turn of n due
-// ticks looks each up in log n, not through every candidate.
+// ticks looks each up in O(1), not through every candidate.
 func (t *turn) ticking() {
 	for _, c := range t.cands {
-		t.ticked.ids = append(t.ticked.ids, heldID{c.member.Bytes, c.job})
+		t.ticked.add(c.member.Bytes, c.job)
 	}
-	t.ticked.sortHeld()
 }
