@@ -211,9 +211,10 @@ func launch(bin string, opts Options) (*Server, error) {
 	return nil, fmt.Errorf("%s on port %d did not answer within 15s:\n%s", bin, port, s.LogTail(20))
 }
 
-// ours reports whether the server answering on s.Addr is the process s
-// started (INFO's process_id): one left on the port by an earlier run
-// answers too, while the process started exits, unable to bind.
+// ours reports whether the server answering on s.Addr is ready — PING
+// answered, not LOADING — and the process s started (INFO's process_id):
+// one left on the port by an earlier run answers too, while the process
+// started exits, unable to bind.
 func (s *Server) ours() error {
 	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
 	if err != nil {
@@ -221,10 +222,17 @@ func (s *Server) ours() error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
+	if _, err := c.Write([]byte("PING\r\nINFO server\r\n")); err != nil {
 		return err
 	}
 	r := bufio.NewReader(c)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("PING: %q", line)
+	}
 	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
