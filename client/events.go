@@ -455,7 +455,7 @@ func (g *groupReader) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 	// Not UnblockOnCancel, as Events' XREAD: XREADGROUP is a write, held
 	// back while writes are paused (CLIENT PAUSE WRITE, a FAILOVER), and
 	// valkey-go's unblock of it — CLIENT UNBLOCK's TIMEOUT form — aborts
-	// Valkey before 8.1.2 and Redis 7.0 (valkey-io/valkey#2111). A read
+	// Valkey 8.0 and 8.1 and Redis 7.0 (valkey-io/valkey#2111). A read
 	// cut by the context closes its connection instead: what it delivered
 	// stays pending in the group, read again as this consumer's own. (An
 	// XREAD is no write: no pause but CLIENT PAUSE ALL holds it, which

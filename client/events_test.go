@@ -819,8 +819,8 @@ func TestABatchCutByAStallGrowsBack(t *testing.T) {
 // context ends while the server holds its read back — XREADGROUP is a
 // write, held while writes are paused (CLIENT PAUSE WRITE, a FAILOVER) —
 // leaves the server up: valkey-go's unblock on cancel (with its default
-// options) sends CLIENT UNBLOCK's TIMEOUT form, on which Valkey before
-// 8.1.2 and Redis 7.0 abort for a command held back
+// options) sends CLIENT UNBLOCK's TIMEOUT form, on which Valkey 8.0 and
+// 8.1 and Redis 7.0 abort for a command held back
 // (valkey-io/valkey#2111); the listener's read ends by closing its
 // connection instead.
 func TestEventGroupStopsWhileWritesArePaused(t *testing.T) {

@@ -160,7 +160,7 @@ var errMigrating = errors.New("client: the blocking claim's slot is being migrat
 //
 // Not the TIMEOUT form: a claim the server holds back while writes are
 // paused (CLIENT PAUSE WRITE, a FAILOVER, a SHUTDOWN waiting for its
-// replicas) is no blocked command yet, and Valkey before 8.1.2 and Redis
+// replicas) is no blocked command yet, and Valkey 8.0 and 8.1 and Redis
 // 7.0 abort on a TIMEOUT unblock of it (valkey-io/valkey#2111,
 // redis/redis#14164). The ERROR form answers it UNBLOCKED and leaves it
 // held, to run once the pause ends — so the waiter closes that connection

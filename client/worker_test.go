@@ -1630,7 +1630,7 @@ func TestWorkStopsOnAScriptsACLFailure(t *testing.T) {
 // TestWorkStopsWhileWritesArePaused: a worker stopped while the server
 // holds its claim back — writes paused, as by CLIENT PAUSE WRITE, a
 // FAILOVER or a SHUTDOWN waiting for its replicas — leaves the server up:
-// Valkey before 8.1.2 and Redis 7.0 abort on CLIENT UNBLOCK's TIMEOUT form
+// Valkey 8.0 and 8.1 and Redis 7.0 abort on CLIENT UNBLOCK's TIMEOUT form
 // of a command held back, which the stop sent (valkey-io/valkey#2111).
 // Work returns by the pause's end at the latest, and the claim held back,
 // its connection closed, takes nothing once writes resume.
