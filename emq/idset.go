@@ -23,9 +23,6 @@ type idSet struct {
 	// at least twice the ids held
 	slots   []int32
 	indexed bool
-	// work counts the ids the set looked at or moved since it was made: a
-	// test's measure of what it costs
-	work int
 }
 
 // heldID is an id of an idSet and its row's key.
@@ -41,6 +38,9 @@ const fewIDs = 16
 // idSeed seeds the ids' hashes: one per process, so that no set of ids
 // chosen ahead collides.
 var idSeed = maphash.MakeSeed()
+
+// home is id's first slot of slots masked by mask.
+func home(id []byte, mask int) int { return int(maphash.Bytes(idSeed, id)) & mask }
 
 // has reports whether the set holds id.
 func (s *idSet) has(id []byte) bool {
@@ -59,7 +59,6 @@ func (s *idSet) key(id []byte) (int, bool) {
 func (s *idSet) find(id []byte) (at, key int, found bool) {
 	if !s.indexed {
 		for i, h := range s.ids {
-			s.work++
 			if bytes.Equal(h.id, id) {
 				return i, h.key, true
 			}
@@ -67,8 +66,7 @@ func (s *idSet) find(id []byte) (at, key int, found bool) {
 		return len(s.ids), 0, false
 	}
 	mask := len(s.slots) - 1
-	for at = int(maphash.Bytes(idSeed, id)) & mask; ; at = (at + 1) & mask {
-		s.work++
+	for at = home(id, mask); ; at = (at + 1) & mask {
 		i := s.slots[at]
 		if i == 0 {
 			return at, 0, false
@@ -118,12 +116,10 @@ func (s *idSet) index() {
 	s.indexed = true
 	mask := n - 1
 	for i, h := range s.ids {
-		at := int(maphash.Bytes(idSeed, h.id)) & mask
+		at := home(h.id, mask)
 		for s.slots[at] != 0 {
-			s.work++
 			at = (at + 1) & mask
 		}
-		s.work++
 		s.slots[at] = int32(i + 1)
 	}
 }

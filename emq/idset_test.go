@@ -1,8 +1,10 @@
 package emq
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -61,11 +63,12 @@ func keyOf(id []byte) int {
 	return n
 }
 
-// TestAnIDSetCostsLinearWorkInAnyOrder: n ids added in any order, each
-// looked up, cost the set O(n) work — ids it looks at or moves — however
-// they come. A claim turn adds every id it takes (count + emq.sweep-batch,
-// up to 101,000) in claim order, priority first: ids descending, or in
-// no order, as the ticks of schedules due together and jobs of mixed
+// TestAnIDSetCostsLinearWorkInAnyOrder: n ids added in any order cost
+// the set O(n) work — each added at the end of its list and indexed by
+// hash, its slots at most half full, a look-up of any id a few slots
+// long. A claim turn adds every id it takes (count + emq.sweep-batch, up
+// to 101,000) in claim order, priority first: ids descending, or in no
+// order, as the ticks of schedules due together and jobs of mixed
 // priorities come, cost a set kept sorted by insertion n²/2 moves — a
 // claim of 100,000 dead jobs at shuffled priorities held the server 9.5 s
 // where the same jobs at one priority took 0.6 s.
@@ -79,25 +82,42 @@ func TestAnIDSetCostsLinearWorkInAnyOrder(t *testing.T) {
 			}
 			switch order {
 			case "descending":
-				for i, j := 0, n-1; i < j; i, j = i+1, j-1 {
-					ids[i], ids[j] = ids[j], ids[i]
-				}
+				slices.Reverse(ids)
 			case "random":
 				rand.New(rand.NewPCG(2, 3)).Shuffle(n, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 			}
 			var s idSet
 			for round := range 2 { // a second call reuses the room the first grew
 				s.reset()
-				s.work = 0
 				for _, id := range ids {
-					require.False(t, s.has(id))
 					s.add(id, 1)
 				}
-				for _, id := range ids {
-					require.True(t, s.has(id))
+				require.True(t, s.indexed, "round %d", round)
+				require.GreaterOrEqual(t, len(s.slots), 2*n, "round %d: slots at most half full", round)
+				for i, id := range ids {
+					require.Equal(t, id, s.ids[i].id, "round %d: ids kept in the order added", round)
 				}
-				require.LessOrEqual(t, s.work, 64*n, "round %d: work for %d ids added %s", round, n, order)
+				probes := 0
+				for _, id := range ids {
+					probes += slotsProbed(t, &s, id)
+				}
+				require.LessOrEqual(t, probes, 4*n, "round %d: slots a look-up of each of %d ids added %s probes", round, n, order)
 			}
 		})
 	}
+}
+
+// slotsProbed is how many slots a look-up of id, which s holds, probes:
+// from its hash's slot to its own.
+func slotsProbed(t *testing.T, s *idSet, id []byte) int {
+	t.Helper()
+	mask := len(s.slots) - 1
+	at := home(id, mask)
+	for n := 1; n <= len(s.slots); n, at = n+1, (at+1)&mask {
+		if i := s.slots[at]; i != 0 && bytes.Equal(s.ids[i-1].id, id) {
+			return n
+		}
+	}
+	t.Fatalf("%s is in no slot", id)
+	return 0
 }
