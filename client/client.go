@@ -136,7 +136,7 @@ func (c *Client) sendNative(ctx context.Context, slot uint16, cp Cap, cmd func()
 		return valkey.ValkeyResult{}, false, err
 	}
 	r := c.vk.Do(ctx, cmd())
-	if unknownCommand(r.Error()) {
+	if notServed(r.Error()) {
 		c.nodes.forget(slot)
 		return valkey.ValkeyResult{}, false, nil
 	}
@@ -152,6 +152,20 @@ func slotOf(cmd valkey.Completed) uint16 { return cmd.Slot() & (slots - 1) }
 func unknownCommand(err error) bool {
 	verr, ok := valkey.IsValkeyErr(err)
 	return ok && strings.HasPrefix(verr.Error(), "unknown command")
+}
+
+// notServed reports whether err says the node did not run a native verb
+// as sent: "unknown command" (no module), or the arity refusal of an older
+// module's verb — EMQ.ACK with a result, sent to a node that came back
+// with the 0.2 module (a rollback) while the client still trusts its
+// EMQ.CAPS answer. The server refuses both before the command runs, so
+// the verb's script may run instead.
+func notServed(err error) bool {
+	if unknownCommand(err) {
+		return true
+	}
+	verr, ok := valkey.IsValkeyErr(err)
+	return ok && strings.HasPrefix(strings.ToLower(verr.Error()), "wrong number of arguments for 'emq.")
 }
 
 // passing reports whether err is a reply of a cluster in passing: a slot

@@ -145,7 +145,7 @@ func runVerbs(ctx context.Context, c *Client, calls []verbCall) []valkey.ValkeyR
 		}
 	}
 	replies := c.vk.DoMulti(ctx, cmds...)
-	if slices.ContainsFunc(replies, func(r valkey.ValkeyResult) bool { return unknownCommand(r.Error()) }) {
+	if slices.ContainsFunc(replies, func(r valkey.ValkeyResult) bool { return notServed(r.Error()) }) {
 		c.nodes.forget(slot)
 		for i, v := range calls {
 			cmds[i] = v.scriptCommand(c.vk.B())
