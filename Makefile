@@ -3,6 +3,10 @@ SHELL      := /bin/bash
 GO         ?= go
 BUILD      := build
 MODULE_SO  := $(abspath $(BUILD)/emq.so)
+# the module as of the last 0.2 commit: the baseline of make bench-baseline, and
+# the node a rollback restarts with in the client's tests
+BASELINE_COMMIT := 52bcac7
+BASELINE_SO     := $(BUILD)/emq-0.2.so
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
@@ -34,12 +38,13 @@ run: valkey build
 
 ## test: every test — unit, fuzz seeds, integration against real servers — with Go's race detector
 ## on the test binaries (the client, the tools, the suites); the module runs in the servers, built as always
-test: deps build
+## (and 0.2's, built from git, for a rollback's tests)
+test: deps build $(BASELINE_SO)
 	$(GOTEST) -race -timeout 20m ./...
 
 ## compat: every server suite against Valkey 8.0, 8.1, 9.x and Redis 7.0, 8.0 (built from
 ## Debian's archive under build/servers/ when missing); writes docs/COMPATIBILITY.md
-compat: deps build
+compat: deps build $(BASELINE_SO)
 	bash scripts/compat.sh
 
 unit:
@@ -79,8 +84,6 @@ bench-work: deps build
 ## bench-baseline: instructions per call of every v0.1 and lifecycle verb beside version 0.2's module, the same
 ## operations in the same run, and 0.3's rows (— where 0.2 lacks the verb or the setting) (callgrind; CG_OPS per
 ## variant, ROWS to pick rows, OUT=docs/PERFORMANCE.md to write its callgrind section); prints the table
-BASELINE_COMMIT := 52bcac7
-BASELINE_SO     := $(BUILD)/emq-0.2.so
 BASELINE_ROWS   := ^(ENQUEUE|ENQUEUE of [0-9]+|SCHEDULE|APPEND of [0-9]+|PUBLISH|FAILURES\.INCR|CLAIM|EXTEND|ACK|FAIL|STALLED\.CHECK|STALLED\.CHECK of [0-9]+|REVIVE|REMOVE|SETTLE.*|CLAIM, .*|.*, events on)$$
 bench-baseline: deps build $(BASELINE_SO)
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -baseline $(abspath $(BASELINE_SO)) -cg-ops $${CG_OPS:-2000} -rows '$(or $(ROWS),$(BASELINE_ROWS))' $(if $(OUT),-out $(OUT))
