@@ -312,8 +312,10 @@
 // valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
 // ([WithRecheck] changes it). When a node believed to serve a verb answers
 // it with "unknown command" — a failover to a node without the module, a
-// slot moved to one — the verb did not run, so the client runs the fallback
-// for that call and asks again on the next. [Client.Native] reports the
+// slot moved to one — or with a verb's arity refusal — a node restarted
+// with an older module, whose verb takes fewer arguments — the verb did not
+// run, so the client runs the fallback for that call and asks again on the
+// next. [Client.Native] reports the
 // decision for a name.
 //
 // # What the fallback does not give
