@@ -338,7 +338,16 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 			http.Error(w, "bad or missing CSRF token: reload the page and try again", http.StatusForbidden)
 			return
 		}
+		// An action runs as long as it needs (a bulk revival of a big dead
+		// set may take minutes), past the server's write timeout (emq dash's
+		// is a minute): its answer — the redirect saying what it did — is
+		// given its own bound once it is done, rather than being dropped,
+		// the browser left with an empty reply and not a word of what was
+		// done.
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{}) // a writer without deadlines keeps its own
 		back, msg, err := do(r)
+		_ = rc.SetWriteDeadline(time.Now().Add(actionAnswer))
 		kind, text := "msg", msg
 		if err != nil {
 			d.cfg.Logger.Warn("dashboard: action", "path", r.URL.Path, "err", err)
@@ -356,6 +365,10 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 		http.Redirect(w, r, back+sep+q.Encode(), http.StatusSeeOther)
 	}
 }
+
+// actionAnswer bounds the write of an action's answer, once the action is
+// done.
+const actionAnswer = time.Minute
 
 // unanswered reports whether err is a call's that was sent and got no
 // reply — a timeout, a connection lost — after which the server may have
