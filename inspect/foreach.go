@@ -37,10 +37,15 @@ type Progress struct {
 // LIMIT, calls act on each of its ids concurrently — valkey-go pipelines
 // the calls — and reads the next. act takes the job out of the set (a
 // revival, a removal, each through its verb), so each batch is read from
-// the set's head again, past the jobs whose act failed. It stops after as
-// many jobs as the selection held at the start, so jobs entering the set
-// meanwhile cannot keep it going. progress, if not nil, is called after
-// each batch. The error is a failed read or ctx's end; failed actions are
+// the set's head again, past the jobs whose act failed and those it
+// leaves. It stops after as many jobs as the selection held at the start,
+// so jobs entering the set meanwhile cannot keep it going, and it acts on
+// none of those it can tell entered since: a job dead after the last
+// death when it started (dead; a score above it), or a pending or delayed
+// job whose id was minted after it started (by the minting host's clock)
+// — which a higher priority or an earlier due time puts at the set's
+// head, and which a worker draining the head meanwhile would otherwise
+// let the count reach. progress, if not nil, is called after each batch. The error is a failed read or ctx's end; failed actions are
 // counted in the Progress; a member that is not a JOB id fails with
 // ErrNoJob, act never called on it.
 func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id ids.ID) error,
@@ -51,18 +56,32 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		maxScore = "(" + strconv.FormatInt(sel.Before.UnixMilli(), 10)
 	}
 	var p Progress
+	started := time.Now() // the clock ids are minted by, not opts.Now
+	if sel.State == Dead && sel.Before.IsZero() {
+		// the last death when it starts bounds the selection: a job that
+		// dies later, with a later score, is left for the next run
+		last, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("+inf").Max("-inf").Byscore().Rev().
+			Limit(0, 1).Withscores().Build()).AsZScores()
+		if err != nil {
+			return p, fmt.Errorf("queue %s: ZRANGE %s: %w", sel.Queue, sel.State, err)
+		}
+		if len(last) > 0 {
+			maxScore = strconv.FormatFloat(last[0].Score, 'f', -1, 64)
+		}
+	}
 	total, err := in.vk.Do(ctx, in.vk.B().Zcount().Key(key).Min("-inf").Max(maxScore).Build()).AsInt64()
 	if err != nil {
 		return p, fmt.Errorf("queue %s: ZCOUNT %s: %w", sel.Queue, sel.State, err)
 	}
 	p.Total = int(total)
+	left := 0 // jobs entered since it started, left at the head with the failed ones
 	for p.Done+p.Failed < p.Total {
 		if err := ended(ctx); err != nil {
 			return p, err
 		}
 		n := min(Batch, p.Total-p.Done-p.Failed)
 		batch, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("-inf").Max(maxScore).Byscore().
-			Limit(int64(p.Failed), int64(n)).Build()).AsStrSlice()
+			Limit(int64(p.Failed+left), int64(n)).Build()).AsStrSlice()
 		// Asked whatever the read gave: a read that failed as ctx ended
 		// failed because it ended, and a batch read as it ended would be
 		// acted on under an ended ctx, each act failing for it.
@@ -76,6 +95,7 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 			break // fewer than counted: others took some meanwhile
 		}
 		errs := make([]error, len(batch))
+		newer := make([]bool, len(batch))
 		var wg sync.WaitGroup
 		for i, text := range batch {
 			id, ok := ids.Parse(ids.Job, []byte(text))
@@ -83,10 +103,18 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 				errs[i] = fmt.Errorf("%w: %q in %s is not a JOB id", ErrNoJob, text, key)
 				continue
 			}
+			if sel.State != Dead && int64(id.UnixMs()) >= started.UnixMilli() {
+				newer[i] = true // minted as it started or after: left, rather than risk a new job
+				continue
+			}
 			wg.Go(func() { errs[i] = act(ctx, id) })
 		}
 		wg.Wait()
-		for _, err := range errs {
+		for i, err := range errs {
+			if newer[i] {
+				left++
+				continue
+			}
 			if err == nil {
 				p.Done++
 				continue
