@@ -160,11 +160,27 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		}
 		out[i] = j
 	}
-	for k, r := range in.vk.DoMulti(ctx, errs...) {
-		out[erred[k]].Error, _ = r.ToString() // gone since: none
+	// a round trip per ErrorsRead bytes of errors at most (a single error
+	// may be larger): a page of a thousand errors of 60 KiB, read in one
+	// pipeline, is 60 MB the server writes in a few turns of its loop,
+	// holding other clients up for tens of milliseconds
+	for from := 0; from < len(errs); {
+		to, size := from, int64(0)
+		for to < len(errs) && (to == from || size+out[erred[to]].ErrorSize <= ErrorsRead) {
+			size += out[erred[to]].ErrorSize
+			to++
+		}
+		for k, r := range in.vk.DoMulti(ctx, errs[from:to]...) {
+			out[erred[from+k]].Error, _ = r.ToString() // gone since: none
+		}
+		from = to
 	}
 	return out, total, nil
 }
+
+// ErrorsRead bounds the bytes of errors one round trip of [Inspector.Jobs]
+// reads.
+const ErrorsRead = 1 << 20
 
 // Find returns the queues that hold a row of job id — of those discovered,
 // one EXISTS per queue, pipelined — and those whose row the server refused

@@ -1,0 +1,85 @@
+package inspect_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/inspect"
+	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
+)
+
+// counting is a client that notes the HGETs of each pipeline it sends.
+type counting struct {
+	valkey.Client
+	mu    sync.Mutex
+	hgets []int
+}
+
+func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	n := 0
+	for _, cmd := range cmds {
+		if cmd.Commands()[0] == "HGET" {
+			n++
+		}
+	}
+	if n > 0 {
+		c.mu.Lock()
+		c.hgets = append(c.hgets, n)
+		c.mu.Unlock()
+	}
+	return c.Client.DoMulti(ctx, cmds...)
+}
+
+// TestAListingReadsLongErrorsAFewAtATime: emq jobs --limit 1000 of dead
+// jobs whose errors are near 64 KiB (a stack, an upstream's answer) read
+// every error in one pipeline: some 60 MB the server wrote in a few turns
+// of its loop, each holding every other client up (a PING measured 25 to
+// 80 ms behind it, 3 to 7 ms with the reads split). The errors are read
+// at most inspect.ErrorsRead bytes a round trip, and each in full.
+func TestAListingReadsLongErrorsAFewAtATime(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{Port: 28713})
+	m, err := ids.NewMinter(6)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue("stacks", m, client.Policy{MaxAttempts: 1})
+	require.NoError(t, err)
+	const n, size = 60, 60 << 10
+	payloads := make([][]byte, n)
+	for i := range payloads {
+		payloads[i] = []byte("job")
+	}
+	_, err = q.EnqueueMany(ctx(t), payloads)
+	require.NoError(t, err)
+	jobs, err := q.Claim(ctx(t), n)
+	require.NoError(t, err)
+	require.Len(t, jobs, n)
+	for _, j := range jobs {
+		_, err := j.Fail(ctx(t), failure(strings.Repeat("E", size)))
+		require.NoError(t, err)
+	}
+
+	vk := &counting{Client: s.Client()}
+	rows, total, err := inspect.New(vk, inspect.Options{}).Jobs(ctx(t), "stacks", inspect.Dead, 0, inspect.MaxPage)
+	require.NoError(t, err)
+	assert.Equal(t, int64(n), total)
+	require.Len(t, rows, n)
+	for _, r := range rows {
+		assert.Len(t, r.Error, size, "each error read whole")
+	}
+	read := 0
+	for _, k := range vk.hgets {
+		assert.LessOrEqual(t, k*size, 1<<20, "a round trip reads at most 1 MiB of errors (inspect.ErrorsRead)")
+		read += k
+	}
+	assert.Equal(t, n, read)
+}
+
+type failure string
+
+func (f failure) Error() string { return string(f) }
