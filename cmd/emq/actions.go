@@ -42,7 +42,7 @@ func runRevive(ctx context.Context, s *session, args []string) error {
 		return err
 	}
 	if s.o.all {
-		return s.bulk(ctx, "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
+		return s.bulk(ctx, "revive", "revived", inspect.Selection{Queue: queue, State: inspect.Dead}, q.Revive)
 	}
 	return s.eachJob(ctx, "revived", idArgs, q.Revive)
 }
@@ -103,7 +103,7 @@ func runPurge(ctx context.Context, s *session, args []string) error {
 	if s.o.olderThan > 0 {
 		sel.Before = s.e.now().Add(-s.o.olderThan)
 	}
-	return s.bulk(ctx, "removed", sel, remover(q))
+	return s.bulk(ctx, "purge", "removed", sel, remover(q))
 }
 
 // remover is q.Remove as an action on one job: a job that is not there
@@ -374,8 +374,9 @@ const progressOver = 1000
 // bulk acts on every job of sel through inspect's ForEach, drawing a
 // progress bar for more than progressOver jobs, and reports the count —
 // also when an error (--timeout's, say) stops it part way, as the jobs
-// before it stay changed.
-func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, act func(context.Context, ids.ID) error) error {
+// before it stay changed. A selection of no job of a queue that holds
+// nothing notes a mistyped name, as command cmd's.
+func (s *session) bulk(ctx context.Context, cmd, done string, sel inspect.Selection, act func(context.Context, ids.ID) error) error {
 	in, err := s.inspector()
 	if err != nil {
 		return err
@@ -392,6 +393,10 @@ func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, 
 		return stop // stopped before the count: nothing done
 	}
 	err = s.bulkError(p, stop)
+	note, nerr := s.noteNew(ctx, cmd, sel.Queue, "", err == nil && p.Total == 0)
+	if nerr != nil {
+		return nerr
+	}
 	if s.o.json {
 		out := bulkJSON{Queue: sel.Queue, State: string(sel.State), Total: p.Total, Done: p.Done, Failed: p.Failed}
 		if err != nil {
@@ -403,6 +408,7 @@ func (s *session) bulk(ctx context.Context, done string, sel inspect.Selection, 
 	} else {
 		fmt.Fprintf(s.e.stdout, "%s %d of %d %s jobs of %s\n", done, p.Done, p.Total, sel.State, readable.Printable(sel.Queue))
 	}
+	note()
 	return err
 }
 

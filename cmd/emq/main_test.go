@@ -464,6 +464,25 @@ func TestCLIActions(t *testing.T) {
 		r = emq(t, s.Addr, "jobs", "emails")
 		assert.NotContains(t, r.stderr, "mistyped")
 	})
+	t.Run("a bulk action on a queue that holds nothing notes a mistyped name", func(t *testing.T) {
+		for _, tc := range []struct {
+			args   []string
+			stdout string
+		}{
+			{[]string{"revive", "nosuchqueue", "--all"}, "revived 0 of 0 dead jobs of nosuchqueue\n"},
+			{[]string{"purge", "nosuchqueue", "--state", "pending"}, "removed 0 of 0 pending jobs of nosuchqueue\n"},
+		} {
+			r := emq(t, s.Addr, tc.args...)
+			assert.Equal(t, exitOK, r.code, r.stderr)
+			assert.Equal(t, tc.stdout, r.stdout)
+			assert.Equal(t, "emq "+tc.args[0]+": note: nosuchqueue holds no job and has no setting (a mistyped name?)\n", r.stderr)
+		}
+		require.Equal(t, exitOK, emq(t, s.Addr, "enqueue", "inuse", "x").code)
+		r := emq(t, s.Addr, "purge", "inuse", "--state", "dead") // a queue in use, with no job of that state
+		assert.Equal(t, exitOK, r.code, r.stderr)
+		assert.Equal(t, "removed 0 of 0 dead jobs of inuse\n", r.stdout)
+		assert.Empty(t, r.stderr)
+	})
 	t.Run("a payload of one byte is one byte", func(t *testing.T) {
 		r := emq(t, s.Addr, "enqueue", "single", "x")
 		require.Equal(t, exitOK, r.code, r.stderr)
