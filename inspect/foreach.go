@@ -38,14 +38,15 @@ type Progress struct {
 // the calls — and reads the next. act takes the job out of the set (a
 // revival, a removal, each through its verb), so each batch is read from
 // the set's head again, past the jobs whose act failed and those it
-// leaves. It stops after as many jobs as the selection held at the start,
-// so jobs entering the set meanwhile cannot keep it going, and it acts on
-// none of those it can tell entered since: a job dead after the last
-// death when it started (dead; a score above it), or a pending or delayed
-// job whose id was minted after it started (by the minting host's clock)
-// — which a higher priority or an earlier due time puts at the set's
-// head, and which a worker draining the head meanwhile would otherwise
-// let the count reach. progress, if not nil, is called after each batch. The error is a failed read or ctx's end; failed actions are
+// leaves. It acts on at most as many jobs as the selection held at the
+// start, and on none of those it can tell entered since: a job dead after
+// the last death when it started (dead: a score above it), or a pending or
+// delayed job whose id was minted after it started (by the minting host's
+// clock) — which a higher priority or an earlier due time puts at the
+// set's head, and which a worker draining the head meanwhile would
+// otherwise let the count reach. Those it passes over, reading on until
+// the count or the set's end. progress, if not nil, is called after each
+// batch. The error is a failed read or ctx's end; failed actions are
 // counted in the Progress; a member that is not a JOB id fails with
 // ErrNoJob, act never called on it.
 func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id ids.ID) error,
