@@ -44,7 +44,7 @@ func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valk
 // 80 ms behind it, 3 to 7 ms with the reads split). The errors are read
 // at most inspect.ErrorsRead bytes a round trip, and each in full.
 func TestAListingReadsLongErrorsAFewAtATime(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{Port: 28713})
+	s := valkeytest.Start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(6)
 	require.NoError(t, err)
 	q, err := client.New(s.Client()).Queue("stacks", m, client.Policy{MaxAttempts: 1})

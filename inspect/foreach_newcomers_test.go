@@ -24,7 +24,7 @@ import (
 // stead: an urgent job enqueued during a purge of pending was deleted, and
 // as many jobs that were pending when it started stayed.
 func TestForEachLeavesTheJobsThatEnteredSinceItStarted(t *testing.T) {
-	s := valkeytest.Start(t, valkeytest.Options{Port: 28712})
+	s := valkeytest.Start(t, valkeytest.Options{})
 	c := client.New(s.Client())
 	m, err := ids.NewMinter(5)
 	require.NoError(t, err)
