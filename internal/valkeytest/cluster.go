@@ -210,6 +210,35 @@ func (c *Cluster) Client() valkey.Client {
 	return c.client
 }
 
+// ClientOfEveryNode returns a new valkey-go cluster client of c (no
+// client-side cache) that holds a connection to every node, replicas
+// included — valkey-go leaves out a replica the cluster does not list as
+// online yet (still syncing) — with opt's other fields as given. It is
+// closed when the test ends.
+func (c *Cluster) ClientOfEveryNode(t testing.TB, opt valkey.ClientOption) valkey.Client {
+	t.Helper()
+	for _, s := range c.Primaries {
+		opt.InitAddress = append(opt.InitAddress, s.Addr)
+	}
+	opt.DisableCache = true
+	var vk valkey.Client
+	waitFor(t, "a client that knows every node", func() error {
+		if vk != nil {
+			vk.Close()
+		}
+		var err error
+		if vk, err = valkey.NewClient(opt); err != nil {
+			return err
+		}
+		if n := len(vk.Nodes()); n != len(c.Nodes) {
+			return fmt.Errorf("the client knows %d nodes of %d", n, len(c.Nodes))
+		}
+		return nil
+	})
+	t.Cleanup(vk.Close)
+	return vk
+}
+
 // ID returns a node's cluster node id.
 func (c *Cluster) ID(t testing.TB, s *Server) string {
 	t.Helper()
