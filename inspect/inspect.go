@@ -71,6 +71,9 @@ type Inspector struct {
 
 	primaries   []Node
 	primariesAt time.Time
+
+	asking map[string]*asking // by address: the ROLE in flight to each node
+	silent map[string]bool    // by address: the nodes a read gave up waiting on, until one answers
 }
 
 // New returns an Inspector over vk, a standalone, sentinel or cluster
@@ -91,7 +94,8 @@ func New(vk valkey.Client, o Options) *Inspector {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Inspector{vk: vk, opts: o, scan: make(chan struct{}, 1)}
+	return &Inspector{vk: vk, opts: o, scan: make(chan struct{}, 1),
+		asking: map[string]*asking{}, silent: map[string]bool{}}
 }
 
 // Now is the inspector's clock.
@@ -195,7 +199,10 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	var out []Node
 	var lastErr error
 	silent := map[string]error{}
-	for _, a := range askRoles(ctx, in.vk.Nodes()) {
+	if err := ended(ctx); err != nil { // no node is asked: say why, not that none answers
+		return nil, fmt.Errorf("inspect: asking the cluster's nodes their role: %w", err)
+	}
+	for _, a := range in.askRoles(ctx, in.vk.Nodes()) {
 		if a.err != nil {
 			lastErr = fmt.Errorf("ROLE of %s: %w", a.addr, a.err)
 			silent[a.addr] = a.err
@@ -219,44 +226,6 @@ func (in *Inspector) askPrimaries(ctx context.Context) ([]Node, error) {
 	return out, nil
 }
 
-// roleWait bounds how long discovery waits for one node's ROLE: a node
-// that neither answers nor closes its connection — stopped, stalled, busy
-// in a long command — is taken then as one that does not answer, rather
-// than hold the read up until its deadline (and the other nodes' answers
-// with it).
-const roleWait = 2 * time.Second
-
-// role is one node's answer to ROLE.
-type role struct {
-	addr    string
-	client  valkey.Client
-	primary bool
-	err     error
-}
-
-// askRoles asks every node its role at once, each within roleWait.
-func askRoles(ctx context.Context, nodes map[string]valkey.Client) []role {
-	answers := make(chan role, len(nodes))
-	for addr, c := range nodes {
-		go func() {
-			nctx, cancel := context.WithTimeout(ctx, roleWait)
-			defer cancel()
-			a := role{addr: addr, client: c}
-			var reply []valkey.ValkeyMessage
-			if reply, a.err = c.Do(nctx, c.B().Role().Build()).ToArray(); a.err == nil && len(reply) > 0 {
-				r, _ := reply[0].ToString()
-				a.primary = r == "master" || r == "primary"
-			}
-			answers <- a
-		}()
-	}
-	out := make([]role, len(nodes))
-	for i := range out {
-		out[i] = <-answers
-	}
-	return out
-}
-
 // UnreachableError is a read of a cluster that left out primaries that
 // did not answer: the queues they serve are missing from what was read,
 // and the nodes that answered were read as usual.
@@ -266,20 +235,51 @@ type UnreachableError struct {
 	// Err is the first one's failure.
 	Err error
 
-	unlearned int // how many of Addrs the client has not learned of (errUnlearned)
+	whys []error // each of Addrs' failure; Err for every one when nil
 }
 
+// Error names the primaries left out, grouped by why: "did not answer"
+// (the node's failure), "is down" (errFailed), "is not read yet"
+// (errUnlearned).
 func (e *UnreachableError) Error() string {
-	what := "did not answer"
-	switch e.unlearned {
-	case 0:
-	case len(e.Addrs):
-		what = "is not read yet"
-	default:
-		what = "did not answer or is not read yet"
+	var groups []string
+	at := map[string]int{} // a phrase's group
+	var addrs [][]string
+	var firsts []error
+	for i, addr := range e.Addrs {
+		why := e.Err
+		if i < len(e.whys) {
+			why = e.whys[i]
+		}
+		what := whatOf(why)
+		g, ok := at[what]
+		if !ok {
+			g = len(groups)
+			at[what] = g
+			groups, addrs, firsts = append(groups, what), append(addrs, nil), append(firsts, why)
+		}
+		addrs[g] = append(addrs[g], addr)
 	}
-	return fmt.Sprintf("inspect: primary %s %s (%v): the queues it serves are left out",
-		strings.Join(e.Addrs, ", "), what, e.Err)
+	parts := make([]string, len(groups))
+	for g, what := range groups {
+		parts[g] = fmt.Sprintf("primary %s %s (%v)", strings.Join(addrs[g], ", "), what, firsts[g])
+	}
+	serves := "it serves"
+	if len(e.Addrs) > 1 {
+		serves = "they serve"
+	}
+	return fmt.Sprintf("inspect: %s: the queues %s are left out", strings.Join(parts, "; "), serves)
+}
+
+// whatOf says what a primary left out for why is.
+func whatOf(why error) string {
+	switch {
+	case errors.Is(why, errUnlearned):
+		return "is not read yet"
+	case errors.Is(why, errFailed):
+		return "is down"
+	}
+	return "did not answer"
 }
 
 // errUnlearned is why a primary the cluster lists is not read when the
@@ -287,6 +287,11 @@ func (e *UnreachableError) Error() string {
 // cluster's topology, which it reads again on its next redirect (MOVED)
 // or refresh.
 var errUnlearned = errors.New("the client has not learned of it: the cluster's primaries changed since it looked (a failover?)")
+
+// errFailed is why a primary the cluster flags failed (fail in CLUSTER
+// NODES) is not read: its nodes agree it is down, and no replica has
+// been promoted in its place — none, or the failover not done yet.
+var errFailed = errors.New("the cluster marks it failed, and no replica has taken its place yet")
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
@@ -309,6 +314,7 @@ func unreachable(ctx context.Context, answered []Node, silent map[string]error) 
 	via := answered[0].Client
 	text, err := via.Do(ctx, via.B().ClusterNodes().Build()).ToString()
 	var down UnreachableError
+	flagged := map[string]string{} // the fail flag CLUSTER NODES gives each primary, if any
 	if err != nil {
 		for addr := range silent {
 			down.Addrs = append(down.Addrs, addr)
@@ -323,12 +329,16 @@ func unreachable(ctx context.Context, answered []Node, silent map[string]error) 
 		for line := range strings.Lines(text) {
 			// <id> <ip:port@cport[,hostname]> <flags> <primary> <ping> <pong> <epoch> <link> <slot> …
 			f := strings.Fields(line)
-			if len(f) > 8 && slices.Contains(strings.Split(f[2], ","), "master") {
+			if len(f) <= 8 {
+				continue // serves no slot
+			}
+			if flags := strings.Split(f[2], ","); slices.Contains(flags, "master") {
 				addr, _, _ := strings.Cut(f[1], "@")
 				serving = append(serving, addr)
 				if have[addr] {
 					matched++
 				}
+				flagged[addr] = flagOf(flags)
 			}
 		}
 		if matched == len(serving) || (matched == 0 && len(answered) >= len(serving)) {
@@ -345,15 +355,39 @@ func unreachable(ctx context.Context, answered []Node, silent map[string]error) 
 	}
 	slices.Sort(down.Addrs)
 	for _, addr := range down.Addrs {
-		if silent[addr] == nil {
-			down.unlearned++
+		down.whys = append(down.whys, whyLeftOut(silent[addr], flagged[addr]))
+	}
+	down.Err = down.whys[0]
+	return &down
+}
+
+// flagOf is the failure flag among a node's flags in CLUSTER NODES:
+// "fail" (the cluster agrees it is down), "fail?" (the node asked cannot
+// reach it), or "".
+func flagOf(flags []string) string {
+	for _, f := range flags {
+		if f == "fail" || f == "fail?" {
+			return f
 		}
 	}
-	down.Err = silent[down.Addrs[0]]
-	if down.Err == nil {
-		down.Err = errUnlearned
+	return ""
+}
+
+// whyLeftOut is why a primary serving slots was not read: the cluster
+// flags it failed (errFailed) — whatever its ROLE gave, which a client
+// that dropped it from its slot map did not even ask —, or its ROLE
+// failed (silent: the cluster suspecting it too when flagged fail?), or
+// the client does not know it (errUnlearned).
+func whyLeftOut(silent error, flag string) error {
+	switch {
+	case flag == "fail":
+		return errFailed
+	case silent != nil && flag == "fail?":
+		return fmt.Errorf("%w; the node asked cannot reach it either (fail?)", silent)
+	case silent != nil:
+		return silent
 	}
-	return &down
+	return errUnlearned
 }
 
 // ageOf is how long before now the job id was minted; 0 for an id that is
