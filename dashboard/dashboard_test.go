@@ -886,6 +886,68 @@ func TestPrimaryDown(t *testing.T) {
 	assert.NotContains(t, body, `queue="emails"`)
 }
 
+// TestNodeStalled: with a node of a cluster that neither answers nor
+// closes its connections (stopped: SIGSTOP), a scrape and each page wait
+// for it once, 2 s at most, then not again while it stays silent; a
+// replica stalled fails no scrape and warns of nothing (its copies are not
+// read), a primary stalled is emq_node_up 0. (Before: each scrape took 4 s
+// with a replica stalled, and one in three failed at its 10 s bound
+// naming a primary that answered; a page took 6 s with a primary stalled.)
+func TestNodeStalled(t *testing.T) {
+	cl := valkeytest.StartCluster(t, 3, 1, valkeytest.Options{Config: []string{"cluster-node-timeout", "60000"}})
+	queuetest.Fill(t, cl.Client())
+	w := serveDashboard(t, cl.ClientOfEveryNode(t, valkey.ClientOption{}), Config{})
+	code, _ := w.get(t, "/metrics")
+	require.Equal(t, http.StatusOK, code)
+	timedGet := func(t *testing.T, path string) (int, string, time.Duration) {
+		began := time.Now()
+		code, body := w.get(t, path)
+		return code, body, time.Since(began)
+	}
+	reads := func(t *testing.T, up int, down, queue string) {
+		var total time.Duration
+		for i, path := range []string{"/metrics", "/metrics", "/", "/metrics", "/queues/" + queue} {
+			code, body, took := timedGet(t, path)
+			assert.Equal(t, http.StatusOK, code, "%d %s: %s", i, path, body)
+			assert.Less(t, took, 4*time.Second, "%d %s: one wait of 2 s at most", i, path)
+			if i > 0 {
+				assert.Less(t, took, 1500*time.Millisecond, "%d %s: the node, silent already, is not waited on again", i, path)
+			}
+			total += took
+			if path != "/metrics" {
+				continue
+			}
+			assert.Len(t, regexp.MustCompile(`emq_node_up\{node="[^"]+"\} 1\n`).FindAllString(body, -1), up, "%d: the primaries read", i)
+			if down != "" {
+				assert.Contains(t, body, `emq_node_up{node="`+down+`"} 0`+"\n", i)
+			} else {
+				assert.NotRegexp(t, `emq_node_up\{node="[^"]+"\} 0\n`, body, i)
+				assert.Contains(t, body, `emq_queue_jobs{queue="emails",state="dead"} 2`, i)
+			}
+		}
+		assert.Less(t, total, 6*time.Second, "the five reads")
+	}
+	t.Run("a replica stalled", func(t *testing.T) {
+		thaw := cl.Replicas[1].Freeze(t)
+		defer thaw()
+		reads(t, 3, "", "emails")
+	})
+	t.Run("a primary stalled", func(t *testing.T) {
+		down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
+		other := "payments" // a queue of another primary: its page reads no key of the one stalled
+		if cl.Owner(t, cl.Slot(t, keys.Pending(other))) == down {
+			other = "invoices"
+		}
+		require.NotEqual(t, down, cl.Owner(t, cl.Slot(t, keys.Pending(other))))
+		thaw := down.Freeze(t)
+		defer thaw()
+		reads(t, 2, down.Addr, other)
+		code, body := w.get(t, "/")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Contains(t, body, `<p class="flash err" id="down">inspect: primary `+down.Addr+` did not answer`)
+	})
+}
+
 // TestThroughput: the chart counts the acks and failures between samples
 // in the minute they happened, summed over the nodes, and each queue's
 // sizes draw a sparkline.
