@@ -728,7 +728,7 @@ func TestClusterPrimaryFailed(t *testing.T) {
 		if text, err = cl.Primaries[0].Do("CLUSTER", "NODES").ToString(); err != nil {
 			return false
 		}
-		for line := range strings.Lines(text) {
+		for line := range strings.Lines(strings.TrimPrefix(text, "txt:")) { // RESP3's verbatim string
 			if f := strings.Fields(line); len(f) > 2 && f[0] == id {
 				return slices.Contains(strings.Split(f[2], ","), "fail")
 			}
