@@ -191,7 +191,7 @@ func served(tokens map[Cap]bool) map[Cap]bool {
 // askSlots reads CLUSTER SLOTS into ranges sorted by first slot, naming
 // each primary host:port as valkey-go does.
 func askSlots(ctx context.Context, vk valkey.Client) ([]slotRange, error) {
-	reply, err := vk.Do(ctx, vk.B().ClusterSlots().Build()).ToArray()
+	reply, err := firstSlots(ctx, vk)
 	if err != nil {
 		// a user not granted CLUSTER SLOTS is NOPERM: a refusal, which
 		// stops Work as a verb's does, not a lost reply
@@ -216,4 +216,45 @@ func askSlots(ctx context.Context, vk valkey.Client) ([]slotRange, error) {
 	}
 	sort.Slice(ranges, func(i, j int) bool { return ranges[i].first < ranges[j].first })
 	return ranges, nil
+}
+
+// firstSlots is the first CLUSTER SLOTS reply of the nodes vk knows,
+// asked all at once: valkey-go sends a command without a key to any one
+// node, a replica among them, and one stalled (alive, not answering)
+// would hold the read until ctx ends — or past it, while valkey-go
+// redials it. Every node holds the same map. When none answers, the
+// error is a refusal any gave (NOPERM), else the first failure.
+func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, error) {
+	nodes := vk.Nodes()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		reply []valkey.ValkeyMessage
+		err   error
+	}
+	answers := make(chan answer, len(nodes))
+	for _, node := range nodes {
+		go func() {
+			reply, err := node.Do(ctx, node.B().ClusterSlots().Build()).ToArray()
+			answers <- answer{reply, err}
+		}()
+	}
+	var failed error
+	for range nodes {
+		select {
+		case a := <-answers:
+			if a.err == nil {
+				return a.reply, nil
+			}
+			if _, refused := valkey.IsValkeyErr(a.err); failed == nil || refused {
+				failed = a.err
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if failed == nil { // no node known
+		return vk.Do(ctx, vk.B().ClusterSlots().Build()).ToArray()
+	}
+	return nil, failed
 }
