@@ -226,8 +226,9 @@ func askSlots(ctx context.Context, vk valkey.Client) ([]slotRange, error) {
 // error is a refusal any gave (NOPERM), else the first failure.
 func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, error) {
 	nodes := vk.Nodes()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// the calls left are not cancelled once one answers: a call that
+	// dials a node hands its dial's failure to every call that joined it
+	// (valkey-go), and a cancelled dial would fail the caller's next one
 	type answer struct {
 		reply []valkey.ValkeyMessage
 		err   error
