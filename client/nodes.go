@@ -218,14 +218,19 @@ func askSlots(ctx context.Context, vk valkey.Client) ([]slotRange, error) {
 	return ranges, nil
 }
 
-// firstSlots is the first CLUSTER SLOTS reply of the nodes vk knows,
-// asked all at once: valkey-go sends a command without a key to any one
-// node, a replica among them, and one stalled (alive, not answering)
-// would hold the read until ctx ends — or past it, while valkey-go
-// redials it. Every node holds the same map. When none answers, the
-// error is a refusal any gave (NOPERM), else the first failure.
+// firstSlots is the first CLUSTER SLOTS reply of up to slotsAsked of the
+// nodes vk knows, asked at once: valkey-go sends a command without a key
+// to any one node, a replica among them, and one stalled (alive, not
+// answering) would hold the read until ctx ends — or past it, while
+// valkey-go redials it. Every node holds the same map. When none answers,
+// the error is a refusal any gave (NOPERM), else the first failure.
 func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, error) {
-	nodes := vk.Nodes()
+	var nodes []valkey.Client
+	for _, node := range vk.Nodes() { // in no set order: each lookup asks others
+		if nodes = append(nodes, node); len(nodes) == slotsAsked {
+			break
+		}
+	}
 	// the calls left are not cancelled once one answers: a call that
 	// dials a node hands its dial's failure to every call that joined it
 	// (valkey-go), and a cancelled dial would fail the caller's next one
@@ -259,3 +264,8 @@ func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, 
 	}
 	return nil, failed
 }
+
+// slotsAsked is how many nodes one lookup of the slot map asks: enough
+// that a stalled one holds nothing up, few enough that a big cluster's
+// clients do not each ask every node.
+const slotsAsked = 3
