@@ -307,8 +307,9 @@
 // For valid input the results are the same: the same keys, values, stream
 // IDs, replies and refusal codes. The answer is remembered per node — one
 // entry for a standalone or sentinel client, one per node address for a
-// cluster client, which reads CLUSTER SLOTS (the map valkey-go routes by)
-// to learn which node serves a call's slot and asks that node through
+// cluster client, which reads CLUSTER SLOTS (the map valkey-go routes by;
+// asked of three nodes at once, the first answer taken, so a stalled node
+// holds nothing up) to learn which node serves a call's slot and asks that node through
 // valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
 // ([WithRecheck] changes it). When a node believed to serve a verb answers
 // it with "unknown command" — a failover to a node without the module, a
