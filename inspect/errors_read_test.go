@@ -42,7 +42,7 @@ func (c *counting) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valk
 // every error in one pipeline: some 60 MB the server wrote in a few turns
 // of its loop, each holding every other client up (a PING measured 25 to
 // 80 ms behind it, 3 to 7 ms with the reads split). The errors are read
-// at most inspect.ErrorsRead bytes a round trip, and each in full.
+// at most 1 MiB a round trip, and each in full.
 func TestAListingReadsLongErrorsAFewAtATime(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(6)
@@ -74,7 +74,7 @@ func TestAListingReadsLongErrorsAFewAtATime(t *testing.T) {
 	}
 	read := 0
 	for _, k := range vk.hgets {
-		assert.LessOrEqual(t, k*size, 1<<20, "a round trip reads at most 1 MiB of errors (inspect.ErrorsRead)")
+		assert.LessOrEqual(t, k*size, 1<<20, "a round trip reads at most 1 MiB of errors")
 		read += k
 	}
 	assert.Equal(t, n, read)

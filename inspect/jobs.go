@@ -160,13 +160,13 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		}
 		out[i] = j
 	}
-	// a round trip per ErrorsRead bytes of errors at most (a single error
+	// a round trip per errorsRead bytes of errors at most (a single error
 	// may be larger): a page of a thousand errors of 60 KiB, read in one
 	// pipeline, is 60 MB the server writes in a few turns of its loop,
 	// holding other clients up for tens of milliseconds
 	for from := 0; from < len(errs); {
 		to, size := from, int64(0)
-		for to < len(errs) && (to == from || size+out[erred[to]].ErrorSize <= ErrorsRead) {
+		for to < len(errs) && (to == from || size+out[erred[to]].ErrorSize <= errorsRead) {
 			size += out[erred[to]].ErrorSize
 			to++
 		}
@@ -178,9 +178,9 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 	return out, total, nil
 }
 
-// ErrorsRead bounds the bytes of errors one round trip of [Inspector.Jobs]
+// errorsRead bounds the bytes of errors one round trip of [Inspector.Jobs]
 // reads.
-const ErrorsRead = 1 << 20
+const errorsRead = 1 << 20
 
 // Find returns the queues that hold a row of job id — of those discovered,
 // one EXISTS per queue, pipelined — and those whose row the server refused
