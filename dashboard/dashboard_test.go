@@ -24,6 +24,7 @@ import (
 	"github.com/echomq/emq/internal/queuetest"
 	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -659,6 +660,11 @@ func TestMetrics(t *testing.T) {
 			helps[f.GetHelp()] = name
 		}
 		assert.Less(t, len(families), 60, "families")
+	})
+	t.Run("the exposition keeps Prometheus' naming rules (promlint)", func(t *testing.T) {
+		problems, err := promlint.New(strings.NewReader(body)).Lint()
+		require.NoError(t, err)
+		assert.Empty(t, problems)
 	})
 
 	s.Stop()
