@@ -223,6 +223,37 @@ func TestCLIReads(t *testing.T) {
 						assert.Equal(t, want.stdout, r.stdout, "%q", args)
 					}
 				}
+				// tail from now on (the default "$") asks the server's TIME
+				// first: the rules must grant it too
+				vk := s.Client()
+				if target.name == "cluster" {
+					vk = cl.Client()
+				}
+				ctx := context.Background()
+				m, err := ids.NewMinter(7)
+				require.NoError(t, err)
+				q, err := client.New(vk).Queue("opsread", m, client.Policy{})
+				require.NoError(t, err)
+				_, err = q.SetEvents(ctx, 100)
+				require.NoError(t, err)
+				tail := background(t, target.addr, "tail", "opsread", "--user", "ops", "--count", "1")
+				require.Eventually(t, func() bool {
+					_, err := q.Enqueue(ctx, []byte("x"))
+					require.NoError(t, err)
+					return strings.Contains(tail.out.String(), "added")
+				}, 10*time.Second, 100*time.Millisecond)
+				require.Equal(t, exitOK, <-tail.done, tail.errs.String())
+				for _, n := range nodes {
+					log, err := n.Do("ACL", "LOG").ToArray()
+					require.NoError(t, err)
+					var denied []string
+					for _, entry := range log {
+						e, err := entry.AsStrMap()
+						require.NoError(t, err)
+						denied = append(denied, e["reason"]+" "+e["object"])
+					}
+					assert.Empty(t, denied, "%s: the ops user's reads were denied nothing (ACL LOG)", n.Addr)
+				}
 			})
 		})
 	}
