@@ -93,7 +93,7 @@ func runPurge(ctx context.Context, s *session, args []string) error {
 		return usageError("active jobs are held by workers and are not purged; " +
 			"emq delete <queue> <id> removes one (its worker meets EMQNOJOB), or wait for its lease to pass")
 	case s.o.olderThan < 0 || (s.o.olderThan > 0 && st != inspect.Dead):
-		return usageError("--older-than is a positive duration and reads the time of death: only with --state dead")
+		return usageError("--older-than is a duration of 0 or more (0, the default: any age) and reads the time of death: only with --state dead")
 	}
 	q, err := s.queue(args[0])
 	if err != nil {

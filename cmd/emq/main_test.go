@@ -712,6 +712,8 @@ func TestCLISteers(t *testing.T) {
 		{name: "purge needs a state", args: []string{"purge", "emails"}, code: exitUsage, stderr: "--state is required"},
 		{name: "purge --older-than reads the time of death alone", args: []string{"purge", "emails", "--state", "pending", "--older-than", "1h"},
 			code: exitUsage, stderr: "only with --state dead"},
+		{name: "purge --older-than is not negative", args: []string{"purge", "emails", "--state", "dead", "--older-than", "-1h"},
+			code: exitUsage, stderr: "--older-than is a duration of 0 or more (0, the default: any age)"},
 		{name: "purge --older-than leaves the jobs that died since", args: []string{"purge", "emails", "--state", "dead", "--older-than", "45m"},
 			stdout: "removed 1 of 1 dead jobs of emails\n",
 			after: func(t *testing.T) {
