@@ -21,6 +21,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -76,7 +77,7 @@ func parseOptions() options {
 	claims := flag.String("claims", "64,256", "queue: the client floor's claim counts (1 … 1000), comma-separated")
 	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
 	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
-	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick)")
+	flag.IntVar(&q.run.latencyJobs, "latency-jobs", -1, "queue: jobs of each latency step (default 500, 200 with -quick; 0 skips the step)")
 	flag.Float64Var(&q.run.latencyRate, "latency-rate", 200, "queue: jobs a second the latency step adds: well below what any system handles at concurrency 1")
 	flag.StringVar(&q.bullmqDir, "bullmq", "bench/bullmq", "queue: the BullMQ harness's directory, with its node_modules installed")
 	systems := flag.String("systems", "", "queue: run only the systems whose name matches this regular expression")
@@ -104,7 +105,7 @@ func parseOptions() options {
 	if q.run.jobs == 0 {
 		q.run.jobs = map[bool]int{false: 100_000, true: 5000}[o.quick]
 	}
-	if q.run.latencyJobs == 0 {
+	if q.run.latencyJobs < 0 {
 		q.run.latencyJobs = map[bool]int{false: 500, true: 200}[o.quick]
 	}
 	switch {
@@ -128,7 +129,40 @@ func parseOptions() options {
 	if o.every == 0 {
 		o.every = max(1, o.calls/100)
 	}
+	if err := o.check(); err != nil {
+		fail(err)
+	}
 	return o
+}
+
+// check refuses the sizes that would make a run hang (a drain waiting for
+// jobs never enqueued), panic (an enqueue of batches of none) or print
+// numbers of nothing (no repetition): the defaults are applied already.
+func (o options) check() error {
+	q := o.queueCfg
+	for _, c := range []struct {
+		name  string
+		v     int64
+		least int64
+	}{
+		{"jobs", int64(q.run.jobs), 1}, {"batch", int64(q.run.batch), 1}, {"payload", int64(q.run.payload), 0},
+		{"latency-jobs", int64(q.run.latencyJobs), 0}, {"cg-jobs", int64(q.cgJobs), 1},
+		{"reps", int64(o.cfg.reps), 1}, {"conns", int64(o.cfg.conns), 1}, {"depth", int64(o.cfg.depth), 1},
+		{"cg-ops", int64(o.cgOps), 1}, {"calls", o.calls, 1}, {"sample", o.every, 1},
+	} {
+		if c.v < c.least {
+			return fmt.Errorf("-%s: %d is less than %d", c.name, c.v, c.least)
+		}
+	}
+	switch {
+	case !(q.run.latencyRate > 0) || math.IsInf(q.run.latencyRate, 1):
+		return fmt.Errorf("-latency-rate: %g is not a positive number of jobs a second", q.run.latencyRate)
+	case o.cfg.phase <= 0:
+		return fmt.Errorf("-phase: %s is not a positive duration", o.cfg.phase)
+	case q.run.delay < 0:
+		return fmt.Errorf("-delay: %s is negative", q.run.delay)
+	}
+	return nil
 }
 
 func main() {
