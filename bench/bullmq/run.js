@@ -12,12 +12,14 @@
 //            → {"step":"enqueue","wall_ms":…}
 //   drain    starts a Worker of --concurrency and waits for the jobs' completed
 //            events, then closes it →
-//            {"step":"drain","wall_ms":…,"cpu_ns":…,"wait_ns":…,"failed":…}:
+//            {"step":"drain","wall_ms":…,"cpu_ns":…,"wait_ns":…,"all_ns":…,"failed":…}:
 //            wall_ms to the last 'completed' event (emitted once the server replied
 //            to the job's move to completed: its acknowledgement); cpu_ns and
 //            wait_ns the server main thread's CPU time and time runnable without a
 //            core over the same span, read from --cpu-file (its
-//            /proc/<pid>/task/<pid>/schedstat; -1 without one)
+//            /proc/<pid>/task/<pid>/schedstat; -1 without one), all_ns the CPU
+//            time of all the server's threads (every schedstat in that task
+//            directory)
 //   latency  starts a Worker, lets it settle, adds --latency-jobs jobs one by one
 //            at --latency-rate a second → {"step":"latency","latencies_us":[…]},
 //            each the time from when a job was due to the start of the
@@ -33,6 +35,7 @@
 'use strict';
 
 const fs = require('node:fs');
+const path = require('node:path');
 const readline = require('node:readline');
 const { Queue, Worker } = require('bullmq');
 
@@ -66,13 +69,29 @@ if (delayMs > 0) jobOpts.delay = delayMs;
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// serverSched is the server main thread's accounting in ns: schedstat's
-// run time (CPU) and wait time (runnable without a core); -1 for both
-// without --cpu-file.
-function serverSched() {
-  if (args['cpu-file'] === '') return { run: -1, wait: -1 };
-  const [run, wait] = fs.readFileSync(args['cpu-file'], 'utf8').split(' ').map(Number);
+// readSched is one thread's schedstat: its run time (CPU) and wait time
+// (runnable without a core), in ns.
+function readSched(file) {
+  const [run, wait] = fs.readFileSync(file, 'utf8').split(' ').map(Number);
   return { run, wait };
+}
+
+// serverSched is the server's accounting in ns: its main thread's run and
+// wait times, and all its threads' run time (the module's Go runtime
+// threads too); -1 for each without --cpu-file.
+function serverSched() {
+  if (args['cpu-file'] === '') return { run: -1, wait: -1, all: -1 };
+  const { run, wait } = readSched(args['cpu-file']);
+  const dir = path.dirname(path.dirname(args['cpu-file']));
+  let all = 0;
+  for (const tid of fs.readdirSync(dir)) {
+    try {
+      all += readSched(path.join(dir, tid, 'schedstat')).run;
+    } catch (err) {
+      if (err.code !== 'ENOENT' && err.code !== 'ESRCH') throw err; // a thread that just exited
+    }
+  }
+  return { run, wait, all };
 }
 
 // data is a job's data: when it is due, padded so its JSON is --payload bytes.
@@ -123,6 +142,7 @@ async function drain() {
   return {
     wall_ms: end.at - start, failed,
     cpu_ns: known ? end.sched.run - from.run : -1, wait_ns: known ? end.sched.wait - from.wait : -1,
+    all_ns: known ? end.sched.all - from.all : -1,
   };
 }
 

@@ -25,6 +25,7 @@ type bullmqReply struct {
 	WallMs      float64   `json:"wall_ms"`
 	CPUNs       int64     `json:"cpu_ns"`
 	WaitNs      int64     `json:"wait_ns"`
+	AllNs       *int64    `json:"all_ns"`
 	Failed      int       `json:"failed"`
 	LatenciesUs []float64 `json:"latencies_us"`
 }
@@ -129,10 +130,18 @@ func (b *bullmq) enqueue() (time.Duration, error) {
 
 // drain's reply times the Worker to its last 'completed' event, emitted
 // once the server replied to the job's move to completed, and reads the
-// server's accounting then (cpu_ns and wait_ns, -1 without a --cpu-file).
+// server's accounting then (cpu_ns and wait_ns, the main thread's, and
+// all_ns, all its threads' CPU; -1 without a --cpu-file).
 func (b *bullmq) drain() (drained, error) {
 	r, err := b.step("drain")
-	return drained{wall: msDuration(r.WallMs), server: schedstat{run: r.CPUNs, wait: r.WaitNs}, known: r.CPUNs >= 0}, err
+	if err == nil && r.AllNs == nil {
+		return drained{}, fmt.Errorf("BullMQ harness, step drain: no all_ns in its reply (an older %s)", bullmqScript)
+	}
+	d := drained{wall: msDuration(r.WallMs), server: serverClock{main: schedstat{run: r.CPUNs, wait: r.WaitNs}}, known: r.CPUNs >= 0}
+	if r.AllNs != nil {
+		d.server.all = *r.AllNs
+	}
+	return d, err
 }
 
 func (b *bullmq) latency() ([]time.Duration, error) {

@@ -13,7 +13,7 @@ func TestParseBullMQReply(t *testing.T) {
 		name, line, step string
 		wantErr          string
 	}{
-		{"a step's reply is read", `{"step":"drain","wall_ms":1168.5,"cpu_ns":987654321,"wait_ns":1234,"failed":0}`, "drain", ""},
+		{"a step's reply is read", `{"step":"drain","wall_ms":1168.5,"cpu_ns":987654321,"wait_ns":1234,"all_ns":987660000,"failed":0}`, "drain", ""},
 		{"a reply to another step is refused", `{"step":"enqueue","wall_ms":1}`, "drain", `answered step "enqueue", want "drain"`},
 		{"an error reply is the step's error", `{"step":"drain","error":"Error: 3 failed attempts, want 0"}`, "drain", "step drain: Error: 3 failed attempts"},
 		{"a line that is not JSON is refused", `node: warning`, "drain", "is not a step's reply"},
@@ -29,6 +29,8 @@ func TestParseBullMQReply(t *testing.T) {
 			assert.Equal(t, 1168500*time.Microsecond, msDuration(r.WallMs))
 			assert.Equal(t, int64(987654321), r.CPUNs)
 			assert.Equal(t, int64(1234), r.WaitNs)
+			require.NotNil(t, r.AllNs, "all the server's threads' CPU")
+			assert.Equal(t, int64(987660000), *r.AllNs)
 		})
 	}
 	t.Run("latencies come in microseconds", func(t *testing.T) {

@@ -137,12 +137,12 @@ const settleTimeout = time.Minute
 // returns the wall time from start to the reply of the last settlement and
 // the server main thread's accounting then, if it could be read (known).
 func (g *goSystem) work(parent context.Context, want int, start time.Time, onRun func(benchJob)) (
-	wall time.Duration, server schedstat, known bool, err error) {
+	wall time.Duration, server serverClock, known bool, err error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	type end struct {
 		wall   time.Duration
-		server schedstat
+		server serverClock
 		known  bool
 	}
 	var handled, settled atomic.Int64
@@ -169,25 +169,25 @@ func (g *goSystem) work(parent context.Context, want int, start time.Time, onRun
 			cancel()
 			return e.wall, e.server, e.known, <-worked
 		case err := <-worked:
-			return 0, schedstat{}, false, fmt.Errorf("work ended after %d of %d jobs settled: %v", settled.Load(), want, err)
+			return 0, serverClock{}, false, fmt.Errorf("work ended after %d of %d jobs settled: %v", settled.Load(), want, err)
 		case <-allHandled:
 			allHandled, stalled = nil, time.After(g.settleWait)
 		case <-stalled:
 			cancel()
-			return 0, schedstat{}, false, errors.Join(fmt.Errorf("every handler returned, but only %d of %d jobs were reported settled %s later",
+			return 0, serverClock{}, false, errors.Join(fmt.Errorf("every handler returned, but only %d of %d jobs were reported settled %s later",
 				settled.Load(), want, g.settleWait), <-worked)
 		}
 	}
 }
 
-// serverSched reads the server main thread's accounting from file; known
-// is false without one.
-func serverSched(file string) (st schedstat, known bool) {
+// serverSched reads the server's accounting, its main thread's from file
+// and all its threads' beside it; known is false without a file.
+func serverSched(file string) (c serverClock, known bool) {
 	if file == "" {
-		return schedstat{}, false
+		return serverClock{}, false
 	}
-	st, err := readSchedstat(file)
-	return st, err == nil
+	c, err := readServerClock(file)
+	return c, err == nil
 }
 
 func (g *goSystem) drain() (drained, error) {

@@ -68,7 +68,8 @@ func TestDrainEndsAtTheLastSettlement(t *testing.T) {
 		assert.GreaterOrEqual(t, time.Since(start), linger, "drain returns once Work has")
 		assert.Less(t, d.wall, linger, "ten jobs in memory settle in far less than the linger")
 		assert.True(t, d.known)
-		assert.GreaterOrEqual(t, d.server.run, int64(0))
+		assert.GreaterOrEqual(t, d.server.main.run, int64(0))
+		assert.GreaterOrEqual(t, d.server.all, d.server.main.run, "all the server's threads ran at least its main thread's time")
 	})
 	t.Run("a worker that does not report its settlements fails the drain", func(t *testing.T) {
 		sys := startLingering(t, &lingeringQueue{})
@@ -108,6 +109,18 @@ func TestReadSchedstat(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+	t.Run("the server's clock is its main thread's and the sum of all its threads' run times", func(t *testing.T) {
+		task := t.TempDir() // as /proc/<pid>/task
+		for tid, text := range map[string]string{"7": "1000 50 3\n", "8": "200 9 1\n", "9": "30 0 1\n"} {
+			require.NoError(t, os.MkdirAll(task+"/"+tid, 0o755))
+			require.NoError(t, os.WriteFile(task+"/"+tid+"/schedstat", []byte(text), 0o644))
+		}
+		c, err := readServerClock(task + "/7/schedstat")
+		require.NoError(t, err)
+		assert.Equal(t, serverClock{main: schedstat{run: 1000, wait: 50}, all: 1230}, c)
+		assert.Equal(t, serverClock{main: schedstat{run: 900, wait: 40}, all: 1030},
+			c.minus(serverClock{main: schedstat{run: 100, wait: 10}, all: 200}))
+	})
 	t.Run("the span between two readings subtracts each field", func(t *testing.T) {
 		assert.Equal(t, schedstat{run: 30, wait: 4}, schedstat{run: 130, wait: 9}.minus(schedstat{run: 100, wait: 5}))
 	})
@@ -166,7 +179,8 @@ func TestGoSystemsSettleEveryJob(t *testing.T) {
 				require.NoError(t, err)
 				assert.Positive(t, d.wall)
 				require.True(t, d.known)
-				assert.Positive(t, d.server.run, "the server worked during the drain")
+				assert.Positive(t, d.server.main.run, "the server worked during the drain")
+				assert.GreaterOrEqual(t, d.server.all, d.server.main.run, "all its threads at least its main thread")
 				n, err := s.Do("DBSIZE").AsInt64()
 				require.NoError(t, err)
 				assert.Zero(t, n, "every job acknowledged: rows deleted, sets empty")

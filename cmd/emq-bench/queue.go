@@ -62,8 +62,8 @@ type queueSystem interface {
 // to the handlers' stop, which waits out blocked claims.
 type drained struct {
 	wall   time.Duration
-	server schedstat // the server main thread's accounting over the same span
-	known  bool      // whether server could be read
+	server serverClock // the server's accounting over the same span: its main thread's, and all its threads' CPU
+	known  bool        // whether server could be read
 }
 
 // queueServer is the server a system's runs go to.
@@ -131,6 +131,8 @@ type runResult struct {
 	enqueueCPU  int64         // main-thread CPU over the enqueue step, ns
 	drainCPU    int64         // main-thread CPU over drainWall, ns
 	drainWait   int64         // main thread's time runnable but without a core over drainWall, ns
+	enqueueAll  int64         // all the server's threads' CPU over the enqueue step, ns: the module's Go runtime's too
+	drainAll    int64         // all the server's threads' CPU over drainWall, ns
 	memory      int64         // used_memory growth over the enqueue step, bytes
 	latency     []time.Duration
 }
@@ -146,6 +148,11 @@ func (r runResult) processRate() float64 { return float64(r.jobs) / r.drainWall.
 // acknowledgement, in ns.
 func (r runResult) cpuPerJob() float64 { return float64(r.enqueueCPU+r.drainCPU) / float64(r.jobs) }
 
+// allCPUPerJob is the CPU of all the server's threads per job, enqueue to
+// acknowledgement, in ns: the main thread's and the module's Go runtime
+// threads', which run only for the module's verbs.
+func (r runResult) allCPUPerJob() float64 { return float64(r.enqueueAll+r.drainAll) / float64(r.jobs) }
+
 // enqueueCPUPerJob and processCPUPerJob are each phase's main-thread CPU
 // per job, in ns.
 func (r runResult) enqueueCPUPerJob() float64 { return float64(r.enqueueCPU) / float64(r.jobs) }
@@ -157,13 +164,16 @@ func (r runResult) processCPUPerJob() float64 { return float64(r.drainCPU) / flo
 func (r runResult) busy() float64 { return float64(r.drainCPU) / float64(r.drainWall) }
 
 // waited is the share of the processing phase the server's main thread
-// was runnable but had no core, another process holding it: on a loaded
-// machine, the part of the server's demand that busy leaves out.
+// was runnable but had no core, another thread holding it — another
+// process's on a loaded machine, or the server's own: the module's Go
+// runtime threads share the main thread's core. The part of the server's
+// demand that busy leaves out.
 func (r runResult) waited() float64 { return float64(r.drainWait) / float64(r.drainWall) }
 
 // queueCounters are the server's counters a run reads between steps.
 type queueCounters struct {
 	mainNs     int64
+	allNs      int64
 	usedMemory int64
 }
 
@@ -176,7 +186,7 @@ func (s *server) queueCounters() (queueCounters, error) {
 	if err != nil {
 		return queueCounters{}, err
 	}
-	return queueCounters{mainNs: c.mainNs, usedMemory: valkeytest.InfoInt(mem, "used_memory")}, nil
+	return queueCounters{mainNs: c.mainNs, allNs: c.allNs, usedMemory: valkeytest.InfoInt(mem, "used_memory")}, nil
 }
 
 // measureRun runs def once on a flushed server, reading the counters around
@@ -223,8 +233,8 @@ func runSteps(s *server, sys queueSystem, run queueRun) (runResult, error) {
 	if !d.known {
 		return r, fmt.Errorf("drain: the server's CPU time was not read at the last acknowledgement")
 	}
-	r.drainWall, r.drainCPU, r.drainWait = d.wall, d.server.run, d.server.wait
-	r.enqueueCPU = enqueued.mainNs - before.mainNs
+	r.drainWall, r.drainCPU, r.drainWait, r.drainAll = d.wall, d.server.main.run, d.server.main.wait, d.server.all
+	r.enqueueCPU, r.enqueueAll = enqueued.mainNs-before.mainNs, enqueued.allNs-before.allNs
 	r.memory = enqueued.usedMemory - before.usedMemory
 	if run.latencyJobs > 0 {
 		if r.latency, err = sys.latency(); err != nil {
@@ -361,8 +371,8 @@ func queueSetup(cfg queueConfig, pinning string) string {
 		"the processing phase timed from the handlers' start to the server's reply to the last acknowledgement; "+
 		"latency: %d jobs added one at a time at %.0f/s to waiting handlers; "+
 		"%d repetitions, the systems interleaved, order reversed every repetition, one unmeasured run of %d jobs per system and mode first; "+
-		"FLUSHALL before every run; %s; main-thread CPU from /proc/<pid>/task/<pid>/schedstat (ns), "+
-		"read by each system at the start of its processing and at its last acknowledgement",
+		"FLUSHALL before every run; %s; main-thread CPU from /proc/<pid>/task/<pid>/schedstat (ns), all threads' from every "+
+		"/proc/<pid>/task/<tid>/schedstat, read by each system at the start of its processing and at its last acknowledgement",
 		r.jobs, r.payload, r.batch, cfg.concurrency, cfg.claims, cfg.modes, r.delay, r.latencyJobs, r.latencyRate,
 		cfg.reps, warmUpJobs, pinning)
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -120,6 +121,47 @@ func readSchedstat(path string) (schedstat, error) {
 		}
 	}
 	return st, nil
+}
+
+// serverClock is the server's accounting at one moment: its main thread's,
+// and the CPU time of all its threads — the module's Go runtime threads
+// too, which run beside the main thread (on its core, when pinned) and
+// are the server's cost as much as its main thread's.
+type serverClock struct {
+	main schedstat
+	all  int64 // ns
+}
+
+func (c serverClock) minus(earlier serverClock) serverClock {
+	return serverClock{main: c.main.minus(earlier.main), all: c.all - earlier.all}
+}
+
+// readServerClock reads the main thread's schedstat file mainFile
+// (/proc/<pid>/task/<pid>/schedstat) and sums the run times of every
+// thread in its task directory.
+func readServerClock(mainFile string) (serverClock, error) {
+	main, err := readSchedstat(mainFile)
+	if err != nil {
+		return serverClock{}, err
+	}
+	dir := filepath.Dir(filepath.Dir(mainFile))
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return serverClock{}, err
+	}
+	c := serverClock{main: main}
+	for _, t := range tasks {
+		st, err := readSchedstat(filepath.Join(dir, t.Name(), "schedstat"))
+		var unread *fs.PathError
+		if errors.As(err, &unread) {
+			continue // a thread that just exited
+		}
+		if err != nil {
+			return serverClock{}, err
+		}
+		c.all += st.run
+	}
+	return c, nil
 }
 
 // minus is the accounting between an earlier reading and s.
