@@ -163,7 +163,9 @@ func check(c, bull cell[runResult], hasBull bool) []queueVerdict {
 	name := fmt.Sprintf("%s, %s, concurrency %d", c.system, c.mode, c.concurrency)
 	var out []queueVerdict
 	if t.cpu > 0 && hasBull {
-		got := median(ratios(c, bull, runResult.cpuPerJob))
+		// all the server's threads: the module's Go runtime runs for
+		// emq's verbs alone, its cost as much as the main thread's
+		got := median(ratios(c, bull, runResult.allCPUPerJob))
 		out = append(out, queueVerdict{cell: name, what: fmt.Sprintf("CPU ≤ %.2f", t.cpu), got: got, unit: "× BullMQ's", pass: got <= t.cpu})
 	}
 	if t.rate > 0 && hasBull {
@@ -276,8 +278,8 @@ func (rep queueReport) String() string {
 	fmt.Fprintln(&b, "### Ratios within each run")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "Each ratio pairs two systems' runs of the same repetition, mode and concurrency; the median [range].")
-	fmt.Fprintln(&b, "CPU is server CPU per job, enqueue + processing (the main thread's; all threads' in its own column,")
-	fmt.Fprintln(&b, "the targets' ratio beside it); jobs/s is the processing phase's.")
+	fmt.Fprintln(&b, "CPU is server CPU per job, enqueue + processing: the main thread's, and all threads' in its own")
+	fmt.Fprintln(&b, "column — the CPU targets are judged on all threads'; jobs/s is the processing phase's.")
 	fmt.Fprintln(&b)
 	fmt.Fprintln(&b, "| mode | concurrency | system | CPU / BullMQ's | all-threads CPU / BullMQ's | jobs/s / BullMQ's | CPU / floor's | jobs/s / floor's | target |")
 	fmt.Fprintln(&b, "|---|--:|---|--:|--:|--:|--:|--:|---|")
@@ -334,8 +336,8 @@ func passWord(ok bool) string {
 	return "MISS"
 }
 
-// queueBars are every system's server CPU per job over BullMQ's, paired
-// within each run, for the chart.
+// queueBars are every system's server CPU per job, all its threads', over
+// BullMQ's, paired within each run, for the chart.
 func queueBars(results []runResult, systems []string) []bar {
 	cs := cells(results, systems)
 	var out []bar
@@ -346,7 +348,7 @@ func queueBars(results []runResult, systems []string) []bar {
 		}
 		out = append(out, bar{
 			label:  fmt.Sprintf("%s, %s, concurrency %d", c.system, c.mode, c.concurrency),
-			value:  median(ratios(c, bull, runResult.cpuPerJob)),
+			value:  median(ratios(c, bull, runResult.allCPUPerJob)),
 			target: targetsOf(c.system, c.mode, c.concurrency).cpu,
 		})
 	}
@@ -356,7 +358,7 @@ func queueBars(results []runResult, systems []string) []bar {
 // writeQueueChart writes the chart beside the document at doc and returns
 // its name relative to it.
 func writeQueueChart(doc string, rep queueReport) (string, error) {
-	svg := ratioChart("The whole queue: server main-thread CPU per job, relative to BullMQ",
+	svg := ratioChart("The whole queue: server CPU per job (all threads), relative to BullMQ",
 		"system / BullMQ (1 = BullMQ's cost; red tick = target)", queueBars(rep.results, rep.systems))
 	return queueChartFile, os.WriteFile(filepath.Join(filepath.Dir(doc), queueChartFile), []byte(svg), 0o644)
 }
