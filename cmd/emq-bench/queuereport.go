@@ -249,7 +249,7 @@ func (rep queueReport) String() string {
 	}
 	fmt.Fprintln(&b)
 	if rep.chart != "" {
-		fmt.Fprintf(&b, "![server main-thread CPU per job, relative to BullMQ](%s)\n\n", rep.chart)
+		fmt.Fprintf(&b, "![server CPU per job (all threads), relative to BullMQ](%s)\n\n", rep.chart)
 	}
 	fmt.Fprintln(&b, "Medians over the repetitions, [the range]. Each phase apart: enqueue (no worker running), then")
 	fmt.Fprintln(&b, "processing, from the handlers' start to the server's reply to the last acknowledgement. µs/job")
@@ -257,7 +257,8 @@ func (rep queueReport) String() string {
 	fmt.Fprintln(&b, "the server's other threads — the module's Go runtime, which runs for emq's verbs alone. Over the")
 	fmt.Fprintln(&b, "processing phase's wall time: busy is the main thread's CPU time, waited its time runnable while")
 	fmt.Fprintln(&b, "another thread held its core — another process's, or the server's own Go runtime threads, which")
-	fmt.Fprintf(&b, "share that core; bound: server where the two add up to %.2f or more, else client. Memory\n", serverBound)
+	fmt.Fprintf(&b, "share that core; bound: server where the two add up to %.2f or more, else client — its CPU or\n", serverBound)
+	fmt.Fprintln(&b, "its round trips, the server waiting for requests (the client's CPU is not measured). Memory")
 	fmt.Fprintln(&b, "is used_memory's growth per queued job, after enqueue and before processing; latency is from")
 	fmt.Fprintln(&b, "when a job was due to the start of the handler run that completed it.")
 	fmt.Fprintln(&b)
