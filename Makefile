@@ -57,7 +57,7 @@ bench: deps build bench-queue
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -callgrind -out docs/PERFORMANCE.md
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -out docs/PERFORMANCE.md
 
-## bench-quick: the same comparisons, short (under a minute)
+## bench-quick: the same comparisons, short (a minute or two)
 bench-quick: deps build
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -quick
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -blocking -quick
@@ -72,7 +72,7 @@ bench-queue: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -out docs/PERFORMANCE.md
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -callgrind -concurrency 8 -out docs/PERFORMANCE.md
 
-## bench-queue-quick: the same, 5,000 jobs a run, no callgrind (a few minutes)
+## bench-queue-quick: the same, 5,000 jobs a run, no callgrind (some 20 minutes on 2 cores)
 bench-queue-quick: deps build bullmq
 	$(GO) run ./cmd/emq-bench -module $(MODULE_SO) -queue -quick
 
