@@ -63,7 +63,7 @@ type Inspector struct {
 	vk   valkey.Client
 	opts Options
 
-	scan     chan struct{} // holds a token while a discovery scan runs: one at a time
+	scan     chan struct{} // holds a token while a scan runs, discovery's or a search's: one at a time
 	mu       sync.Mutex    // guards what follows
 	found    []string
 	foundAt  time.Time

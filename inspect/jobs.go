@@ -188,7 +188,10 @@ const errorsRead = 1 << 20
 // too. When no queue discovered holds it, nor may, it looks for the row
 // itself, one SCAN after another on every primary: a queue whose only
 // keys are job rows (its done jobs kept, the rest drained) is no queue
-// discovery finds.
+// discovery finds. That scan waits for any other of the inspector's, a
+// search's or discovery's, as long as ctx allows: searches at once (a
+// dashboard's, from a page that asks it again and again) are one scan of
+// the keyspace at a time, not one each.
 func (in *Inspector) Find(ctx context.Context, id string) (found, unreadable []string, err error) {
 	names, err := in.Queues(ctx)
 	if err != nil {
@@ -199,6 +202,12 @@ func (in *Inspector) Find(ctx context.Context, id string) (found, unreadable []s
 	}
 	if !ids.Valid(ids.Job, []byte(id)) {
 		return nil, unreadable, nil // no glob in a SCAN's pattern
+	}
+	select {
+	case in.scan <- struct{}{}:
+		defer func() { <-in.scan }()
+	case <-ctx.Done():
+		return nil, unreadable, fmt.Errorf("search for job %s: waiting for the scan under way: %w", id, ctx.Err())
 	}
 	primaries, err := in.askPrimaries(ctx)
 	if err != nil { // a primary down may hold it, as for discovery
