@@ -232,6 +232,28 @@ func TestBrowser(t *testing.T) {
 		assert.Equal(t, rw.url+"/", f.UnreachableURL)
 		assert.NotEqual(t, rw.url+"/", f.URL)
 	})
+	t.Run("another site's page gets nothing read by asking on its own; its link to a page is followed", func(t *testing.T) {
+		// a page of another origin (a port of its own: the same site, to a
+		// browser) that asks for the search of an id no queue holds — a
+		// scan of the server's keyspace each time — as an image, a fetch
+		// and a frame
+		const search = "/search?id=JOB00000000000000ff"
+		lure := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			fmt.Fprintf(w, `<!doctype html><title>lure</title><img src="%[1]s%[2]s&n=1"><img src="%[1]s%[2]s&n=2">`+
+				`<iframe src="%[1]s%[2]s&n=3"></iframe><a id="go" href="%[1]s/queues/emails">emails</a>`, rw.url, search)
+		}))
+		defer lure.Close()
+		scans := s.Info("commandstats")["cmdstat_scan"]
+		step(t, ctx, chromedp.Navigate(lure.URL))
+		step(t, ctx, chromedp.Evaluate[[]any](fmt.Sprintf(`Promise.all([
+			...[...document.images].map(i => i.complete || new Promise(r => { i.onload = i.onerror = r })),
+			fetch(%q, {mode: "no-cors"}).catch(e => e.message),
+			new Promise(r => { document.querySelector("iframe").onload = r; setTimeout(r, 3000) }),
+		])`, rw.url+search+"&n=4"), chromedp.EvalAwaitPromise))
+		assert.Equal(t, scans, s.Info("commandstats")["cmdstat_scan"], "no search ran")
+		step(t, ctx, chromedp.Click(chromedp.CSS("#go")))
+		assert.Contains(t, text(t, ctx, "h1"), "emails", "a link from another site is followed")
+	})
 	t.Run("a read-only dashboard shows no action and refuses the POST", func(t *testing.T) {
 		other := f.EmailsDead[1].String()
 		step(t, ctx, chromedp.Navigate(ro.url+"/queues/emails/jobs/"+other))

@@ -172,14 +172,41 @@ var securityHeaders = map[string]string{
 
 // Secured is h with the dashboard's security headers set on each answer:
 // the dashboard's own, and what a server puts in front of it answers
-// itself (emq dash's authentication and Host checks).
+// itself (emq dash's authentication and Host checks). A request another
+// site's page had the browser send other than by a person going to a
+// page of the dashboard (see [fromAnotherSite]) is refused (403) before h
+// sees it.
 func Secured(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range securityHeaders {
 			w.Header().Set(k, v)
 		}
+		if fromAnotherSite(r) {
+			http.Error(w, "emq: a page of another site asked for this: only a link to a page of the dashboard is followed", http.StatusForbidden)
+			return
+		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// fromAnotherSite reports whether r is a request a page of another origin
+// — another site, or another port of the same host, which a browser
+// counts as the same site — made the browser send on its own: an image, a
+// frame, a fetch (Sec-Fetch-Site cross-site or same-site, and not the
+// navigation of a whole window, Sec-Fetch-Mode navigate to a document).
+// The frame-ancestors policy keeps such a page from showing what it asked
+// for, and SameSite from acting, but not the server from doing the read:
+// a page of <img>s naming the dashboard's search or /metrics would have
+// each visitor's browser make the server scan its keyspace or read every
+// queue, again and again. A link followed from another site (an alert's
+// link to a job's page) is a navigation and is served; a client that is
+// no browser sends no Sec-Fetch-Site and is served.
+func fromAnotherSite(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return r.Header.Get("Sec-Fetch-Mode") != "navigate" || r.Header.Get("Sec-Fetch-Dest") != "document"
+	}
+	return false
 }
 
 // filesOnly is an fs.FS whose directories do not exist: http.FileServer

@@ -332,6 +332,62 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 }
 
+// TestRequestsOfAnotherSitesPage: what a page of another site — or of
+// another port of the same host — has a browser ask for on its own (an
+// image, a frame, a fetch) is refused before anything is read: a search
+// for an id no queue holds scans the server's keyspace, /metrics reads
+// every queue. A link to the dashboard followed from elsewhere is served,
+// as are its own pages' requests and a client that is no browser.
+func TestRequestsOfAnotherSitesPage(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	queuetest.Fill(t, s.Client())
+	w := serveDashboard(t, s.Client(), Config{Write: true})
+	const search = "/search?id=JOB00000000000000ff" // held by no queue: a scan of the keyspace
+	get := func(path string, header ...string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, w.url+path, nil)
+		require.NoError(t, err)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := w.hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	fetch := func(site, mode, dest string) []string {
+		return []string{"Sec-Fetch-Site", site, "Sec-Fetch-Mode", mode, "Sec-Fetch-Dest", dest}
+	}
+	require.Equal(t, http.StatusOK, get("/")) // discovery's scan, done
+	scans := s.Info("commandstats")["cmdstat_scan"]
+	for _, c := range []struct {
+		path   string
+		header []string
+	}{
+		{search, fetch("cross-site", "no-cors", "image")},
+		{search, fetch("same-site", "no-cors", "image")},
+		{search, fetch("cross-site", "navigate", "iframe")},
+		{search, fetch("same-site", "cors", "empty")},
+		{"/metrics", fetch("cross-site", "no-cors", "image")},
+		{"/", fetch("cross-site", "no-cors", "script")},
+	} {
+		assert.Equal(t, http.StatusForbidden, get(c.path, c.header...), "%s %v", c.path, c.header)
+	}
+	assert.Equal(t, scans, s.Info("commandstats")["cmdstat_scan"], "no search ran")
+	_, loc := w.post(t, "/queues/emails/pause", url.Values{"csrf": {w.token(t, "/")}},
+		"Sec-Fetch-Site", "cross-site", "Sec-Fetch-Mode", "navigate", "Sec-Fetch-Dest", "document")
+	assert.Empty(t, loc, "a form of another site posted: refused")
+	for _, header := range [][]string{
+		fetch("cross-site", "navigate", "document"), // a link followed from elsewhere
+		fetch("same-site", "navigate", "document"),
+		fetch("same-origin", "no-cors", "image"), // its own
+		fetch("none", "navigate", "document"),    // typed in the address bar
+		nil,                                      // no browser
+	} {
+		assert.Equal(t, http.StatusOK, get("/queues/emails", header...), "%v", header)
+	}
+}
+
 // TestActions: a read-only dashboard refuses every POST; a write one
 // refuses a POST without a valid token or from another origin, and does
 // the action through its verb with one.
