@@ -361,6 +361,25 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 			http.Error(w, "read-only dashboard: start emq dash with --write to act", http.StatusForbidden)
 			return
 		}
+		// An action's form is a few short fields: a longer body is refused
+		// unread, where net/http would keep 32 MiB of a multipart one in
+		// memory and write the rest to temporary files, however long, before
+		// the token was looked at.
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		err := r.ParseForm() // a url-encoded form; ParseMultipartForm hides its error
+		if err == nil {
+			if err = r.ParseMultipartForm(maxForm); errors.Is(err, http.ErrNotMultipart) {
+				err = nil
+			}
+		}
+		if err != nil {
+			status := http.StatusBadRequest
+			if tooLong := new(http.MaxBytesError); errors.As(err, &tooLong) {
+				status = http.StatusRequestEntityTooLarge
+			}
+			http.Error(w, "bad form: "+err.Error(), status)
+			return
+		}
 		if !d.checkCSRF(r) {
 			http.Error(w, "bad or missing CSRF token: reload the page and try again", http.StatusForbidden)
 			return
@@ -396,6 +415,9 @@ func (d *Dashboard) action(do func(r *http.Request) (back, msg string, err error
 // actionAnswer bounds the write of an action's answer, once the action is
 // done.
 const actionAnswer = time.Minute
+
+// maxForm bounds the body of an action's POST, its form.
+const maxForm = 64 << 10
 
 // unanswered reports whether err is a call's that was sent and got no
 // reply — a timeout, a connection lost — after which the server may have

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -422,6 +423,29 @@ func TestActions(t *testing.T) {
 	t.Run("a cross-origin POST is refused even with a token", func(t *testing.T) {
 		code, _ := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails")}}, "Sec-Fetch-Site", "cross-site")
 		assert.Equal(t, http.StatusForbidden, code)
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+	})
+	t.Run("a form longer than an action's is refused unread, even with a token", func(t *testing.T) {
+		// multipart, as net/http would keep 32 MiB of in memory and write the
+		// rest to temporary files before the token was looked at
+		var body strings.Builder
+		mw := multipart.NewWriter(&body)
+		require.NoError(t, mw.WriteField("csrf", rw.token(t, "/queues/emails")))
+		junk, err := mw.CreateFormFile("junk", "junk.bin")
+		require.NoError(t, err)
+		_, err = junk.Write(make([]byte, 1<<20))
+		require.NoError(t, err)
+		require.NoError(t, mw.Close())
+		req, err := http.NewRequest(http.MethodPost, rw.url+revive, strings.NewReader(body.String()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		resp, err := rw.hc.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
+		code, _ := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails")}, "junk": {strings.Repeat("x", 1<<20)}})
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "a long url-encoded form too")
 		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
 	})
 	t.Run("the dead tab's bulk button counts one dead job as one", func(t *testing.T) {
