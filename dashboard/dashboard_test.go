@@ -305,7 +305,7 @@ func TestPages(t *testing.T) {
 // refused action — forbids framing and loads only the dashboard's own.
 func TestSecurityHeaders(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
-	queuetest.Fill(t, s.Client())
+	f := queuetest.Fill(t, s.Client())
 	w := serveDashboard(t, s.Client(), Config{Write: true})
 	for _, c := range []struct {
 		method, path string
@@ -331,6 +331,15 @@ func TestSecurityHeaders(t *testing.T) {
 		assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), "%s %s", c.method, c.path)
 		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), "%s %s", c.method, c.path)
 	}
+	t.Run("no page is stored: a job's payload is no file of the browser's cache", func(t *testing.T) {
+		job := "/queues/emails/jobs/" + f.EmailsDead[0].String()
+		for _, path := range []string{"/", "/queues/emails", job, "/search?id=JOB00000000000000ff", job + "x"} {
+			resp, err := w.hc.Get(w.url + path)
+			require.NoError(t, err)
+			resp.Body.Close()
+			assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"), path)
+		}
+	})
 }
 
 // TestRequestsOfAnotherSitesPage: what a page of another site — or of

@@ -126,6 +126,9 @@ func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, n
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	// a page holds what the applications wrote — payloads, errors — and a
+	// CSRF token: no browser keeps it on disk, no proxy between keeps it
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_, _ = buf.WriteTo(w)
 }
