@@ -14,7 +14,9 @@
 // [Config].Auth adds HTTP basic authentication to every page. Pages are
 // html/template, their CSS embedded: no script, no build step, nothing
 // fetched from elsewhere; every answer forbids other sites to frame it and
-// lets a page load only what the dashboard serves.
+// lets a page load only what the dashboard serves, no page is stored by a
+// cache, and what another site's page asks for on its own (an image, a
+// frame, a fetch) is refused before anything is read.
 package dashboard
 
 import (
