@@ -423,7 +423,6 @@ func TestSearchesScanOneAtATime(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Equal(t, 1, vk.mostSeen, "one scan at a time")
-
 }
 
 // TestForEach: a bulk action visits each selected job once, in batches,
