@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/keys"
+	"github.com/valkey-io/valkey-go"
 )
 
 // Batch is how many jobs [Inspector.ForEach] reads and acts on at a time.
@@ -38,7 +40,10 @@ type Progress struct {
 // the calls — and reads the next. act takes the job out of the set (a
 // revival, a removal, each through its verb), so each batch is read from
 // the set's head again, past the jobs whose act failed and those it
-// leaves. It acts on at most as many jobs as the selection held at the
+// leaves that are still there (one ZMSCORE a batch that had any): a job
+// another actor took meanwhile — a second bulk action at once, whose
+// revival of it made this one's fail — is not counted at the head, where
+// counting it skipped as many jobs still in the state. It acts on at most as many jobs as the selection held at the
 // start, and on none of those it can tell entered since: a job dead after
 // the last death when it started (dead: a score above it), or a pending or
 // delayed job whose id was minted after it started (by the minting host's
@@ -75,14 +80,14 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		return p, fmt.Errorf("queue %s: ZCOUNT %s: %w", sel.Queue, sel.State, err)
 	}
 	p.Total = int(total)
-	left := 0 // jobs entered since it started, left at the head with the failed ones
+	skip := 0 // jobs at the head it passed over or failed on: entered since it started, or refused
 	for p.Done+p.Failed < p.Total {
 		if err := ended(ctx); err != nil {
 			return p, err
 		}
 		n := min(Batch, p.Total-p.Done-p.Failed)
 		batch, err := in.vk.Do(ctx, in.vk.B().Zrange().Key(key).Min("-inf").Max(maxScore).Byscore().
-			Limit(int64(p.Failed+left), int64(n)).Build()).AsStrSlice()
+			Limit(int64(skip), int64(n)).Build()).AsStrSlice()
 		// Asked whatever the read gave: a read that failed as ctx ended
 		// failed because it ended, and a batch read as it ended would be
 		// acted on under an ended ctx, each act failing for it.
@@ -111,9 +116,12 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 			wg.Go(func() { errs[i] = act(ctx, id) })
 		}
 		wg.Wait()
+		var passed []string // passed over or failed: still at the head, unless another took them
 		for i, err := range errs {
+			if newer[i] || err != nil {
+				passed = append(passed, batch[i])
+			}
 			if newer[i] {
-				left++
 				continue
 			}
 			if err == nil {
@@ -128,8 +136,52 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		if progress != nil {
 			progress(p)
 		}
+		kept, err := in.stillSelected(ctx, key, maxScore, passed)
+		if stop := ended(ctx); stop != nil {
+			return p, stop // the acts' failures, and this read's, are its end's
+		}
+		if err != nil {
+			return p, fmt.Errorf("queue %s: ZMSCORE %s: %w", sel.Queue, sel.State, err)
+		}
+		skip += kept
 	}
 	return p, nil
+}
+
+// stillSelected counts the members of the sorted set key that are still
+// in it at a score up to maxScore (ZRANGE's form: "+inf", "(ms" or a
+// number), one ZMSCORE for them all: those a bulk action passed over or
+// failed on stay at the set's head, and it reads past them — but not past
+// one another actor took meanwhile (a second bulk action that revived it,
+// which this one's revival of it then failed on; a worker that claimed a
+// pending one), whose place the next job moved into.
+func (in *Inspector) stillSelected(ctx context.Context, key, maxScore string, members []string) (int, error) {
+	if len(members) == 0 {
+		return 0, nil
+	}
+	scores, err := in.vk.Do(ctx, in.vk.B().Zmscore().Key(key).Member(members...).Build()).ToArray()
+	if err != nil {
+		return 0, err
+	}
+	limit, open := strings.CutPrefix(maxScore, "(")
+	max, err := strconv.ParseFloat(limit, 64)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range scores {
+		score, err := v.AsFloat64()
+		if valkey.IsValkeyNil(err) {
+			continue // gone
+		}
+		if err != nil {
+			return 0, err
+		}
+		if score < max || score == max && !open {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // ended is ctx's error once it ended — or context.DeadlineExceeded once

@@ -2,6 +2,8 @@ package inspect_test
 
 import (
 	"context"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +93,42 @@ func TestForEachLeavesTheJobsThatEnteredSinceItStarted(t *testing.T) {
 		assert.Equal(t, inspect.Progress{Total: n, Done: n - 30}, p, "the deleted ones were not there to revive")
 		assert.Equal(t, int64(newcomers), zcard(t, s, keys.Set("dying", "dead")), "the jobs dead since it started stay dead")
 	})
+}
+
+// TestForEachAlongsideAnother: two bulk revivals of one queue's dead at
+// once (two tabs, a double click, emq revive --all beside the dashboard's)
+// revive every dead job between them. The jobs the other took from under
+// this one's batch fail here (EMQSTATE) and are gone from the set; each
+// batch was read past as many jobs as had failed, as if they were still at
+// its head, and skipped that many still dead (83 of 3,000 in helper-121's
+// run of two dashboard POSTs).
+func TestForEachAlongsideAnother(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	const n, taken = 250, 10
+	queuetest.Dead(t, s.Client(), "twice", n)
+	m, err := ids.NewMinter(5)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue("twice", m, client.Policy{})
+	require.NoError(t, err)
+	in := inspect.New(s.Client(), inspect.Options{})
+	var once sync.Once
+	revive := func(ctx context.Context, id ids.ID) error {
+		once.Do(func() {
+			// the other revival, a step ahead: the longest dead, which
+			// this one's first batch holds too
+			head, err := s.Do("ZRANGE", keys.Set("twice", "dead"), "0", strconv.Itoa(taken-1)).AsStrSlice()
+			require.NoError(t, err)
+			for _, text := range head {
+				id, ok := ids.Parse(ids.Job, []byte(text))
+				require.True(t, ok)
+				require.NoError(t, q.Revive(ctx, id))
+			}
+		})
+		return q.Revive(ctx, id)
+	}
+	p, err := in.ForEach(ctx(t), inspect.Selection{Queue: "twice", State: inspect.Dead}, revive, nil)
+	require.NoError(t, err)
+	assert.Equal(t, n-taken, p.Done)
+	assert.Equal(t, taken, p.Failed, "the other revived them first")
+	assert.Zero(t, zcard(t, s, keys.Set("twice", "dead")), "every dead job is revived, by one or the other")
 }
