@@ -77,7 +77,7 @@ func parseOptions() options {
 	claims := flag.String("claims", "64,256", "queue: the client floor's claim counts (1 … 1000), comma-separated")
 	modes := flag.String("modes", "normal,retry,delayed", "queue: the modes, comma-separated")
 	flag.DurationVar(&q.run.delay, "delay", 100*time.Millisecond, "queue: each job's delay in the delayed mode")
-	flag.IntVar(&q.run.latencyJobs, "latency-jobs", -1, "queue: jobs of each latency step (default 500, 200 with -quick; 0 skips the step)")
+	flag.IntVar(&q.run.latencyJobs, "latency-jobs", 0, "queue: jobs of each latency step (default 500, 200 with -quick; 0 skips the step)")
 	flag.Float64Var(&q.run.latencyRate, "latency-rate", 200, "queue: jobs a second the latency step adds: well below what any system handles at concurrency 1")
 	flag.StringVar(&q.bullmqDir, "bullmq", "bench/bullmq", "queue: the BullMQ harness's directory, with its node_modules installed")
 	systems := flag.String("systems", "", "queue: run only the systems whose name matches this regular expression")
@@ -105,7 +105,9 @@ func parseOptions() options {
 	if q.run.jobs == 0 {
 		q.run.jobs = map[bool]int{false: 100_000, true: 5000}[o.quick]
 	}
-	if q.run.latencyJobs < 0 {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["latency-jobs"] { // 0, given, skips the step
 		q.run.latencyJobs = map[bool]int{false: 500, true: 200}[o.quick]
 	}
 	switch {
