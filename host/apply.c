@@ -75,6 +75,8 @@ typedef struct {
 typedef struct {
     emq_call *c;
     const emq_plan *p;
+    // the events appends still to make: the last one trims (xadd_auto)
+    int appends_left;
     ValkeyModuleString *inline_strs[INLINE_STRS];
 } applier;
 
@@ -295,10 +297,15 @@ static int hdel(applier *a, const emq_op *op) {
     return deleted > 0;
 }
 
-// xadd_auto appends under the stream's next ID, then trims it to about
-// op->count entries, as XADD <key> MAXLEN ~ <count> * does. It replicates
-// what XADD replicates: the ID it chose and, when it trimmed, the exact
-// length left (MAXLEN <len>), so a replica or a replay trims the same.
+// xadd_auto appends under the stream's next ID and, as the plan's last
+// append, trims it to about op->count entries, as XADD <key> MAXLEN ~
+// <count> * does. It replicates what XADD replicates: the ID it chose and,
+// when it trimmed, the exact length left (MAXLEN <len>), so a replica or a
+// replay trims the same. One trim a call: the server's trims entries
+// by whole nodes, at most 100 nodes' worth (100 × stream-node-max-entries)
+// each, so a call is held to what one XADD may trim however many entries it
+// appends — a claim of 1,000 jobs trimming after each of its entries
+// worked through millions of a stream whose cap was lowered, in one call.
 static int xadd_auto(applier *a, const emq_op *op, id_text *text) {
     ValkeyModuleString **f = strs(a, op, 0, 0);
     uint64_t id[2] = {0, 0};
@@ -308,7 +315,7 @@ static int xadd_auto(applier *a, const emq_op *op, id_text *text) {
         rc = -(errno ? errno : EINVAL);
     } else {
         text->len = (uint8_t)emq_stream_id(text->s, id[0], id[1]);
-        long long trimmed = op->count > 0 && api.StreamTrimByLength
+        long long trimmed = --a->appends_left == 0 && op->count > 0 && api.StreamTrimByLength
                                 ? api.StreamTrimByLength(key(a, op), STREAM_TRIM_APPROX, op->count)
                                 : 0;
         if (trimmed > 0) {
@@ -423,7 +430,7 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
             break;
         }
     }
-    applier a = {c, p, {0}};
+    applier a = {c, p, nevents, {0}};
     int nids = 0, done = 0, refused = 0;
     id_text inline_ids[INLINE_IDS];
     id_text *ids = p->nops > INLINE_IDS ? api.Alloc(sizeof(*ids) * (size_t)p->nops) : inline_ids;

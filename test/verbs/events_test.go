@@ -169,6 +169,35 @@ func TestTheEventsStreamKeepsToItsCap(t *testing.T) {
 	assert.LessOrEqual(t, n, int64(capacity+100), "the server's ~ slack: one node of stream-node-max-entries (100)")
 }
 
+// TestACallTrimsTheEventsStreamOnce: a call appending many entries trims
+// the stream once, as one XADD … MAXLEN ~ would — at most 100 nodes of
+// stream-node-max-entries — so a stream far over its cap (the cap lowered,
+// events turned on over a long stream) shrinks a bounded step a call, not
+// that step for each of a claim's thousand entries in one call.
+func TestACallTrimsTheEventsStreamOnce(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("trim")
+	stream := keys.Set(q.name, keys.Events)
+	const nodeEntries, long, jobs = 2, 20000, 100
+	const step = 100 * nodeEntries // what one XADD … MAXLEN ~ trims at most
+	must(t, s, "CONFIG", "SET", "stream-node-max-entries", itoa(nodeEntries))
+	must(t, s, "EVAL", "for i = 1, tonumber(ARGV[1]) do redis.call('XADD', KEYS[1], '*', 'f', 'v') end return 1", "1", stream, itoa(long))
+	must(t, s, q.events(1)...)
+	var pairs []string
+	for i := range jobs {
+		pairs = append(pairs, jobN(i), "p")
+	}
+	must(t, s, q.enqueueMany(0, 0, pairs...)...)
+	n := integer(t, s, "XLEN", stream)
+	assert.GreaterOrEqual(t, n, int64(long+jobs-step), "one trim's worth at most for the call's %d entries", jobs)
+	assert.Less(t, n, int64(long+jobs), "the call trimmed")
+	// a claim of them all: one trim again
+	require.NoError(t, s.Do(q.claim(longLease, jobs, 5)...).Error())
+	m := integer(t, s, "XLEN", stream)
+	assert.GreaterOrEqual(t, m, n+jobs-step, "one trim's worth at most for the claim's %d entries", jobs)
+	assert.Less(t, m, n+jobs, "the claim trimmed")
+}
+
 // TestAVerbAppendingManyEventsTakesThemAllOrNone: with the events stream's
 // top a few IDs from the last there is, a call that would append more
 // entries than fit — an ENQUEUEMANY, a claim of several jobs — is refused
