@@ -349,13 +349,13 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 	slices.SortFunc(t.cands, func(x, y candidate) int { return order(x.member, y.member) })
 	maxTaken := allowed + t.batch
 	limit := allowed
-	pending := s.ZRange(claimPending, math.Inf(1), false, limit)
+	pending := s.ZRange(claimPending, math.Inf(1), false, 0, limit)
 	more := len(pending) == limit
 	taken, i, j := 0, 0, 0
 	for delivered < allowed && taken < maxTaken {
 		if i == len(pending) && more && limit < maxTaken {
 			limit = maxTaken // read further: nothing is written yet, so the head read is a prefix
-			pending = s.ZRange(claimPending, math.Inf(1), false, limit)
+			pending = s.ZRange(claimPending, math.Inf(1), false, 0, limit)
 			more = len(pending) == limit
 			continue
 		}

@@ -116,16 +116,18 @@ func (s *fakeServer) HashFields(k int) []Value {
 }
 
 // ZRange reads sorted set key k up to max, lowest first.
-func (s *fakeServer) ZRange(k int, max float64, exclusive bool, limit int) []Member {
+func (s *fakeServer) ZRange(k int, max float64, exclusive bool, offset, limit int) []Member {
 	if s.queue == nil || k >= len(s.queue.names) || (s.Type(k) != ZSet && s.Type(k) != Empty) {
 		s.t.Fatalf("ZRange(%d) of a key that is neither a sorted set nor absent", k)
 	}
 	var out []Member
-	for _, m := range s.queue.sets[s.queue.names[k]] {
+	for i, m := range s.queue.sets[s.queue.names[k]] {
 		if len(out) == limit || m.score > max || exclusive && m.score == max {
 			break
 		}
-		out = append(out, Member{Bytes: []byte(m.id), Ref: s.hold(m.id), Score: m.score})
+		if i >= offset {
+			out = append(out, Member{Bytes: []byte(m.id), Ref: s.hold(m.id), Score: m.score})
+		}
 	}
 	return out
 }
@@ -137,7 +139,7 @@ func (s *fakeServer) ZRangeRows(p *Plan, k int, max float64, exclusive bool, lim
 		s.t.Fatalf("ZRangeRows: a prefix not in the scratch")
 	}
 	var rows []Row
-	for _, m := range s.ZRange(k, max, exclusive, limit) {
+	for _, m := range s.ZRange(k, max, exclusive, 0, limit) {
 		r := Row{Member: m, Key: s.openProbed(string(p.ScratchBytes(prefix)) + string(m.Bytes))}
 		if r.Key < 0 || s.types[r.Key] != Hash {
 			r.Values = make([]Value, len(fields))

@@ -395,7 +395,7 @@ func keptTiming(v []Value, a [][]byte, r repeatArgs, made int64) (start, next in
 // the call: O(S), for a queue whose config lost its repeat_seq.
 func highestNumber(s Server, p *Plan, queue []byte) (int64, error) {
 	var highest int64
-	for _, m := range s.ZRange(1, math.Inf(1), false, maxScheduleNumber) {
+	for _, m := range s.ZRange(1, math.Inf(1), false, 0, maxScheduleNumber) {
 		off := len(p.Scratch)
 		p.Scratch = keys.AppendRepeat(p.Scratch, queue, m.Bytes)
 		_, v, ok := s.OpenDerived(p, p.span(off), AccessRead, numberFields)
@@ -512,8 +512,7 @@ func repeats(c Call) error {
 	if err := zsets(s, 0, 1); err != nil {
 		return err
 	}
-	names := s.ZRange(0, math.Inf(1), false, int(min(offset+count, maxScheduleNumber)))
-	names = names[min(int(offset), len(names)):]
+	names := s.ZRange(0, math.Inf(1), false, int(offset), int(count))
 	head := len(p.Replies)
 	p.reply(ReplyArray, 0, 0)
 	n := 0
@@ -559,7 +558,7 @@ func (t *turn) tick() error {
 		return nil
 	}
 	s, p := t.s, t.p
-	due := s.ZRange(t.repeats, float64(t.now), false, t.sweepMax)
+	due := s.ZRange(t.repeats, float64(t.now), false, 0, t.sweepMax)
 	if len(due) > 0 && s.OutOfMemory() {
 		t.held = true
 		p.Count(RepeatsHeld, 1)

@@ -98,9 +98,10 @@ type Server interface {
 	// is NoRef, valid until the next HashFields or Open.
 	HashFields(k int) []Value
 	// ZRange reads at most limit members of sorted set key k whose score is
-	// at most max (below max, with exclusive), lowest first; valid until
-	// the call ends, the slice until the next ZRange.
-	ZRange(k int, max float64, exclusive bool, limit int) []Member
+	// at most max (below max, with exclusive), lowest first, after the
+	// first offset of them; valid until the call ends, the slice until the
+	// next ZRange.
+	ZRange(k int, max float64, exclusive bool, offset, limit int) []Member
 	// ZRangeRows reads members as ZRange does and, in the same step, opens
 	// each one's job row — named by scratch ref prefix of p (the queue's
 	// emq:{<queue>}:job:) followed by the member — as OpenDerived opens a

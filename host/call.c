@@ -533,12 +533,16 @@ int emq_hash_fields(emq_call *c, int k) {
 }
 
 // emq_zrange reads into c->members at most limit members of sorted set key
-// k scored at most max (below it, with exclusive), lowest first.
-int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit) {
+// k scored at most max (below it, with exclusive), lowest first, after the
+// first offset of them — stepped over with no string made or held for
+// each, which cost a deep page of EMQ.REPEATS ~200 ns a rank.
+int emq_zrange(emq_call *c, int k, double max, int exclusive, int offset, int limit) {
     int n = 0;
     if (c->types[k] != EMQ_KEY_ZSET || limit <= 0) return 0;
     if (api.ZsetFirstInScoreRange(c->keys[k], -1.0 / 0.0, max, 0, exclusive) != API_OK) return 0;
-    do {
+    int more = 1;
+    for (int i = 0; i < offset && more; i++) more = api.ZsetRangeNext(c->keys[k]);
+    if (more) do {
         double score;
         ValkeyModuleString *m = api.ZsetRangeCurrentElement(c->keys[k], &score);
         if (!m) break;
@@ -580,7 +584,7 @@ static int opened(const emq_call *c, const char *name, size_t len) {
 int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, const char *prefix, size_t plen,
                     const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
     if (c->rows_from < 0) c->rows_from = c->nkeys;
-    int m = emq_zrange(c, k, max, exclusive, limit);
+    int m = emq_zrange(c, k, max, exclusive, 0, limit);
     if (m == 0) return 0;
     c->rows = grow(c->rows, c->inline_rows, &c->caprows, m, sizeof(*c->rows));
     c->rowvals = grow(c->rowvals, c->inline_rowvals, &c->caprowvals, m * n, sizeof(*c->rowvals));

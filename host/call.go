@@ -26,8 +26,8 @@ static emq_value *emq_hash_get_at(uintptr_t c, int k, const uint32_t *fields, in
                                   const emq_span *spans) {
     return emq_hash_get((emq_call *)c, k, fields, n, scratch, spans);
 }
-static int emq_zrange_at(uintptr_t c, int k, double max, int exclusive, int limit) {
-    return emq_zrange((emq_call *)c, k, max, exclusive, limit);
+static int emq_zrange_at(uintptr_t c, int k, double max, int exclusive, int offset, int limit) {
+    return emq_zrange((emq_call *)c, k, max, exclusive, offset, limit);
 }
 static int emq_zrange_rows_at(uintptr_t c, int k, double max, int exclusive, int limit, const char *prefix,
                               size_t plen, const uint32_t *fields, int n, const char *scratch, const emq_span *spans) {
@@ -212,11 +212,11 @@ func (c *Call) HashGet(p *emq.Plan, k int, fields []emq.Ref) []emq.Value {
 }
 
 // ZRange reads members of sorted set key k scored up to max, in place.
-func (c *Call) ZRange(k int, max float64, exclusive bool, limit int) []emq.Member {
+func (c *Call) ZRange(k int, max float64, exclusive bool, offset, limit int) []emq.Member {
 	if c.Type(k) != emq.ZSet { // no crossing to read nothing
 		return nil
 	}
-	n := C.emq_zrange_at(c.at(), C.int(k), C.double(max), cBool(exclusive), C.int(limit))
+	n := C.emq_zrange_at(c.at(), C.int(k), C.double(max), cBool(exclusive), C.int(offset), C.int(limit))
 	if n == 0 {
 		return nil
 	}

@@ -282,7 +282,7 @@ int emq_open_derived(emq_call *c, const char *name, size_t len, int access, cons
                      const char *scratch, const emq_span *spans);
 emq_value *emq_hash_get(emq_call *c, int k, const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_hash_fields(emq_call *c, int k);
-int emq_zrange(emq_call *c, int k, double max, int exclusive, int limit);
+int emq_zrange(emq_call *c, int k, double max, int exclusive, int offset, int limit);
 int emq_zrange_rows(emq_call *c, int k, double max, int exclusive, int limit, const char *prefix, size_t plen,
                     const uint32_t *fields, int n, const char *scratch, const emq_span *spans);
 int emq_zscore(emq_call *c, int k, const char *member, size_t len, double *score);
