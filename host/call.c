@@ -387,9 +387,14 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
 
 // caller_tracks reports whether the client that sent the command in ctx
 // may track keys: one it cannot look up (a script's client) may, and the
-// server decides.
+// server decides. A client with no connection — a script's, another
+// module's Call's: the contexts that may not block outside MULTI — is not
+// looked up at all: Valkey 9 finds it by its id and then reads the
+// connection it does not have, and crashes (EVAL of EMQ.REPEATS).
 static int caller_tracks(ValkeyModuleCtx *ctx) {
     if (!api.GetClientInfoById || !api.GetClientId) return 1;
+    int flags = api.GetContextFlags ? api.GetContextFlags(ctx) : 0;
+    if (flags & CTX_FLAGS_LUA || (flags & CTX_FLAGS_DENY_BLOCKING && !(flags & CTX_FLAGS_MULTI))) return 1;
     client_info info = {.version = 1};
     if (api.GetClientInfoById(&info, api.GetClientId(ctx)) != API_OK) return 1;
     return (info.flags & CLIENTINFO_FLAG_TRACKING) != 0;

@@ -403,6 +403,31 @@ func TestRepeatsIsTrackedForTheRowsItReads(t *testing.T) {
 	})
 }
 
+// TestRepeatsFromAScriptListsTheSchedules: EMQ.REPEATS called by a script
+// or a function lists a queue's schedules as when called directly. Its
+// rows are remembered for a caller that tracks keys, which the module asks
+// the server about — never for a script's client, which has no
+// connection: Valkey 9 found that client by its id and read its missing
+// connection, and the server crashed.
+func TestRepeatsFromAScriptListsTheSchedules(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q := queueOf("scripted")
+	repeats := keys.Set(q.name, keys.Repeats)
+	must(t, s, q.repeat("a", "@every 1h", "", "p", 0, 0, 0, 0)...)
+	must(t, s, "FUNCTION", "LOAD", "REPLACE", "#!lua name=emqrepeats\n"+
+		"redis.register_function{function_name = 'repeats_ro', callback = function(keys) return redis.call('EMQ.REPEATS', 1, keys[1]) end, flags = {'no-writes'}}")
+	for _, cmd := range [][]string{
+		{"EVAL", "return redis.call('EMQ.REPEATS', 1, KEYS[1])", "1", repeats},
+		{"EVAL_RO", "return redis.call('EMQ.REPEATS', 1, KEYS[1])", "1", repeats},
+		{"FCALL_RO", "repeats_ro", "1", repeats},
+	} {
+		got, err := s.Do(cmd...).ToArray()
+		require.NoError(t, err, cmd[0])
+		require.Len(t, got, 1, cmd[0])
+		must(t, s, "PING")
+	}
+}
+
 // TestUnrepeatRepliesWhetherAScheduleWasThere: EMQ.UNREPEAT replies 1 for
 // a schedule it removed — its row and entry, or an entry whose row is gone
 // (deleted by hand, evicted) — and 0, writing nothing, for none.
