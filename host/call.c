@@ -385,18 +385,30 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
     return 0;
 }
 
+// connected reports whether id is a connected client's: one the server
+// finds among its connections by id (GetClientUserNameById looks there
+// alone, answering ENOENT for any other).
+static int connected(ValkeyModuleCtx *ctx, uint64_t id) {
+    if (!api.GetClientUserNameById) return 0;
+    errno = 0;
+    ValkeyModuleString *name = api.GetClientUserNameById(ctx, id);
+    if (name) api.FreeString(NULL, name);
+    return name || errno != ENOENT;
+}
+
 // caller_tracks reports whether the client that sent the command in ctx
-// may track keys: one it cannot look up (a script's client) may, and the
-// server decides. A client with no connection — a script's, another
-// module's Call's: the contexts that may not block outside MULTI — is not
-// looked up at all: Valkey 9 finds it by its id and then reads the
-// connection it does not have, and crashes (EVAL of EMQ.REPEATS).
+// may track keys: one that is not connected (a script's, another module's
+// Call's, the AOF's) may, and the server decides. Only a connected
+// client's information is asked for: Valkey 9's GetClientInfoById takes
+// the client executing the command for its id, connected or not, and reads
+// its connection — which a script's or a module Call's client has none of:
+// EVAL of EMQ.REPEATS crashed it (SIGSEGV).
 static int caller_tracks(ValkeyModuleCtx *ctx) {
     if (!api.GetClientInfoById || !api.GetClientId) return 1;
-    int flags = api.GetContextFlags ? api.GetContextFlags(ctx) : 0;
-    if (flags & CTX_FLAGS_LUA || (flags & CTX_FLAGS_DENY_BLOCKING && !(flags & CTX_FLAGS_MULTI))) return 1;
+    uint64_t id = api.GetClientId(ctx);
+    if (!connected(ctx, id)) return 1;
     client_info info = {.version = 1};
-    if (api.GetClientInfoById(&info, api.GetClientId(ctx)) != API_OK) return 1;
+    if (api.GetClientInfoById(&info, id) != API_OK) return 1;
     return (info.flags & CLIENTINFO_FLAG_TRACKING) != 0;
 }
 

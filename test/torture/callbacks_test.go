@@ -49,6 +49,24 @@ func TestAVerbCalledByAnotherModuleWithoutAUserServes(t *testing.T) {
 	require.True(t, s.Running())
 }
 
+// TestARepeatsCalledByAnotherModuleServes: another module's RM_Call of
+// EMQ.REPEATS runs on a client with no connection, which the module must
+// not ask the server about (it asks a connected caller whether it tracks
+// keys): Valkey 9 answered for that client by reading its missing
+// connection, and crashed.
+func TestARepeatsCalledByAnotherModuleServes(t *testing.T) {
+	s := startTestModule(t)
+	c := mustDial(t, s.Addr)
+	defer c.close()
+	_, err := c.str("EMQ.REPEAT", "3", "emq:{cb}:repeat:hourly", "emq:{cb}:repeats", "emq:{cb}:config",
+		"@every 1h", "", "p", "0", "0", "0", "0")
+	require.NoError(t, err)
+	r, err := c.str("EMQ.CALLTHROUGH", "EMQ.REPEATS", "1", "emq:{cb}:repeats")
+	require.NoError(t, err, "the server answers:\n%s", s.LogTail(30))
+	assert.Contains(t, r.String(), "hourly")
+	require.True(t, s.Running())
+}
+
 // TestAPanicInEveryCallbackIsRecovered: each path on which the server calls
 // into Go outside a command — a queue's timer, the end of a wait, a wait's
 // timeout, a zset event re-arming a timer, a CONFIG SET — recovers a
