@@ -385,28 +385,19 @@ static int may_touch(emq_call *c, ValkeyModuleString *name, int access, int log)
     return 0;
 }
 
-// connected reports whether id is a connected client's: one the server
-// finds among its connections by id (GetClientUserNameById looks there
-// alone, answering ENOENT for any other).
-static int connected(ValkeyModuleCtx *ctx, uint64_t id) {
-    if (!api.GetClientUserNameById) return 0;
-    errno = 0;
-    ValkeyModuleString *name = api.GetClientUserNameById(ctx, id);
-    if (name) api.FreeString(NULL, name);
-    return name || errno != ENOENT;
-}
-
 // caller_tracks reports whether the client that sent the command in ctx
 // may track keys: one that is not connected (a script's, another module's
 // Call's, the AOF's) may, and the server decides. Only a connected
-// client's information is asked for: Valkey 9's GetClientInfoById takes
-// the client executing the command for its id, connected or not, and reads
-// its connection — which a script's or a module Call's client has none of:
-// EVAL of EMQ.REPEATS crashed it (SIGSEGV).
+// client's information is asked for — the one caller_name found among the
+// connections, known_client (may_touch has asked it this call, before any
+// key is remembered): Valkey 9's GetClientInfoById takes the client
+// executing the command for its id, connected or not, and reads its
+// connection, which a script's or a module Call's client has none of: EVAL
+// of EMQ.REPEATS crashed it (SIGSEGV).
 static int caller_tracks(ValkeyModuleCtx *ctx) {
     if (!api.GetClientInfoById || !api.GetClientId) return 1;
     uint64_t id = api.GetClientId(ctx);
-    if (!connected(ctx, id)) return 1;
+    if (!id || id != known_client) return 1;
     client_info info = {.version = 1};
     if (api.GetClientInfoById(&info, id) != API_OK) return 1;
     return (info.flags & CLIENTINFO_FLAG_TRACKING) != 0;
