@@ -3,8 +3,8 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -57,9 +57,9 @@ type Progress struct {
 func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx context.Context, id ids.ID) error,
 	progress func(Progress)) (Progress, error) {
 	key := keys.Set(sel.Queue, string(sel.State))
-	maxScore := "+inf"
+	bound := scoreBound{score: math.Inf(1)}
 	if !sel.Before.IsZero() {
-		maxScore = "(" + strconv.FormatInt(sel.Before.UnixMilli(), 10)
+		bound = scoreBound{score: float64(sel.Before.UnixMilli()), open: true}
 	}
 	var p Progress
 	started := time.Now() // the clock ids are minted by, not opts.Now
@@ -72,9 +72,10 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 			return p, fmt.Errorf("queue %s: ZRANGE %s: %w", sel.Queue, sel.State, err)
 		}
 		if len(last) > 0 {
-			maxScore = strconv.FormatFloat(last[0].Score, 'f', -1, 64)
+			bound = scoreBound{score: last[0].Score}
 		}
 	}
+	maxScore := bound.String()
 	total, err := in.vk.Do(ctx, in.vk.B().Zcount().Key(key).Min("-inf").Max(maxScore).Build()).AsInt64()
 	if err != nil {
 		return p, fmt.Errorf("queue %s: ZCOUNT %s: %w", sel.Queue, sel.State, err)
@@ -136,7 +137,7 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 		if progress != nil {
 			progress(p)
 		}
-		kept, err := in.stillSelected(ctx, key, maxScore, passed)
+		kept, err := in.stillSelected(ctx, key, bound, passed)
 		if stop := ended(ctx); stop != nil {
 			return p, stop // the acts' failures, and this read's, are its end's
 		}
@@ -149,22 +150,16 @@ func (in *Inspector) ForEach(ctx context.Context, sel Selection, act func(ctx co
 }
 
 // stillSelected counts the members of the sorted set key that are still
-// in it at a score up to maxScore (ZRANGE's form: "+inf", "(ms" or a
-// number), one ZMSCORE for them all: those a bulk action passed over or
-// failed on stay at the set's head, and it reads past them — but not past
-// one another actor took meanwhile (a second bulk action that revived it,
-// which this one's revival of it then failed on; a worker that claimed a
-// pending one), whose place the next job moved into.
-func (in *Inspector) stillSelected(ctx context.Context, key, maxScore string, members []string) (int, error) {
+// in it within bound, one ZMSCORE for them all: those a bulk action passed
+// over or failed on stay at the set's head, and it reads past them — but
+// not past one another actor took meanwhile (a second bulk action that
+// revived it, which this one's revival of it then failed on; a worker that
+// claimed a pending one), whose place the next job moved into.
+func (in *Inspector) stillSelected(ctx context.Context, key string, bound scoreBound, members []string) (int, error) {
 	if len(members) == 0 {
 		return 0, nil
 	}
 	scores, err := in.vk.Do(ctx, in.vk.B().Zmscore().Key(key).Member(members...).Build()).ToArray()
-	if err != nil {
-		return 0, err
-	}
-	limit, open := strings.CutPrefix(maxScore, "(")
-	max, err := strconv.ParseFloat(limit, 64)
 	if err != nil {
 		return 0, err
 	}
@@ -177,11 +172,35 @@ func (in *Inspector) stillSelected(ctx context.Context, key, maxScore string, me
 		if err != nil {
 			return 0, err
 		}
-		if score < max || score == max && !open {
+		if bound.holds(score) {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// scoreBound is the highest score a bulk action selects: score itself, or
+// below it when open.
+type scoreBound struct {
+	score float64
+	open  bool
+}
+
+// String is the bound in ZRANGE's form: "+inf", a number, or "(" and one.
+func (b scoreBound) String() string {
+	if math.IsInf(b.score, 1) {
+		return "+inf"
+	}
+	s := strconv.FormatFloat(b.score, 'f', -1, 64)
+	if b.open {
+		return "(" + s
+	}
+	return s
+}
+
+// holds reports whether score is within the bound.
+func (b scoreBound) holds(score float64) bool {
+	return score < b.score || score == b.score && !b.open
 }
 
 // ended is ctx's error once it ended — or context.DeadlineExceeded once
