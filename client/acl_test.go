@@ -143,9 +143,7 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 			require.ErrorIs(t, err, ErrNotDurable, "WAIT ran, and no replica confirmed")
 			assert.NotContains(t, err.Error(), "NOPERM")
 			for _, n := range target.nodes {
-				log, err := n.Do("ACL", "LOG").ToAny()
-				require.NoError(t, err)
-				assert.Empty(t, log, "%s refused the documented user", n.Addr)
+				assert.Empty(t, n.ACLLog(t), "%s refused the documented user", n.Addr)
 			}
 		})
 	}

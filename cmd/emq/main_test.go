@@ -244,12 +244,8 @@ func TestCLIReads(t *testing.T) {
 				}, 10*time.Second, 100*time.Millisecond)
 				require.Equal(t, exitOK, <-tail.done, tail.errs.String())
 				for _, n := range nodes {
-					log, err := n.Do("ACL", "LOG").ToArray()
-					require.NoError(t, err)
 					var denied []string
-					for _, entry := range log {
-						e, err := entry.AsStrMap()
-						require.NoError(t, err)
+					for _, e := range n.ACLLog(t) {
 						denied = append(denied, e["reason"]+" "+e["object"])
 					}
 					assert.Empty(t, denied, "%s: the ops user's reads were denied nothing (ACL LOG)", n.Addr)

@@ -388,13 +388,10 @@ func TestACLChecksTheJobRowsAClaimDerives(t *testing.T) {
 			got := errorText(as(t, c.as, c.call))
 			assert.True(t, strings.HasPrefix(got, "NOPERM "), got)
 			assert.Equal(t, before, digest(t, s))
-			entries, err := s.Do("ACL", "LOG").ToArray()
-			require.NoError(t, err)
+			entries := s.ACLLog(t)
 			require.NotEmpty(t, entries, "the denial is logged")
-			e, err := entries[0].AsStrMap()
-			require.NoError(t, err)
-			assert.Equal(t, "key", e["reason"])
-			assert.Equal(t, c.key, e["object"])
+			assert.Equal(t, "key", entries[0]["reason"])
+			assert.Equal(t, c.key, entries[0]["object"])
 		})
 	}
 
@@ -449,12 +446,8 @@ func TestASettlementOutsideTheCallersACLIsNOPERMInItsPlace(t *testing.T) {
 		assert.Equal(t, before[k], str(t, s, "DUMP", k), "%s: nothing written", k)
 		assert.Equal(t, "active", str(t, s, "HGET", k, "state"))
 	}
-	log, err := s.Do("ACL", "LOG").ToArray()
-	require.NoError(t, err)
 	var objects []string
-	for _, e := range log {
-		entry, err := e.AsStrMap()
-		require.NoError(t, err)
+	for _, entry := range s.ACLLog(t) {
 		if entry["reason"] == "key" { // not the client's own CLIENT SETINFO, denied at its connection
 			objects = append(objects, entry["object"])
 		}

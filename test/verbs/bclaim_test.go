@@ -273,11 +273,9 @@ func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
 			assert.Equal(t, errReply(c.reply), err)
 			assert.Equal(t, []string{jobN(1)}, members(t, s, bq.pending), "the job is left pending")
 			assert.Equal(t, "pending", text(t, s, "HGET", bq.job(jobN(1)), "state"))
-			log, err := s.Do("ACL", "LOG").ToArray()
-			require.NoError(t, err)
+			log := s.ACLLog(t)
 			require.Len(t, log, 1, "the denial is logged")
-			entry, err := log[0].AsStrMap()
-			require.NoError(t, err)
+			entry := log[0]
 			assert.Equal(t, c.reason, entry["reason"])
 			assert.Equal(t, c.object, entry["object"])
 			assert.Equal(t, c.user, entry["username"])
@@ -304,12 +302,9 @@ func TestBClaimWokenNamesItsVerbAsTheServerDoes(t *testing.T) {
 	must(t, s, bq.enqueue(jobN(1), "p")...)
 	_, err = worker.read()
 	assert.Equal(t, errReply("NOPERM User worker has no permissions to run the 'EMQ.BCLAIM' command"), err)
-	log, err := s.Do("ACL", "LOG").ToArray()
-	require.NoError(t, err)
+	log := s.ACLLog(t)
 	require.Len(t, log, 1, "the denial is logged")
-	entry, err := log[0].AsStrMap()
-	require.NoError(t, err)
-	assert.Equal(t, "EMQ.BCLAIM", entry["object"])
+	assert.Equal(t, "EMQ.BCLAIM", log[0]["object"])
 	assert.Equal(t, []string{jobN(1)}, members(t, s, bq.pending), "the job is left pending")
 }
 

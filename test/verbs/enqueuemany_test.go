@@ -124,12 +124,9 @@ func TestEnqueueManyRefusesARowOutsideTheACLInItsPlace(t *testing.T) {
 	assert.Equal(t, int64(0), integer(t, s, "EXISTS", q.job(denied)), "the denied row is not written")
 	assert.Equal(t, []string{allowed}, members(t, s, q.pending))
 	assert.Equal(t, int64(1), emqInfo(t, s)["emq_jobs_refused"])
-	log, err := s.Do("ACL", "LOG").ToArray()
-	require.NoError(t, err)
+	log := s.ACLLog(t)
 	require.NotEmpty(t, log)
-	entry, err := log[0].AsStrMap()
-	require.NoError(t, err)
-	assert.Equal(t, q.job(denied), entry["object"])
+	assert.Equal(t, q.job(denied), log[0]["object"])
 }
 
 // TestEnqueueManyNeedsOfARowWhatEnqueueNeeds: a producer who may only

@@ -617,17 +617,14 @@ func TestTheSettingsKeysAreReadAsDerivedKeys(t *testing.T) {
 			after, err := s.Do("DEBUG", "DIGEST").ToString()
 			require.NoError(t, err)
 			assert.Equal(t, digest, after, "nothing written")
-			log, err := s.Do("ACL", "LOG").ToArray()
-			require.NoError(t, err)
+			log := s.ACLLog(t)
 			if c.want == wrongType {
 				assert.Empty(t, log, "a refusal before the settings keys logs no denial")
 				return
 			}
 			require.Len(t, log, 1, "one denial, logged once")
-			entry, err := log[0].AsStrMap()
-			require.NoError(t, err)
-			assert.Equal(t, "key", entry["reason"])
-			assert.Equal(t, c.key, entry["object"])
+			assert.Equal(t, "key", log[0]["reason"])
+			assert.Equal(t, c.key, log[0]["object"])
 		})
 	}
 	t.Run("a config outside the caller's key patterns is NOPERM", func(t *testing.T) {
