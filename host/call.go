@@ -72,6 +72,7 @@ var (
 //export emqServe
 func emqServe(c *C.emq_call, verb C.int) {
 	call := (*Call)(c)
+	yieldOnTime(int64(c.now_ms))
 	if c.waiter != 0 { // a wake-up: the waiting client's verb again
 		w, ok := waiters[uint64(c.waiter)]
 		if !ok { // never: a wait ends before its waiter is forgotten
