@@ -73,7 +73,24 @@ var (
 func emqServe(c *C.emq_call, verb C.int) {
 	call := (*Call)(c)
 	yieldOnTime(int64(c.now_ms))
+	if depth == len(frames) {
+		frames = append(frames, new(frame))
+	}
+	f := frames[depth]
+	depth++
+	defer func() {
+		depth--
+		if r := recover(); r != nil {
+			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
+			call.ReplyError("ERR", fmt.Sprintf("emq internal error: %v", r))
+		}
+		if f.plan.Oversized() { // one huge call: give its memory back
+			f.plan = emq.Plan{}
+			debug.FreeOSMemory()
+		}
+	}()
 	if c.waiter != 0 { // a wake-up: the waiting client's verb again
+		injectPanic("wake-up")
 		w, ok := waiters[uint64(c.waiter)]
 		if !ok { // never: a wait ends before its waiter is forgotten
 			C.emq_reply_null_array(c)
@@ -94,22 +111,6 @@ func emqServe(c *C.emq_call, verb C.int) {
 	if verb != C.EMQ_SWEEP_VERB {
 		handler = handlers[verb]
 	}
-	if depth == len(frames) {
-		frames = append(frames, new(frame))
-	}
-	f := frames[depth]
-	depth++
-	defer func() {
-		depth--
-		if r := recover(); r != nil {
-			logf(c.ctx, Warning, fmt.Sprintf("emq: recovered from a panic: %v\n%s", r, debug.Stack()))
-			call.ReplyError("ERR", fmt.Sprintf("emq internal error: %v", r))
-		}
-		if f.plan.Oversized() { // one huge call: give its memory back
-			f.plan = emq.Plan{}
-			debug.FreeOSMemory()
-		}
-	}()
 	// C laid the arguments out as []byte headers (see layout.go).
 	args := unsafe.Slice((*[]byte)(unsafe.Pointer(c.args)), int(c.argc))
 	f.plan.Reset()

@@ -8,7 +8,8 @@ var panicNext string
 
 // PanicNext makes the next entry into Go on path panic: "timer", "wait
 // ended", "wait timed out", "pending signal", "queue due", "databases
-// swapped" or "config changed". Test builds only.
+// swapped", "config changed" or "wake-up" (a waiting claim's). Test builds
+// only.
 func PanicNext(path string) { panicNext = path }
 
 // injectPanic panics if a test asked the next entry on path to.

@@ -69,8 +69,8 @@ func TestARepeatsCalledByAnotherModuleServes(t *testing.T) {
 
 // TestAPanicInEveryCallbackIsRecovered: each path on which the server calls
 // into Go outside a command — a queue's timer, the end of a wait, a wait's
-// timeout, a zset event re-arming a timer, a CONFIG SET — recovers a
-// panic: it is logged,
+// timeout, a waiting claim's wake-up, a zset event re-arming a timer, a
+// CONFIG SET — recovers a panic: it is logged,
 // the server serves on, and the module's bookkeeping stays whole (the
 // waiting workers are counted right, a due job still reaches its worker).
 func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
@@ -149,6 +149,28 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 		assert.True(t, r.null, "%s", r)
 		recovered(t, "wait timed out")
 		blocked(t, 0)
+	})
+	t.Run("a wake-up that panics answers its worker an error and leaves the job pending", func(t *testing.T) {
+		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
+		defer c.close()
+		defer w.close()
+		_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
+		require.NoError(t, err)
+		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+		blocked(t, 1)
+		panicNext(t, c, "wake-up")
+		r, err := c.str("EMQ.ENQUEUE", "2", cbRow, cbPending, cbJob, "p")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r.n, "%s", r)
+		r, err = w.read()
+		require.NoError(t, err)
+		assert.True(t, r.isError(), "%s", r)
+		assert.Contains(t, r.String(), "emq internal error")
+		recovered(t, "wake-up")
+		blocked(t, 0)
+		r, err = c.str(cbClaim("EMQ.CLAIM")...)
+		require.NoError(t, err)
+		assert.Contains(t, r.String(), cbJob, "the job was left pending, and is claimed")
 	})
 	t.Run("a config change that panics is set, and the next one is followed", func(t *testing.T) {
 		c := mustDial(t, s.Addr)
