@@ -36,9 +36,6 @@ func claimOne(t *testing.T, q *Queue) *Job {
 	return jobs[0]
 }
 
-// noBackoff retries at once.
-func noBackoff(int64) time.Duration { return 0 }
-
 // TestQueueHandles: every rule of a queue and its jobs holds alike on a
 // node with the module (native verbs) and one without (the scripts).
 func TestQueueHandles(t *testing.T) {

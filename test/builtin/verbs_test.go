@@ -85,9 +85,6 @@ func failuresIncr(topic string, sub, msg ids.ID, ttlMs int64) command {
 // caps is EMQ.CAPS.
 var caps = command{name: "EMQ.CAPS"}
 
-// writeVerbs are the verbs that write.
-var writeVerbs = []string{"EMQ.ENQUEUE", "EMQ.APPEND", "EMQ.PUBLISH", "EMQ.FAILURES.INCR"}
-
 // oneOfEach returns one accepted call of every write verb on names under
 // tag, minting fresh ids from m, and the keys they write.
 func oneOfEach(m *ids.Minter, tag string) (calls []command, written []string) {
