@@ -57,6 +57,7 @@ func TestAnAckWithAResultAfterARollbackTo02RunsItsScript(t *testing.T) {
 	jobs, err := q.Claim(ctx(t), 2)
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
+	require.ElementsMatch(t, want, []ids.ID{jobs[0].ID, jobs[1].ID})
 	native, err := c.Native(ctx(t), CapAck, "rollback")
 	require.NoError(t, err)
 	require.True(t, native, "0.3's CAPS, trusted from here on")
@@ -85,11 +86,15 @@ func TestAnAckWithAResultAfterARollbackTo02RunsItsScript(t *testing.T) {
 		}
 		return err
 	}
-	acked := ack(jobs[0], "r")
-	require.NoError(t, acked, "the ack with a result runs as its script on the 0.2 node")
-	row, err := s.Do("HGETALL", "emq:{rollback}:job:"+jobs[0].ID.String()).AsStrMap()
-	require.NoError(t, err)
-	assert.Equal(t, "done", row["state"])
-	assert.Equal(t, "r", row["result"])
+	done := func(j *Job, result string) {
+		t.Helper()
+		row, err := s.Do("HGETALL", "emq:{rollback}:job:"+j.ID.String()).AsStrMap()
+		require.NoError(t, err)
+		assert.Equal(t, "done", row["state"])
+		assert.Equal(t, result, row["result"])
+	}
+	require.NoError(t, ack(jobs[0], "r"), "the ack with a result runs as its script on the 0.2 node")
+	done(jobs[0], "r")
 	require.NoError(t, ack(jobs[1], "s"), "and again, the node asked anew")
+	done(jobs[1], "s")
 }
