@@ -621,12 +621,12 @@ func TestClusterPrimaryDown(t *testing.T) {
 func TestClusterNodeStalled(t *testing.T) {
 	cl := valkeytest.StartCluster(t, 3, 0, valkeytest.Options{})
 	queuetest.Fill(t, cl.Client())
-	read := func(t *testing.T) (int, error, time.Duration) {
+	read := func(t *testing.T) (int, time.Duration, error) {
 		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		began := time.Now()
 		sums, err := fixed(cl.Client()).Overview(c)
-		return len(sums), err, time.Since(began)
+		return len(sums), time.Since(began), err
 	}
 	t.Run("a primary stalled is named, and the others read", func(t *testing.T) {
 		down := cl.Owner(t, cl.Slot(t, keys.Pending("emails")))
@@ -638,7 +638,7 @@ func TestClusterNodeStalled(t *testing.T) {
 		}
 		thaw := down.Freeze(t)
 		defer thaw()
-		n, err, took := read(t)
+		n, took, err := read(t)
 		var lost *inspect.UnreachableError
 		require.ErrorAs(t, err, &lost)
 		assert.Equal(t, []string{down.Addr}, lost.Addrs)
@@ -668,12 +668,12 @@ func stalledCluster(t *testing.T, replicasEach int) *valkeytest.Cluster {
 
 // timed runs read under a bound of 10 s, a scrape's, and says how long it
 // took.
-func timed(read func(ctx context.Context) error) (error, time.Duration) {
+func timed(read func(ctx context.Context) error) (time.Duration, error) {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	began := time.Now()
 	err := read(c)
-	return err, time.Since(began)
+	return time.Since(began), err
 }
 
 // TestClusterReplicaStalled: a replica that neither answers nor closes
@@ -700,7 +700,7 @@ func TestClusterReplicaStalled(t *testing.T) {
 	cl.Replicas[1].Freeze(t)
 	var total time.Duration
 	for i := range 4 {
-		err, took := timed(scrape)
+		took, err := timed(scrape)
 		require.NoError(t, err, "scrape %d", i)
 		assert.Less(t, took, 4*time.Second, "scrape %d: one wait of 2 s at most", i)
 		if i > 0 {
@@ -750,7 +750,7 @@ func TestClusterPrimaryStalled(t *testing.T) {
 	}
 	var total time.Duration
 	for i, r := range reads {
-		err, took := timed(r.read)
+		took, err := timed(r.read)
 		var lost *inspect.UnreachableError
 		if r.name != "the overview page" {
 			require.ErrorAs(t, err, &lost, r.name)
