@@ -1,10 +1,11 @@
 // Package host is the module's only binding to the Valkey module API, and
 // the only package that uses cgo or unsafe.
 //
-// The C side (shim.c) fetches just the API functions the module uses, by
-// name, and does each key operation of a verb in one call: open and learn the
-// types, or make a plan's writes, replicate them as the built-ins they stand
-// for, fire their keyspace events, signal the keys, and reply. The Go side
+// The C side fetches just the API functions the module uses, by name
+// (api.c), and does each key operation of a verb in one call: open and learn
+// the types (call.c), or make a plan's writes, replicate them as the
+// built-ins they stand for, fire their keyspace events, signal the keys, and
+// reply (apply.c); shim.h declares what Go and C share. The Go side
 // gives those calls Go types: [Module] for loading and registering, [Call]
 // for one command in flight (it implements emq.Server), [Info] for INFO.
 //
