@@ -83,3 +83,55 @@ func TestAListingReadsLongErrorsAFewAtATime(t *testing.T) {
 type failure string
 
 func (f failure) Error() string { return string(f) }
+
+// failing is a client whose replies to one command's pipelined calls are
+// failures, as a pipeline's are when its deadline passes before they come.
+type failing struct {
+	valkey.Client
+	cmd string
+}
+
+func (c *failing) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	fails := make([]bool, len(cmds)) // read first: valkey-go recycles what it sent
+	for i, cmd := range cmds {
+		fails[i] = cmd.Commands()[0] == c.cmd
+	}
+	replies := c.Client.DoMulti(ctx, cmds...)
+	for i, fail := range fails {
+		if fail {
+			replies[i] = valkey.NewErrorResult(context.DeadlineExceeded)
+		}
+	}
+	return replies
+}
+
+// TestAListingWhoseReadsFailSaysSo: a listing whose reads of the jobs'
+// sizes or errors fail is an error, not a page of jobs without errors or
+// of empty payloads.
+func TestAListingWhoseReadsFailSaysSo(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(6)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue("failing", m, client.Policy{MaxAttempts: 1})
+	require.NoError(t, err)
+	_, err = q.Enqueue(ctx(t), []byte("job"))
+	require.NoError(t, err)
+	jobs, err := q.Claim(ctx(t), 1)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	_, err = jobs[0].Fail(ctx(t), failure("boom"))
+	require.NoError(t, err)
+
+	rows, _, err := inspect.New(s.Client(), inspect.Options{}).Jobs(ctx(t), "failing", inspect.Dead, 0, 10)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.Equal(t, "boom", rows[0].Error, "read whole when nothing fails")
+	for _, cmd := range []string{"HSTRLEN", "HGET"} {
+		t.Run("a failed "+cmd+" fails the listing", func(t *testing.T) {
+			vk := &failing{Client: s.Client(), cmd: cmd}
+			_, _, err := inspect.New(vk, inspect.Options{}).Jobs(ctx(t), "failing", inspect.Dead, 0, 10)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), jobs[0].ID.String(), "the job it was reading named")
+		})
+	}
+}

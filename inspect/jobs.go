@@ -151,8 +151,12 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		j.Row = true
 		j.Attempts, _ = fields[0].AsInt64()
 		j.Priority, _ = fields[1].AsInt64()
-		j.PayloadSize, _ = replies[per*i+1].AsInt64()
-		j.ErrorSize, _ = replies[per*i+2].AsInt64()
+		if j.PayloadSize, err = replies[per*i+1].AsInt64(); err != nil {
+			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
+		}
+		if j.ErrorSize, err = replies[per*i+2].AsInt64(); err != nil {
+			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
+		}
 		j.ErrorUnread = j.ErrorSize > ValueLimit
 		if j.ErrorSize > 0 && !j.ErrorUnread {
 			errs = append(errs, in.vk.B().Hget().Key(keys.Job(queue, m.Member)).Field("error").Build())
@@ -171,7 +175,12 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 			to++
 		}
 		for k, r := range in.vk.DoMulti(ctx, errs[from:to]...) {
-			out[erred[from+k]].Error, _ = r.ToString() // gone since: none
+			j := &out[erred[from+k]]
+			text, err := r.ToString()
+			if err != nil && !valkey.IsValkeyNil(err) && !wrongType(err) { // gone since: none
+				return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, j.ID, err)
+			}
+			j.Error = text
 		}
 		from = to
 	}
