@@ -78,6 +78,7 @@ type NotDurableError struct {
 	reply valkey.ValkeyResult // the write's own reply
 }
 
+// Error says how far the copies got, or why the wait for them failed.
 func (e *NotDurableError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("client: the write is not confirmed durable: %v", e.Err)

@@ -237,6 +237,7 @@ type BatchError struct {
 	Errs []error  // each job's error, nil for one admitted
 }
 
+// Error counts the jobs with an error and names the first.
 func (e *BatchError) Error() string {
 	n, first := 0, -1
 	for i, err := range e.Errs {

@@ -48,11 +48,16 @@ type Module struct {
 	argc C.int
 }
 
+// RedisModule_OnLoad is the entry a server calls when it loads the module:
+// Redis by this name alone, Valkey when it finds no ValkeyModule_OnLoad.
+//
 //export RedisModule_OnLoad
 func RedisModule_OnLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) C.int {
 	return onLoad(ctx, argv, argc)
 }
 
+// ValkeyModule_OnLoad is the entry Valkey calls when it loads the module.
+//
 //export ValkeyModule_OnLoad
 func ValkeyModule_OnLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) C.int {
 	return onLoad(ctx, argv, argc)
@@ -61,9 +66,13 @@ func ValkeyModule_OnLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, ar
 // unloadRefusal is logged when the server asks to unload the module.
 const unloadRefusal = "emq: refusing MODULE UNLOAD: a Go runtime cannot be unloaded from a running process"
 
+// RedisModule_OnUnload refuses MODULE UNLOAD (onUnload), for Redis.
+//
 //export RedisModule_OnUnload
 func RedisModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
 
+// ValkeyModule_OnUnload refuses MODULE UNLOAD (onUnload), for Valkey.
+//
 //export ValkeyModule_OnUnload
 func ValkeyModule_OnUnload(ctx *C.ValkeyModuleCtx) C.int { return onUnload(ctx) }
 

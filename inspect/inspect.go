@@ -293,6 +293,7 @@ var errUnlearned = errors.New("the client has not learned of it: the cluster's p
 // been promoted in its place — none, or the failover not done yet.
 var errFailed = errors.New("the cluster marks it failed, and no replica has taken its place yet")
 
+// Unwrap returns Err, the first primary's failure.
 func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Partial reports whether err is an *UnreachableError: what came with it
