@@ -15,7 +15,9 @@ import (
 // Code is the first word of a refusal.
 type Code uint8
 
-// The refusal codes, in the order docs/commands.md checks them.
+// The refusal codes, in the order docs/commands.md checks them — but
+// Internal, which answers first (the server's arity rule) or for a
+// failure no rule names.
 const (
 	// Shape: the arguments do not have the verb's shape.
 	Shape Code = iota + 1
@@ -57,8 +59,14 @@ const (
 	NumCodes
 )
 
-// Codes lists every code, for counters and tests.
-var Codes = []Code{Shape, Layout, Kind, Envelope, WrongType, Count, Order, Internal, NoJob, Lease, State, NoPerm, NoGroup, TryAgain}
+// Codes lists every code, Shape to the last, for counters and tests.
+var Codes = func() []Code {
+	codes := make([]Code, 0, NumCodes-1)
+	for c := Shape; c < NumCodes; c++ {
+		codes = append(codes, c)
+	}
+	return codes
+}()
 
 var names = [...]string{
 	Shape:     "EMQSHAPE",
