@@ -97,15 +97,22 @@ func serve(verb func(emq.Call) error, counts *verbStats, lim limits) host.Handle
 		err := verb(emq.Call{Args: args, Server: c, Plan: plan, Limits: lim.emq()})
 		returned = true
 		if err != nil {
-			counts.refused[emqerrors.CodeOf(err)]++
-			var r *emqerrors.Refusal
-			if errors.As(err, &r) {
-				c.ReplyError(r.Code.String(), r.Msg)
-			} else {
-				c.ReplyError("ERR", err.Error())
-			}
+			r := refusalOf(err)
+			counts.refused[r.Code]++
+			c.ReplyError(r.Code.String(), r.Msg)
 			return
 		}
 		stats.count(plan)
 	}
+}
+
+// refusalOf is the refusal a verb's error is replied and counted as: the
+// refusal it is or wraps, or else an internal one (ERR) with its text — not
+// counted under code 0, which INFO emq shows under no code.
+func refusalOf(err error) *emqerrors.Refusal {
+	var r *emqerrors.Refusal
+	if errors.As(err, &r) {
+		return r
+	}
+	return &emqerrors.Refusal{Code: emqerrors.Internal, Msg: err.Error()}
 }

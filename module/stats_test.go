@@ -1,6 +1,8 @@
 package module
 
 import (
+	stderrors "errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +46,30 @@ func TestEveryCodeAndEventIsCounted(t *testing.T) {
 		t.Run("event "+name+" is counted", func(t *testing.T) {
 			require.NotEmpty(t, name, "event %d has a name in INFO", e)
 			assert.Equal(t, int64(e)+1, s.counts[e])
+		})
+	}
+}
+
+// A verb's error is replied and counted under the code of the refusal it
+// is or wraps, and one that is no refusal as ERR: every refused call counts
+// under a code INFO emq shows.
+func TestAVerbsErrorIsRepliedAndCountedUnderACode(t *testing.T) {
+	kind := emqerrors.New(emqerrors.Kind, "job id must be JOB-namespaced")
+	for _, tc := range []struct {
+		name string
+		err  error
+		code emqerrors.Code
+		msg  string
+	}{
+		{"a refusal under its code", kind, emqerrors.Kind, "job id must be JOB-namespaced"},
+		{"a wrapped refusal under its code", fmt.Errorf("claim: %w", kind), emqerrors.Kind, "job id must be JOB-namespaced"},
+		{"an error that is no refusal as ERR", stderrors.New("the plan overflowed"), emqerrors.Internal, "the plan overflowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := refusalOf(tc.err)
+			assert.Equal(t, tc.code, r.Code)
+			assert.Equal(t, tc.msg, r.Msg)
+			assert.Contains(t, emqerrors.Codes, r.Code, "a code INFO emq counts")
 		})
 	}
 }
