@@ -33,7 +33,7 @@ import (
 	"syscall"
 	"time"
 
-	module "github.com/echomq/emq/emq"
+	emqverbs "github.com/echomq/emq/emq"
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/inspect"
 	"github.com/valkey-io/valkey-go"
@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, e env) int {
 	if args[0] == "version" || args[0] == "--version" || args[0] == "-version" { // the common flags ignored
 		// the module's version, which this emq was built with; a server's
 		// own is EMQ.CAPS's
-		fmt.Fprintf(e.stdout, "emq %s\n", module.Version)
+		fmt.Fprintf(e.stdout, "emq %s\n", emqverbs.Version)
 		return exitOK
 	}
 	cmd := lookup(args[0])

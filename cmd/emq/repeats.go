@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	module "github.com/echomq/emq/emq"
+	emqverbs "github.com/echomq/emq/emq"
 	"github.com/echomq/emq/internal/readable"
 	"github.com/echomq/emq/keys"
 )
@@ -24,7 +24,7 @@ EMQ.REPEATS of an offset and a count); stderr says when there are more.
 		"emq repeats reports --json | jq -r '.[] | select(.next_ms == 0) | .name'"},
 	minArgs: 1, maxArgs: 1,
 	flags: func(fs *flag.FlagSet, o *options) {
-		fs.IntVar(&o.limit, "limit", module.MaxRepeatsPage, fmt.Sprintf("at most this many schedules (1 … %d)", module.MaxRepeatsPage))
+		fs.IntVar(&o.limit, "limit", emqverbs.MaxRepeatsPage, fmt.Sprintf("at most this many schedules (1 … %d)", emqverbs.MaxRepeatsPage))
 		fs.IntVar(&o.offset, "offset", 0, "skip this many schedules")
 	},
 	run: runRepeats,
@@ -63,8 +63,8 @@ func runRepeats(ctx context.Context, s *session, args []string) error {
 	if err != nil {
 		return err
 	}
-	if s.o.limit < 1 || s.o.limit > module.MaxRepeatsPage || s.o.offset < 0 {
-		return usageError("--limit is 1 … %d and --offset ≥ 0", module.MaxRepeatsPage)
+	if s.o.limit < 1 || s.o.limit > emqverbs.MaxRepeatsPage || s.o.offset < 0 {
+		return usageError("--limit is 1 … %d and --offset ≥ 0", emqverbs.MaxRepeatsPage)
 	}
 	schedules, err := q.SchedulesPage(ctx, s.o.offset, s.o.limit)
 	if err != nil {
