@@ -110,7 +110,7 @@ func TestNoRetry(t *testing.T) {
 				wg.Wait()
 				dead(t, q, fatalID)
 				_, err = q.Job(ctx(t), okID)
-				assert.Error(t, err, "acknowledged and deleted (Keep 0)")
+				assert.ErrorIs(t, err, emqerrors.NoJob, "acknowledged and deleted (Keep 0)")
 				assert.Equal(t, map[string]int{"fatal": 1, "ok": 1}, runs, "each ran once")
 			})
 		})

@@ -127,7 +127,7 @@ func TestQueueHandles(t *testing.T) {
 				_, err = q.Admit(ctx(t), n.m.Mint(ids.Job), make([]byte, 2<<20))
 				require.ErrorIs(t, err, ErrUnknownOutcome, "Admit, sent again after a lost reply, says so too")
 				_, err = q.Enqueue(ctx(t), []byte("p"), Priority(-1))
-				require.Error(t, err)
+				requireRefusal(t, err, emqerrors.Shape)
 				assert.NotErrorIs(t, err, ErrUnknownOutcome, "refused before sending: nothing written")
 				done, cancel := context.WithCancel(context.Background())
 				cancel()
