@@ -192,11 +192,12 @@ func unblocked(err error) bool {
 
 // refusal turns an error reply whose first word is a refusal code — or a
 // fallback script's ACL failure, a NOPERM — into a *errors.Refusal, so
-// errors.Is(err, errors.Kind) works; other errors are returned unchanged. TRYAGAIN stays the server's error, as MOVED and
-// ASK do: a slot's migration answers it for a moment, nothing was
-// written, and the same call goes through sent again later — it is not a
-// refusal of the call (valkey-go hands it back for a write, as this
-// client's callers get it; Work sends again itself).
+// errors.Is(err, errors.Kind) works; other errors are returned unchanged.
+// TRYAGAIN stays the server's error, as MOVED and ASK do: a slot's
+// migration answers it for a moment, nothing was written, and the same
+// call goes through sent again later — it is not a refusal of the call
+// (valkey-go hands it back for a write, as this client's callers get it;
+// Work sends again itself).
 func refusal(err error) error {
 	verr, ok := valkey.IsValkeyErr(err)
 	if !ok {

@@ -43,8 +43,9 @@ type Progress struct {
 // leaves that are still there (one ZMSCORE a batch that had any): a job
 // another actor took meanwhile — a second bulk action at once, whose
 // revival of it made this one's fail — is not counted at the head, where
-// counting it skipped as many jobs still in the state. It acts on at most as many jobs as the selection held at the
-// start, and on none of those it can tell entered since: a job dead after
+// counting it skipped as many jobs still in the state. It acts on at most
+// as many jobs as the selection held at the start, and on none of those
+// it can tell entered since: a job dead after
 // the last death when it started (dead: a score above it), or a pending or
 // delayed job whose id was minted after it started (by the minting host's
 // clock) — which a higher priority or an earlier due time puts at the
