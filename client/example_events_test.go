@@ -43,26 +43,29 @@ func ExampleQueue_Events() {
 // ExampleQueue_Repeat makes a report job every weekday at 07:30 in Paris,
 // and lists the queue's schedules.
 func ExampleQueue_Repeat() {
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		panic(err)
-	}
-	defer vk.Close()
-	q, err := client.New(vk).Queue("reports", nil, client.Policy{})
-	if err != nil {
-		panic(err)
-	}
+	q := exampleQueue("digests", client.Policy{})
 	ctx := context.Background()
 
 	first, err := q.Repeat(ctx, "morning", "30 7 * * 1-5", []byte(`{"report":"sales"}`),
 		client.RepeatOptions{TZ: "Europe/Paris"})
-	fmt.Println(first, err)
+	if err != nil {
+		panic(err)
+	}
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		panic(err)
+	}
+	at := first.In(paris)
+	fmt.Println(at.Format("15:04"), at.Weekday() != time.Saturday && at.Weekday() != time.Sunday)
 
 	schedules, err := q.Schedules(ctx)
 	if err != nil {
 		panic(err)
 	}
 	for _, s := range schedules {
-		fmt.Println(s.Name, s.Spec, s.Next, s.Made)
+		fmt.Println(s.Name, s.Spec, s.TZ, s.Made, s.Next.Equal(first))
 	}
+	// Output:
+	// 07:30 true
+	// morning 30 7 * * 1-5 Europe/Paris 0 true
 }

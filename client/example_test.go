@@ -51,15 +51,10 @@ func ExampleEntry() {
 	// EVT0001499700001002 1704153600000-4098
 }
 
-// ExampleClient enqueues a job and publishes an envelope on the server at
-// 127.0.0.1:6379, natively when it has the module.
+// ExampleClient enqueues a job and publishes an envelope, natively when
+// the server has the module.
 func ExampleClient() {
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		panic(err)
-	}
-	defer vk.Close()
-	c := client.New(vk)
+	c := client.New(exampleValkey())
 	minter, err := ids.NewMinter(1)
 	if err != nil {
 		panic(err)
@@ -67,16 +62,25 @@ func ExampleClient() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 
-	admitted, err := c.Enqueue(ctx, "orders", minter.Mint(ids.Job), []byte(`{"sku":42}`))
+	job := minter.Mint(ids.Job)
+	admitted, err := c.Enqueue(ctx, "orders", job, []byte(`{"sku":42}`))
 	fmt.Println(admitted, err)
+	admitted, err = c.Enqueue(ctx, "orders", job, []byte(`{"sku":42}`))
+	fmt.Println(admitted, err) // the job exists: sent again, it is not admitted twice
 
 	_, err = c.Enqueue(ctx, "orders", minter.Mint(ids.Msg), nil)
 	fmt.Println(errors.Is(err, emqerrors.Kind)) // a MSG id is no job id
 
+	evt := minter.Mint(ids.Evt)
 	sid, err := c.Publish(ctx, "orders", client.Envelope{
-		ID: minter.Mint(ids.Evt), Msg: minter.Mint(ids.Msg), Payload: []byte("hello"),
+		ID: evt, Msg: minter.Mint(ids.Msg), Payload: []byte("hello"),
 	})
-	fmt.Println(sid, err)
+	fmt.Println(sid == evt.StreamID(), err) // the entry's stream ID is its EVT id's
+	// Output:
+	// true <nil>
+	// false <nil>
+	// true
+	// true <nil>
 }
 
 // The server the runnable examples use: started with the module on the
@@ -100,19 +104,24 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// exampleQueue is a handle on a new queue of the examples' server: a
-// Client of a valkey-go client, as a program makes one with
+// exampleValkey is a valkey-go client of the examples' server, as a
+// program makes one with
 // valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}}).
-func exampleQueue(name string, p client.Policy) *client.Queue {
+func exampleValkey() valkey.Client {
 	exampleOnce.Do(func() { exampleServer, exampleErr = valkeytest.Launch(valkeytest.Options{}) })
 	if exampleErr != nil {
 		panic(exampleErr)
 	}
+	return exampleServer.Client()
+}
+
+// exampleQueue is a handle on a new queue of the examples' server.
+func exampleQueue(name string, p client.Policy) *client.Queue {
 	minter, err := ids.NewMinter(9)
 	if err != nil {
 		panic(err)
 	}
-	q, err := client.New(exampleServer.Client()).Queue(name, minter, p)
+	q, err := client.New(exampleValkey()).Queue(name, minter, p)
 	if err != nil {
 		panic(err)
 	}
