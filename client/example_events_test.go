@@ -2,11 +2,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/echomq/emq/client"
-	"github.com/valkey-io/valkey-go"
 )
 
 // ExampleQueue_Events tails a queue's lifecycle events, resuming after
@@ -14,17 +14,23 @@ import (
 // failure of its last attempt, or at a claim once its attempts were spent
 // (its last lease passed).
 func ExampleQueue_Events() {
-	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
-	if err != nil {
-		panic(err)
-	}
-	defer vk.Close()
-	q, err := client.New(vk).Queue("emails", nil, client.Policy{})
-	if err != nil {
-		panic(err)
-	}
+	q := exampleQueue("alerts", client.Policy{MaxAttempts: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if _, err := q.SetEvents(ctx, 1000); err != nil { // on from here
+		panic(err)
+	}
+	dying, err := q.Enqueue(ctx, []byte("to: nobody@example.com"))
+	if err != nil {
+		panic(err)
+	}
+	jobs, err := q.Claim(ctx, 1)
+	if err != nil || len(jobs) != 1 {
+		panic(fmt.Sprint(jobs, err))
+	}
+	if _, err := jobs[0].Fail(ctx, errors.New("550 no such user")); err != nil { // its one attempt spent
+		panic(err)
+	}
 
 	last := "0" // or the ID a previous run saved
 	for ev, err := range q.Events(ctx, last) {
@@ -32,12 +38,15 @@ func ExampleQueue_Events() {
 			fmt.Println(err)
 			continue // a refusal ends the sequence; anything else is read again
 		}
+		last = ev.ID.String()
 		switch {
 		case ev.Name == client.EventFailed && ev.State == client.StateDead, ev.Name == client.EventDead:
-			fmt.Println("dead:", ev.Job, ev.Error)
+			fmt.Println("dead:", ev.Job == dying, ev.Error)
+			cancel() // here, to end the example; a program tails on
 		}
-		last = ev.ID.String()
 	}
+	// Output:
+	// dead: true 550 no such user
 }
 
 // ExampleQueue_Repeat makes a report job every weekday at 07:30 in Paris,
