@@ -148,23 +148,23 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
 // stops a read at once, and no event is yielded once ctx ended — not even
-// one of a batch already read. An entry that is not an event is yielded with an
-// error and the events after it follow. A read that fails — or has no
-// reply 5 s after its block ended: a server stopped, or cut off without
+// one of a batch already read. An entry that is not an event is yielded
+// with an error and the events after it follow. A read that fails — or has
+// no reply 5 s after its block ended: a server stopped, or cut off without
 // the connection closing — is yielded as the error and tried again from
 // the same ID after a pause, unless the loop breaks. After a read with no
-// reply in time the reads ask half as many entries, down to one, and
-// twice as many after each full one whose reply came within half that
-// wait, up to
-// 100 (or 100 at once when one that waits for new entries finds fewer
+// reply in time the reads ask half as many entries, down to one, and twice
+// as many after each full one whose reply came within half that wait, up
+// to 100 (or 100 at once when one that waits for new entries finds fewer
 // than it asked for): events too large for a slow link to carry 100 of in
 // time (a failed event holds its job's whole error) still come, and a
-// listener a stalled server cut back catches up. A refusal (WRONGTYPE, NOPERM,
-// EMQSHAPE for from) ends the sequence. valkey-go itself sends a read again over a new connection when
-// one breaks (XREAD is read-only; unless the valkey client was made with
-// DisableRetry), so a server away for a while is mostly not yielded: the
-// sequence waits, and goes on from the same ID once it is back. Any node
-// serves it: the stream is read with built-ins.
+// listener a stalled server cut back catches up. A refusal (WRONGTYPE,
+// NOPERM, EMQSHAPE for from) ends the sequence. valkey-go itself sends a
+// read again over a new connection when one breaks (XREAD is read-only;
+// unless the valkey client was made with DisableRetry), so a server away
+// for a while is mostly not yielded: the sequence waits, and goes on from
+// the same ID once it is back. Any node serves it: the stream is read with
+// built-ins.
 func (q *Queue) Events(ctx context.Context, from string) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		vk, key := q.c.vk, q.events
