@@ -39,8 +39,8 @@ const (
 	// HDel deletes the fields Refs[From : From+N] of a hash.
 	HDel
 	// XAddAuto appends an entry with the fields Refs[From : From+N] under
-	// the stream's next ID (XADD's *), then trims the stream to about
-	// Count entries (MAXLEN ~).
+	// the stream's next ID (XADD's *); the call's last one then trims the
+	// stream to about Count entries (MAXLEN ~), once a call.
 	XAddAuto
 	// SetKeepTTL stores the integer Count, keeping the key's expiry: a
 	// later write of the window SetPXAt began.
