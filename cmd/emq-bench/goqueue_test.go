@@ -121,6 +121,13 @@ func TestReadSchedstat(t *testing.T) {
 		assert.Equal(t, serverClock{main: schedstat{run: 900, wait: 40}, all: 1030},
 			c.minus(serverClock{main: schedstat{run: 100, wait: 10}, all: 200}))
 	})
+	t.Run("a main thread not in its task directory is an error", func(t *testing.T) {
+		task := t.TempDir()
+		require.NoError(t, os.MkdirAll(task+"/8", 0o755))
+		require.NoError(t, os.WriteFile(task+"/8/schedstat", []byte("200 9 1\n"), 0o644))
+		_, err := readServerClock(task + "/7/schedstat")
+		assert.Error(t, err)
+	})
 	t.Run("the span between two readings subtracts each field", func(t *testing.T) {
 		assert.Equal(t, schedstat{run: 30, wait: 4}, schedstat{run: 130, wait: 9}.minus(schedstat{run: 100, wait: 5}))
 	})

@@ -136,30 +136,38 @@ func (c serverClock) minus(earlier serverClock) serverClock {
 	return serverClock{main: c.main.minus(earlier.main), all: c.all - earlier.all}
 }
 
-// readServerClock reads the main thread's schedstat file mainFile
-// (/proc/<pid>/task/<pid>/schedstat) and sums the run times of every
-// thread in its task directory.
+// readServerClock reads the schedstat of every thread in the task
+// directory of the main thread's file mainFile
+// (/proc/<pid>/task/<pid>/schedstat) in one pass: the main thread's, and
+// the sum of all their run times. (Read twice — the main thread's first,
+// then again in the sum — the main thread's run between the two reads went
+// into all and not into main, and a span between two readings could show
+// all its threads' time below its main thread's.)
 func readServerClock(mainFile string) (serverClock, error) {
-	main, err := readSchedstat(mainFile)
-	if err != nil {
-		return serverClock{}, err
-	}
-	dir := filepath.Dir(filepath.Dir(mainFile))
+	mainDir := filepath.Dir(mainFile)
+	dir := filepath.Dir(mainDir)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return serverClock{}, err
 	}
-	c := serverClock{main: main}
+	var c serverClock
+	found := false
 	for _, t := range tasks {
 		st, err := readSchedstat(filepath.Join(dir, t.Name(), "schedstat"))
 		var unread *fs.PathError
-		if errors.As(err, &unread) {
+		if errors.As(err, &unread) && t.Name() != filepath.Base(mainDir) {
 			continue // a thread that just exited
 		}
 		if err != nil {
 			return serverClock{}, err
 		}
+		if t.Name() == filepath.Base(mainDir) {
+			c.main, found = st, true
+		}
 		c.all += st.run
+	}
+	if !found {
+		return serverClock{}, fmt.Errorf("%s: no such thread in %s", mainFile, dir)
 	}
 	return c, nil
 }
