@@ -68,26 +68,8 @@ func (s *server) info(sections ...string) (map[string]string, error) {
 // to the server's main thread and to all its threads (/proc …/schedstat,
 // exact to the nanosecond, unlike the tick-sampled rusage).
 func threadCPU(pid int) (main, all int64, err error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tasks, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, t := range tasks {
-		st, err := readSchedstat(schedstatPath(pid, t.Name()))
-		var unread *fs.PathError
-		if errors.As(err, &unread) {
-			continue // a thread that just exited
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-		all += st.run
-		if t.Name() == strconv.Itoa(pid) {
-			main = st.run
-		}
-	}
-	return main, all, nil
+	c, err := readServerClock(mainSchedstat(pid))
+	return c.main.run, c.all, err
 }
 
 // schedstatPath is the kernel's accounting of one thread (tid) of process pid.
