@@ -103,6 +103,19 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
+	// waiting empties the queue and returns a connection and a worker
+	// waiting on the queue in EMQ.BCLAIM, both closed when t ends
+	waiting := func(t *testing.T) (c, w *conn) {
+		t.Helper()
+		c, w = mustDial(t, s.Addr), mustDial(t, s.Addr)
+		t.Cleanup(c.close)
+		t.Cleanup(w.close)
+		_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
+		require.NoError(t, err)
+		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
+		blocked(t, 1)
+		return c, w
+	}
 	delayJob := func(t *testing.T, c *conn, in time.Duration) {
 		t.Helper()
 		for _, cmd := range [][]string{
@@ -151,13 +164,7 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 		blocked(t, 0)
 	})
 	t.Run("a wake-up that panics answers its worker an error and leaves the job pending", func(t *testing.T) {
-		c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
-		defer c.close()
-		defer w.close()
-		_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
-		require.NoError(t, err)
-		require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
-		blocked(t, 1)
+		c, w := waiting(t)
 		panicNext(t, c, "wake-up")
 		r, err := c.str("EMQ.ENQUEUE", "2", cbRow, cbPending, cbJob, "p")
 		require.NoError(t, err)
@@ -245,13 +252,7 @@ func TestAPanicInEveryCallbackIsRecovered(t *testing.T) {
 			}},
 	} {
 		t.Run(e.name, func(t *testing.T) {
-			c, w := mustDial(t, s.Addr), mustDial(t, s.Addr)
-			defer c.close()
-			defer w.close()
-			_, err := c.str("DEL", cbRow, cbPending, cbActive, cbDelayed, cbDead)
-			require.NoError(t, err)
-			require.NoError(t, w.send(cbClaim("EMQ.BCLAIM", "10000")...))
-			blocked(t, 1)
+			c, w := waiting(t)
 			panicNext(t, c, e.path)
 			e.provoke(t, c)
 			recovered(t, e.path)
