@@ -26,9 +26,10 @@ const yieldEvery = 5 // ms
 var yielded int64
 
 // yieldOnTime gives the Go scheduler a turn when the last was yieldEvery
-// or more before now (ms): at most one a verb, a few hundred a second.
+// or more before now (ms), or after it (the server's clock set back): at
+// most one a verb, a few hundred a second.
 func yieldOnTime(now int64) {
-	if now-yielded >= yieldEvery {
+	if d := now - yielded; d >= yieldEvery || d < 0 {
 		yielded = now
 		runtime.Gosched()
 	}
