@@ -87,8 +87,9 @@ func TestTorture(t *testing.T) {
 		base.rss, end.rss, base.resident, end.resident, base.used, end.used, base.goLive, end.goLive, base.threads, end.threads)
 	assert.LessOrEqual(t, end.used, base.used*105/100, "used_memory back within 5 % of the baseline")
 	newThreads := max(end.threads-base.threads, 0)
-	assert.LessOrEqual(t, end.goLive, base.goLive*105/100+newThreads*goPerThread,
-		"the Go heap a collection keeps back within 5 %% of the baseline, and %d bytes for each of the %d threads the server started since", goPerThread, newThreads)
+	assert.LessOrEqual(t, end.goLive, base.goLive*105/100+(newThreads+goSteps)*goPerThread,
+		"the Go heap a collection keeps back within 5 %% of the baseline, and %d bytes for each of the %d threads the server started since and %d more",
+		goPerThread, newThreads, goSteps)
 	assert.LessOrEqual(t, end.resident, base.resident*105/100+allocatorStep,
 		"jemalloc's resident memory back within 5 %% of the baseline, plus one %d-byte step of its residency", allocatorStep)
 	assert.LessOrEqual(t, end.rss, base.rss*105/100+goRetained+allocatorStep,
@@ -484,7 +485,7 @@ const compactionKey = "emq:{compaction}:stream:s"
 //     Go runtime keeps each OS thread it starts (for its collector's
 //     workers, or a call that blocks) for good, and its structures on the
 //     heap: the process's threads are read after, and each one more than
-//     at the baseline may add goPerThread.
+//     at the baseline may add goPerThread (and goSteps more sets of it).
 func measure(t *testing.T, s *valkeytest.Server) memory {
 	commandlog := s.HasCommand("COMMANDLOG")
 	c := mustDial(t, s.Addr)
@@ -555,6 +556,16 @@ const allocatorStep = 2 << 20
 // 5.7–6.0 KB more live heap, and none more read +16 to +480 bytes, where a
 // module leaking one object every 4th call reads hundreds of KB.
 const goPerThread = 8 << 10
+
+// goSteps is how many more such sets of the runtime's structures a run may
+// end with than the threads it started account for. Since a verb gives the
+// Go scheduler a turn every 5 ms (host/yield.go), 3 runs in 6 ended 5.6,
+// 5.9 and 17.3 KB over the baseline — steps of a set's size — with no
+// thread more, and the 200,000-call run 8 bytes over: the runtime's, not
+// growing with the calls (what it holds is not known). A leak of one
+// 16-byte object every 4th call, 80 KB over a run, still reads beyond 5 %
+// and goSteps × goPerThread.
+const goSteps = 4
 
 // goLiveAfterGC is the least Go heap marked live by each of 5 GC cycles
 // driven by small refused calls, each followed by INFO, so that a reading
