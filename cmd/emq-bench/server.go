@@ -72,13 +72,8 @@ func threadCPU(pid int) (main, all int64, err error) {
 	return c.main.run, c.all, err
 }
 
-// schedstatPath is the kernel's accounting of one thread (tid) of process pid.
-func schedstatPath(pid int, tid string) string {
-	return fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, tid)
-}
-
 // mainSchedstat is the kernel's accounting of pid's main thread.
-func mainSchedstat(pid int) string { return schedstatPath(pid, strconv.Itoa(pid)) }
+func mainSchedstat(pid int) string { return fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, pid) }
 
 // schedstat is the kernel's accounting of one thread, in nanoseconds: the
 // CPU time it ran, and the time it spent runnable but waiting for a core
@@ -127,7 +122,7 @@ func (c serverClock) minus(earlier serverClock) serverClock {
 // all its threads' time below its main thread's.)
 func readServerClock(mainFile string) (serverClock, error) {
 	mainDir := filepath.Dir(mainFile)
-	dir := filepath.Dir(mainDir)
+	dir, mainTid := filepath.Dir(mainDir), filepath.Base(mainDir)
 	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return serverClock{}, err
@@ -137,13 +132,13 @@ func readServerClock(mainFile string) (serverClock, error) {
 	for _, t := range tasks {
 		st, err := readSchedstat(filepath.Join(dir, t.Name(), "schedstat"))
 		var unread *fs.PathError
-		if errors.As(err, &unread) && t.Name() != filepath.Base(mainDir) {
+		if errors.As(err, &unread) && t.Name() != mainTid {
 			continue // a thread that just exited
 		}
 		if err != nil {
 			return serverClock{}, err
 		}
-		if t.Name() == filepath.Base(mainDir) {
+		if t.Name() == mainTid {
 			c.main, found = st, true
 		}
 		c.all += st.run
