@@ -40,6 +40,7 @@ var levels = map[string]bool{
 	"emq_go_heap_inuse_bytes": true,
 	"emq_go_heap_live_bytes":  true,
 	"emq_go_heap_objects":     true,
+	"emq_go_threads":          true,
 }
 
 // IsLevel reports whether INFO emq's field name is a level (a gauge) rather

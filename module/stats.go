@@ -104,4 +104,8 @@ func (s *moduleStats) info(in host.Info) {
 	in.Int("go_heap_objects", int64(ms.HeapObjects))
 	in.Int("go_total_allocs", int64(ms.Mallocs))
 	in.Int("go_gc_cycles", int64(ms.NumGC))
+	// the runtime's Ms: each keeps its structures on the heap, so a heap
+	// reading is compared with others read at the same count
+	threads, _ := runtime.ThreadCreateProfile(nil)
+	in.Int("go_threads", int64(threads))
 }

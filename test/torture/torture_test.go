@@ -83,13 +83,13 @@ func TestTorture(t *testing.T) {
 	assert.Empty(t, s.ModuleWarnings(), "the server log holds no module warning")
 
 	end := measure(t, s)
-	t.Logf("memory, baseline → end: used_memory_rss %d → %d, allocator_resident %d → %d, used_memory %d → %d, Go heap live after GC %d → %d, threads %d → %d",
-		base.rss, end.rss, base.resident, end.resident, base.used, end.used, base.goLive, end.goLive, base.threads, end.threads)
+	t.Logf("memory, baseline → end: used_memory_rss %d → %d, allocator_resident %d → %d, used_memory %d → %d, Go heap live after GC %d → %d, the Go runtime's threads %d → %d",
+		base.rss, end.rss, base.resident, end.resident, base.used, end.used, base.goLive, end.goLive, base.goThreads, end.goThreads)
 	assert.LessOrEqual(t, end.used, base.used*105/100, "used_memory back within 5 % of the baseline")
-	newThreads := max(end.threads-base.threads, 0)
-	assert.LessOrEqual(t, end.goLive, base.goLive*105/100+(newThreads+goSteps)*goPerThread,
-		"the Go heap a collection keeps back within 5 %% of the baseline, and %d bytes for each of the %d threads the server started since and %d more",
-		goPerThread, newThreads, goSteps)
+	newThreads := max(end.goThreads-base.goThreads, 0)
+	assert.LessOrEqual(t, end.goLive, base.goLive*105/100+newThreads*goPerThread,
+		"the Go heap a collection keeps back within 5 %% of the baseline, and %d bytes for each of the %d threads the Go runtime started since",
+		goPerThread, newThreads)
 	assert.LessOrEqual(t, end.resident, base.resident*105/100+allocatorStep,
 		"jemalloc's resident memory back within 5 %% of the baseline, plus one %d-byte step of its residency", allocatorStep)
 	assert.LessOrEqual(t, end.rss, base.rss*105/100+goRetained+allocatorStep,
@@ -445,8 +445,8 @@ func infoCountsReplies(t *testing.T, before, after map[string]int64, total tally
 // memory is what a compaction pass leaves.
 type memory struct {
 	rss, used, resident int64 // INFO memory: used_memory_rss, used_memory, allocator_resident
-	goLive              int64 // the least Go heap a GC kept (marked live)
-	threads             int64 // the server process's threads after that
+	goLive              int64 // the least Go heap a GC kept (marked live), read at goThreads
+	goThreads           int64 // the Go runtime's threads (INFO emq's emq_go_threads)
 }
 
 // compactionKey is the scratch stream of a compaction pass.
@@ -483,9 +483,10 @@ const compactionKey = "emq:{compaction}:stream:s"
 //     until the GC has run 5 times (the module cannot be asked to collect),
 //     reads the live heap after each, and the least reading counts. The
 //     Go runtime keeps each OS thread it starts (for its collector's
-//     workers, or a call that blocks) for good, and its structures on the
-//     heap: the process's threads are read after, and each one more than
-//     at the baseline may add goPerThread (and goSteps more sets of it).
+//     workers, a call that blocks, or a scheduler turn of host/yield.go)
+//     for good, and its structures on the heap: the readings are taken at
+//     one count of its threads (INFO emq's emq_go_threads, read with each),
+//     and each thread more than at the baseline may add goPerThread.
 func measure(t *testing.T, s *valkeytest.Server) memory {
 	commandlog := s.HasCommand("COMMANDLOG")
 	c := mustDial(t, s.Addr)
@@ -514,10 +515,8 @@ func measure(t *testing.T, s *valkeytest.Server) memory {
 	do("CONFIG", "RESETSTAT")
 	do("MEMORY", "PURGE")
 
-	m := memory{goLive: goLiveAfterGC(t, c)}
-	threads, err := s.ProcStatus("Threads")
-	require.NoError(t, err)
-	m.threads = threads
+	var m memory
+	m.goLive, m.goThreads = goLiveAfterGC(t, c)
 	do("MEMORY", "PURGE")
 	time.Sleep(300 * time.Millisecond) // serverCron samples RSS and the allocator every 100 ms
 	fields := map[string]*int64{"used_memory_rss": &m.rss, "used_memory": &m.used, "allocator_resident": &m.resident}
@@ -552,41 +551,41 @@ const goRetained = 4 << 20
 const allocatorStep = 2 << 20
 
 // goPerThread bounds the Go heap an OS thread the Go runtime starts keeps
-// (its m and g structures): a thread more at the end of a run read
-// 5.7–6.0 KB more live heap, and none more read +16 to +480 bytes, where a
-// module leaking one object every 4th call reads hundreds of KB.
+// (its m and g structures and its profiling stacks, ~5.5 KB in a heap
+// profile): a thread more at the end of a run read 5.6–5.9 KB more live
+// heap and none more +8 to +330 bytes (8 runs), where a module leaking a
+// 16-byte object every 4th call read 254 KB more.
 const goPerThread = 8 << 10
-
-// goSteps is how many more such sets of the runtime's structures a run may
-// end with than the threads it started account for. Since a verb gives the
-// Go scheduler a turn every 5 ms (host/yield.go), 3 runs in 6 ended 5.6,
-// 5.9 and 17.3 KB over the baseline — steps of a set's size — with no
-// thread more, and the 200,000-call run 8 bytes over: the runtime's, not
-// growing with the calls (what it holds is not known). A leak of one
-// 16-byte object every 4th call, 80 KB over a run, still reads beyond 5 %
-// and goSteps × goPerThread.
-const goSteps = 4
 
 // goLiveAfterGC is the least Go heap marked live by each of 5 GC cycles
 // driven by small refused calls, each followed by INFO, so that a reading
 // holds what the module keeps plus one call's and one INFO's objects —
 // within a few hundred bytes of each other, where a leak of one object a
-// call grows it by tens of KB in the shortest run.
-func goLiveAfterGC(t *testing.T, c *conn) int64 {
+// call grows it by tens of KB in the shortest run — and the count of the Go
+// runtime's threads it holds the structures of. The readings are of cycles
+// the count held across, and a thread more starts them over: the runtime
+// starts threads when it needs them, in a pass too, and a reading from
+// before one set against a count from after it read 5.5 KB low.
+func goLiveAfterGC(t *testing.T, c *conn) (heap, threads int64) {
+	const cycles, live, goThreads = "emq_go_gc_cycles", "emq_go_heap_live_bytes", "emq_go_threads"
 	refused := text("EMQ.ENQUEUE", "3", "a", "b", "c", "d")
-	start := infoEmq(t, c)["emq_go_gc_cycles"]
-	last, heap := start, int64(-1)
-	for i := 0; i < 100_000 && last-start < 5; i++ {
+	info, readings := infoEmq(t, c), 0
+	for i := 0; i < 100_000 && readings < 5; i++ {
+		before := info
 		r, err := c.do(refused...)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(r.text, shape), "%s", r)
-		if cycles := infoEmq(t, c)["emq_go_gc_cycles"]; cycles > last {
-			last = cycles
-			if h := infoEmq(t, c)["emq_go_heap_live_bytes"]; heap < 0 || h < heap {
-				heap = h
-			}
+		info = infoEmq(t, c)
+		if info[cycles] == before[cycles] || info[goThreads] != before[goThreads] {
+			continue
 		}
+		if readings == 0 || info[goThreads] != threads {
+			heap, readings, threads = info[live], 0, info[goThreads]
+		}
+		heap = min(heap, info[live])
+		readings++
 	}
-	require.Positive(t, heap, "the Go GC ran during the compaction pass, and INFO emq gave the heap it kept (emq_go_heap_live_bytes)")
-	return heap
+	require.Equal(t, 5, readings, "the Go GC ran 5 times during the compaction pass, at one count of the runtime's threads")
+	require.Positive(t, heap, "INFO emq gave the heap the GC kept (emq_go_heap_live_bytes)")
+	return heap, threads
 }
