@@ -232,6 +232,7 @@ var fieldHelps = map[string]string{
 	"emq_go_total_allocs":     "Go allocations of the module since it loaded.",
 	"emq_go_gc_cycles":        "Go collections of the module since it loaded.",
 	"emq_go_threads":          "Threads the module's Go runtime holds: those it started and the server's that called into it (each keeps ~6 KB of its heap).",
+	"emq_go_maxprocs":         "The module's Go runtime's GOMAXPROCS: the CPUs the server could use when the module loaded, and at least 3.",
 }
 
 // queueLabel is a queue's name as a label value, which Prometheus takes

@@ -96,6 +96,7 @@ func onLoad(ctx *C.ValkeyModuleCtx, argv **C.ValkeyModuleString, argc C.int) (rc
 		m.Log(Warning, "emq: load failed: "+err.Error())
 		return 1
 	}
+	atLeastMinProcs()
 	return 0
 }
 

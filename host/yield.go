@@ -17,6 +17,30 @@ import "runtime"
 // moves on, and the monitor, finding nothing to take, backs off to one
 // look every 10 ms.
 
+// The main thread also holds its P between verbs: a call from C into Go
+// leaves it, on return, in a system call, and the monitor takes a P back
+// from one it has seen there for a look when no other P is idle. With the
+// one P of a server confined to one core (taskset, a container of one
+// CPU), or with two, it did so 1,300–1,600 times a second in the queue
+// benchmark's concurrency-8 phase — a hand-off each, which wakes a runtime
+// thread, and the monitor never backing off from its 20 µs look: the
+// runtime's threads ran 17–19 % of the main thread's CPU there, and the
+// queue drained 55–68k jobs a second. With three Ps one is idle whenever
+// it looks: +0–1 %, and 71–92k jobs a second. The Ps run nothing else —
+// the module starts no goroutine, and the collector's workers, which may
+// use them, have a heap of a few hundred KB to mark.
+
+// minProcs is the fewest Ps (GOMAXPROCS) the module's runtime keeps.
+const minProcs = 3
+
+// atLeastMinProcs sets GOMAXPROCS to what the runtime chose from the CPUs
+// the server may use, or minProcs where that is fewer. Set, it stays: the
+// runtime no longer lowers it when the server is confined to fewer CPUs
+// later, as it would, once a second, to one on a server pinned to a core.
+func atLeastMinProcs() {
+	runtime.GOMAXPROCS(max(minProcs, runtime.GOMAXPROCS(0)))
+}
+
 // yieldEvery is how long, at most, the main thread runs Go on one
 // scheduling tick while it serves verbs: under the monitor's 10 ms.
 const yieldEvery = 5 // ms

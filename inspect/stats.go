@@ -41,6 +41,7 @@ var levels = map[string]bool{
 	"emq_go_heap_live_bytes":  true,
 	"emq_go_heap_objects":     true,
 	"emq_go_threads":          true,
+	"emq_go_maxprocs":         true,
 }
 
 // IsLevel reports whether INFO emq's field name is a level (a gauge) rather

@@ -108,4 +108,5 @@ func (s *moduleStats) info(in host.Info) {
 	// reading is compared with others read at the same count
 	threads, _ := runtime.ThreadCreateProfile(nil)
 	in.Int("go_threads", int64(threads))
+	in.Int("go_maxprocs", int64(runtime.GOMAXPROCS(0)))
 }

@@ -1,16 +1,23 @@
 package builtin
 
 import (
+	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/echomq/emq/client"
+	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/internal/valkeytest"
 )
 
@@ -39,34 +46,122 @@ func TestTheGoRuntimeRestsWhileVerbsRun(t *testing.T) {
 	assert.Less(t, perSecond, 2000.0, "the Go runtime's threads' context switches a second, under a steady load of verbs")
 }
 
-// runtimeSwitches sums the context switches of the server pid's threads
-// that bear its main thread's name — the Go runtime's, which inherit it —
-// leaving out the main thread and the server's own named threads (bio_*,
-// io_thd_*, jemalloc_bg_thd).
-func runtimeSwitches(t *testing.T, pid string) int64 {
+// runtimeSwitches sums the context switches of the server pid's Go
+// runtime threads (runtimeThreads).
+func runtimeSwitches(t *testing.T, pid string) int64 { return runtimeThreads(t, pid).switches }
+
+// threadUse is what threads of the server did: their context switches,
+// voluntary and not, and their CPU time (ns).
+type threadUse struct{ switches, cpu int64 }
+
+// runtimeThreads sums the use of the server pid's threads that bear its
+// main thread's name — the Go runtime's, which inherit it — leaving out
+// the main thread and the server's own named threads (bio_*, io_thd_*,
+// jemalloc_bg_thd).
+func runtimeThreads(t *testing.T, pid string) (use threadUse) {
 	t.Helper()
 	task := filepath.Join("/proc", pid, "task")
 	name, err := os.ReadFile(filepath.Join(task, pid, "comm"))
 	require.NoError(t, err)
 	threads, err := os.ReadDir(task)
 	require.NoError(t, err)
-	var n int64
 	for _, th := range threads {
 		comm, err := os.ReadFile(filepath.Join(task, th.Name(), "comm"))
 		if th.Name() == pid || err != nil || string(comm) != string(name) {
 			continue // the main thread, a named one, or one that ended
 		}
-		status, err := os.ReadFile(filepath.Join(task, th.Name(), "status"))
-		if err != nil {
-			continue
-		}
-		for line := range strings.Lines(string(status)) {
-			if field, value, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(field, "voluntary_ctxt_switches") {
-				v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-				require.NoError(t, err)
-				n += v
-			}
+		if u, ok := threadUseOf(t, filepath.Join(task, th.Name())); ok {
+			use.switches += u.switches
+			use.cpu += u.cpu
 		}
 	}
-	return n
+	return use
+}
+
+// mainThread is the use of the server pid's main thread.
+func mainThread(t *testing.T, pid string) threadUse {
+	t.Helper()
+	u, ok := threadUseOf(t, filepath.Join("/proc", pid, "task", pid))
+	require.True(t, ok, "the server's main thread is there")
+	return u
+}
+
+// threadUseOf reads the use of the thread whose /proc directory is dir;
+// false when it ended.
+func threadUseOf(t *testing.T, dir string) (use threadUse, ok bool) {
+	t.Helper()
+	status, err := os.ReadFile(filepath.Join(dir, "status"))
+	if err != nil {
+		return use, false
+	}
+	schedstat, err := os.ReadFile(filepath.Join(dir, "schedstat"))
+	if err != nil {
+		return use, false
+	}
+	for line := range strings.Lines(string(status)) {
+		if field, value, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(field, "voluntary_ctxt_switches") {
+			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			require.NoError(t, err)
+			use.switches += v
+		}
+	}
+	ran, _, _ := strings.Cut(string(schedstat), " ") // ns on the CPU, then waiting, then time slices
+	use.cpu, err = strconv.ParseInt(ran, 10, 64)
+	require.NoError(t, err)
+	return use, true
+}
+
+// TestTheGoRuntimeRestsOnOneCore: on a server confined to one CPU after
+// it started, as by taskset, the module's runtime keeps at least 3 Ps
+// (emq_go_maxprocs, host/yield.go), and a worker draining a queue at
+// concurrency 8 keeps the runtime's threads under 5 % of the main
+// thread's CPU. With the one P the runtime would choose, its monitor
+// took the main thread's P back between verbs 1,300–1,600 times a second,
+// and its threads ran 17–19 % of the main thread's CPU (emq-bench -queue).
+func TestTheGoRuntimeRestsOnOneCore(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	pid := s.InfoField("server", "process_id")
+	require.NotEmpty(t, pid)
+	out, err := exec.Command("taskset", "-a", "-pc", "0", pid).CombinedOutput()
+	require.NoError(t, err, "taskset: %s", out)
+	time.Sleep(1500 * time.Millisecond) // the runtime reads the CPUs it may use once a second
+	assert.GreaterOrEqual(t, valkeytest.InfoInt(s.Info("emq"), "emq_go_maxprocs"), int64(3), "GOMAXPROCS on one CPU")
+
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, DisableCache: true})
+	require.NoError(t, err)
+	defer vc.Close()
+	minter, err := ids.NewMinter(7)
+	require.NoError(t, err)
+	q, err := client.New(vc).Queue("rest", minter, client.Policy{Lease: time.Minute})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const jobs, batch = 20_000, 1000
+	payloads := make([][]byte, batch)
+	for i := range payloads {
+		payloads[i] = []byte("x")
+	}
+	for range jobs / batch {
+		_, err := q.EnqueueMany(ctx, payloads)
+		require.NoError(t, err)
+	}
+
+	work, stop := context.WithCancel(ctx)
+	defer stop()
+	var done atomic.Int64
+	mainBefore, runtimeBefore := mainThread(t, pid), runtimeThreads(t, pid)
+	started := time.Now()
+	require.NoError(t, q.Work(work, func(context.Context, *client.Job) error {
+		if done.Add(1) == jobs {
+			stop()
+		}
+		return nil
+	}, client.WorkOptions{Concurrency: 8}))
+	elapsed := time.Since(started)
+	mainCPU, runtimeUse := mainThread(t, pid).cpu-mainBefore.cpu, runtimeThreads(t, pid)
+	runtimeCPU := runtimeUse.cpu - runtimeBefore.cpu
+	t.Logf("%d jobs in %v: the main thread's CPU %v, the Go runtime's threads' %v (%.1f %%), their context switches %.0f a second",
+		jobs, elapsed.Round(time.Millisecond), time.Duration(mainCPU), time.Duration(runtimeCPU),
+		100*float64(runtimeCPU)/float64(mainCPU), float64(runtimeUse.switches-runtimeBefore.switches)/elapsed.Seconds())
+	assert.Less(t, float64(runtimeCPU), 0.05*float64(mainCPU), "the Go runtime's threads' CPU, against the main thread's, while a worker drains the queue")
 }

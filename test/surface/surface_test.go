@@ -366,7 +366,7 @@ func TestInfoCountsEveryCall(t *testing.T) {
 	})
 	t.Run("Go runtime figures are there", func(t *testing.T) {
 		info := emqInfo(t, s)
-		for _, f := range []string{"emq_go_heap_inuse_bytes", "emq_go_heap_live_bytes", "emq_go_heap_objects", "emq_go_total_allocs", "emq_go_gc_cycles", "emq_go_threads"} {
+		for _, f := range []string{"emq_go_heap_inuse_bytes", "emq_go_heap_live_bytes", "emq_go_heap_objects", "emq_go_total_allocs", "emq_go_gc_cycles", "emq_go_threads", "emq_go_maxprocs"} {
 			assert.Contains(t, info, f)
 		}
 		assert.Positive(t, info["emq_go_heap_inuse_bytes"])
