@@ -127,6 +127,7 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 			in.vk.B().Hstrlen().Key(row).Field("error").Build())
 	}
 	replies := in.vk.DoMulti(ctx, cmds...)
+	failed := func(job string, err error) error { return fmt.Errorf("queue %s: job %s: %w", queue, job, err) }
 	now := in.opts.Now()
 	out := make([]JobRow, len(members))
 	var errs valkey.Commands // the errors to read, within ValueLimit
@@ -140,7 +141,7 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 			continue
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
+			return nil, 0, failed(m.Member, err)
 		}
 		// a row always has attempts: its absence is a dangling entry, as
 		// is a member that is no JOB id, whatever a hand wrote under it
@@ -151,11 +152,10 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		j.Row = true
 		j.Attempts, _ = fields[0].AsInt64()
 		j.Priority, _ = fields[1].AsInt64()
-		if j.PayloadSize, err = replies[per*i+1].AsInt64(); err != nil {
-			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
-		}
-		if j.ErrorSize, err = replies[per*i+2].AsInt64(); err != nil {
-			return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, m.Member, err)
+		for k, size := range []*int64{&j.PayloadSize, &j.ErrorSize} {
+			if *size, err = replies[per*i+1+k].AsInt64(); err != nil {
+				return nil, 0, failed(m.Member, err)
+			}
 		}
 		j.ErrorUnread = j.ErrorSize > ValueLimit
 		if j.ErrorSize > 0 && !j.ErrorUnread {
@@ -178,7 +178,7 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 			j := &out[erred[from+k]]
 			text, err := r.ToString()
 			if err != nil && !valkey.IsValkeyNil(err) && !wrongType(err) { // gone since: none
-				return nil, 0, fmt.Errorf("queue %s: job %s: %w", queue, j.ID, err)
+				return nil, 0, failed(j.ID, err)
 			}
 			j.Error = text
 		}
