@@ -38,21 +38,22 @@ func TestTheGoRuntimeRestsWhileVerbsRun(t *testing.T) {
 		}
 	}
 	load(300 * time.Millisecond) // past the monitor's 10 ms, to its steady pace
-	before := runtimeSwitches(t, pid)
+	before := runtimeThreads(t, pid).switches
 	start := time.Now()
 	load(time.Second)
-	perSecond := float64(runtimeSwitches(t, pid)-before) / time.Since(start).Seconds()
+	perSecond := float64(runtimeThreads(t, pid).switches-before) / time.Since(start).Seconds()
 	t.Logf("the Go runtime's threads: %.0f context switches a second", perSecond)
 	assert.Less(t, perSecond, 2000.0, "the Go runtime's threads' context switches a second, under a steady load of verbs")
 }
 
-// runtimeSwitches sums the context switches of the server pid's Go
-// runtime threads (runtimeThreads).
-func runtimeSwitches(t *testing.T, pid string) int64 { return runtimeThreads(t, pid).switches }
-
 // threadUse is what threads of the server did: their context switches,
 // voluntary and not, and their CPU time (ns).
 type threadUse struct{ switches, cpu int64 }
+
+// since is the use from an earlier reading to u.
+func (u threadUse) since(earlier threadUse) threadUse {
+	return threadUse{switches: u.switches - earlier.switches, cpu: u.cpu - earlier.cpu}
+}
 
 // runtimeThreads sums the use of the server pid's threads that bear its
 // main thread's name — the Go runtime's, which inherit it — leaving out
@@ -159,12 +160,11 @@ func TestTheGoRuntimeRestsOnOneCore(t *testing.T) {
 		return nil
 	}, client.WorkOptions{Concurrency: 8}))
 	elapsed := time.Since(started)
-	mainCPU, runtimeUse := mainThread(t, pid).cpu-mainBefore.cpu, runtimeThreads(t, pid)
-	runtimeCPU := runtimeUse.cpu - runtimeBefore.cpu
+	main, goRuntime := mainThread(t, pid).since(mainBefore), runtimeThreads(t, pid).since(runtimeBefore)
 	t.Logf("%d jobs in %v: the main thread's CPU %v, the Go runtime's threads' %v (%.1f %%), their context switches %.0f a second",
-		jobs, elapsed.Round(time.Millisecond), time.Duration(mainCPU), time.Duration(runtimeCPU),
-		100*float64(runtimeCPU)/float64(mainCPU), float64(runtimeUse.switches-runtimeBefore.switches)/elapsed.Seconds())
-	assert.Less(t, float64(runtimeCPU), 0.05*float64(mainCPU), "the Go runtime's threads' CPU, against the main thread's, while a worker drains the queue")
+		jobs, elapsed.Round(time.Millisecond), time.Duration(main.cpu), time.Duration(goRuntime.cpu),
+		100*float64(goRuntime.cpu)/float64(main.cpu), float64(goRuntime.switches)/elapsed.Seconds())
+	assert.Less(t, float64(goRuntime.cpu), 0.05*float64(main.cpu), "the Go runtime's threads' CPU, against the main thread's, while a worker drains the queue")
 }
 
 // firstCPU is the first CPU this process may run on, from its
