@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/echomq/emq/internal/valkeytest"
 )
 
 // bullmqScript is the harness in the BullMQ directory (bench/bullmq): BullMQ
@@ -137,7 +139,7 @@ func (b *bullmq) drain() (drained, error) {
 	if err == nil && r.AllNs == nil {
 		return drained{}, fmt.Errorf("BullMQ harness, step drain: no all_ns in its reply (an older %s)", bullmqScript)
 	}
-	d := drained{wall: msDuration(r.WallMs), server: serverClock{main: schedstat{run: r.CPUNs, wait: r.WaitNs}}, known: r.CPUNs >= 0}
+	d := drained{wall: msDuration(r.WallMs), server: serverClock{main: valkeytest.Schedstat{Run: r.CPUNs, Wait: r.WaitNs}}, known: r.CPUNs >= 0}
 	if r.AllNs != nil {
 		d.server.all = *r.AllNs
 	}

@@ -233,7 +233,7 @@ func runSteps(s *server, sys queueSystem, run queueRun) (runResult, error) {
 	if !d.known {
 		return r, fmt.Errorf("drain: the server's CPU time was not read at the last acknowledgement")
 	}
-	r.drainWall, r.drainCPU, r.drainWait, r.drainAll = d.wall, d.server.main.run, d.server.main.wait, d.server.all
+	r.drainWall, r.drainCPU, r.drainWait, r.drainAll = d.wall, d.server.main.Run, d.server.main.Wait, d.server.all
 	r.enqueueCPU, r.enqueueAll = enqueued.mainNs-before.mainNs, enqueued.allNs-before.allNs
 	r.memory = enqueued.usedMemory - before.usedMemory
 	if run.latencyJobs > 0 {
@@ -252,7 +252,7 @@ func runQueue(o options) (section, body string, err error) {
 		return "", "", err
 	}
 	defer s.Stop()
-	if _, err := readSchedstat(mainSchedstat(s.pid)); err != nil {
+	if _, err := valkeytest.ReadSchedstat(mainSchedstat(s.pid)); err != nil {
 		return "", "", fmt.Errorf("-queue reads the server main thread's CPU time at each drain's last acknowledgement from /proc: %w", err)
 	}
 	cfg := o.queueCfg

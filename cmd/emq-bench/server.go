@@ -69,48 +69,23 @@ func (s *server) info(sections ...string) (map[string]string, error) {
 // exact to the nanosecond, unlike the tick-sampled rusage).
 func threadCPU(pid int) (main, all int64, err error) {
 	c, err := readServerClock(mainSchedstat(pid))
-	return c.main.run, c.all, err
+	return c.main.Run, c.all, err
 }
 
 // mainSchedstat is the kernel's accounting of pid's main thread.
 func mainSchedstat(pid int) string { return fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, pid) }
-
-// schedstat is the kernel's accounting of one thread, in nanoseconds: the
-// CPU time it ran, and the time it spent runnable but waiting for a core
-// that another process held.
-type schedstat struct{ run, wait int64 }
-
-// readSchedstat reads a thread's schedstat file: run time, wait time, and
-// the count of time slices, which is not kept.
-func readSchedstat(path string) (schedstat, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return schedstat{}, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return schedstat{}, fmt.Errorf("%s: %q has no run and wait times", path, b)
-	}
-	var st schedstat
-	for i, dst := range []*int64{&st.run, &st.wait} {
-		if *dst, err = strconv.ParseInt(f[i], 10, 64); err != nil {
-			return schedstat{}, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return st, nil
-}
 
 // serverClock is the server's accounting at one moment: its main thread's,
 // and the CPU time of all its threads — the module's Go runtime threads
 // too, which run beside the main thread (on its core, when pinned) and
 // are the server's cost as much as its main thread's.
 type serverClock struct {
-	main schedstat
+	main valkeytest.Schedstat
 	all  int64 // ns
 }
 
 func (c serverClock) minus(earlier serverClock) serverClock {
-	return serverClock{main: c.main.minus(earlier.main), all: c.all - earlier.all}
+	return serverClock{main: c.main.Minus(earlier.main), all: c.all - earlier.all}
 }
 
 // readServerClock reads the schedstat of every thread in the task
@@ -130,7 +105,7 @@ func readServerClock(mainFile string) (serverClock, error) {
 	var c serverClock
 	found := false
 	for _, t := range tasks {
-		st, err := readSchedstat(filepath.Join(dir, t.Name(), "schedstat"))
+		st, err := valkeytest.ReadSchedstat(filepath.Join(dir, t.Name(), "schedstat"))
 		var unread *fs.PathError
 		if errors.As(err, &unread) && t.Name() != mainTid {
 			continue // a thread that just exited
@@ -141,17 +116,12 @@ func readServerClock(mainFile string) (serverClock, error) {
 		if t.Name() == mainTid {
 			c.main, found = st, true
 		}
-		c.all += st.run
+		c.all += st.Run
 	}
 	if !found {
 		return serverClock{}, fmt.Errorf("%s: no such thread in %s", mainFile, dir)
 	}
 	return c, nil
-}
-
-// minus is the accounting between an earlier reading and s.
-func (s schedstat) minus(earlier schedstat) schedstat {
-	return schedstat{run: s.run - earlier.run, wait: s.wait - earlier.wait}
 }
 
 // rssBytes is the server's resident set size from /proc.

@@ -2,6 +2,8 @@ package builtin
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,10 +97,11 @@ func threadUseOf(t *testing.T, dir string) (use threadUse, ok bool) {
 	if err != nil {
 		return use, false
 	}
-	schedstat, err := os.ReadFile(filepath.Join(dir, "schedstat"))
-	if err != nil {
+	ran, err := valkeytest.ReadSchedstat(filepath.Join(dir, "schedstat"))
+	if unread := (*fs.PathError)(nil); errors.As(err, &unread) {
 		return use, false
 	}
+	require.NoError(t, err)
 	for line := range strings.Lines(string(status)) {
 		if field, value, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(field, "voluntary_ctxt_switches") {
 			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
@@ -106,9 +109,7 @@ func threadUseOf(t *testing.T, dir string) (use threadUse, ok bool) {
 			use.switches += v
 		}
 	}
-	ran, _, _ := strings.Cut(string(schedstat), " ") // ns on the CPU, then waiting, then time slices
-	use.cpu, err = strconv.ParseInt(ran, 10, 64)
-	require.NoError(t, err)
+	use.cpu = ran.Run
 	return use, true
 }
 
