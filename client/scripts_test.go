@@ -642,6 +642,25 @@ func TestClaimScriptMeetsACLAtTheDerivedRow(t *testing.T) {
 	assert.Equal(t, []string{allowed, denied}, q.members("pending"), "its removal from pending comes at the turn's end")
 }
 
+// TestClaimScriptDropsAnIDThatIsNoJobIDUnopened: an id in pending that is
+// not a JOB id is dropped without a command on the row it names, so a
+// caller who may not touch that row claims on, as the verb does.
+func TestClaimScriptDropsAnIDThatIsNoJobIDUnopened(t *testing.T) {
+	s, m := moduleless(t)
+	q := queue{t: t, s: s, name: "odd", m: m}
+	for _, id := range []string{"x", "JOB8000000000000000"} {
+		must(t, s, "ZADD", q.set("pending"), "0", id)
+	}
+	id := q.enqueue("real")
+	vk := s.ClientAs(t, "worker", "+@all", "~"+q.set("config"), "~"+q.row(id),
+		"~"+q.set("pending"), "~"+q.set("active"), "~"+q.set("delayed"), "~"+q.set("dead"))
+	r := valkey.NewLuaScript(ClaimScript).Exec(ctx(t), vk,
+		[]string{q.set("pending"), q.set("active"), q.set("delayed"), q.set("dead")}, []string{"1000", "10", "3"})
+	require.NoError(t, r.Error())
+	assert.Equal(t, []claimed{{id, 1, "real"}}, claims(t, r))
+	assert.Empty(t, q.members("pending"))
+}
+
 // TestScriptsShebangsAreTheVerbsFlags: each script's shebang line says
 // allow-oom exactly when its verb is not deny-oom in the module's command
 // table, so the server treats the script over maxmemory as the verb.

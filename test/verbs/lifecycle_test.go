@@ -640,6 +640,27 @@ func TestDanglingIdsAreDroppedAndCountedNeverDelivered(t *testing.T) {
 		}
 	})
 
+	t.Run("a claim drops an id that is not a JOB id without asking the ACL of a row it leaves alone", func(t *testing.T) {
+		flush(t, s)
+		for _, id := range []string{"x", "JOB8000000000000000"} {
+			must(t, s, "ZADD", q.pending, "0", id)
+		}
+		must(t, s, q.enqueue(jobs[4], "real")...)
+		c := s.ClientAs(t, "worker", "+@all", "~"+q.pending, "~"+q.active, "~"+q.delayed, "~"+q.dead,
+			"~"+keys.Set(q.name, keys.Config), "~"+q.job(jobs[4]))
+		must(t, s, "ACL", "LOG", "RESET")
+		var got any
+		moved := counted(t, s, func() {
+			var err error
+			got, err = c.Do(t.Context(), c.B().Arbitrary(q.claim(longLease, 10, 5)...).Build()).ToAny()
+			require.NoError(t, err, "no row of an id that is not a JOB id is opened")
+		})
+		require.Equal(t, []any{[]any{jobs[4], int64(1), "real"}}, got)
+		require.Equal(t, int64(2), moved["emq_dangling_dropped"])
+		require.Empty(t, s.ACLLog(t))
+		require.Zero(t, integer(t, s, "ZCARD", q.pending))
+	})
+
 	t.Run("STALLED.CHECK drops the ids of active that are not JOB ids, rows left alone: no verb could settle them", func(t *testing.T) {
 		flush(t, s)
 		odd := []string{"x", "MSG0018f2a4c1e00001", "JOB8000000000000000"}
