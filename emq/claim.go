@@ -154,7 +154,7 @@ type turn struct {
 // candidate is a job the turn may take besides pending's own.
 type candidate struct {
 	member Member // Score: the job's priority, its score in pending
-	job    int    // its row's key; -1 for an id of pending that is no JOB id, its row unopened
+	job    int    // its row's key; NoKey for an id of pending that is no JOB id, its row unopened
 	from   int    // the set it leaves, or fromNew
 	// the fields a job moved by a sweep gets in pending: promotedFields or
 	// stalledFields
@@ -367,7 +367,7 @@ func (t *turn) claim(a claimArgs) (delivered int, again bool, err error) {
 			if t.done.has(m.Bytes) {
 				continue // an id in two sets at once, taken already: once
 			}
-			cand = candidate{member: m, job: -1, from: claimPending} // no JOB id: take drops it, its row unopened, as a sweep does
+			cand = candidate{member: m, job: NoKey, from: claimPending} // no JOB id: take drops it, its row unopened, as a sweep does
 			if isJobID(m.Bytes) {
 				k, v, err := t.openRow(m.Bytes, claimFields)
 				if err != nil {
@@ -503,7 +503,7 @@ func (t *turn) take(a claimArgs, cand candidate) bool {
 	row := cand.row
 	switch {
 	case cand.from == fromNew: // its row is made this turn
-	case cand.from == claimPending && (cand.job < 0 || s.Type(cand.job) != Hash):
+	case cand.from == claimPending && (cand.job == NoKey || s.Type(cand.job) != Hash):
 		// no job a verb could settle: not a JOB id (no row opened), or no
 		// row (a sweep dropped the ones it found already)
 		dropDangling(p, cand.from, id)
