@@ -61,17 +61,24 @@ func (s *Server) Calls(names ...string) int64 {
 // ProcStatus returns the number that field holds in the server process's
 // /proc/<pid>/status, in the file's unit: VmRSS in kB, Threads a count.
 func (s *Server) ProcStatus(field string) (int64, error) {
-	pid := s.InfoField("server", "process_id")
-	status, err := os.ReadFile("/proc/" + pid + "/status")
+	return StatusNumber("/proc/"+s.InfoField("server", "process_id")+"/status", field)
+}
+
+// StatusNumber returns the number that field holds in the /proc status
+// file at path — a process's or one thread's (/proc/<pid>/task/<tid>/status)
+// — in the file's unit. A file that is gone (a thread that ended) is an
+// *fs.PathError.
+func StatusNumber(path, field string) (int64, error) {
+	status, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(status), "\n") {
+	for line := range strings.Lines(string(status)) {
 		if v, found := strings.CutPrefix(line, field+":"); found {
 			if words := strings.Fields(v); len(words) > 0 { // the number, then its unit if any
 				return strconv.ParseInt(words[0], 10, 64)
 			}
 		}
 	}
-	return 0, fmt.Errorf("no %s in /proc/%s/status", field, pid)
+	return 0, fmt.Errorf("no %s in %s", field, path)
 }

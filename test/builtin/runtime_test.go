@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/valkey-io/valkey-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/echomq/emq/client"
 	"github.com/echomq/emq/ids"
@@ -93,24 +93,27 @@ func mainThread(t *testing.T, pid string) threadUse {
 // false when it ended.
 func threadUseOf(t *testing.T, dir string) (use threadUse, ok bool) {
 	t.Helper()
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
-	if err != nil {
-		return use, false
-	}
 	ran, err := valkeytest.ReadSchedstat(filepath.Join(dir, "schedstat"))
-	if unread := (*fs.PathError)(nil); errors.As(err, &unread) {
+	if gone(err) {
 		return use, false
 	}
 	require.NoError(t, err)
-	for line := range strings.Lines(string(status)) {
-		if field, value, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(field, "voluntary_ctxt_switches") {
-			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			require.NoError(t, err)
-			use.switches += v
-		}
-	}
 	use.cpu = ran.Run
+	for _, field := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+		n, err := valkeytest.StatusNumber(filepath.Join(dir, "status"), field)
+		if gone(err) {
+			return use, false
+		}
+		require.NoError(t, err)
+		use.switches += n
+	}
 	return use, true
+}
+
+// gone reports whether err is a /proc file's read failing: its thread ended.
+func gone(err error) bool {
+	var unread *fs.PathError
+	return errors.As(err, &unread)
 }
 
 // TestTheGoRuntimeRestsOnOneCore: on a server confined to one CPU after
@@ -168,20 +171,17 @@ func TestTheGoRuntimeRestsOnOneCore(t *testing.T) {
 	assert.Less(t, float64(goRuntime.cpu), 0.05*float64(main.cpu), "the Go runtime's threads' CPU, against the main thread's, while a worker drains the queue")
 }
 
-// firstCPU is the first CPU this process may run on, from its
-// Cpus_allowed_list ("0-1", "2,5-7"): a machine's CPU 0 may be outside a
-// container's set.
+// firstCPU is the first CPU this process may run on: a machine's CPU 0
+// may be outside a container's set.
 func firstCPU(t *testing.T) string {
 	t.Helper()
-	status, err := os.ReadFile("/proc/self/status")
-	require.NoError(t, err)
-	for line := range strings.Lines(string(status)) {
-		if list, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			first := strings.FieldsFunc(strings.TrimSpace(list), func(r rune) bool { return r == ',' || r == '-' })
-			require.NotEmpty(t, first, "Cpus_allowed_list %q", list)
-			return first[0]
+	var set unix.CPUSet
+	require.NoError(t, unix.SchedGetaffinity(0, &set))
+	for cpu := range len(set) * 64 {
+		if set.IsSet(cpu) {
+			return strconv.Itoa(cpu)
 		}
 	}
-	require.Fail(t, "/proc/self/status has no Cpus_allowed_list")
+	require.Fail(t, "this process may run on no CPU")
 	return ""
 }
