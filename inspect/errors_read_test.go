@@ -10,6 +10,7 @@ import (
 	"github.com/echomq/emq/ids"
 	"github.com/echomq/emq/inspect"
 	"github.com/echomq/emq/internal/valkeytest"
+	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
@@ -134,4 +135,51 @@ func TestAListingWhoseReadsFailSaysSo(t *testing.T) {
 			assert.Contains(t, err.Error(), jobs[0].ID.String(), "the job it was reading named")
 		})
 	}
+}
+
+// retyping is a client that, in a listing's pipeline, sends the reads one
+// at a time and turns the row into a string after its HMGET: a hand's
+// SET landing between the pipeline's reads.
+type retyping struct {
+	valkey.Client
+	row string
+}
+
+func (c *retyping) DoMulti(ctx context.Context, cmds ...valkey.Completed) []valkey.ValkeyResult {
+	replies := make([]valkey.ValkeyResult, len(cmds))
+	for i, cmd := range cmds {
+		hmget := cmd.Commands()[0] == "HMGET"
+		replies[i] = c.Client.Do(ctx, cmd)
+		if hmget {
+			if err := c.Client.Do(ctx, c.Client.B().Set().Key(c.row).Value("str").Build()).Error(); err != nil {
+				replies[i] = valkey.NewErrorResult(err)
+			}
+		}
+	}
+	return replies
+}
+
+// TestARowTurnedIntoAStringDuringAListingListsAsNotHash: a row a hand
+// turns into another type between a listing's HMGET and its HSTRLENs is
+// NotHash, as one of another type before the listing — not a failed
+// listing.
+func TestARowTurnedIntoAStringDuringAListingListsAsNotHash(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(6)
+	require.NoError(t, err)
+	q, err := client.New(s.Client()).Queue("retyped", m, client.Policy{})
+	require.NoError(t, err)
+	id, err := q.Enqueue(ctx(t), []byte("job"))
+	require.NoError(t, err)
+
+	vk := &retyping{Client: s.Client(), row: keys.Job("retyped", id.String())}
+	rows, total, err := inspect.New(vk, inspect.Options{}).Jobs(ctx(t), "retyped", inspect.Pending, 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), total)
+	require.Len(t, rows, 1)
+	assert.Equal(t, inspect.JobRow{ID: id.String(), State: inspect.Pending, NotHash: true, Age: rows[0].Age}, rows[0],
+		"no row, no fields")
+	typ, err := s.Client().Do(ctx(t), s.Client().B().Type().Key(vk.row).Build()).ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "string", typ, "the row turned between the reads")
 }

@@ -133,31 +133,10 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 	var errs valkey.Commands // the errors to read, within ValueLimit
 	var erred []int          // whose
 	for i, m := range members {
-		j := JobRow{ID: m.Member, State: state, Score: int64(m.Score), Age: ageOf(m.Member, now)}
-		fields, err := replies[per*i].ToArray()
-		if wrongType(err) {
-			j.NotHash = true
-			out[i] = j
-			continue
-		}
+		j, err := listed(JobRow{ID: m.Member, State: state, Score: int64(m.Score), Age: ageOf(m.Member, now)}, replies[per*i:per*i+per])
 		if err != nil {
 			return nil, 0, failed(m.Member, err)
 		}
-		// a row always has attempts: its absence is a dangling entry, as
-		// is a member that is no JOB id, whatever a hand wrote under it
-		if fields[0].IsNil() || !j.IsJob() {
-			out[i] = j
-			continue
-		}
-		j.Row = true
-		j.Attempts, _ = fields[0].AsInt64()
-		j.Priority, _ = fields[1].AsInt64()
-		for k, size := range []*int64{&j.PayloadSize, &j.ErrorSize} {
-			if *size, err = replies[per*i+1+k].AsInt64(); err != nil {
-				return nil, 0, failed(m.Member, err)
-			}
-		}
-		j.ErrorUnread = j.ErrorSize > ValueLimit
 		if j.ErrorSize > 0 && !j.ErrorUnread {
 			errs = append(errs, in.vk.B().Hget().Key(keys.Job(queue, m.Member)).Field("error").Build())
 			erred = append(erred, i)
@@ -185,6 +164,38 @@ func (in *Inspector) Jobs(ctx context.Context, queue string, state State, offset
 		from = to
 	}
 	return out, total, nil
+}
+
+// listed completes j, a job of a listing, from its row's reads: an HMGET
+// of attempts and priority, then the HSTRLEN of payload and of error. A
+// row that is another type than a hash in any of them — a hand turned it
+// into one between the pipeline's reads — is NotHash, as when it is one
+// before them.
+func listed(j JobRow, r []valkey.ValkeyResult) (JobRow, error) {
+	fields, err := r[0].ToArray()
+	var sizes [2]int64 // of payload and error
+	for k := range sizes {
+		if err == nil {
+			sizes[k], err = r[1+k].AsInt64()
+		}
+	}
+	switch {
+	case wrongType(err):
+		j.NotHash = true
+		return j, nil
+	case err != nil:
+		return j, err
+	case fields[0].IsNil() || !j.IsJob():
+		// a row always has attempts: its absence is a dangling entry, as
+		// is a member that is no JOB id, whatever a hand wrote under it
+		return j, nil
+	}
+	j.Row = true
+	j.Attempts, _ = fields[0].AsInt64()
+	j.Priority, _ = fields[1].AsInt64()
+	j.PayloadSize, j.ErrorSize = sizes[0], sizes[1]
+	j.ErrorUnread = j.ErrorSize > ValueLimit
+	return j, nil
 }
 
 // errorsRead bounds the bytes of errors one round trip of [Inspector.Jobs]
