@@ -419,26 +419,28 @@ func guard(ctx *C.ValkeyModuleCtx, path string, recovered func(), f func()) {
 
 //export emqTimerFired
 func emqTimerFired(ctx *C.ValkeyModuleCtx, token C.uint64_t) {
-	if uint64(token) == drainToken {
-		drainToken = 0
+	guard(ctx, "timer fired", nil, func() {
+		if uint64(token) == drainToken {
+			drainToken = 0
+			drain(ctx)
+			return
+		}
+		q := timers[uint64(token)]
+		delete(timers, uint64(token))
+		if q == nil || q.token != uint64(token) {
+			return
+		}
+		q.timer, q.token = 0, 0
+		entered := !q.queued // a queue in the backlog already keeps its place
+		if entered {
+			q.queued = true
+			backlog = append(backlog, q)
+		}
 		drain(ctx)
-		return
-	}
-	q := timers[uint64(token)]
-	delete(timers, uint64(token))
-	if q == nil || q.token != uint64(token) {
-		return
-	}
-	q.timer, q.token = 0, 0
-	entered := !q.queued // a queue in the backlog already keeps its place
-	if entered {
-		q.queued = true
-		backlog = append(backlog, q)
-	}
-	drain(ctx)
-	if entered && q.queued {
-		waitStats.TimersDeferred++
-	}
+		if entered && q.queued {
+			waitStats.TimersDeferred++
+		}
+	})
 }
 
 // drain sweeps the backlog's queues from its head while the pass's budget
@@ -545,16 +547,16 @@ func emqWaitTimedOut(ctx *C.ValkeyModuleCtx) {
 
 //export emqWaitEnded
 func emqWaitEnded(ctx *C.ValkeyModuleCtx, id C.uint64_t) {
-	w, ok := waiters[uint64(id)]
-	if !ok {
-		return
-	}
-	delete(waiters, uint64(id))
-	if i := slices.Index(w.queue.order, uint64(id)); i >= 0 {
-		w.queue.order = slices.Delete(w.queue.order, i, i+1)
-	}
 	guard(ctx, "wait ended", nil, func() {
-		defer leave(ctx, w.queue, w.want) // whatever happens before, the waiter leaves
+		w, ok := waiters[uint64(id)]
+		if !ok {
+			return
+		}
+		delete(waiters, uint64(id))
+		defer leave(ctx, w.queue, w.want) // whatever happens after, the waiter leaves
+		if i := slices.Index(w.queue.order, uint64(id)); i >= 0 {
+			w.queue.order = slices.Delete(w.queue.order, i, i+1)
+		}
 		injectPanic("wait ended")
 	})
 }
