@@ -10,7 +10,7 @@ BASELINE_SO     := $(BUILD)/emq-0.2.so
 GOTEST     := $(GO) test -count=1
 export EMQ_MODULE := $(MODULE_SO)
 
-.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work bench-cluster failover soak fuzz torture memcheck clean
+.PHONY: build run test unit integration deps valkey chromium compat bullmq bench bench-quick bench-queue bench-queue-quick bench-baseline bench-work bench-cluster failover soak fuzz walk torture memcheck clean
 
 ## build: build/emq.so, the module, with the execute bit the server requires
 build: $(MODULE_SO)
@@ -122,6 +122,12 @@ fuzz:
 ## first: PKGS='-run TestClusterFailover ./client/')
 memcheck: deps build
 	bash scripts/memcheck.sh $(PKGS)
+
+## walk: the fallback scripts against the verbs on long random walks of a queue's every verb
+## (WALK_SEEDS walks of WALK_STEPS steps each; make test takes 3 of 250)
+walk: deps build
+	EMQ_WALK_SEEDS=$${WALK_SEEDS:-40} EMQ_WALK_STEPS=$${WALK_STEPS:-2000} $(GOTEST) -timeout 0 -failfast -v \
+		-run '^TestScriptsMatchTheVerbsOnARandomWalk$$' ./client/
 
 ## torture: the large live-server torture run
 torture: deps build
