@@ -123,7 +123,7 @@ fuzz:
 memcheck: deps build
 	bash scripts/memcheck.sh $(PKGS)
 
-## walk: the fallback scripts against the verbs on long random walks of a queue's every verb
+## walk: the fallback scripts against the verbs on long random walks of a queue's lifecycle
 ## (WALK_SEEDS walks of WALK_STEPS steps each; make test takes 3 of 250)
 walk: deps build
 	EMQ_WALK_SEEDS=$${WALK_SEEDS:-40} EMQ_WALK_STEPS=$${WALK_STEPS:-2000} $(GOTEST) -timeout 0 -failfast -v \

@@ -49,7 +49,7 @@ type walk struct {
 const shortPassed = 60 * time.Millisecond
 
 // TestScriptsMatchTheVerbsOnARandomWalk drives the module's verbs and the
-// fallback's scripts through random sequences of every verb of a queue —
+// fallback's scripts through random sequences of a queue's lifecycle —
 // admissions at priorities and times, claims under long and short leases,
 // extends, acks, results, failures, releases, settlements, revives,
 // removals, stalled checks, pause, limits, events — with writes by hand
@@ -57,6 +57,8 @@ const shortPassed = 60 * time.Millisecond
 // another type, ids that are no JOB ids, settings), and requires the same
 // replies and the same data after every step, as TestScriptsMatchTheVerbs
 // does for its fixed sequence. A failure names the seed and the step.
+// Schedules (REPEAT) and waiting claims are left to their own tests: the
+// ticks they make and the times they wake are each server's own clock's.
 func TestScriptsMatchTheVerbsOnARandomWalk(t *testing.T) {
 	nodes := startNodes(t)
 	steps := walkSize(t, "EMQ_WALK_STEPS", 250)
