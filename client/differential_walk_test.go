@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -40,8 +39,9 @@ type walk struct {
 	// shortPassed, which the walk waits out after every claim of it
 	long, short, kept [2]*Queue
 	ids               []ids.ID
-	// claimed are the attempts the walk claimed, in the order it did
-	claimed []heldAttempt
+	// claimed are the attempts the walk claimed (their handles on the
+	// first server), in the order it did
+	claimed []*Job
 	seen    map[string]bool
 }
 
@@ -94,13 +94,13 @@ func (w *walk) step(what string) {
 		return w.ids[r.IntN(len(w.ids))]
 	}
 	// a claimed attempt's handle on server i, under the policy of qs
-	handle := func(i int, h heldAttempt, qs [2]*Queue) *Job { return tw.under(qs, i, h.id, h.attempt) }
+	handle := func(i int, h *Job, qs [2]*Queue) *Job { return tw.under(qs, i, h.ID, h.Attempt) }
 	// a claimed attempt, most often one of the last few claimed
-	pick := func() (heldAttempt, bool) {
+	pick := func() (*Job, bool) {
 		n := len(w.claimed)
 		switch {
 		case n == 0:
-			return heldAttempt{}, false
+			return nil, false
 		case r.IntN(4) > 0:
 			return w.claimed[n-1-r.IntN(min(n, 4))], true
 		}
@@ -182,7 +182,7 @@ func (w *walk) step(what string) {
 	case k < 67: // settle a few, then claim
 		n := r.IntN(4)
 		kinds := make([]int, n)
-		hs := make([]heldAttempt, n)
+		hs := make([]*Job, n)
 		for s := range n {
 			hs[s], _ = pick()
 			kinds[s] = r.IntN(5)
@@ -275,12 +275,6 @@ func (w *walk) step(what string) {
 	}
 }
 
-// heldAttempt is an attempt the walk claimed.
-type heldAttempt struct {
-	id      ids.ID
-	attempt int64
-}
-
 // noteClaimed adds the attempts claimed since it last looked to claimed,
 // in a fixed order.
 func (w *walk) noteClaimed() {
@@ -293,11 +287,7 @@ func (w *walk) noteClaimed() {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		id, attempt, _ := strings.Cut(name, "/")
-		h := heldAttempt{}
-		h.id, _ = ids.Parse(ids.Job, []byte(id))
-		h.attempt, _ = strconv.ParseInt(attempt, 10, 64)
-		w.claimed = append(w.claimed, h)
+		w.claimed = append(w.claimed, w.tw.jobs[0][name])
 	}
 }
 
