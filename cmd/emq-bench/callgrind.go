@@ -100,7 +100,8 @@ func (p *profiler) stop() {
 }
 
 // measure counts the instructions f makes the server's main thread run,
-// the cron's left out. It returns the count and the profile it came from.
+// the cron and the module's scheduler turns left out (yieldFunction). It
+// returns the count and the profile it came from.
 func (p *profiler) measure(f func() error) (float64, profile, error) {
 	if err := p.s.Do("LASTSAVE").Error(); err != nil {
 		return 0, profile{}, err
@@ -119,7 +120,7 @@ func (p *profiler) measure(f func() error) (float64, profile, error) {
 	}
 	defer file.Close()
 	prof, err := parseProfile(file, p.objectName)
-	return float64(prof.total - prof.cron), prof, err
+	return float64(prof.total - prof.cron - prof.yield), prof, err
 }
 
 // moduleObject is the module's object name in profiles: its file's name.
@@ -218,10 +219,10 @@ func runCallgrind(o options) (section, body string, err error) {
 		}
 	}
 	setup := fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted from LASTSAVE (--zero-before) "+
-		"to ECHO (--dump-before), the cron (%s, hz 1) left out, activerehashing off; %d connections × %d operations in flight; "+
+		"to ECHO (--dump-before), the cron (%s, hz 1) and the module's scheduler turns (runtime.Gosched every 5 ms, from %s) left out, activerehashing off; %d connections × %d operations in flight; "+
 		"each variant measured %d times, interleaved, every measured phase on a flushed server after its queues' settings, one phase of warm-up "+
 		"(counted, the count dropped) and its jobs written; an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
-		cronFunction, o.cfg.conns, o.cfg.depth, cgReps, p.idle)
+		cronFunction, yieldFunction, o.cfg.conns, o.cfg.depth, cgReps, p.idle)
 	if base != nil {
 		setup += fmt.Sprintf("; each native verb also run, the same operations in the same repetitions, on a second server under callgrind "+
 			"loading the baseline module %s", displayPath(base.module))

@@ -15,6 +15,7 @@ type profile struct {
 	function map[string]int64 // "function [object]"
 	object   map[string]int64
 	cron     int64 // the inclusive cost of every call of cronFunction
+	yield    int64 // the inclusive cost of every call yieldFunction makes
 }
 
 // cronFunction is the server's periodic cron: at hz 1 it runs once a
@@ -22,6 +23,16 @@ type profile struct {
 // clients do. A count that leaves it out does not depend on how long a
 // loaded machine took to run the measured commands.
 const cronFunction = "serverCron"
+
+// yieldFunction gives the Go scheduler a turn (runtime.Gosched) when the
+// module's last was 5 ms ago or more by the server's clock, ~1,300
+// instructions each: paced by time too, a few hundred a second, so a
+// native server pays a few instructions a call for it, where a server
+// under callgrind, some 50 times slower, pays ~50 times as many turns a
+// call — a hundred instructions, growing with how loaded the machine is.
+// The counts leave its turns out, as they leave out the cron, and keep
+// the check it makes every call.
+const yieldFunction = "github.com/echomq/emq/host.yieldOnTime"
 
 // parseProfile reads a callgrind dump made with positions "line" and the one
 // event Ir, naming each object (binary, library) by objectName of its path.
@@ -74,8 +85,11 @@ func parseProfile(r io.Reader, objectName func(path string) string) (profile, er
 		}
 		if afterCalls { // the inclusive cost of a call, counted in the callee
 			afterCalls = false
-			if callee == cronFunction {
+			switch {
+			case callee == cronFunction:
 				p.cron += cost
+			case fn == yieldFunction:
+				p.yield += cost
 			}
 			continue
 		}

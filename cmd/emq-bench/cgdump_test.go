@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +18,7 @@ const sampleDump = `# callgrind format
 version: 1
 positions: line
 events: Ir
-summary: 212
+summary: 225
 
 ob=(1) /usr/bin/valkey-server
 fl=(1) ???
@@ -42,17 +45,28 @@ calls=1 0
 0 27
 fn=(4)
 0 27
-totals: 212
+
+ob=(2)
+fn=(6) github.com/echomq/emq/host.yieldOnTime
+0 4
+cfn=(7) runtime.mcall
+calls=1 0
+0 9
+fn=(7)
+0 9
+totals: 225
 `
 
 func TestParseProfile(t *testing.T) {
 	p, err := parseProfile(strings.NewReader(sampleDump), filepath.Base)
 	require.NoError(t, err)
-	assert.Equal(t, int64(202), p.total, "a call's inclusive cost is its callee's, not counted again")
+	assert.Equal(t, int64(215), p.total, "a call's inclusive cost is its callee's, not counted again")
 	assert.Equal(t, map[string]int64{"call [valkey-server]": 112, "emqServe [emq.so]": 60,
-		"processTimeEvents [valkey-server]": 3, "serverCron [valkey-server]": 27}, p.function)
-	assert.Equal(t, map[string]int64{"valkey-server": 142, "emq.so": 60}, p.object)
+		"processTimeEvents [valkey-server]": 3, "serverCron [valkey-server]": 27,
+		"github.com/echomq/emq/host.yieldOnTime [emq.so]": 4, "runtime.mcall [emq.so]": 9}, p.function)
+	assert.Equal(t, map[string]int64{"valkey-server": 142, "emq.so": 73}, p.object)
 	assert.Equal(t, int64(27), p.cron, "the cron's calls' inclusive cost")
+	assert.Equal(t, int64(9), p.yield, "the scheduler turns' inclusive cost, not the check that makes them")
 	assert.NotContains(t, p.function, "call'2 [valkey-server]", "a recursive activation is its function's")
 }
 
@@ -85,4 +99,28 @@ func TestProfilePlusAddsBothSteps(t *testing.T) {
 	assert.Equal(t, map[string]int64{"f [a]": 10, "g [a]": 21, "h [b]": 4}, sum.function)
 	assert.Equal(t, map[string]int64{"a": 31, "b": 4}, sum.object)
 	assert.Equal(t, int64(20), enqueue.function["g [a]"], "the operands are left alone")
+}
+
+// The counts leave out the calls of the function yieldFunction names: a
+// rename in host would put the scheduler's turns back in every count.
+func TestYieldFunctionIsTheHostsYield(t *testing.T) {
+	pkg, name, ok := strings.Cut(strings.TrimPrefix(yieldFunction, "github.com/echomq/emq/"), ".")
+	require.True(t, ok)
+	fset := token.NewFileSet()
+	files, err := filepath.Glob(filepath.Join("..", "..", pkg, "*.go"))
+	require.NoError(t, err)
+	found := false
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		for _, d := range file.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == name {
+				found = true
+			}
+		}
+	}
+	assert.True(t, found, "package %s declares no func %s", pkg, name)
 }

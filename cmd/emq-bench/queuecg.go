@@ -101,8 +101,8 @@ func runQueueCallgrind(o options) (section, body string, err error) {
 	fmt.Fprint(&out, runFacts(s, fmt.Sprintf("valgrind --tool=callgrind, the server's main thread counted over each step (LASTSAVE to ECHO); hz 1; "+
 		"%d jobs of %d bytes per run, enqueued %d per call, then drained; concurrency %v, the client floor's claims of %v; modes %v; "+
 		"one unmeasured run of %d jobs per system and mode, then %d repetitions, the systems interleaved; "+
-		"the cron (%s) left out, activerehashing off; an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
-		cfg.cgJobs, cfg.run.payload, cfg.run.batch, cfg.concurrency, cfg.claims, cfg.modes, warmUpJobs, cgReps, cronFunction, p.idle)))
+		"the cron (%s) and the module's scheduler turns (from %s) left out, activerehashing off; an idle main thread runs %.0f instructions/s outside the cron, kept in the counts",
+		cfg.cgJobs, cfg.run.payload, cfg.run.batch, cfg.concurrency, cfg.claims, cfg.modes, warmUpJobs, cgReps, cronFunction, yieldFunction, p.idle)))
 	fmt.Fprintf(&out, "- BullMQ: %s, options as in the CPU section.\n", bullmqFacts(cfg.bullmqDir))
 	fmt.Fprintln(&out)
 	fmt.Fprintln(&out, "Medians over the repetitions, [the range]; ratios pair the systems' runs of one repetition.")
