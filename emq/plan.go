@@ -361,7 +361,8 @@ func (p *Plan) member(w Write, member Ref) {
 			return
 		}
 	}
-	p.write(w, member)
+	p.Refs = append(p.Refs, member)
+	p.writeSince(w, len(p.Refs)-1)
 }
 
 // writeSince adds w with the refs appended to p.Refs since its length was

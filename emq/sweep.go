@@ -105,41 +105,35 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 		if err := elsewhere(s, k); err != nil {
 			return err
 		}
-		c, ok := swept(s, p, r.Member, k, set, v[0])
-		if !ok {
+		if s.Type(k) != Hash {
+			dropDangling(p, set, r.Member.Ref)
 			continue
 		}
-		c.fields = fields
+		t.cands = append(t.cands, candidate{member: r.Member, job: k, from: set, fields: fields})
+		c := &t.cands[len(t.cands)-1]
+		c.member.Score = priorityScore(v[0])
 		if t.st.events.on() {
 			c.attempts, _ = ParseInt(v[1].Bytes)
 		}
-		t.cands = append(t.cands, c)
 	}
-	if moved := t.cands[first:]; len(moved) > t.sweepMax {
+	moved := t.cands[first:]
+	if len(moved) > t.sweepMax {
 		slices.SortStableFunc(moved, func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
+		moved = moved[:t.sweepMax]
 		t.cands = t.cands[:first+t.sweepMax]
 	}
-	for _, c := range t.cands[first:] {
-		if t.st.events.on() {
-			t.st.events.job(p, event, c.member.Ref, c.attempts)
-		}
-		p.Count(counter, 1)
+	if len(moved) == 0 {
+		return nil
 	}
+	if t.st.events.on() {
+		for i := range moved {
+			t.st.events.job(p, event, moved[i].member.Ref, moved[i].attempts)
+		}
+	}
+	p.Count(counter, int64(len(moved)))
 	return nil
 }
 
 // priorityAttemptsFields are the fields a sweep reads of a moved job when
 // the queue records events: its priority, and its attempts for the event.
 var priorityAttemptsFields = []Ref{refPriority, refAttempts}
-
-// swept makes the row at key k of member m of set key set, moved by a
-// sweep, a candidate scored by its priority — or, when the row is gone or
-// not a hash, plans its id's removal from the set and returns false.
-func swept(s Server, p *Plan, m Member, k, set int, priority Value) (candidate, bool) {
-	if s.Type(k) != Hash {
-		dropDangling(p, set, m.Ref)
-		return candidate{}, false
-	}
-	m.Score = priorityScore(priority)
-	return candidate{member: m, job: k, from: set}, true
-}
