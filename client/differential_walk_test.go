@@ -247,7 +247,6 @@ func (w *walk) step(what string) {
 			tw.both("DEL", row)
 		case 2:
 			if r.IntN(3) == 0 { // rarely: it refuses the job's every verb
-				tw.both("DEL", row)
 				tw.both("SET", row, "x")
 			}
 		case 3: // an id that is no JOB id, with a row

@@ -116,12 +116,11 @@ func (t *turn) move(set int, max float64, exclusive bool, fields []Ref, event Re
 			c.attempts, _ = ParseInt(v[1].Bytes)
 		}
 	}
-	moved := t.cands[first:]
-	if len(moved) > t.sweepMax {
-		slices.SortStableFunc(moved, func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
-		moved = moved[:t.sweepMax]
+	if len(t.cands)-first > t.sweepMax {
+		slices.SortStableFunc(t.cands[first:], func(x, y candidate) int { return cmp.Compare(x.member.Score, y.member.Score) })
 		t.cands = t.cands[:first+t.sweepMax]
 	}
+	moved := t.cands[first:]
 	if len(moved) == 0 {
 		return nil
 	}

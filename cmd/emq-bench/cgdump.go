@@ -26,7 +26,7 @@ const cronFunction = "serverCron"
 
 // yieldFunction gives the Go scheduler a turn (runtime.Gosched) when the
 // module's last was 5 ms ago or more by the server's clock, ~1,300
-// instructions each: paced by time too, a few hundred a second, so a
+// instructions each: paced by time too, at most 200 a second, so a
 // native server pays a few instructions a call for it, where a server
 // under callgrind, some 50 times slower, pays ~50 times as many turns a
 // call — a hundred instructions, growing with how loaded the machine is.
