@@ -23,6 +23,7 @@ const (
 	KeyAccess KeyFlags = 1 << 4
 	KeyUpdate KeyFlags = 1 << 5
 	KeyInsert KeyFlags = 1 << 6
+	KeyDelete KeyFlags = 1 << 7
 )
 
 // ArgType is the type of a documented argument.

@@ -331,7 +331,7 @@ var table = []Row{
 		Verb: emq.Remove,
 		CommandSpec: host.CommandSpec{
 			Flags: "write fast", ACL: "write fast",
-			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyUpdate,
+			KeyFlags:   host.KeyRW | host.KeyAccess | host.KeyDelete,
 			Summary:    "Removes a job whatever its state: its row and its entry in every set; replies 0 if there is none.",
 			Complexity: "O(log(N)) where N is the size of the queue's sets.",
 			Since:      since03,
@@ -381,7 +381,7 @@ var table = []Row{
 		Verb: emq.Unrepeat,
 		CommandSpec: host.CommandSpec{
 			Flags: "write fast", ACL: "write fast",
-			KeyFlags:   host.KeyRW | host.KeyUpdate,
+			KeyFlags:   host.KeyRW | host.KeyDelete,
 			Summary:    "Removes a named schedule of a queue; replies 0 if there is none.",
 			Complexity: "O(log(N)) where N is the queue's schedules.",
 			Since:      since03,

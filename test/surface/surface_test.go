@@ -80,7 +80,7 @@ func TestCommandInfoMatchesTheTable(t *testing.T) {
 			require.NoError(t, err)
 			assert.ElementsMatch(t, keyFlagNames(r.KeyFlags), strs(t, spec["flags"]))
 			if slices.Contains(strings.Fields(r.Flags), "write") { // without, %R~ would let a reader write
-				assert.NotZero(t, r.KeyFlags&(host.KeyInsert|host.KeyUpdate), "a write verb's keys are inserted or updated")
+				assert.NotZero(t, r.KeyFlags&(host.KeyInsert|host.KeyUpdate|host.KeyDelete), "a write verb's keys are inserted, updated or deleted from")
 			}
 			bs := asMap(t, spec["begin_search"])
 			assert.Equal(t, "index", mustString(t, bs["type"]))
@@ -98,7 +98,7 @@ func TestCommandInfoMatchesTheTable(t *testing.T) {
 
 func keyFlagNames(f host.KeyFlags) []string {
 	names := map[host.KeyFlags]string{host.KeyRO: "RO", host.KeyRW: "RW", host.KeyAccess: "access",
-		host.KeyUpdate: "update", host.KeyInsert: "insert"}
+		host.KeyUpdate: "update", host.KeyInsert: "insert", host.KeyDelete: "delete"}
 	var out []string
 	for bit, name := range names {
 		if f&bit != 0 {
@@ -283,6 +283,42 @@ func TestGetKeys(t *testing.T) {
 		// Redis 7.0 refuses COMMAND GETKEYS of a command alone for its arity.
 		assert.Equal(t, s.Do("COMMAND", "GETKEYS", "PING").Error().Error(), err.Error())
 	})
+}
+
+// TestKeyPermissionsFollowTheKeySpec asks ACL DRYRUN, for every verb with
+// keys, of a user who may only read every key and of one who may only
+// write them: a write verb needs write (its key spec says insert, update
+// or delete), and one whose key spec says access needs read too, as for a
+// built-in.
+func TestKeyPermissionsFollowTheKeySpec(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	for user, keys := range map[string]string{"reader": "%R~*", "writer": "%W~*"} {
+		require.NoError(t, s.Do("ACL", "SETUSER", user, "on", "nopass", "+@all", keys).Error())
+	}
+	for _, r := range registry.Rows() {
+		if r.Keys == 0 {
+			continue
+		}
+		t.Run(r.Name, func(t *testing.T) {
+			argv := []string{r.Name, strconv.Itoa(r.Keys)}
+			for i := range r.Keys {
+				argv = append(argv, "emq:{q}:k"+strconv.Itoa(i))
+			}
+			for len(argv) < max(r.Arity, -r.Arity) {
+				argv = append(argv, "0")
+			}
+			writes := slices.Contains(strings.Fields(r.Flags), "write")
+			for user, allowed := range map[string]bool{"reader": !writes, "writer": r.KeyFlags&host.KeyAccess == 0} {
+				got, err := s.Do(append([]string{"ACL", "DRYRUN", user}, argv...)...).ToString()
+				require.NoError(t, err)
+				if allowed {
+					assert.Equal(t, "OK", got, user)
+				} else {
+					assert.Contains(t, got, "no permissions to access the 'emq:{q}:k0' key", user)
+				}
+			}
+		})
+	}
 }
 
 // emqInfo returns INFO emq's counters.
