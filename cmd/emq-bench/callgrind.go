@@ -120,7 +120,7 @@ func (p *profiler) measure(f func() error) (float64, profile, error) {
 	}
 	defer file.Close()
 	prof, err := parseProfile(file, p.objectName)
-	return float64(prof.total - prof.cron - prof.yield), prof, err
+	return float64(prof.counted()), prof, err
 }
 
 // moduleObject is the module's object name in profiles: its file's name.

@@ -18,6 +18,10 @@ type profile struct {
 	yield    int64 // the inclusive cost of every call yieldFunction makes
 }
 
+// counted is what a measurement counts of the profile: all of it but the
+// cron and the scheduler turns.
+func (p profile) counted() int64 { return p.total - p.cron - p.yield }
+
 // cronFunction is the server's periodic cron: at hz 1 it runs once a
 // second, mostly to sample the allocator's statistics, whatever the
 // clients do. A count that leaves it out does not depend on how long a
@@ -162,7 +166,8 @@ func minus(a, b map[string]int64) map[string]int64 {
 
 // plus is p's and q's instructions together.
 func (p profile) plus(q profile) profile {
-	sum := profile{total: p.total + q.total, function: map[string]int64{}, object: map[string]int64{}}
+	sum := profile{total: p.total + q.total, cron: p.cron + q.cron, yield: p.yield + q.yield,
+		function: map[string]int64{}, object: map[string]int64{}}
 	for _, m := range []profile{p, q} {
 		for k, v := range m.function {
 			sum.function[k] += v

@@ -67,6 +67,7 @@ func TestParseProfile(t *testing.T) {
 	assert.Equal(t, map[string]int64{"valkey-server": 142, "emq.so": 73}, p.object)
 	assert.Equal(t, int64(27), p.cron, "the cron's calls' inclusive cost")
 	assert.Equal(t, int64(9), p.yield, "the scheduler turns' inclusive cost, not the check that makes them")
+	assert.Equal(t, int64(215-27-9), p.counted(), "a measurement counts all but the cron and the turns")
 	assert.NotContains(t, p.function, "call'2 [valkey-server]", "a recursive activation is its function's")
 }
 
@@ -92,10 +93,11 @@ func TestTopSortsByCostThenName(t *testing.T) {
 }
 
 func TestProfilePlusAddsBothSteps(t *testing.T) {
-	enqueue := profile{total: 30, function: map[string]int64{"f [a]": 10, "g [a]": 20}, object: map[string]int64{"a": 30}}
-	drain := profile{total: 5, function: map[string]int64{"g [a]": 1, "h [b]": 4}, object: map[string]int64{"a": 1, "b": 4}}
+	enqueue := profile{total: 30, cron: 3, yield: 2, function: map[string]int64{"f [a]": 10, "g [a]": 20}, object: map[string]int64{"a": 30}}
+	drain := profile{total: 5, cron: 1, function: map[string]int64{"g [a]": 1, "h [b]": 4}, object: map[string]int64{"a": 1, "b": 4}}
 	sum := enqueue.plus(drain)
 	assert.Equal(t, int64(35), sum.total)
+	assert.Equal(t, int64(35-4-2), sum.counted(), "the cron and the turns of both left out")
 	assert.Equal(t, map[string]int64{"f [a]": 10, "g [a]": 21, "h [b]": 4}, sum.function)
 	assert.Equal(t, map[string]int64{"a": 31, "b": 4}, sum.object)
 	assert.Equal(t, int64(20), enqueue.function["g [a]"], "the operands are left alone")
