@@ -118,7 +118,8 @@ func work(t *testing.T, w *site, s *valkeytest.Server) {
 // TestBrowser: a person opens the overview, follows a queue to its dead
 // jobs, opens one, revives it and sees the counts change; pauses the queue
 // and resumes it; deletes a pending job; removes a schedule; a read-only
-// dashboard shows no action and refuses the POST. The pages are left as
+// dashboard shows no action and refuses the POST; the dead tab's Revive
+// all revives them behind a second click. The pages are left as
 // PNGs under build/screenshots.
 func TestBrowser(t *testing.T) {
 	ctx := browser(t)
@@ -267,5 +268,16 @@ func TestBrowser(t *testing.T) {
 			chromedp.EvalAwaitPromise))
 		assert.Equal(t, 403, status)
 		assert.Equal(t, int64(1), zcard(t, s, "emails", "dead"), "nothing written")
+	})
+	t.Run("the dead tab's Revive all, confirmed, revives every dead job", func(t *testing.T) {
+		step(t, ctx, chromedp.Navigate(rw.url+"/queues/emails?state=dead"))
+		assert.False(t, step(t, ctx, chromedp.Evaluate[bool](`document.querySelector("#revive-all").checkVisibility()`)),
+			"one click does not revive them all")
+		step(t, ctx, chromedp.Click(chromedp.CSS("#revive-all-open")))
+		step(t, ctx, chromedp.WaitVisible(chromedp.CSS("#revive-all")))
+		shoot(t, ctx, dir, "12-revive-all")
+		step(t, ctx, chromedp.Click(chromedp.CSS("#revive-all")))
+		assert.Contains(t, text(t, ctx, "#flash"), "Revived 1 of 1")
+		assert.Zero(t, zcard(t, s, "emails", "dead"))
 	})
 }

@@ -457,11 +457,20 @@ func TestActions(t *testing.T) {
 		assert.Equal(t, http.StatusRequestEntityTooLarge, code, "a long url-encoded form too")
 		assert.Equal(t, int64(2), zcard(t, s, "emails", "dead"))
 	})
-	t.Run("the dead tab's bulk button counts one dead job as one", func(t *testing.T) {
+	t.Run("the dead tab's bulk button counts one dead job as one, behind a step that says what it does", func(t *testing.T) {
 		_, body := rw.get(t, "/queues/invoices?state=dead")
+		assert.Contains(t, body, `<summary id="revive-all-open">Revive the dead job…</summary>`)
 		assert.Contains(t, body, `<button id="revive-all" type="submit">Revive the dead job</button>`)
 		_, body = rw.get(t, "/queues/emails?state=dead")
+		assert.Contains(t, body, `<summary id="revive-all-open">Revive all 2 dead jobs…</summary>`)
 		assert.Contains(t, body, `<button id="revive-all" type="submit">Revive all 2 dead jobs</button>`)
+		assert.Contains(t, body, "runs again")
+	})
+	t.Run("the overview's bulk button counts a queue's dead jobs, behind a step", func(t *testing.T) {
+		_, body := rw.get(t, "/")
+		assert.Contains(t, body, `<summary>Revive all dead…</summary>`)
+		assert.Contains(t, body, `<button type="submit">Revive all 2 dead jobs</button>`)
+		assert.Contains(t, body, `<button type="submit">Revive the dead job</button>`)
 	})
 	t.Run("revive with a token revives the job and says so", func(t *testing.T) {
 		code, loc := rw.post(t, revive, url.Values{"csrf": {rw.token(t, "/queues/emails/jobs/"+dead)}})
