@@ -496,19 +496,18 @@ func sweepFor(ctx *C.ValkeyModuleCtx, q *queueWait) {
 			waitStats.TimersRefused++
 			// refused — a key of the queue holding another type, or
 			// mid-migration a row or a set gone that the sweep would have
-			// dropped or written again here — it looks again; a waiter it
-			// wakes is refused the same way (WRONGTYPE, TRYAGAIN), and
-			// with the pending set gone none is woken: they wait, as
-			// BLPOP's waiters do while their key holds another type,
-			// until the key is mended or the slot has moved and the
-			// server redirects them
+			// dropped or written again here — it looks again and wakes
+			// nobody, whose claim would be refused the same way
+			// (WRONGTYPE, TRYAGAIN): the waiters wait on untouched, as
+			// BLPOP's do while their key holds another type, until the
+			// key is mended or the slot has moved and the server
+			// redirects them
 			retry()
+			return
 		}
 		switch {
 		case serves:
-			if !refused { // else the waiters wait on untouched, as a refused claim writes nothing
-				serveInOrder(ctx, q)
-			}
+			serveInOrder(ctx, q)
 		case q.waiters > 0 && !q.closed(int64(C.emq_now_ms())):
 			C.emq_signal_ready(ctx, pending, C.size_t(len(q.pending)))
 		}

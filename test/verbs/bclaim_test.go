@@ -1218,6 +1218,28 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, id, claimedID(t, got))
 	})
+	t.Run("a limited queue that refuses its timer's sweep at its window's end: its waiter waits on until the key is mended", func(t *testing.T) {
+		// pending holds a job, so a waiter woken would claim, and be
+		// refused WRONGTYPE: the refused sweep wakes none, as BLPOP's
+		// waiters wait on while their key holds another type
+		flush(t, s)
+		must(t, s, bq.limit(1, 500)...)
+		enqueueB(t, s, 1)
+		second := enqueueB(t, s, 2)
+		must(t, s, claimB(100_000)...) // the window's one job
+		w := blockB(t, s, 100_000, 20_000)
+		refused := valkeytest.InfoInt(s.Info("emq"), "emq_timers_refused")
+		must(t, s, "RENAME", bq.config(), "config, put by")
+		must(t, s, "SET", bq.config(), "by hand")
+		waitFor(t, "the timer's sweep at the window's end refused twice", func() bool {
+			return valkeytest.InfoInt(s.Info("emq"), "emq_timers_refused") >= refused+2
+		})
+		require.Equal(t, int64(1), valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers"), "the worker still waits")
+		must(t, s, "RENAME", "config, put by", bq.config())
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Equal(t, second, claimedID(t, got))
+	})
 	waitInfo(t, s, "emq_blocked_workers", 0)
 	waitInfo(t, s, "emq_timers", 0)
 }
