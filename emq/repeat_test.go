@@ -198,3 +198,21 @@ func TestTickIDsAreDistinctPerScheduleAndTick(t *testing.T) {
 	_, ok := tickID(ids.EpochMs-1, 1)
 	assert.False(t, ok, "no id before the EMQ epoch")
 }
+
+// A schedule's ticks take node 1023 − ⌊(number − 1) / 4096⌋, sequence
+// 4095 − (number − 1) mod 4096, as docs/commands.md tells a minter to
+// keep apart from.
+func TestTickIDsTakeNodesDownFrom1023(t *testing.T) {
+	tick := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixMilli()
+	for _, c := range []struct {
+		number    int64
+		node, seq uint32
+	}{
+		{1, 1023, 4095}, {4096, 1023, 0}, {4097, 1022, 4095}, {8192, 1022, 0}, {8193, 1021, 4095},
+		{maxScheduleNumber, 0, 1},
+	} {
+		id, ok := tickID(tick, c.number)
+		require.True(t, ok)
+		assert.Equal(t, [2]uint32{c.node, c.seq}, [2]uint32{id.Node(), id.Seq()}, "schedule %d", c.number)
+	}
+}
