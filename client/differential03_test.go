@@ -110,7 +110,7 @@ func TestScriptsMatchTheVerbsOf03(t *testing.T) {
 	tw.same("a claim of a used window", tw.claim(tw.long, 5))
 	queueCall("limit of a shorter window", func(q *Queue) any { return outcome(nil, q.Limit(ctx(t), 2, 30*time.Second)) })
 	tw.same("a claim cutting the window under way", tw.claim(tw.long, 5))
-	for _, n := range tw.nodes { // the snapshot leaves TTLs out: the cut, on each
+	for _, n := range tw.nodes { // the snapshot holds the TTLs alike; that each is cut:
 		assert.LessOrEqual(t, integer(t, n.s, "PTTL", set(keys.Limiter)), int64(30_000), "%s: the window cut to the new one", n)
 	}
 	tw.both("PEXPIRE", set(keys.Limiter), "1") // the window ends

@@ -13,6 +13,7 @@ import (
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 )
 
 // twin is one queue on two servers, the module's and a module-less one
@@ -40,7 +41,7 @@ func outcome(v any, err error) any {
 }
 
 // same runs call on both servers, requires the same outcome and then the
-// same data.
+// same data, its times within timeSlack of each other.
 func (tw *twin) same(what string, call func(i int, n node) any) {
 	tw.t.Helper()
 	var got [2]any
@@ -48,24 +49,51 @@ func (tw *twin) same(what string, call func(i int, n node) any) {
 		got[i] = call(i, n)
 	}
 	require.Equal(tw.t, got[0], got[1], "%s: the verb and the script answer alike", what)
-	require.Equal(tw.t, tw.snapshot(tw.nodes[0]), tw.snapshot(tw.nodes[1]), "%s: the verb and the script leave the same data", what)
+	a, b := tw.snapshot(tw.nodes[0]), tw.snapshot(tw.nodes[1])
+	require.Equal(tw.t, a.lines, b.lines, "%s: the verb and the script leave the same data", what)
+	for k, at := range a.times {
+		require.InDelta(tw.t, at.ms, b.times[k].ms, float64(timeSlack.Milliseconds()),
+			"%s: the verb and the script leave the same time in %s", what, at.where)
+	}
 }
 
-// snapshot is a server's data without its clock: every key's type; a
-// hash's fields; a sorted set's members, sorted, and pending's with their
-// scores (priorities), in claim order; a string's value; a stream's
-// entries' fields in order; whether a key expires. The scores of the
-// active, delayed and dead sets (deadlines, due times, times of death),
-// TTLs, stream IDs and the times events carry (lease, at) are read from
-// each server's own clock, so they are left out here and compared by
-// DEBUG DIGEST where the data holds none.
-func (tw *twin) snapshot(n node) []string {
+// timeSlack is how far apart the two servers' times of one write may be:
+// the twin's calls run one after the other, a call apart, never a second.
+const timeSlack = time.Second
+
+// data is a snapshot of a server's data: its lines, each time in them
+// written as <time>, and those times, in the order of the lines.
+type data struct {
+	lines []string
+	times []moment
+}
+
+// moment is one time of a snapshot, in Unix or remaining ms, and where it
+// was read.
+type moment struct {
+	where string
+	ms    float64
+}
+
+// snapshot is a server's data: every key's type; a hash's fields; a sorted
+// set's members, sorted, and pending's with their scores (priorities), in
+// claim order; a string's value; a stream's entries' fields in order;
+// whether a key expires. What each server reads from its own clock — the
+// scores of the other sets (deadlines, due times, times of death), TTLs,
+// the times of stream IDs and those events carry (lease, at) — are
+// snapshot's times, compared within timeSlack: a script that wrote a
+// second where the verb writes a millisecond, or no deadline, differs.
+func (tw *twin) snapshot(n node) data {
 	t := tw.t
 	t.Helper()
 	names, err := n.s.Do("KEYS", "*").AsStrSlice()
 	require.NoError(t, err)
 	slices.Sort(names)
-	var out []string
+	var out data
+	at := func(where string, ms float64) string {
+		out.times = append(out.times, moment{where, ms})
+		return "<time>"
+	}
 	for _, k := range names {
 		typ := str(t, n, "TYPE", k)
 		line := k + " " + typ
@@ -88,31 +116,41 @@ func (tw *twin) snapshot(n node) []string {
 				}
 				break
 			}
-			members, err := n.s.Do("ZRANGE", k, "0", "-1").AsStrSlice()
+			members, err := n.s.Do("ZRANGE", k, "0", "-1", "WITHSCORES").AsZScores()
 			require.NoError(t, err)
-			slices.Sort(members)
-			line += " " + strings.Join(members, " ")
+			slices.SortFunc(members, func(a, b valkey.ZScore) int { return strings.Compare(a.Member, b.Member) })
+			for _, m := range members {
+				line += " " + m.Member + "@" + at(k+" "+m.Member, m.Score)
+			}
 		case "string":
 			line += " " + str(t, n, "GET", k)
 		case "stream":
 			for _, e := range xrange(t, n.s, k) {
-				line += "\n "
+				ms, _, ok := strings.Cut(e.ID, "-")
+				require.True(t, ok, "%s: a stream ID", e.ID)
+				line += "\n " + at(k+" "+e.ID, timeOf(t, ms))
 				for _, f := range e.FieldValues {
 					if f.Field == "lease" || f.Field == "at" {
-						_, err := strconv.ParseInt(f.Value, 10, 64)
-						require.NoError(t, err, "%s is a time", f.Field)
-						f.Value = "<time>"
+						f.Value = at(k+" "+e.ID+" "+f.Field, timeOf(t, f.Value))
 					}
 					line += " " + f.Field + "=" + f.Value
 				}
 			}
 		}
-		if integer(t, n.s, "PTTL", k) >= 0 {
-			line += " expires"
+		if ttl := integer(t, n.s, "PTTL", k); ttl >= 0 {
+			line += " expires in " + at(k+"'s TTL", float64(ttl))
 		}
-		out = append(out, line)
+		out.lines = append(out.lines, line)
 	}
 	return out
+}
+
+// timeOf is s, a decimal integer, as a time in ms.
+func timeOf(t *testing.T, s string) float64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	require.NoError(t, err, "%q is a time", s)
+	return float64(n)
 }
 
 // claim claims n jobs from q[i] and remembers their handles.
