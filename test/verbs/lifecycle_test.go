@@ -502,6 +502,29 @@ func TestJobLifecycle(t *testing.T) {
 		must(t, s, "HSET", q.job(id), "revived", "junk")
 		require.Empty(t, claimJobs(t, s, q.claim(longLease, 1, 2)...), "a revived that is not a count counts 0: 3 attempts ≥ 2")
 		requireAt(t, s, q, id, "dead", 3)
+		for _, v := range []string{"-1", "4"} { // negative; more than the row's 3 attempts
+			require.Equal(t, int64(1), integer(t, s, q.revive(id)...))
+			must(t, s, "HSET", q.job(id), "revived", v)
+			require.Empty(t, claimJobs(t, s, q.claim(longLease, 1, 2)...), "a revived of %s is no count of the attempts: it counts 0", v)
+			requireAt(t, s, q, id, "dead", 3)
+		}
+	})
+
+	t.Run("EXTEND and FAIL take the row's state: an id a hand left in a second set is the next claim's to put right", func(t *testing.T) {
+		flush(t, s)
+		must(t, s, "HSET", q.job(id), "state", "active", "attempts", "1", "payload", "p")
+		must(t, s, "ZADD", q.pending, "0", id)
+		integer(t, s, q.extend(id, 1, longLease)...)
+		require.Equal(t, []string{q.pending, q.active}, setsHolding(t, s, q, id), "the row said active: EXTEND added it there")
+		require.Equal(t, []claimed{{id, 2, "p"}}, claimJobs(t, s, q.claim(longLease, 5, 5)...), "delivered once")
+		requireAt(t, s, q, id, "active", 2)
+		refuse(t, s, "EMQLEASE the job is not active under this attempt", q.extend(id, 1, longLease)...)
+
+		must(t, s, "ZADD", q.delayed, "5", id)
+		require.Equal(t, "pending", text(t, s, q.fail(id, 2, 0, 5, "e")...))
+		require.Equal(t, []string{q.pending, q.delayed}, setsHolding(t, s, q, id), "FAIL sent it to pending, the hand's delayed kept")
+		require.Equal(t, []claimed{{id, 3, "p"}}, claimJobs(t, s, q.claim(longLease, 5, 5)...), "delivered once")
+		requireAt(t, s, q, id, "active", 3)
 	})
 
 	t.Run("STALLED.CHECK requeues at most limit stalled jobs, oldest deadline first", func(t *testing.T) {
