@@ -278,11 +278,13 @@ static int ends_with(const char *s, size_t len, const char *suffix) {
 }
 
 // brings reports whether a zset event may have added a member or lowered
-// a score: a ZADD, a ZINCRBY (or ZADD INCR), or a whole set stored by
-// ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE or ZRANGESTORE. The others (ZREM,
-// ZPOPMIN, ZREMRANGEBY…) only take members away.
+// a score: a ZADD (GEOADD's too), a ZINCRBY (or ZADD INCR), or a whole set
+// stored by ZUNIONSTORE, ZINTERSTORE, ZDIFFSTORE, ZRANGESTORE, GEOSEARCHSTORE
+// or GEORADIUS… STORE. The others (ZREM, ZPOPMIN, ZREMRANGEBY…) only take
+// members away.
 static int brings(const char *event) {
-    static const char *const events[] = {"zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore"};
+    static const char *const events[] = {"zadd", "zincr", "zunionstore", "zinterstore", "zdiffstore", "zrangestore",
+                                         "geosearchstore", "georadiusstore"};
     for (size_t i = 0; i < sizeof events / sizeof *events; i++)
         if (strcmp(event, events[i]) == 0) return 1;
     return 0;

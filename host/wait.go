@@ -20,21 +20,21 @@ import (
 // A blocking verb whose plan asks to wait (emq.Plan.Wait) and replies
 // nothing keeps its client blocked on a key — for a claim, its queue's
 // pending set. Every sorted-set write that may bring a member to a pending
-// set (ZADD, ZINCRBY, Z…STORE), ours or a built-in's, signals it (wait.c);
-// the server then runs the verb again for each client waiting there, first
-// come first served, and the one that replies is done. The zset events are
-// subscribed to when a client first waits in a load: until then no ZADD
-// pays for the server's call into the module. While
-// a queue has waiters it has one timer, at the lowest score of the sets
-// the plan named (delayed due times, lease deadlines): when it fires on a
-// primary it sweeps the queue for the jobs its waiters want (wanted) and
-// signals the pending set, and the woken verbs claim them. A queue
-// whose claim or sweep found it closed — paused, its rate window used up —
-// is closed for its waiters a little while (closedMs, or to the window's
-// end): a write to its pending set signals nobody and a wake-up runs no
-// claim, and the timer's sweep looks again when that while ends, waking
-// the waiters only if it finds the queue open; EMQ.RESUME and EMQ.LIMIT
-// open it at once. Nothing here runs off the main thread.
+// set (ZADD, ZINCRBY, Z…STORE, GEO… STORE), ours or a built-in's, signals it
+// (wait.c); the server then runs the verb again for each client waiting
+// there, first come first served, and the one that replies is done. The zset
+// events are subscribed to when a client first waits in a load: until then
+// no ZADD pays for the server's call into the module. While a queue has
+// waiters it has one timer, at the lowest score of the sets the plan named
+// (delayed due times, lease deadlines): when it fires on a primary it sweeps
+// the queue for the jobs its waiters want (wanted) and signals the pending
+// set, and the woken verbs claim them. A queue whose claim or sweep found it
+// closed — paused, its rate window used up — is closed for its waiters a
+// little while (closedMs, or to the window's end): a write to its pending
+// set signals nobody and a wake-up runs no claim, and the timer's sweep
+// looks again when that while ends, waking the waiters only if it finds the
+// queue open; EMQ.RESUME and EMQ.LIMIT open it at once. Nothing here runs
+// off the main thread.
 
 // waiter is a client kept waiting, by the number its callbacks get back.
 type waiter struct {

@@ -1182,6 +1182,34 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 			servedOnTime(t, s, w, id, due)
 		})
 	}
+	for _, store := range [][]string{ // each stores, into dst, the set geo's one member, at a score long past
+		{"GEOSEARCHSTORE", "dst", "geo", "FROMLONLAT", "-179.9", "-85", "BYRADIUS", "100", "km"},
+		{"GEORADIUS", "geo", "-179.9", "-85", "100", "km", "STORE", "dst"},
+		{"GEORADIUSBYMEMBER", "geo", "<id>", "100", "km", "STORE", "dst"},
+	} {
+		for _, set := range []string{bq.delayed, bq.active} {
+			t.Run("a built-in "+store[0]+" into "+set+" re-arms the queue's timer", func(t *testing.T) {
+				flush(t, s)
+				id := jobN(1)
+				state := map[string]string{bq.delayed: "delayed", bq.active: "active"}[set]
+				must(t, s, "HSET", bq.job(id), "state", state, "attempts", "0", "payload", "p")
+				must(t, s, "GEOADD", "{b}geo", "-179.9", "-85", id)
+				w := blockB(t, s, 1000, 5_000)
+				names := map[string]string{"dst": set, "geo": "{b}geo", "<id>": id}
+				var call []string
+				for _, a := range store {
+					if name, ok := names[a]; ok {
+						a = name
+					}
+					call = append(call, a)
+				}
+				require.Equal(t, int64(1), integer(t, s, call...))
+				got, err := w.read()
+				require.NoError(t, err)
+				require.Equal(t, id, claimedID(t, got), "served, not left to its timeout")
+			})
+		}
+	}
 	t.Run("a nearer due time re-arms the queue's timer", func(t *testing.T) {
 		flush(t, s)
 		far := enqueueB(t, s, 1)
