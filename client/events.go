@@ -146,8 +146,9 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 // time), so a listener started on a replica mid-sync gets the entries
 // appended after it started, not the whole stream once the data lands.
 //
-// It reads with XREAD, blocking at most [DefaultPoll] per read; ctx's end
-// stops a read at once, and no event is yielded once ctx ended — not even
+// It reads with XREAD, blocking at most [DefaultPoll] per read, each read on
+// a connection of valkey-go's blocking pool, which idle workers may fill
+// (see [Queue.Work]); ctx's end stops a read at once, and no event is yielded once ctx ended — not even
 // one of a batch already read. An entry that is not an event is yielded
 // with an error and the events after it follow. A read that fails — or has
 // no reply 5 s after its block ended: a server stopped, or cut off without

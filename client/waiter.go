@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	emqerrors "github.com/echomq/emq/errors"
@@ -94,7 +95,7 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 	// goes back to the pool
 	native, err := q.c.nodes.serves(w.stop, q.slot, CapBClaim)
 	if err == nil && native {
-		native, err = b.open(w.base, q)
+		native, err = b.open(w.base, q, w.log)
 	}
 	switch {
 	case w.stop.Err() != nil: // stopping: what failed is no error
@@ -189,6 +190,13 @@ func (w *worker) unblock() {
 	}
 }
 
+// poolWaitWarn is how long a blocking claim waits for a connection of
+// valkey-go's blocking pool before it says so. An idle worker holds its
+// connection as long as its queue stays empty, so a client whose pool
+// (ClientOption.BlockingPoolSize) they fill has none for the next: its
+// claim waits, silent but for this, until one is given back.
+const poolWaitWarn = time.Second
+
 // blocker is the connection the waiter's blocking claims wait on: a
 // dedicated one of valkey-go's pool, of one node's client, whose CLIENT ID
 // a stop names in CLIENT UNBLOCK on that node.
@@ -204,7 +212,8 @@ type blocker struct {
 // (target) and learns its id, unless b has one. It reports false, taking
 // none, when valkey-go has no connection to that node yet: the waiter
 // polls this once, through valkey-go's routing, which learns the node.
-func (b *blocker) open(ctx context.Context, q *Queue) (bool, error) {
+// A connection that takes poolWaitWarn to come is logged to log.
+func (b *blocker) open(ctx context.Context, q *Queue, log *slog.Logger) (bool, error) {
 	if b.dc != nil {
 		return true, nil
 	}
@@ -212,7 +221,13 @@ func (b *blocker) open(ctx context.Context, q *Queue) (bool, error) {
 	if node == nil || err != nil {
 		return false, err
 	}
+	slow := time.AfterFunc(poolWaitWarn, func() {
+		log.Warn("the blocking claim waits for a connection: valkey-go's blocking pool is held by this client's other waits — "+
+			"each idle queue of Work, each idle shard of a Sharded and each Events read holds one; "+
+			"raise valkey.ClientOption.BlockingPoolSize (1024 by default) above them", "queue", q.name, "waited", poolWaitWarn)
+	})
 	dc, release := node.Dedicate()
+	slow.Stop()
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
 	if err != nil {
 		dc.Close()

@@ -134,9 +134,15 @@ var (
 // (EMQ.SETTLE; on a node without it, one EVALSHA of a script as atomic),
 // one at a time, so the outcomes that finish while a call is out
 // go together in the next. When a claim finds the queue empty, one
-// blocking claim waits on a dedicated connection of valkey-go's pool (on a
-// node without EMQ.BCLAIM, polling); a stop ends it at once with CLIENT
-// UNBLOCK. One scheduler extends the leases due, in one pipeline.
+// blocking claim waits on a dedicated connection of valkey-go's blocking
+// pool (on a node without EMQ.BCLAIM, polling), held while the queue stays
+// empty; a stop ends it at once with CLIENT UNBLOCK. A client serves as
+// many idle queues at once — with Sharded's idle shards and the Events
+// reads — as its pool holds (valkey.ClientOption.BlockingPoolSize, 1024
+// by default): a worker's wait past them waits for a connection to be
+// given back, its queue's jobs unclaimed meanwhile, and after a second it
+// logs a warning that says so. One scheduler extends the leases due, in
+// one pipeline.
 //
 // Work returns nil after a shutdown, or a refusal: at its start, with
 // nothing claimed, for a nil h or opts out of range; or one the claims met
@@ -197,8 +203,12 @@ const maxBackoff = (1 << 40) * time.Millisecond
 // backoff is the policy's backoff for a failure of attempt, in EMQ.FAIL's
 // range: a negative one is 0, one past maxBackoff is maxBackoff.
 func (q *Queue) backoff(attempt int64) time.Duration {
-	return min(max(q.policy.Backoff(attempt), 0), maxBackoff)
+	return heldBackoff(q.policy.Backoff(attempt))
 }
+
+// heldBackoff is d held to EMQ.FAIL's range: a negative d is 0, one past
+// maxBackoff is maxBackoff.
+func heldBackoff(d time.Duration) time.Duration { return min(max(d, 0), maxBackoff) }
 
 // crew is one Work call's state: the handler slots and what the queues it
 // works share — one queue's for [Queue.Work], every shard's for

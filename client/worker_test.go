@@ -1675,3 +1675,43 @@ func heldBack(t *testing.T, s *valkeytest.Server, cmd string) bool {
 	}
 	return false
 }
+
+// An idle worker holds a connection of valkey-go's blocking pool while its
+// queue is empty: a client whose pool the idle workers fill has none for
+// the next one's blocking claim, which says so in its log and claims once
+// a connection is given back.
+func TestWorkSaysWhenItWaitsForABlockingConnection(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	m, err := ids.NewMinter(1)
+	require.NoError(t, err)
+	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr}, BlockingPoolSize: 1})
+	require.NoError(t, err)
+	defer vk.Close()
+	n := node{s: s, c: New(vk), native: true, m: m}
+	holds, waits := newQueue(t, n, "holds", Policy{}), newQueue(t, n, "waits", Policy{})
+	ran := make(chan ids.ID, 1)
+	stopHolding := working(t, holds, func(context.Context, *Job) error { return nil }, WorkOptions{})
+	eventually(t, "the first worker's claim waits", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1
+	})
+	var logs logBuffer
+	stopWaiting := working(t, waits, func(_ context.Context, j *Job) error { ran <- j.ID; return nil }, WorkOptions{Logger: logs.logger()})
+	eventually(t, "the second worker's log says what it waits for", func() bool {
+		return strings.Contains(logs.String(), "BlockingPoolSize")
+	})
+	id, err := waits.Enqueue(ctx(t), []byte("p"))
+	require.NoError(t, err)
+	select {
+	case got := <-ran:
+		t.Fatalf("%s ran while its worker had no connection to wait on", got)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NoError(t, stopHolding())
+	select {
+	case got := <-ran:
+		require.Equal(t, id, got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the job did not run once the connection was given back")
+	}
+	require.NoError(t, stopWaiting())
+}
