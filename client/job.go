@@ -101,8 +101,9 @@ func (j *Job) Fail(ctx context.Context, cause error) (State, error) {
 	return j.FailAfter(ctx, cause, j.q.backoff(j.Attempt))
 }
 
-// FailAfter is Fail with the backoff given: 0 makes the job claimable at
-// once.
+// FailAfter is Fail with the backoff given, held to the same range: 0 —
+// or a negative backoff — makes the job claimable at once, and one past
+// 2^40 ms (some 35 years) is 2^40 ms.
 func (j *Job) FailAfter(ctx context.Context, cause error, backoff time.Duration) (State, error) {
 	text, maxAttempts := "", j.q.maxAttempts
 	if cause != nil {
@@ -154,6 +155,6 @@ const noRetry = "1"
 func (j *Job) failCall(backoff time.Duration, text, maxAttempts string) verbCall {
 	q := j.q
 	return verbCall{verb: emq.Fail, cp: CapFail, keys: []string{j.key(), q.pending, q.active, q.delayed, q.dead},
-		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(max(backoff, 0)), maxAttempts, text},
+		args:   []string{strconv.FormatInt(j.Attempt, 10), millis(heldBackoff(backoff)), maxAttempts, text},
 		script: q.c.scripts.fail}
 }

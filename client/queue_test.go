@@ -169,7 +169,7 @@ func TestQueueHandles(t *testing.T) {
 				assert.Equal(t, int64(3), j.Attempt, "a revived job goes on from its attempts: a token is never handed out twice")
 				requireRefusal(t, q.Revive(ctx(t), id), emqerrors.State)
 			})
-			t.Run("Fail holds the policy's backoff to the verb's range, as Work does", func(t *testing.T) {
+			t.Run("Fail holds the policy's backoff to the verb's range, as Work does, and FailAfter the one given", func(t *testing.T) {
 				for _, c := range []struct {
 					name    string
 					backoff time.Duration
@@ -177,22 +177,29 @@ func TestQueueHandles(t *testing.T) {
 					due     time.Duration
 				}{
 					{"200 years is 2^40 ms", 200 * 365 * 24 * time.Hour, StateDelayed, maxBackoff},
+					{"the longest duration is 2^40 ms", math.MaxInt64, StateDelayed, maxBackoff},
 					{"a negative one is 0", -time.Hour, StatePending, 0},
 				} {
-					q := newQueue(t, n, "held-backoff", Policy{Backoff: func(int64) time.Duration { return c.backoff }})
-					id, err := q.Enqueue(ctx(t), nil)
-					require.NoError(t, err)
-					before := time.Now()
-					state, err := claimOne(t, q).Fail(ctx(t), errors.New("boom"))
-					require.NoError(t, err, c.name)
-					assert.Equal(t, c.want, state, c.name)
-					if c.want == StateDelayed {
-						due, err := n.c.vk.Do(ctx(t), n.c.vk.B().Zscore().Key(keys.Set("held-backoff", keys.DelayedSet)).Member(id.String()).Build()).AsInt64()
+					for _, after := range []bool{false, true} {
+						q := newQueue(t, n, "held-backoff", Policy{Backoff: func(int64) time.Duration { return c.backoff }})
+						id, err := q.Enqueue(ctx(t), nil)
 						require.NoError(t, err)
-						assert.InDelta(t, before.Add(c.due).UnixMilli(), due, 5000, c.name)
+						before := time.Now()
+						fail := func(j *Job) (State, error) { return j.Fail(ctx(t), errors.New("boom")) }
+						if after {
+							fail = func(j *Job) (State, error) { return j.FailAfter(ctx(t), errors.New("boom"), c.backoff) }
+						}
+						state, err := fail(claimOne(t, q))
+						require.NoError(t, err, c.name)
+						assert.Equal(t, c.want, state, c.name)
+						if c.want == StateDelayed {
+							due, err := n.c.vk.Do(ctx(t), n.c.vk.B().Zscore().Key(keys.Set("held-backoff", keys.DelayedSet)).Member(id.String()).Build()).AsInt64()
+							require.NoError(t, err)
+							assert.InDelta(t, before.Add(c.due).UnixMilli(), due, 5000, c.name)
+						}
+						_, err = q.Remove(ctx(t), id)
+						require.NoError(t, err)
 					}
-					_, err = q.Remove(ctx(t), id)
-					require.NoError(t, err)
 				}
 			})
 			t.Run("a stale attempt is refused with EMQLEASE and changes nothing", func(t *testing.T) {
