@@ -134,7 +134,7 @@ func (m *Module) Init(name string, version int) error {
 	}
 	// A second load in one process (after a first that failed) starts from
 	// clean state; a load refused above leaves the serving module alone.
-	handlers, sweeper, frames, depth, infoFunc, nconfigs, yielded = nil, nil, nil, 0, nil, 0, 0
+	handlers, sweeper, frames, depth, infoFunc, nconfigs, yielded, called = nil, nil, nil, 0, nil, 0, 0, 0
 	resetWaits()
 	return nil
 }

@@ -13,9 +13,9 @@ import "runtime"
 // second under a steady load, 6–13 % of the main thread's CPU on the
 // runtime's threads, which share its core. A verb that finds the tick
 // yieldEvery old gives the scheduler a turn (runtime.Gosched: the
-// goroutine, locked to the thread, comes straight back to it), the tick
-// moves on, and the monitor, finding nothing to take, backs off to one
-// look every 10 ms.
+// goroutine, locked to the thread, is handed back to it by another runtime
+// thread), the tick moves on, and the monitor, finding nothing to take,
+// backs off to one look every 10 ms.
 
 // The main thread also holds its P between verbs: a call from C into Go
 // leaves it, on return, in a system call, and the monitor takes a P back
@@ -45,15 +45,23 @@ func atLeastMinProcs() {
 // scheduling tick while it serves verbs: under the monitor's 10 ms.
 const yieldEvery = 5 // ms
 
-// yielded is when a verb last gave the scheduler a turn, by the server's
-// clock (ms).
-var yielded int64
+// yielded is when a verb last gave the scheduler a turn, and called when
+// a verb last ran, by the server's clock (ms).
+var yielded, called int64
 
 // yieldOnTime gives the Go scheduler a turn when the last was yieldEvery
-// or more before now (ms), or after it (the server's clock set back): at
-// most one a verb, a few hundred a second.
+// or more before now (ms), or after it (the server's clock set back) — at
+// most one a verb, a few hundred a second — while verbs come one after
+// another: not to a verb that comes yieldEvery or more after the last.
+// The turn is no short one for the main thread — its goroutine, locked to
+// it, is handed back by another runtime thread, which it waits for: some
+// 100 µs on a busy machine — and a server that serves a verb now and then
+// would pay it for each: a verb that comes after a pause runs on without,
+// and the next, if verbs follow, takes the turn.
 func yieldOnTime(now int64) {
-	if d := now - yielded; d >= yieldEvery || d < 0 {
+	pause := now-called >= yieldEvery
+	called = now
+	if d := now - yielded; (d >= yieldEvery || d < 0) && !pause {
 		yielded = now
 		runtime.Gosched()
 	}

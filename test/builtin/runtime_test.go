@@ -48,6 +48,26 @@ func TestTheGoRuntimeRestsWhileVerbsRun(t *testing.T) {
 	assert.Less(t, perSecond, 2000.0, "the Go runtime's threads' context switches a second, under a steady load of verbs")
 }
 
+// TestTheGoRuntimeRestsBetweenVerbsThatComeNowAndThen: a verb that comes
+// after a pause gives the scheduler no turn — the turn, handed back to the
+// main thread by another runtime thread, woke the runtime's threads some
+// 60 times a verb (and held the verb ~100 µs), where a verb now and then
+// needs none.
+func TestTheGoRuntimeRestsBetweenVerbsThatComeNowAndThen(t *testing.T) {
+	s := start(t, valkeytest.Options{})
+	pid := s.InfoField("server", "process_id")
+	require.NotEmpty(t, pid)
+	const verbs = 40
+	before := runtimeThreads(t, pid).switches
+	for range verbs {
+		require.NoError(t, s.Do(caps.argv()...).Error())
+		time.Sleep(20 * time.Millisecond)
+	}
+	perVerb := float64(runtimeThreads(t, pid).switches-before) / verbs
+	t.Logf("the Go runtime's threads: %.1f context switches a verb, one each 20 ms", perVerb)
+	assert.Less(t, perVerb, 20.0, "the Go runtime's threads' context switches a verb, verbs coming now and then")
+}
+
 // threadUse is what threads of the server did: their context switches,
 // voluntary and not, and their CPU time (ns).
 type threadUse struct{ switches, cpu int64 }
