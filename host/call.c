@@ -81,9 +81,12 @@ static int add_key(emq_call *c) {
     return c->nkeys++;
 }
 
-// open_key opens name for reading and writing.
+// open_key opens name for reading and writing — for reading alone in a
+// command of a read-only verb, whose lookups count keyspace hits and
+// misses (and fire keymiss) as a read-only built-in's do, where a write's
+// count none.
 static ValkeyModuleKey *open_key(emq_call *c, ValkeyModuleString *name) {
-    return api.OpenKey(c->ctx, name, OPEN_READ | OPEN_WRITE);
+    return api.OpenKey(c->ctx, name, c->readonly ? OPEN_READ : OPEN_READ | OPEN_WRITE);
 }
 
 // set_key makes key number k the handle key, opened on name.

@@ -321,6 +321,24 @@ func TestKeyPermissionsFollowTheKeySpec(t *testing.T) {
 	}
 }
 
+// TestChangesCountOnePerReplicatedCommand: the server's count of changes
+// (rdb_changes_since_last_save) moves by one for each command a verb
+// replicates, where the same writes sent by a client count each field
+// and member (docs/commands.md, "What else the server counts").
+func TestChangesCountOnePerReplicatedCommand(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	changes := func(args ...string) int64 {
+		t.Helper()
+		before := valkeytest.InfoInt(s.Info("persistence"), "rdb_changes_since_last_save")
+		require.NoError(t, s.Do(args...).Error())
+		return valkeytest.InfoInt(s.Info("persistence"), "rdb_changes_since_last_save") - before
+	}
+	const id = "JOB0018f2a4c1e00001"
+	assert.Equal(t, int64(2), changes("EMQ.ENQUEUE", "2", "emq:{c}:job:"+id, "emq:{c}:pending", id, "p"), "HSET and ZADD, replicated")
+	assert.Equal(t, int64(3), changes("HSET", "emq:{d}:job:"+id, "state", "pending", "attempts", "0", "payload", "p"), "a client's HSET of three fields")
+	assert.Equal(t, int64(1), changes("ZADD", "emq:{d}:pending", "0", id))
+}
+
 // emqInfo returns INFO emq's counters.
 func emqInfo(t *testing.T, s *valkeytest.Server) map[string]int64 {
 	t.Helper()

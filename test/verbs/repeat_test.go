@@ -403,6 +403,33 @@ func TestRepeatsIsTrackedForTheRowsItReads(t *testing.T) {
 	})
 }
 
+// TestRepeatsCountsKeyspaceHitsAndMissesAsAReadDoes: EMQ.REPEATS reads as
+// a read-only built-in does — ZRANGE of its key, HGETALL of each row —
+// and the server counts the same keyspace hits and misses and fires the
+// same keymiss, where the write verbs, as the built-in writes, count none.
+func TestRepeatsCountsKeyspaceHitsAndMissesAsAReadDoes(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	q, none := queueOf("counted"), queueOf("nothing")
+	must(t, s, q.repeat("a", "@every 1h", "", "p", 0, 0, 0, 0)...)
+	must(t, s, q.repeat("b", "@every 2h", "", "p", 0, 0, 0, 0)...)
+	counts := func(calls ...[]string) [2]int64 {
+		t.Helper()
+		must(t, s, "CONFIG", "RESETSTAT")
+		for _, c := range calls {
+			require.NoError(t, s.Do(c...).Error())
+		}
+		return [2]int64{integer(t, s, "EVAL", "return tonumber(string.match(redis.call('INFO', 'stats'), 'keyspace_hits:(%d+)'))", "0"),
+			integer(t, s, "EVAL", "return tonumber(string.match(redis.call('INFO', 'stats'), 'keyspace_misses:(%d+)'))", "0")}
+	}
+	repeats, nothing := keys.Set(q.name, keys.Repeats), keys.Set(none.name, keys.Repeats)
+	builtin := counts([]string{"ZRANGE", repeats, "0", "-1"}, []string{"HGETALL", keys.Repeat(q.name, "a")},
+		[]string{"HGETALL", keys.Repeat(q.name, "b")}, []string{"ZRANGE", nothing, "0", "-1"})
+	assert.Equal(t, [2]int64{3, 1}, builtin, "the built-ins: three hits, a miss")
+	assert.Equal(t, builtin, counts([]string{"EMQ.REPEATS", "1", repeats}, []string{"EMQ.REPEATS", "1", nothing}))
+	assert.Equal(t, [2]int64{0, 0}, counts(q.repeat("a", "@every 1h", "", "p", 0, 0, 0, 0), q.unrepeat("b")),
+		"the write verbs count none, as HSET and ZADD")
+}
+
 // TestRepeatsFromAScriptListsTheSchedules: EMQ.REPEATS called by a script
 // or a function lists a queue's schedules as when called directly. Its
 // rows are remembered for a caller that tracks keys, which the module asks
