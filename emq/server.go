@@ -47,12 +47,12 @@ type Row struct {
 // arguments 2 … 1+numkeys, numbered from 0; keys a verb derives (the job
 // rows a claim pops) are numbered after them as they are opened.
 type Server interface {
-	// Open opens the call's first n keys for writing and learns their types;
-	// with values, it also reads the bytes of those that hold strings. When
-	// settingsOf names a queue (nil: none) it looks, in the same step, for
-	// the queue's settings keys (SettingsKeys): a queue without a config
-	// pays one lookup more, and one with settings no further step to open
-	// them.
+	// Open opens the call's first n keys for writing (a read-only verb's
+	// for reading) and learns their types; with values, it also reads the
+	// bytes of those that hold strings. When settingsOf names a queue (nil:
+	// none) it looks, in the same step, for the queue's settings keys
+	// (SettingsKeys): a queue without a config pays one lookup more, and
+	// one with settings no further step to open them.
 	Open(n int, values bool, settingsOf []byte) SettingsKeys
 	// OpenDerived opens the key named by scratch ref name of p, after
 	// checking that the caller's ACL key permissions allow the verb's

@@ -421,6 +421,13 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
               const char *scratch, const emq_span *spans, int wake, int nevents) {
     emq_plan plan = {ops, nops, refs, replies, nreplies, scratch, spans};
     const emq_plan *p = &plan;
+    // a read-only verb's keys are open for reading alone (open_key), a
+    // missing one as no handle at all: a write it planned is its bug,
+    // refused before anything is made
+    if (c->readonly && nops > 0) {
+        api.Log(c->ctx, "warning", "emq: a read-only verb planned %d writes: none made", nops);
+        return 0;
+    }
     // many appends to the events stream: all of them, or the call refused
     // with nothing written, as the first one alone would refuse it
     if (nevents > 1) {

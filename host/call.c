@@ -276,7 +276,8 @@ void emq_read_value(emq_call *c, int k) {
 // emq_expire_at reads key k's absolute expiry (Unix ms), -1 for none,
 // into c->expires[k] and returns it.
 long long emq_expire_at(emq_call *c, int k) {
-    return c->expires[k] = api.GetAbsExpire ? api.GetAbsExpire(c->keys[k]) : -1;
+    // a missing key opened for reading alone is no handle (open_key)
+    return c->expires[k] = api.GetAbsExpire && c->keys[k] ? api.GetAbsExpire(c->keys[k]) : -1;
 }
 
 // emq_moving reports whether key k may be on another node. On a cluster

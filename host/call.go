@@ -118,9 +118,10 @@ func emqServe(c *C.emq_call, verb C.int) {
 	call.settle(int(verb), args, &f.plan)
 }
 
-// Open opens the call's first n keys for writing and learns their types,
-// and with values the bytes of the strings among them; for the queue
-// settingsOf (nil: none) it looks for the settings keys.
+// Open opens the call's first n keys for writing (a read-only verb's for
+// reading) and learns their types, and with values the bytes of the
+// strings among them; for the queue settingsOf (nil: none) it looks for
+// the settings keys.
 func (c *Call) Open(n int, values bool, settingsOf []byte) emq.SettingsKeys {
 	C.emq_open_at(c.at(), C.int(n), cBool(values), (*C.char)(unsafe.Pointer(unsafe.SliceData(settingsOf))),
 		C.size_t(len(settingsOf)))

@@ -228,11 +228,11 @@ func (m *Module) CanWait() error {
 	return nil
 }
 
-// subscribe makes, from now on, every ZADD (ZINCRBY, Z…STORE) to a queue's
-// pending set wake the clients waiting on it, and every one to its delayed,
-// active or repeats set re-arm its timer if that brings the next due time
-// nearer. The server
-// offers no way back, so it is done once a load, by the first wait.
+// subscribe makes, from now on, every ZADD (ZINCRBY, Z…STORE, GEO… STORE)
+// to a queue's pending set wake the clients waiting on it, and every one to
+// its delayed, active or repeats set re-arm its timer if that brings the
+// next due time nearer. The server offers no way back, so it is done once
+// a load, by the first wait.
 func subscribe(ctx *C.ValkeyModuleCtx) {
 	if !subscribed {
 		subscribed = C.emq_subscribe_queues(ctx) == 0
