@@ -87,8 +87,8 @@
 // ([WorkOptions].Prefetch), so a slot that frees starts its next job
 // without waiting on a round trip; when a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection of valkey-go's blocking
-// pool, whose size bounds how many idle queues one client serves at once
-// ([Queue.Work] says how). One scheduler extends
+// pool, whose size bounds how many idle queues of a node one client
+// serves at once ([Queue.Work] says how). One scheduler extends
 // the leases of the jobs the worker holds, those due together in one
 // pipeline; a handler's context ends with [ErrLeaseLost] when the server
 // refuses, or when no extension was confirmed before the last confirmed

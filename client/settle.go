@@ -17,7 +17,8 @@ import (
 // Settlement is one finished job for [Queue.Settle]: acknowledged when Err
 // is nil, its row kept for the policy's Keep with Result when Result is
 // not nil (which needs a Keep above 0); failed with Err's text when Err is
-// not nil, claimable again after Backoff (0: at once) or dead once its
+// not nil, claimable again after Backoff (0 or less: at once; past 2^40
+// ms, 2^40 ms, as [Job.FailAfter] holds it) or dead once its
 // attempts reach the policy's MaxAttempts — at once when Err wraps
 // [ErrNoRetry]. With Release, the job is given
 // back unstarted instead — pending again at once, its attempt not spent
@@ -74,7 +75,7 @@ func (q *Queue) Settle(ctx context.Context, settlements []Settlement, count int)
 		case s.Release:
 			ss[i] = settlement{job: s.Job, release: true}
 		case s.Err != nil:
-			ss[i] = settlement{job: s.Job, fail: true, backoff: max(s.Backoff, 0), cause: s.Err.Error(), final: errors.Is(s.Err, ErrNoRetry)}
+			ss[i] = settlement{job: s.Job, fail: true, backoff: heldBackoff(s.Backoff), cause: s.Err.Error(), final: errors.Is(s.Err, ErrNoRetry)}
 		default:
 			ss[i] = settlement{job: s.Job, result: s.Result}
 		}

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -46,6 +47,22 @@ func TestSettle(t *testing.T) {
 				if n.native {
 					assert.Equal(t, "1", n.s.InfoField("emq", "emq_calls_settle"), "one EMQ.SETTLE a call")
 				}
+			})
+			t.Run("a failure's backoff is held to EMQ.FAIL's range, as FailAfter holds it", func(t *testing.T) {
+				q := newQueue(t, n, "settle-held", Policy{})
+				_, err := q.EnqueueMany(ctx(t), [][]byte{nil, nil})
+				require.NoError(t, err)
+				jobs, err := q.Claim(ctx(t), 2)
+				require.NoError(t, err)
+				require.Len(t, jobs, 2)
+				settled, _, err := q.Settle(ctx(t), []Settlement{
+					{Job: jobs[0], Err: errors.New("later"), Backoff: math.MaxInt64},
+					{Job: jobs[1], Err: errors.New("now"), Backoff: -time.Hour},
+				}, 0)
+				require.NoError(t, err)
+				require.Len(t, settled, 2)
+				assert.Equal(t, StateDelayed, settled[0].State)
+				assert.Equal(t, StatePending, settled[1].State)
 			})
 			t.Run("settling only claims nothing", func(t *testing.T) {
 				q := newQueue(t, n, "settle-only", Policy{})

@@ -198,9 +198,10 @@ func (s *Sharded) each(ctx context.Context, f func(*Queue, context.Context) (boo
 // the room — a blocking call waits on one queue's keys, one slot — so a job
 // enqueued there is claimed at once and starts when a slot frees, in claim
 // order. Idle, a worker holds one connection per shard — of valkey-go's
-// blocking pool, whose size (valkey.ClientOption.BlockingPoolSize, 1024
-// by default) bounds the idle shards and queues a client serves at once
-// (see [Queue.Work]) — and sends one EMQ.BCLAIM per shard per opts.Poll. A shard whose last call failed — its
+// blocking pool for the shard's node, whose size
+// (valkey.ClientOption.BlockingPoolSize, 1024 by default) bounds the idle
+// shards and queues of a node a client serves at once (see [Queue.Work])
+// — and sends one EMQ.BCLAIM per shard per opts.Poll. A shard whose last call failed — its
 // node unreachable, its slot migrating (TRYAGAIN) — counts as one whose
 // claim found nothing: it leaves its share to the others, and its blocking
 // claim tries it again, backing off up to opts.Poll, until a claim fills.

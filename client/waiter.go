@@ -95,7 +95,7 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 	// goes back to the pool
 	native, err := q.c.nodes.serves(w.stop, q.slot, CapBClaim)
 	if err == nil && native {
-		native, err = b.open(w.base, q, w.log)
+		native, err = b.open(w.base, w.stop.Done(), q, w.log)
 	}
 	switch {
 	case w.stop.Err() != nil: // stopping: what failed is no error
@@ -192,9 +192,9 @@ func (w *worker) unblock() {
 
 // poolWaitWarn is how long a blocking claim waits for a connection of
 // valkey-go's blocking pool before it says so. An idle worker holds its
-// connection as long as its queue stays empty, so a client whose pool
-// (ClientOption.BlockingPoolSize) they fill has none for the next: its
-// claim waits, silent but for this, until one is given back.
+// connection as long as its queue stays empty, so a client whose pool for
+// a node (ClientOption.BlockingPoolSize) they fill has none for the next:
+// its claim waits, silent but for this, until one is given back.
 const poolWaitWarn = time.Second
 
 // blocker is the connection the waiter's blocking claims wait on: a
@@ -212,8 +212,11 @@ type blocker struct {
 // (target) and learns its id, unless b has one. It reports false, taking
 // none, when valkey-go has no connection to that node yet: the waiter
 // polls this once, through valkey-go's routing, which learns the node.
-// A connection that takes poolWaitWarn to come is logged to log.
-func (b *blocker) open(ctx context.Context, q *Queue, log *slog.Logger) (bool, error) {
+// Waiting for the connection — the node's blocking pool held by other
+// waits, or a new connection slow to make — it logs a warning to log after
+// poolWaitWarn, and stops waiting when stop is closed (false, nil): the
+// connection is given back once it comes.
+func (b *blocker) open(ctx context.Context, stop <-chan struct{}, q *Queue, log *slog.Logger) (bool, error) {
 	if b.dc != nil {
 		return true, nil
 	}
@@ -221,13 +224,32 @@ func (b *blocker) open(ctx context.Context, q *Queue, log *slog.Logger) (bool, e
 	if node == nil || err != nil {
 		return false, err
 	}
-	slow := time.AfterFunc(poolWaitWarn, func() {
-		log.Warn("the blocking claim waits for a connection: valkey-go's blocking pool is held by this client's other waits — "+
-			"each idle queue of Work, each idle shard of a Sharded and each Events read holds one; "+
-			"raise valkey.ClientOption.BlockingPoolSize (1024 by default) above them", "queue", q.name, "waited", poolWaitWarn)
-	})
-	dc, release := node.Dedicate()
-	slow.Stop()
+	type dedicated struct {
+		dc      valkey.DedicatedClient
+		release func()
+	}
+	got := make(chan dedicated, 1)
+	go func() { // valkey-go's Dedicate takes no context
+		dc, release := node.Dedicate()
+		got <- dedicated{dc, release}
+	}()
+	warn := time.NewTimer(poolWaitWarn)
+	defer warn.Stop()
+	var d dedicated
+	for d.dc == nil {
+		select {
+		case d = <-got:
+		case <-warn.C:
+			log.Warn("the blocking claim waits for a connection: the node's blocking pool is held by this client's other waits "+
+				"on it — each idle queue of Work, idle shard of a Sharded and Events read holds one, "+
+				"valkey.ClientOption.BlockingPoolSize (1024 by default) in all: raise it above them — or the node is slow to connect",
+				"waited", poolWaitWarn)
+		case <-stop:
+			go func() { (<-got).release() }()
+			return false, nil
+		}
+	}
+	dc, release := d.dc, d.release
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
 	if err != nil {
 		dc.Close()

@@ -137,12 +137,13 @@ var (
 // blocking claim waits on a dedicated connection of valkey-go's blocking
 // pool (on a node without EMQ.BCLAIM, polling), held while the queue stays
 // empty; a stop ends it at once with CLIENT UNBLOCK. A client serves as
-// many idle queues at once — with Sharded's idle shards and the Events
-// reads — as its pool holds (valkey.ClientOption.BlockingPoolSize, 1024
-// by default): a worker's wait past them waits for a connection to be
-// given back, its queue's jobs unclaimed meanwhile, and after a second it
-// logs a warning that says so. One scheduler extends the leases due, in
-// one pipeline.
+// many idle queues of one node at once — with Sharded's idle shards and
+// the Events reads there — as its pool for the node holds
+// (valkey.ClientOption.BlockingPoolSize, 1024 by default): a worker's wait
+// past them waits for a connection to be given back, its queue's jobs
+// unclaimed meanwhile, and after a second it logs a warning that says so
+// (a stop ends that wait at once too). One scheduler extends the leases
+// due, in one pipeline.
 //
 // Work returns nil after a shutdown, or a refusal: at its start, with
 // nothing claimed, for a nil h or opts out of range; or one the claims met

@@ -1679,7 +1679,7 @@ func heldBack(t *testing.T, s *valkeytest.Server, cmd string) bool {
 // An idle worker holds a connection of valkey-go's blocking pool while its
 // queue is empty: a client whose pool the idle workers fill has none for
 // the next one's blocking claim, which says so in its log and claims once
-// a connection is given back.
+// a connection is given back — or stops at once, asked to.
 func TestWorkSaysWhenItWaitsForABlockingConnection(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(1)
@@ -1714,4 +1714,25 @@ func TestWorkSaysWhenItWaitsForABlockingConnection(t *testing.T) {
 		t.Fatal("the job did not run once the connection was given back")
 	}
 	require.NoError(t, stopWaiting())
+
+	t.Run("a stop ends the wait for a connection at once", func(t *testing.T) {
+		stopHolding := working(t, holds, func(context.Context, *Job) error { return nil }, WorkOptions{})
+		eventually(t, "the first worker's claim waits", func() bool {
+			return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1
+		})
+		var logs logBuffer
+		stopWaiting := working(t, waits, func(context.Context, *Job) error { return nil }, WorkOptions{Logger: logs.logger()})
+		eventually(t, "the second worker waits for a connection", func() bool {
+			return strings.Contains(logs.String(), "BlockingPoolSize")
+		})
+		stopped := make(chan error, 1)
+		go func() { stopped <- stopWaiting() }()
+		select {
+		case err := <-stopped:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the worker waiting for a connection did not stop")
+		}
+		require.NoError(t, stopHolding())
+	})
 }

@@ -285,6 +285,27 @@ func TestGetKeys(t *testing.T) {
 	})
 }
 
+// TestKeySpecsSayWhatEachVerbDoes holds the key specs' logical flag to
+// what each write verb does to its keys, as docs/commands.md ("Key
+// positions") lists: the admissions insert, the removals delete, the rest
+// update.
+func TestKeySpecsSayWhatEachVerbDoes(t *testing.T) {
+	does := map[string]host.KeyFlags{
+		"EMQ.ENQUEUE": host.KeyInsert, "EMQ.SCHEDULE": host.KeyInsert, "EMQ.ENQUEUEMANY": host.KeyInsert,
+		"EMQ.REMOVE": host.KeyDelete, "EMQ.UNREPEAT": host.KeyDelete,
+	}
+	for _, r := range registry.Rows() {
+		if !slices.Contains(strings.Fields(r.Flags), "write") {
+			continue
+		}
+		want, ok := does[r.Name]
+		if !ok {
+			want = host.KeyUpdate
+		}
+		assert.Equal(t, want, r.KeyFlags&(host.KeyInsert|host.KeyUpdate|host.KeyDelete), r.Name)
+	}
+}
+
 // TestKeyPermissionsFollowTheKeySpec asks ACL DRYRUN, for every verb with
 // keys, of a user who may only read every key and of one who may only
 // write them: a write verb needs write (its key spec says insert, update

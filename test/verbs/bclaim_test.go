@@ -1187,11 +1187,11 @@ func TestTimersServeDelayedAndStalledJobsOnTime(t *testing.T) {
 		{"GEORADIUS", "geo", "-179.9", "-85", "100", "km", "STORE", "dst"},
 		{"GEORADIUSBYMEMBER", "geo", "<id>", "100", "km", "STORE", "dst"},
 	} {
-		for _, set := range []string{bq.delayed, bq.active} {
-			t.Run("a built-in "+store[0]+" into "+set+" re-arms the queue's timer", func(t *testing.T) {
+		for _, set := range []string{bq.pending, bq.delayed, bq.active} {
+			t.Run("a built-in "+store[0]+" into "+set+" wakes the queue's waiter, or re-arms its timer", func(t *testing.T) {
 				flush(t, s)
 				id := jobN(1)
-				state := map[string]string{bq.delayed: "delayed", bq.active: "active"}[set]
+				state := map[string]string{bq.pending: "pending", bq.delayed: "delayed", bq.active: "active"}[set]
 				must(t, s, "HSET", bq.job(id), "state", state, "attempts", "0", "payload", "p")
 				must(t, s, "GEOADD", "{b}geo", "-179.9", "-85", id)
 				w := blockB(t, s, 1000, 5_000)
