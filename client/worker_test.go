@@ -1707,12 +1707,7 @@ func TestWorkSaysWhenItWaitsForABlockingConnection(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 	require.NoError(t, stopHolding())
-	select {
-	case got := <-ran:
-		require.Equal(t, id, got)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the job did not run once the connection was given back")
-	}
+	require.Equal(t, id, within(t, ran, 10*time.Second, "the job to run once the connection was given back"))
 	require.NoError(t, stopWaiting())
 
 	t.Run("a stop ends the wait for a connection at once", func(t *testing.T) {
@@ -1727,12 +1722,21 @@ func TestWorkSaysWhenItWaitsForABlockingConnection(t *testing.T) {
 		})
 		stopped := make(chan error, 1)
 		go func() { stopped <- stopWaiting() }()
-		select {
-		case err := <-stopped:
-			require.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the worker waiting for a connection did not stop")
-		}
+		require.NoError(t, within(t, stopped, 5*time.Second, "the worker waiting for a connection to stop"))
 		require.NoError(t, stopHolding())
 	})
+}
+
+// within returns what ch gives within d, failing the test, waiting for
+// what, when nothing comes.
+func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var none T
+	return none
 }
