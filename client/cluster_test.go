@@ -216,7 +216,8 @@ func TestClusterWorkersAndConsumers(t *testing.T) {
 		assert.Less(t, time.Since(start), 5*time.Second, "a stop against a Poll of a minute")
 	}
 	for owner := range names {
-		assert.Equal(t, int64(1), owner.Calls("client|unblock"), "one CLIENT UNBLOCK on each node, its own worker's")
+		// an unblock is sent again while its claim is still out (unblock)
+		assert.Positive(t, owner.Calls("client|unblock"), "a CLIENT UNBLOCK on each node, its own worker's")
 	}
 	for _, stop := range stops {
 		require.NoError(t, stop())

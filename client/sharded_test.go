@@ -306,7 +306,10 @@ func TestShardedWorkInACluster(t *testing.T) {
 		assert.Less(t, time.Since(start), poll/2, "the stop ends the claims, not Poll")
 	}
 	for owner, idx := range placed {
-		assert.Equal(t, int64(workers*len(idx)), owner.Calls("client|unblock"), "one CLIENT UNBLOCK per worker and shard on %s, its own", owner.Addr)
+		// an unblock is sent again while its claim is still out (unblock):
+		// under load, more than one a claim
+		assert.GreaterOrEqual(t, owner.Calls("client|unblock"), int64(workers*len(idx)),
+			"a CLIENT UNBLOCK per worker and shard on %s, its own", owner.Addr)
 		assert.Zero(t, valkeytest.InfoInt(owner.Info("emq"), "emq_blocked_workers"))
 	}
 	require.Len(t, seen, jobs)
