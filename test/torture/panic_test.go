@@ -113,3 +113,32 @@ func TestReleaseBuildHasNoPanicVerb(t *testing.T) {
 	require.Len(t, info, 1)
 	assert.True(t, info[0].IsNil(), "COMMAND INFO knows no EMQ.PANIC")
 }
+
+// TestAReadOnlyVerbsWriteIsRefusedNotMade: a read-only verb's keys are
+// opened for reading alone, a missing one as no handle; the host reads
+// such a key's expiry as none, and refuses a write the verb planned before
+// it is made — the test build's EMQ.READONLYWRITE, on a missing key and on
+// one that is there, answers ERR and leaves the data and the server as
+// they were.
+func TestAReadOnlyVerbsWriteIsRefusedNotMade(t *testing.T) {
+	s := startTestModule(t)
+	require.NoError(t, s.Do("SET", "there", "v", "PX", "60000").Error())
+	digest := func() string {
+		t.Helper()
+		d, err := s.Do("DEBUG", "DIGEST").ToString()
+		require.NoError(t, err)
+		return d
+	}
+	for _, k := range []string{"missing", "there"} {
+		before := digest()
+		err := s.Do("EMQ.READONLYWRITE", "1", k).Error()
+		require.Error(t, err, k)
+		assert.Contains(t, err.Error(), "write 1 of 1 failed after 0 were made", k)
+		assert.Equal(t, before, digest(), "%s: nothing written", k)
+		require.True(t, s.Running(), k)
+	}
+	got, err := s.Do("GET", "there").ToString()
+	require.NoError(t, err)
+	assert.Equal(t, "v", got)
+	assert.Contains(t, strings.Join(s.ModuleWarnings(), "\n"), "a read-only verb planned 1 writes: none made")
+}
