@@ -233,21 +233,19 @@ func (b *blocker) open(ctx context.Context, stop <-chan struct{}, q *Queue, log 
 		dc, release := node.Dedicate()
 		got <- dedicated{dc, release}
 	}()
-	warn := time.NewTimer(poolWaitWarn)
-	defer warn.Stop()
+	slow := time.AfterFunc(poolWaitWarn, func() {
+		log.Warn("the blocking claim waits for a connection: the node's blocking pool is held by this client's other waits "+
+			"on it — each idle queue of Work, idle shard of a Sharded and Events read holds one, "+
+			"valkey.ClientOption.BlockingPoolSize (1024 by default) in all: raise it above them — or the node is slow to connect",
+			"waited", poolWaitWarn)
+	})
+	defer slow.Stop()
 	var d dedicated
-	for d.dc == nil {
-		select {
-		case d = <-got:
-		case <-warn.C:
-			log.Warn("the blocking claim waits for a connection: the node's blocking pool is held by this client's other waits "+
-				"on it — each idle queue of Work, idle shard of a Sharded and Events read holds one, "+
-				"valkey.ClientOption.BlockingPoolSize (1024 by default) in all: raise it above them — or the node is slow to connect",
-				"waited", poolWaitWarn)
-		case <-stop:
-			go func() { (<-got).release() }()
-			return false, nil
-		}
+	select {
+	case d = <-got:
+	case <-stop:
+		go func() { (<-got).release() }()
+		return false, nil
 	}
 	dc, release := d.dc, d.release
 	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
