@@ -51,8 +51,9 @@ var yielded, called int64
 
 // yieldOnTime gives the Go scheduler a turn when the last was yieldEvery
 // or more before now (ms), or after it (the server's clock set back) — at
-// most one a verb, a few hundred a second — while verbs come one after
-// another: not to a verb that comes yieldEvery or more after the last.
+// most one a verb, at most 200 a second — while verbs come less than
+// yieldEvery apart: not to a verb that comes yieldEvery or more after the
+// last.
 // The turn is no short one for the main thread — its goroutine, locked to
 // it, is handed back by another runtime thread, which it waits for: some
 // 100 µs on a busy machine — and a server that serves a verb each 5 ms or
