@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,4 +253,48 @@ func TestSlotsWithAReplicaStalled(t *testing.T) {
 		assert.Len(t, ranges, 3, "read %d", i)
 		assert.Less(t, time.Since(began), time.Second, "read %d", i)
 	}
+}
+
+// TestASlotLookupEndedFailsNoCallThatJoinedIt: a lookup's call to a node
+// not yet dialed dials it, and valkey-go hands that dial's outcome to
+// every call to the node that joined it meanwhile. The lookup returns at
+// the first answer and its caller ends its context; the dial it left runs
+// on, so a call that joined it gets the node's answer, not the caller's
+// "context canceled". (Before: the dial ended with the caller's context,
+// and one slot-map read in five make test runs failed "client: CLUSTER
+// SLOTS: context canceled" — each node it asked had a dial the read before
+// had left, ended by that read's caller.)
+func TestASlotLookupEndedFailsNoCallThatJoinedIt(t *testing.T) {
+	c := valkeytest.StartCluster(t, 1, 1, valkeytest.Options{})
+	replica := c.Replicas[0].Addr
+	var gated atomic.Bool
+	dialing, release := make(chan struct{}, 1), make(chan struct{})
+	vk := c.ClientOfEveryNode(t, valkey.ClientOption{
+		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			if addr == replica && gated.Load() { // a dial that takes its time
+				dialing <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		},
+	})
+	gated.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_, err := askSlots(ctx, vk) // the primary answers; the replica's dial is left
+	require.NoError(t, err)
+	within(t, dialing, 5*time.Second, "the lookup's dial of the replica")
+	joined := make(chan error, 1)
+	go func() {
+		node := vk.Nodes()[replica]
+		joined <- node.Do(context.Background(), node.B().ClusterSlots().Build()).Error()
+	}()
+	time.Sleep(100 * time.Millisecond) // the call joins the dial
+	cancel()
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	require.NoError(t, within(t, joined, 10*time.Second, "the answer of the call that joined the dial"))
 }

@@ -311,7 +311,9 @@
 // entry for a standalone or sentinel client, one per node address for a
 // cluster client, which reads CLUSTER SLOTS (the map valkey-go routes by;
 // asked of three nodes at once, the first answer taken, so a stalled node
-// holds nothing up) to learn which node serves a call's slot and asks that node through
+// holds nothing up; the calls left run on, to the caller's deadline or
+// 10 s, so a dial one began is not cut short by the caller's
+// cancellation and fails no other call that waits on it) to learn which node serves a call's slot and asks that node through
 // valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
 // ([WithRecheck] changes it). When a node believed to serve a verb answers
 // it with "unknown command" — a failover to a node without the module, a

@@ -231,20 +231,29 @@ func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, 
 			break
 		}
 	}
-	// the calls left are not cancelled once one answers: a call that
-	// dials a node hands its dial's failure to every call that joined it
-	// (valkey-go), and a cancelled dial would fail the caller's next one
+	// the calls run on once one answers, and once ctx is cancelled: a call
+	// that dials a node hands its dial's outcome to every call that joined
+	// it (valkey-go), and a dial cancelled here would fail another
+	// lookup's call with this caller's "context canceled"; they end by
+	// ctx's deadline, slotsWait at most
+	deadline := time.Now().Add(slotsWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	calls, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	type answer struct {
 		reply []valkey.ValkeyMessage
 		err   error
 	}
 	answers := make(chan answer, len(nodes))
+	var out sync.WaitGroup
 	for _, node := range nodes {
-		go func() {
-			reply, err := node.Do(ctx, node.B().ClusterSlots().Build()).ToArray()
+		out.Go(func() {
+			reply, err := node.Do(calls, node.B().ClusterSlots().Build()).ToArray()
 			answers <- answer{reply, err}
-		}()
+		})
 	}
+	go func() { out.Wait(); cancel() }()
 	var failed error
 	for range nodes {
 		select {
@@ -269,3 +278,7 @@ func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, 
 // that a stalled one holds nothing up, few enough that a big cluster's
 // clients do not each ask every node.
 const slotsAsked = 3
+
+// slotsWait is the longest a lookup's calls run: a lookup with no deadline
+// of its own, every node it asks stalled, fails after it.
+const slotsWait = 10 * time.Second
