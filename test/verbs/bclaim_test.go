@@ -97,8 +97,8 @@ type errReply string
 
 func (e errReply) Error() string { return string(e) }
 
-// read reads one reply: nil for a null, int64, string, []any; an error
-// reply as an errReply error.
+// read reads one reply: nil for a null, int64, string, []any (a RESP3
+// map or push too, flat); an error reply as an errReply error.
 func (c *conn) read() (any, error) {
 	_ = c.c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	line, err := c.r.ReadString('\n')
@@ -123,10 +123,15 @@ func (c *conn) read() (any, error) {
 			return nil, err
 		}
 		return string(b[:n]), nil
-	case '*':
+	case '_':
+		return nil, nil
+	case '*', '>', '%':
 		n, _ := strconv.Atoi(line[1:])
 		if n < 0 {
 			return nil, nil
+		}
+		if line[0] == '%' {
+			n *= 2
 		}
 		out := make([]any, n)
 		for i := range out {
@@ -1494,6 +1499,45 @@ func TestBClaimInTransactionsAndScriptsIsClaim(t *testing.T) {
 			require.Equal(t, id, claimedID(t, got))
 		})
 	}
+}
+
+// TestBClaimOfASubscribedClient: a RESP3 client subscribed to a channel
+// may call any command, and a blocked built-in (BLPOP) blocks it. Valkey
+// from 8.1 refuses to let a module block it (only a "normal" client, not
+// a pubsub one), so there EMQ.BCLAIM is EMQ.CLAIM, as where nothing may
+// block; on the others it waits, the channel's messages reaching it
+// meanwhile.
+func TestBClaimOfASubscribedClient(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	w := dial(t, s)
+	for _, args := range [][]string{{"HELLO", "3"}, {"SUBSCRIBE", "news"}} {
+		_, err := w.do(args...)
+		require.NoError(t, err, "%q", args)
+	}
+	began := time.Now()
+	w.send(bclaim(1000, 5000)...)
+	if p := s.Product(); !p.Before("valkey", 8, 1) && p.Name == "valkey" {
+		got, err := w.read()
+		require.NoError(t, err)
+		require.Nil(t, got, "an empty queue: nil")
+		require.Less(t, time.Since(began), 2*time.Second, "at once")
+		id := enqueueB(t, s, 1)
+		got, err = w.do(bclaim(1000, 5000)...)
+		require.NoError(t, err)
+		require.Equal(t, id, claimedID(t, got))
+		return
+	}
+	waitFor(t, "the worker waiting", func() bool {
+		return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1
+	})
+	must(t, s, "PUBLISH", "news", "hello")
+	msg, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, []any{"message", "news", "hello"}, msg)
+	id := enqueueB(t, s, 1)
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got))
 }
 
 func TestWakeUpsAndTimersReplicateToAModulelessReplicaAndTheAOF(t *testing.T) {
