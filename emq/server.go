@@ -144,9 +144,10 @@ type Server interface {
 	// stream first, then the others in order — replicates them as the
 	// built-ins they stand for, and replies p.Replies. Having written and
 	// replied nothing, it returns ErrNotAboveTop when p's first write is an
-	// XAdd whose ID is not above its stream's top, and ErrEventsFull when
-	// the events stream takes no entry: the checks only the write itself
-	// can do. Any other failure is a bug it reports as an errors.Internal
+	// XAdd whose ID is not above its stream's top, ErrEventsFull when the
+	// events stream takes no entry — the checks only the write itself can
+	// do — and ErrScriptMisreads when a script on a server that would
+	// misread p's reply, an error element inside it, made the call. Any other failure is a bug it reports as an errors.Internal
 	// refusal naming the writes made.
 	Apply(p *Plan) error
 }
@@ -195,6 +196,15 @@ const (
 // ErrNotAboveTop is Apply's refusal of a plan whose first append is not
 // above its stream's top; nothing was written.
 var ErrNotAboveTop = static(errors.Order, "the first entry is not above the stream top")
+
+// ErrScriptMisreads is Apply's refusal of a plan whose reply holds an
+// error element (a settlement, or a job of a batch, refused) when a
+// script made the call on a server whose scripts misread one: Valkey
+// 9.1's, where the script reads a wrong table or fails, and every script
+// after it fails until a restart. Nothing was written.
+var ErrScriptMisreads = static(errors.Internal, "a script on this server misreads a reply with an error inside it "+
+	"(Valkey 9.1), and one of this call's settlements or jobs is refused: the call is refused whole, "+
+	"nothing written; make it outside a script, or with no item refused")
 
 // ErrEventsFull is Apply's refusal of a plan whose queue's events stream
 // takes no more entries: its top is the last stream ID there is (written

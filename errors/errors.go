@@ -35,8 +35,9 @@ const (
 	// strictly increasing; or a queue's events stream takes no entry, its
 	// top the last ID there is.
 	Order
-	// Internal: an ERR reply — the server's own arity refusal, or the
-	// module failing (a recovered panic); never a rule of docs/commands.md.
+	// Internal: an ERR reply — the server's own arity refusal, the module
+	// failing (a recovered panic), or a script's call whose reply the
+	// server's scripts would misread (Valkey 9.1: an error inside it).
 	Internal
 	// NoJob: the job key names no job row.
 	NoJob

@@ -77,11 +77,13 @@ int emq_server_info(ValkeyModuleCtx *ctx, const char *section, const char *field
     return n;
 }
 
-// valkey_major returns the major version of a Valkey server, or 0 for
-// another (Redis, whose option bits differ).
-static int valkey_major(ValkeyModuleCtx *ctx) {
+// valkey_version returns a Valkey server's version as major*100+minor
+// (9.1.2: 901), or 0 for another (Redis, whose option bits differ).
+static int valkey_version(ValkeyModuleCtx *ctx) {
     char version[32];
-    return emq_server_info(ctx, "server", "valkey_version", version, sizeof(version)) > 0 ? atoi(version) : 0;
+    if (emq_server_info(ctx, "server", "valkey_version", version, sizeof(version)) <= 0) return 0;
+    const char *minor = strchr(version, '.');
+    return atoi(version) * 100 + (minor ? atoi(minor + 1) : 0);
 }
 
 // emq_init names the module and fetches the API. A load refused because the
@@ -212,7 +214,13 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     // over: the module keeps no state of keys it does not read in a call,
     // so keys arriving there, or leaving here, need nothing of it.
     int options = OPTION_NO_IMPLICIT_SIGNAL_MODIFIED | OPTIONS_HANDLE_REPL_ASYNC_LOAD;
-    if (valkey_major(ctx) >= 9) options |= OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION;
+    int valkey = valkey_version(ctx);
+    if (valkey >= 900) options |= OPTIONS_HANDLE_ATOMIC_SLOT_MIGRATION;
+    // Valkey 9.1 moved Lua into a module whose reading of a command's reply
+    // misplaces an error inside an array: the script reads a wrong table,
+    // or fails, and server.call then fails in every script until a restart
+    // ("recursive call detected"); emq_apply refuses a script such a reply
+    scripts_misread_nested_errors = valkey >= 901;
     if (api.SetModuleOptions) api.SetModuleOptions(ctx, options);
     return 0;
 }

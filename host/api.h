@@ -172,6 +172,10 @@ typedef struct {
 // api is the table emq_init fills; a function the server lacks stays NULL.
 extern emq_api api;
 
+// scripts_misread_nested_errors is whether the server's scripts misread an
+// error element inside a command's reply (api.c, emq_init).
+extern int scripts_misread_nested_errors;
+
 // emq_release_settings_names drops call.c's caches of settings key names.
 void emq_release_settings_names(void);
 // emq_forget_clients forgets the client whose user call.c found last.

@@ -404,6 +404,16 @@ static int make_write(applier *a, const emq_op *op, int done, id_text *id) {
     return -EINVAL;
 }
 
+int scripts_misread_nested_errors;
+
+// has_error_element reports whether a reply holds an error element.
+static int has_error_element(const emq_reply *replies, int n) {
+    for (int i = 0; i < n; i++) {
+        if (replies[i].kind == EMQ_REPLY_ERROR) return 1;
+    }
+    return 0;
+}
+
 // Keys marked written on the stack up to this many.
 #define INLINE_WRITTEN 64
 
@@ -414,7 +424,9 @@ static int make_write(applier *a, const emq_op *op, int done, id_text *id) {
 // nothing written. It returns the number of writes made: all of them,
 // having replied; with nothing written or replied, -1 if the first write
 // is an append the stream refuses as not above its top, -2 if it is an
-// events append the stream refuses; or fewer, without a reply, if a later
+// events append the stream refuses, -3 if the call is a script's on a
+// server whose scripts misread the reply's error element (one settlement
+// or job of a batch refused); or fewer, without a reply, if a later
 // write failed — which the verb ruled out before it planned, so it is a
 // bug, logged here and reported by the caller.
 int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, const emq_reply *replies, int nreplies,
@@ -427,6 +439,12 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     if (c->readonly && nops > 0) {
         api.Log(c->ctx, "warning", "emq: a read-only verb planned %d writes: none made", nops);
         return 0;
+    }
+    // a script here would misread a reply with an error inside: the call
+    // is refused whole, as its script can read that, and nothing written
+    if (scripts_misread_nested_errors && (api.GetContextFlags(c->ctx) & CTX_FLAGS_LUA) &&
+        has_error_element(replies, nreplies)) {
+        return -3;
     }
     // many appends to the events stream: all of them, or the call refused
     // with nothing written, as the first one alone would refuse it

@@ -325,6 +325,8 @@ func (c *Call) Apply(p *emq.Plan) error {
 		return emq.ErrNotAboveTop
 	case done == -2:
 		return emq.ErrEventsFull
+	case done == -3:
+		return emq.ErrScriptMisreads
 	default:
 		return emqerrors.New(emqerrors.Internal, "emq: write %d of %d failed after %d were made (see the server log)",
 			done+1, len(p.Writes), done)
