@@ -102,7 +102,7 @@ func TestTheDocumentedWorkerUser(t *testing.T) {
 			cancel()
 			wg.Wait()
 			require.NoError(t, werr)
-			assert.Less(t, time.Since(stopped), 2*time.Second, "the stop ended the waiting claim (CLIENT UNBLOCK)")
+			assert.Less(t, time.Since(stopped), 2*time.Second, "the stop ended the waiting claim (closing its connection)")
 
 			more := serverRules(t, target.nodes[0], docRules(t, "    ACL SETUSER worker +"))
 			for _, n := range target.nodes {
@@ -188,8 +188,8 @@ func loggedIn(t *testing.T, nodes []*valkeytest.Server, user string, rules ...st
 }
 
 // workStopsRefused requires Work on q to stop with a NOPERM refusal,
-// soon, rather than retry it for ever, and returns it.
-func workStopsRefused(t *testing.T, q *Queue) error {
+// soon, rather than retry it for ever.
+func workStopsRefused(t *testing.T, q *Queue) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -197,19 +197,33 @@ func workStopsRefused(t *testing.T, q *Queue) error {
 	err := q.Work(wctx, func(context.Context, *Job) error { return nil }, WorkOptions{Poll: 50 * time.Millisecond})
 	requireRefusal(t, err, emqerrors.NoPerm)
 	assert.Less(t, time.Since(began), 10*time.Second, "Work retried the refusal")
-	return err
 }
 
-// TestWorkStopsOnARefusedClientID: a user not granted CLIENT ID, which
-// Work's blocking claim asks of its connection, meets the NOPERM as the
-// queue goes idle; Work stops on it, as on a verb's refusal, rather than
-// trying again for ever, handling nothing enqueued later.
-func TestWorkStopsOnARefusedClientID(t *testing.T) {
+// TestWorkNeedsNoClientIDNorUnblock: Work's stop ends its waiting claim
+// by closing the claim's connection, so a user granted neither CLIENT ID
+// nor CLIENT UNBLOCK works a queue, waits on it and stops at once, and
+// the server logs no denial. (Before, the blocking claim asked its
+// connection's id and the stop sent CLIENT UNBLOCK … ERROR; Work stopped
+// with CLIENT ID's NOPERM as the queue first ran dry.)
+func TestWorkNeedsNoClientIDNorUnblock(t *testing.T) {
 	s := valkeytest.Start(t, valkeytest.Options{})
 	m, err := ids.NewMinter(12)
 	require.NoError(t, err)
-	vk := s.ClientAs(t, "noid", "+@all", "-client|id", "~*")
+	vk := s.ClientAs(t, "noid", "+@all", "-client|id", "-client|unblock", "~*")
 	q, err := New(vk).Queue("noid", m, Policy{})
 	require.NoError(t, err)
-	assert.Contains(t, workStopsRefused(t, q).Error(), "client|id")
+	ran := make(chan ids.ID, 1)
+	stop := working(t, q, func(_ context.Context, j *Job) error { ran <- j.ID; return nil }, WorkOptions{Poll: time.Minute})
+	eventually(t, "the worker waits", func() bool { return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1 })
+	id, err := q.Enqueue(ctx(t), []byte("p"))
+	require.NoError(t, err)
+	require.Equal(t, id, within(t, ran, 10*time.Second, "the job"))
+	eventually(t, "the worker waits again", func() bool { return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 1 })
+	began := time.Now()
+	require.NoError(t, stop())
+	assert.Less(t, time.Since(began), 5*time.Second, "the stop ends the wait, not Poll")
+	eventually(t, "no waiter left", func() bool { return valkeytest.InfoInt(s.Info("emq"), "emq_blocked_workers") == 0 })
+	denials, err := s.Do("ACL", "LOG").ToArray()
+	require.NoError(t, err)
+	assert.Empty(t, denials)
 }

@@ -97,7 +97,7 @@
 // the call that confirmed it, so a job whose claim came back after its
 // renewal was due (a blocking claim that waited, a server that stalled) is
 // extended before its handler starts. On ctx's end a graceful stop: no
-// more claims, the waiting claim ended at once (CLIENT UNBLOCK), the
+// more claims, the waiting claim ended at once (its connection closed), the
 // buffered jobs released, the running handlers given [WorkOptions].Grace
 // to finish, the rest failed with backoff 0 (context cause [ErrShutdown])
 // for another worker to claim at once — spending the attempt, as any

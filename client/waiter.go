@@ -111,15 +111,18 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 		w.mu.Unlock()
 		return claimed, nil
 	}
-	w.blocking = blockState{inFlight: true, id: b.id, node: b.node, conn: b.dc}
+	w.blocking = blockState{inFlight: true, conn: b.dc}
 	w.mu.Unlock()
 	r := b.dc.Do(w.base, q.bclaimCall(n, w.opts.Poll).command(b.dc.B()))
 	w.mu.Lock()
 	w.blocking = blockState{}
 	w.mu.Unlock()
-	if unblocked(r.Error()) && w.stop.Err() != nil { // the stop's unblock: the claim may be held still (unblock)
+	if w.stop.Err() != nil { // the stop may have closed the connection (unblock)
 		b.close(true)
-		return claimed, nil
+		if r.NonValkeyError() != nil {
+			return claimed, nil
+		}
+		return q.readClaimed(r, w.alloc, claimed) // the stop releases them
 	}
 	if unknownCommand(r.Error()) { // the node lost the module: poll next time
 		q.c.nodes.forget(q.slot)
@@ -149,45 +152,30 @@ var errRedirected = errors.New("client: the blocking claim's slot moved")
 // and a key of the queue has moved, so the next one waits until it has.
 var errMigrating = errors.New("client: the blocking claim's slot is being migrated")
 
-// unblock ends the waiter's blocking claim, if one is out, and waits for
-// the waiter to return: CLIENT UNBLOCK … ERROR of its connection, sent to
-// the node that connection is on, where the claim replies UNBLOCKED and
-// runs no turn. (A client id names a client of one node only: sent where
-// the slot map routes the queue, which after a reshard or a failover may
-// still name the old node, it would end nothing of the worker's and might
-// end another client's wait there.) The claim may reach the server after
-// an unblock, so the unblock is sent again until the waiter is back; one
-// that cannot reach the server closes the connection instead.
+// unblock ends the waiter's blocking claim, if one is out, by closing its
+// connection, and waits for the waiter to return. The claim runs no turn
+// after that: the server drops a closed connection's claim, whether it
+// waits, is held back unrun while writes are paused, or has not arrived;
+// one a wake-up served before the close may lose its reply, and its jobs
+// go back to pending when their leases run out.
 //
-// Not the TIMEOUT form: a claim the server holds back while writes are
-// paused (CLIENT PAUSE WRITE, a FAILOVER, a SHUTDOWN waiting for its
-// replicas) is no blocked command yet, and Valkey 8.0 and 8.1 and Redis
-// 7.0 abort on a TIMEOUT unblock of it (valkey-io/valkey#2111,
-// redis/redis#14164). The ERROR form answers it UNBLOCKED and leaves it
-// held, to run once the pause ends — so the waiter closes that connection
-// rather than use it again (blockingClaim). A server with the fix answers
-// 0 to either form, and the claim ends when the pause does.
+// Not CLIENT UNBLOCK: its TIMEOUT form of a claim the server holds back
+// while writes are paused (CLIENT PAUSE WRITE, a FAILOVER, a SHUTDOWN
+// waiting for its replicas) aborts Valkey 8.0 and 8.1 and Redis 7.0
+// (valkey-io/valkey#2111, redis/redis#14164), and its ERROR form answers a
+// claim a wake-up has just served a second time, UNBLOCKED after its jobs
+// (the server unblocks a served waiter only as it goes to sleep; every
+// server here: TestAnUnblockRightAfterAWakeUpAnswersTheWorkerTwice) —
+// which valkey-go reads as a reply to nothing and panics on, ending the
+// process.
 func (w *worker) unblock() {
-	for {
-		w.mu.Lock()
-		blocking := w.blocking
-		w.mu.Unlock()
-		if blocking.inFlight {
-			node := blocking.node
-			ctx, cancel := context.WithTimeout(w.base, time.Second)
-			err := node.Do(ctx, node.B().ClientUnblock().ClientId(blocking.id).Error().Build()).Error()
-			cancel()
-			if err != nil { // the server did not answer: the connection goes instead
-				w.log.Warn("unblock: closing the waiting claim's connection", "err", err)
-				blocking.conn.Close()
-			}
-		}
-		select {
-		case <-w.waiterExit:
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
+	w.mu.Lock()
+	blocking := w.blocking
+	w.mu.Unlock()
+	if blocking.inFlight { // none is sent after: a claim checks the stop as it sets inFlight
+		blocking.conn.Close()
 	}
+	<-w.waiterExit
 }
 
 // poolWaitWarn is how long a blocking claim waits for a connection of
@@ -198,18 +186,16 @@ func (w *worker) unblock() {
 const poolWaitWarn = time.Second
 
 // blocker is the connection the waiter's blocking claims wait on: a
-// dedicated one of valkey-go's pool, of one node's client, whose CLIENT ID
-// a stop names in CLIENT UNBLOCK on that node.
+// dedicated one of valkey-go's pool, of one node's client, which a stop
+// closes.
 type blocker struct {
 	dc      valkey.DedicatedClient
 	release func()
-	id      int64
-	node    valkey.Client // the client of the node dc is on
-	at      string        // the node a redirect named, where the next connection goes
+	at      string // the node a redirect named, where the next connection goes
 }
 
 // open takes a dedicated connection on the node b's claims wait on
-// (target) and learns its id, unless b has one. It reports false, taking
+// (target), unless b has one. It reports false, taking
 // none, when valkey-go has no connection to that node yet: the waiter
 // polls this once, through valkey-go's routing, which learns the node.
 // Waiting for the connection — the node's blocking pool held by other
@@ -247,15 +233,7 @@ func (b *blocker) open(ctx context.Context, stop <-chan struct{}, q *Queue, log 
 		go func() { (<-got).release() }()
 		return false, nil
 	}
-	dc, release := d.dc, d.release
-	id, err := dc.Do(ctx, dc.B().ClientId().Build().SetSlot(q.pending)).AsInt64()
-	if err != nil {
-		dc.Close()
-		// a user not granted CLIENT ID is NOPERM: a refusal, which stops
-		// Work as a verb's does (docs/commands.md names the grants)
-		return false, fmt.Errorf("client: CLIENT ID of the blocking claim's connection: %w", refusal(err))
-	}
-	b.dc, b.release, b.id, b.node = dc, release, id, node
+	b.dc, b.release = d.dc, d.release
 	return true, nil
 }
 

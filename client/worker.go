@@ -136,7 +136,7 @@ var (
 // go together in the next. When a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection of valkey-go's blocking
 // pool (on a node without EMQ.BCLAIM, polling), held while the queue stays
-// empty; a stop ends it at once with CLIENT UNBLOCK. A client serves as
+// empty; a stop ends it at once, closing that connection. A client serves as
 // many idle queues of one node at once — with Sharded's idle shards and
 // the Events reads there — as its pool for the node holds
 // (valkey.ClientOption.BlockingPoolSize, 1024 by default): a worker's wait
@@ -287,9 +287,7 @@ type worker struct {
 // blockState is what a stop needs of the waiter's blocking claim.
 type blockState struct {
 	inFlight bool
-	id       int64         // its connection's CLIENT ID, on node
-	node     valkey.Client // the client of the node its connection is on
-	conn     valkey.DedicatedClient
+	conn     valkey.DedicatedClient // its connection, which a stop closes
 }
 
 // newCrew makes the crew that works queues, one worker each.

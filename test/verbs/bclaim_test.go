@@ -1858,3 +1858,32 @@ func TestAWakeUpWhoseClaimTakesNothingLeavesTheServerUp(t *testing.T) {
 	require.Empty(t, members(t, s, bq.dead))
 	require.Equal(t, []string{jobN(3)}, members(t, s, bq.pending))
 }
+
+// TestAnUnblockRightAfterAWakeUpAnswersTheWorkerTwice records a server
+// bug the Go client works around: a worker a wake-up served is unblocked
+// only as the server goes to sleep, and a CLIENT UNBLOCK … ERROR it runs
+// before that — in the same pass of its event loop, as one sent in a
+// pipeline behind the enqueue — answers the worker a second time,
+// UNBLOCKED after its jobs (unblockClientOnError has no check of a module
+// client already served, which the TIMEOUT form has) — every server here
+// does. A BLPOP served is unblocked at once, and CLIENT UNBLOCK answers 0.
+func TestAnUnblockRightAfterAWakeUpAnswersTheWorkerTwice(t *testing.T) {
+	s := valkeytest.Start(t, valkeytest.Options{})
+	w := blockB(t, s, 10_000, 10_000)
+	id := jobN(1)
+	c := dial(t, s)
+	c.pipeline(bq.enqueue(id, "p1"), []string{"CLIENT", "UNBLOCK", strconv.FormatInt(w.id, 10), "ERROR"})
+	for range 2 {
+		_, err := c.read()
+		require.NoError(t, err)
+	}
+	got, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, id, claimedID(t, got), "the wake-up's claim")
+	w.send("PING")
+	_, err = w.read()
+	require.ErrorContains(t, err, "UNBLOCKED client unblocked via CLIENT UNBLOCK", "a second answer")
+	pong, err := w.read()
+	require.NoError(t, err)
+	require.Equal(t, "PONG", pong, "PING's answer comes after it")
+}
