@@ -168,6 +168,7 @@ int emq_init(ValkeyModuleCtx *ctx, const char *name, int version) {
     FETCH(GetModuleUserFromUserName);
     FETCH(ACLCheckKeyPermissions);
     FETCH(ACLCheckCommandPermissions);
+    FETCH(ACLCheckPermissions);
     FETCH(FreeModuleUser);
     FETCH(ACLAddLogEntry);
     FETCH(Log);

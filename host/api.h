@@ -132,6 +132,7 @@ typedef struct {
     ValkeyModuleUser *(*GetModuleUserFromUserName)(ValkeyModuleString *);
     int (*ACLCheckKeyPermissions)(ValkeyModuleUser *, ValkeyModuleString *, int);
     int (*ACLCheckCommandPermissions)(ValkeyModuleUser *, ValkeyModuleString **, int);
+    int (*ACLCheckPermissions)(ValkeyModuleUser *, ValkeyModuleString **, int, int, int *); // Valkey 9.1
     void (*FreeModuleUser)(ValkeyModuleUser *);
     int (*ACLAddLogEntry)(ValkeyModuleCtx *, ValkeyModuleUser *, ValkeyModuleString *, int);
     void (*Log)(ValkeyModuleCtx *, const char *, const char *, ...);

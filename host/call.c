@@ -12,6 +12,7 @@
 #define KEY_DELETE (1 << 7)
 #define ACL_LOG_CMD 1
 #define ACL_LOG_KEY 2
+#define ACL_LOG_DB 4
 
 // Arguments viewed on the stack up to this many; more go on the heap.
 #define INLINE_ARGS 32
@@ -848,53 +849,67 @@ int emq_serve(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, int ver
 // still_allowed checks, as the server checks a blocked built-in it runs
 // again, that the waiting client in ctx may still run its command on its
 // declared keys under its ACL user, whose rules may have changed while it
-// waited. If not, it replies NOPERM as the server would and logs the
-// denial in ACL LOG — the command, when no selector grants it any more,
-// else its first declared key the user may no longer touch — and the wait
-// is over. If so, it hands the user it looked up to *who, for the call's
-// derived keys: the caller frees it.
+// waited — and, on Valkey from 9.1, in its database. If not, it replies
+// NOPERM as the server would and logs the denial in ACL LOG — the
+// command, when no selector grants it any more; the database, when none
+// grants it there; else its first declared key the user may no longer
+// touch — and the wait is over. If so, it hands the user it looked up to
+// *who, for the call's derived keys: the caller frees it.
 static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int argc, caller *who) {
     if (!api.ACLCheckCommandPermissions || argc < 3) return 1;
     ValkeyModuleString *name = caller_name(ctx);
     who->looked = 1;
     if (!name) return 1; // no user: unrestricted
     ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
-    int allowed = !user || api.ACLCheckCommandPermissions(user, argv, argc) == API_OK;
-    if (!allowed) {
+    int reason = ACL_LOG_CMD;
+    int allowed = !user;
+    if (user && api.ACLCheckPermissions) {
+        // Valkey 9.1's check of the command in the waiter's database (its
+        // ACLCheckCommandPermissions refuses a user without alldbs always)
+        allowed = api.ACLCheckPermissions(user, argv, argc, api.GetSelectedDb(ctx), &reason) == API_OK;
+    } else if (user && api.ACLCheckCommandPermissions(user, argv, argc) != API_OK) {
         // the command and numkeys alone: the keys are past the arguments,
         // so the server checks none, only the command
-        if (api.ACLCheckCommandPermissions(user, argv, 2) != API_OK) {
-            // the command as the server names it — its registered name,
-            // all upper case — not as the caller spelled it (emq.bclaim)
-            size_t n, m;
-            const char *user_name = api.StringPtrLen(name, &n), *typed = api.StringPtrLen(argv[0], &m);
-            char *cmd = api.Alloc(m + 1);
-            for (size_t i = 0; i < m; i++) cmd[i] = typed[i] >= 'a' && typed[i] <= 'z' ? typed[i] - 'a' + 'A' : typed[i];
+        reason = api.ACLCheckCommandPermissions(user, argv, 2) != API_OK ? ACL_LOG_CMD : ACL_LOG_KEY;
+    } else {
+        allowed = 1;
+    }
+    if (!allowed && reason == ACL_LOG_KEY) {
+        ValkeyModuleString *key = argv[2];
+        long long keys = 0;
+        if (api.StringToLongLong(argv[1], &keys) != API_OK) keys = 0;
+        for (int i = 2; i < argc && i < 2 + keys; i++) {
+            if (api.ACLCheckKeyPermissions(user, argv[i], KEY_ACCESS | KEY_UPDATE) != API_OK) {
+                key = argv[i];
+                break;
+            }
+        }
+        if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, key, ACL_LOG_KEY);
+        api.ReplyWithError(ctx, "NOPERM No permissions to access a key");
+    } else if (!allowed) {
+        // the command as the server names it — its registered name, all
+        // upper case — not as the caller spelled it (emq.bclaim); a
+        // database denied is logged under it too, as the server logs one
+        size_t n, m;
+        const char *user_name = api.StringPtrLen(name, &n), *typed = api.StringPtrLen(argv[0], &m);
+        char *cmd = api.Alloc(m + 1);
+        for (size_t i = 0; i < m; i++) cmd[i] = typed[i] >= 'a' && typed[i] <= 'z' ? typed[i] - 'a' + 'A' : typed[i];
+        if (api.ACLAddLogEntry) {
+            ValkeyModuleString *object = api.CreateString(NULL, cmd, m);
+            api.ACLAddLogEntry(ctx, user, object, reason == ACL_LOG_DB ? ACL_LOG_DB : ACL_LOG_CMD);
+            api.FreeString(NULL, object);
+        }
+        if (reason == ACL_LOG_DB) {
+            api.ReplyWithError(ctx, "NOPERM No permissions to access database");
+        } else {
             const char *format = "NOPERM User %.*s has no permissions to run the '%.*s' command";
             size_t size = strlen(format) + n + m;
             char *text = api.Alloc(size);
             snprintf(text, size, format, (int)n, user_name, (int)m, cmd);
-            if (api.ACLAddLogEntry) {
-                ValkeyModuleString *object = api.CreateString(NULL, cmd, m);
-                api.ACLAddLogEntry(ctx, user, object, ACL_LOG_CMD);
-                api.FreeString(NULL, object);
-            }
             api.ReplyWithError(ctx, text);
             api.Free(text);
-            api.Free(cmd);
-        } else {
-            ValkeyModuleString *key = argv[2];
-            long long keys = 0;
-            if (api.StringToLongLong(argv[1], &keys) != API_OK) keys = 0;
-            for (int i = 2; i < argc && i < 2 + keys; i++) {
-                if (api.ACLCheckKeyPermissions(user, argv[i], KEY_ACCESS | KEY_UPDATE) != API_OK) {
-                    key = argv[i];
-                    break;
-                }
-            }
-            if (api.ACLAddLogEntry) api.ACLAddLogEntry(ctx, user, key, ACL_LOG_KEY);
-            api.ReplyWithError(ctx, "NOPERM No permissions to access a key");
         }
+        api.Free(cmd);
     }
     if (allowed) {
         who->user = user;

@@ -258,9 +258,15 @@ func TestBClaimWokenIsCheckedAgainstItsUsersACLAgain(t *testing.T) {
 		{"a long name of many-byte characters", long, []string{"-emq.bclaim"},
 			"NOPERM User " + long + " has no permissions to run the 'EMQ.BCLAIM' command", "command", "EMQ.BCLAIM"},
 		{"a rule that still allows it", "worker", []string{"+ping"}, "", "", ""},
+		{"a user of its database alone (Valkey 9.1's db=)", "worker", []string{"resetdbs", "db=0"}, "", "", ""},
+		{"its database taken away (Valkey 9.1's db=)", "worker", []string{"resetdbs", "db=1"},
+			"NOPERM No permissions to access database", "database", "EMQ.BCLAIM"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := valkeytest.Start(t, valkeytest.Options{})
+			if p := s.Product(); strings.Contains(c.name, "db=") && (p.Name != "valkey" || p.Before("valkey", 9, 1)) {
+				t.Skipf("databases in ACL rules came with Valkey 9.1; this server is %s", p)
+			}
 			must(t, s, "ACL", "SETUSER", c.user, "on", "nopass", "+@all", "~emq:{b}:*")
 			worker := dial(t, s)
 			_, err := worker.do("AUTH", c.user, "x")
