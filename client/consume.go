@@ -47,7 +47,8 @@ type ConsumeOptions struct {
 	// Count is how many entries one read takes; 10 when 0.
 	Count int
 	// Block is how long one read waits; DefaultPoll when 0. It bounds how
-	// long a cancelled Consume takes to return.
+	// long a cancelled Consume takes to return — Block and 5 s more when
+	// the server stopped answering mid-read.
 	Block time.Duration
 	// MaxFailures is the count of failures at which a message is parked;
 	// 5 when 0.
@@ -171,9 +172,15 @@ func (k *consumer) next(ctx context.Context) ([]valkey.XRangeEntry, error) {
 		return entries, err
 	}
 	// Not cancelled with ctx: entries the server hands over are handled.
+	// Ended by a deadline past the block: a server that stopped answering
+	// — valkey-go pings no connection a blocking read is out on — fails
+	// the read, its entries left pending for the reclaim, rather than
+	// holding the consumer, and its stop, for ever.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.o.Block+eventsReplyWait)
+	defer cancel()
 	read := vk.B().Xreadgroup().Group(k.group, k.name).Count(int64(k.o.Count)).
 		Block(k.o.Block.Milliseconds()).Streams().Key(k.stream).Id(">").Build()
-	streams, err := vk.Do(context.WithoutCancel(ctx), read).AsXRead()
+	streams, err := vk.Do(rctx, read).AsXRead()
 	if valkey.IsValkeyNil(err) {
 		return nil, nil
 	}

@@ -10,6 +10,7 @@ import (
 
 	emqerrors "github.com/echomq/emq/errors"
 	"github.com/echomq/emq/ids"
+	"github.com/echomq/emq/internal/valkeytest"
 	"github.com/echomq/emq/keys"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -184,4 +185,31 @@ func TestConsumeEndsPromptlyOnAStoppedServer(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ended.IsZero(), "no message came")
 	assert.Less(t, time.Since(ended), ackWait+3*time.Second)
+}
+
+// TestConsumeEndsOnAServerStoppedMidRead: a Consume cancelled while its
+// blocking read is out on a server that stopped answering (SIGSTOP)
+// returns once the read has waited Block and the reply's allowance —
+// valkey-go pings no connection a blocking read is out on, so nothing else
+// ends it. (Before: it returned only when the server came back,
+// helper-137: still waiting after 25 s.)
+func TestConsumeEndsOnAServerStoppedMidRead(t *testing.T) {
+	defer func(w time.Duration) { eventsReplyWait = w }(eventsReplyWait)
+	eventsReplyWait = 300 * time.Millisecond
+	n := nativeNode(t)
+	const block = 200 * time.Millisecond
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		ended <- n.c.Consume(cctx, "frozenread", "g", "one", func(context.Context, Message) error { return nil },
+			ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m, Block: block})
+	}()
+	eventually(t, "the read waits", func() bool { return valkeytest.InfoInt(n.s.Info("clients"), "blocked_clients") == 1 })
+	thaw := n.s.Freeze(t)
+	defer thaw()
+	began := time.Now()
+	cancel()
+	require.NoError(t, within(t, ended, 20*time.Second, "Consume to return"))
+	assert.Less(t, time.Since(began), block+eventsReplyWait+3*time.Second)
 }

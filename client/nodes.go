@@ -147,7 +147,12 @@ func (n *nodes) find(slot uint16) int {
 // (served). A node without the module answers "unknown command": it serves
 // no verb.
 func askCaps(ctx context.Context, node valkey.Client) (map[Cap]bool, error) {
-	r := node.Do(ctx, node.B().Arbitrary("EMQ.CAPS").Build())
+	r, err := outliving(ctx, ownCallsWait, func(ctx context.Context) valkey.ValkeyResult { // outlive.go
+		return node.Do(ctx, node.B().Arbitrary("EMQ.CAPS").Build())
+	})
+	if err != nil {
+		return nil, fmt.Errorf("client: EMQ.CAPS: %w", err)
+	}
 	if unknownCommand(r.Error()) {
 		return map[Cap]bool{}, nil
 	}
@@ -231,16 +236,9 @@ func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, 
 			break
 		}
 	}
-	// the calls run on once one answers, and once ctx is cancelled: a call
-	// that dials a node hands its dial's outcome to every call that joined
-	// it (valkey-go), and a dial cancelled here would fail another
-	// lookup's call with this caller's "context canceled"; they end by
-	// ctx's deadline, slotsWait at most
-	deadline := time.Now().Add(slotsWait)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	calls, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	// the calls run on once one answers, and once ctx is cancelled
+	// (outlive.go)
+	calls, cancel := detach(ctx, ownCallsWait)
 	type answer struct {
 		reply []valkey.ValkeyMessage
 		err   error
@@ -278,7 +276,3 @@ func firstSlots(ctx context.Context, vk valkey.Client) ([]valkey.ValkeyMessage, 
 // that a stalled one holds nothing up, few enough that a big cluster's
 // clients do not each ask every node.
 const slotsAsked = 3
-
-// slotsWait is the longest a lookup's calls run: a lookup with no deadline
-// of its own, every node it asks stalled, fails after it.
-const slotsWait = 10 * time.Second

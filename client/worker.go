@@ -796,11 +796,14 @@ func (w *worker) confirmLate(claimed []*Job, sent time.Time) ([]*Job, time.Time)
 		calls[i] = j.extendCall()
 	}
 	from := time.Now()
-	// A stop gives the wait up, as far as valkey-go lets a call go: the
+	// A stop gives the wait up, the calls left to run on (outlive.go): the
 	// jobs are handed back, extended or not.
-	ctx, cancel := context.WithDeadline(w.stop, from.Add(w.lease-w.margin))
-	replies := runVerbs(ctx, w.q.c, calls)
-	cancel()
+	replies, err := outliving(w.stop, w.lease-w.margin, func(ctx context.Context) []valkey.ValkeyResult {
+		return runVerbs(ctx, w.q.c, calls)
+	})
+	if err != nil {
+		return claimed, sent
+	}
 	kept := make([]*Job, 0, len(claimed))
 	failed := false
 	for i, j := range claimed {
@@ -915,8 +918,22 @@ func (w *worker) tickLoop() {
 	defer w.q.c.ticks.remove(w.q.name, wake)
 	held := false      // the server refuses the ticks: it is over maxmemory
 	retry := tickEvery // the pause after an error, doubled by each one after it, up to Poll (at least tickEvery)
+	type ticked struct {
+		made   int
+		native bool
+		until  time.Duration
+		err    error
+	}
 	for w.stop.Err() == nil {
-		made, native, until, err := w.q.tickFallback(w.stop)
+		t, err := outliving(w.stop, ownCallsWait, func(ctx context.Context) ticked { // outlive.go
+			var t ticked
+			t.made, t.native, t.until, t.err = w.q.tickFallback(ctx)
+			return t
+		})
+		if err != nil { // the stop
+			return
+		}
+		made, native, until, err := t.made, t.native, t.until, t.err
 		over := outOfMemory(err)
 		switch {
 		case over && !held:
