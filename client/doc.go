@@ -275,6 +275,17 @@
 // starts, and refuses a policy out of the verbs' range there; the rest of
 // its calls is made of the ids and attempts of jobs it claimed.
 //
+// # Contexts
+//
+// A call ends when its context does, as valkey-go's do. valkey-go hands
+// the outcome of a connection's dial to every call to that node that
+// joined it while it was out, so a context cancelled mid-dial fails those
+// calls too, whatever their own contexts ("context canceled"). The calls
+// the client makes of itself — a node's EMQ.CAPS, the slot map, a
+// worker's schedule ticks and late extensions — run on past their
+// caller's cancellation, to its deadline or 10 s, and fail none: a
+// worker's stop or a request's end cuts short no other call's dial.
+//
 // # Native or fallback, per node
 //
 // Before a verb's first call on a node the client asks that node EMQ.CAPS
@@ -311,10 +322,8 @@
 // entry for a standalone or sentinel client, one per node address for a
 // cluster client, which reads CLUSTER SLOTS (the map valkey-go routes by;
 // asked of three nodes at once, the first answer taken, so a stalled node
-// holds nothing up; the calls left run on, to the caller's deadline or
-// 10 s, so a dial one began is not cut short by the caller's
-// cancellation and fails no other call that waits on it) to learn which node serves a call's slot and asks that node through
-// valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
+// holds nothing up) to learn which node serves a call's slot and asks that
+// node through valkey-go's own connection to it. An answer is trusted for [DefaultRecheck]
 // ([WithRecheck] changes it). When a node believed to serve a verb answers
 // it with "unknown command" — a failover to a node without the module, a
 // slot moved to one — or with a verb's arity refusal — a node restarted
