@@ -2,13 +2,10 @@ package client
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -261,26 +258,13 @@ func TestSlotsWithAReplicaStalled(t *testing.T) {
 func TestASlotLookupEndedFailsNoCallThatJoinedIt(t *testing.T) {
 	c := valkeytest.StartCluster(t, 1, 1, valkeytest.Options{})
 	replica := c.Replicas[0].Addr
-	var gated atomic.Bool
-	dialing, release := make(chan struct{}, 1), make(chan struct{})
-	vk := c.ClientOfEveryNode(t, valkey.ClientOption{
-		DialCtxFn: func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			if addr == replica && gated.Load() { // a dial that takes its time
-				dialing <- struct{}{}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			}
-			return d.DialContext(ctx, "tcp", addr)
-		},
-	})
-	gated.Store(true)
+	g := newGate(replica)
+	vk := c.ClientOfEveryNode(t, valkey.ClientOption{DialCtxFn: g.dial})
+	g.gated.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	_, err := askSlots(ctx, vk) // the primary answers; the replica's dial is left
 	require.NoError(t, err)
-	within(t, dialing, 5*time.Second, "the lookup's dial of the replica")
+	within(t, g.dialing, 5*time.Second, "the lookup's dial of the replica")
 	joined := make(chan error, 1)
 	go func() {
 		node := vk.Nodes()[replica]
@@ -289,6 +273,6 @@ func TestASlotLookupEndedFailsNoCallThatJoinedIt(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the call joins the dial
 	cancel()
 	time.Sleep(100 * time.Millisecond)
-	close(release)
+	close(g.release)
 	require.NoError(t, within(t, joined, 10*time.Second, "the answer of the call that joined the dial"))
 }
