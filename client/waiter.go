@@ -139,6 +139,14 @@ func (w *worker) blockingClaim(b *blocker, n int, sent *time.Time, claimed []*Jo
 	}
 	n0 := len(claimed)
 	if claimed, err = q.readClaimed(r, w.alloc, claimed); err != nil || len(claimed) == n0 {
+		if err == nil {
+			// it waited its Poll for nothing: the connection goes back to
+			// the pool, and the next claim takes one where the client now
+			// sends the queue's calls — after a Sentinel failover the new
+			// primary, while the old one, not demoted yet (or cut off from
+			// its sentinels, never), would keep this worker waiting there
+			b.close(false)
+		}
 		return claimed, err
 	}
 	return claimed, q.c.confirmOn(w.base, b.dc, q.pending)

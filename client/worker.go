@@ -82,7 +82,12 @@ type WorkOptions struct {
 	// them. The settlements of the jobs that finished then go out before
 	// Work returns: against a server that does not answer, each waits out
 	// the client's own bound (valkey-go's ConnWriteTimeout, 10 s by
-	// default), so Work may return that long after Grace.
+	// default), so Work may return that long after Grace. So does a settle
+	// call out when ctx ends with claims in it and no settlement (the
+	// first claims of a Work started while writes are paused): the server
+	// holds it back until the pause ends, or the bound does, and runs it
+	// then — its jobs, come back after the stop, are handed back at once
+	// ("lease lost" when late), pending again (helper-138).
 	Grace time.Duration
 	// Logger receives one record per job (debug: claimed, acked; info:
 	// released; warn: failed, dead, failed at shutdown, lease lost, a
@@ -136,7 +141,10 @@ var (
 // go together in the next. When a claim finds the queue empty, one
 // blocking claim waits on a dedicated connection of valkey-go's blocking
 // pool (on a node without EMQ.BCLAIM, polling), held while the queue stays
-// empty; a stop ends it at once, closing that connection. A client serves as
+// empty but given back after each claim that waited Poll for nothing, so
+// the next takes one where valkey-go sends the queue's calls then — the
+// new primary after a Sentinel failover (docs/CLUSTER.md, Under
+// Sentinel); a stop ends it at once, closing that connection. A client serves as
 // many idle queues of one node at once — with Sharded's idle shards and
 // the Events reads there — as its pool for the node holds
 // (valkey.ClientOption.BlockingPoolSize, 1024 by default): a worker's wait

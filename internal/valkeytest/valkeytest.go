@@ -190,8 +190,15 @@ func launch(bin string, opts Options) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: opts.Dir, Opts: opts, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
+	return await(bin, &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, Dir: opts.Dir, Opts: opts, cmd: cmd})
+}
+
+// await waits until the process s.cmd started answers on s.Addr (ours),
+// and returns s; or stops it and says why.
+func await(bin string, s *Server) (*Server, error) {
+	port := s.Port
+	s.done = make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
