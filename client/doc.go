@@ -283,8 +283,9 @@
 // calls too, whatever their own contexts ("context canceled"). The calls
 // the client makes of itself — a node's EMQ.CAPS, the slot map, a
 // worker's schedule ticks and late extensions — run on past their
-// caller's cancellation, to its deadline or 10 s, and fail none: a
-// worker's stop or a request's end cuts short no other call's dial.
+// caller's cancellation, to a second past its deadline or 10 s, and fail
+// none: a worker's stop or a request's end cuts short no other call's
+// dial.
 //
 // # Native or fallback, per node
 //

@@ -18,12 +18,13 @@ import (
 const ownCallsWait = 10 * time.Second
 
 // detach returns a context for calls that outlive ctx's cancellation:
-// ctx's values, and ctx's deadline or bound from now, whichever comes
-// first.
+// ctx's values, and a deadline a second past ctx's or bound from now,
+// whichever comes first — past ctx's, so that ctx's end, not the call's,
+// is what its caller sees at that deadline.
 func detach(ctx context.Context, bound time.Duration) (context.Context, context.CancelFunc) {
 	deadline := time.Now().Add(bound)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+	if d, ok := ctx.Deadline(); ok && d.Add(time.Second).Before(deadline) {
+		deadline = d.Add(time.Second)
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
