@@ -139,6 +139,9 @@ func (k *consumer) run(ctx context.Context) error {
 	vk := k.c.vk
 	err := vk.Do(ctx, vk.B().XgroupCreate().Key(k.stream).Group(k.group).Id("0").Mkstream().Build()).Error()
 	if verr, ok := valkey.IsValkeyErr(err); err != nil && !(ok && verr.IsBusyGroup()) {
+		if ctx.Err() != nil { // ended before it began: nil, as at any stop
+			return nil
+		}
 		return fmt.Errorf("client: XGROUP CREATE: %w", refusal(err))
 	}
 	pause := pollFirst
@@ -146,6 +149,9 @@ func (k *consumer) run(ctx context.Context) error {
 		entries, err := k.next(ctx)
 		if emqerrors.CodeOf(err) != 0 {
 			return err
+		}
+		if err != nil && ctx.Err() != nil { // the stop cut the read: no failure
+			break
 		}
 		if err != nil {
 			k.log.Error("read", "err", err)

@@ -213,3 +213,28 @@ func TestConsumeEndsOnAServerStoppedMidRead(t *testing.T) {
 	require.NoError(t, within(t, ended, 20*time.Second, "Consume to return"))
 	assert.Less(t, time.Since(began), block+eventsReplyWait+3*time.Second)
 }
+
+// TestConsumeStoppedEndsQuietly: a Consume whose ctx ended before it
+// began returns nil, as at any stop; one stopped while its XAUTOCLAIM is
+// held back by a pause of writes returns nil and logs no failed read.
+// (Before: "client: XGROUP CREATE: context canceled", and an ERROR
+// "read" record at each such stop, helper-140.)
+func TestConsumeStoppedEndsQuietly(t *testing.T) {
+	n := nativeNode(t)
+	handler := func(context.Context, Message) error { return nil }
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, n.c.Consume(ended, "quiet", "g", "one", handler, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m}))
+
+	var logs logBuffer
+	stop := background(t, func(ctx context.Context) error {
+		return n.c.Consume(ctx, "quiet", "g", "one", handler, ConsumeOptions{Sub: n.m.Mint(ids.Sub), Minter: n.m,
+			Reclaim: time.Millisecond, Block: 50 * time.Millisecond, Logger: logs.logger()}) // an XAUTOCLAIM before each read
+	})
+	time.Sleep(200 * time.Millisecond)
+	must(t, n.s, "CLIENT", "PAUSE", "3000", "WRITE")
+	defer func() { must(t, n.s, "CLIENT", "UNPAUSE") }()
+	time.Sleep(200 * time.Millisecond) // its XAUTOCLAIM is held
+	require.NoError(t, stop())
+	assert.NotContains(t, logs.String(), `msg=read`)
+}

@@ -148,8 +148,10 @@ func streamEntries(ctx context.Context, vk valkey.Client, cmd valkey.Completed, 
 //
 // It reads with XREAD, blocking at most [DefaultPoll] per read, each read on
 // a connection of valkey-go's blocking pool, which idle workers may fill
-// (see [Queue.Work]); ctx's end stops a read at once, and no event is yielded once ctx ended — not even
-// one of a batch already read. An entry that is not an event is yielded
+// (see [Queue.Work]); ctx's end stops a read at once — but for a read
+// whose connection is still being made to a server that does not answer,
+// which waits out valkey-go's dial timeout (5 s by default) — and no
+// event is yielded once ctx ended, not even one of a batch already read. An entry that is not an event is yielded
 // with an error and the events after it follow. A read that fails — or has
 // no reply 5 s after its block ended: a server stopped, or cut off without
 // the connection closing — is yielded as the error and tried again from
