@@ -187,10 +187,11 @@ func (w *worker) unblock() {
 }
 
 // poolWaitWarn is how long a blocking claim waits for a connection of
-// valkey-go's blocking pool before it says so. An idle worker holds its
-// connection as long as its queue stays empty, so a client whose pool for
-// a node (ClientOption.BlockingPoolSize) they fill has none for the next:
-// its claim waits, silent but for this, until one is given back.
+// valkey-go's blocking pool before it says so. An idle worker holds a
+// connection for each wait, one after another, as long as its queue
+// stays empty, so a client whose pool for a node
+// (ClientOption.BlockingPoolSize) they fill has none for the next: its
+// claim waits, silent but for this, until one is given back.
 const poolWaitWarn = time.Second
 
 // blocker is the connection the waiter's blocking claims wait on: a

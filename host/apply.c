@@ -442,8 +442,10 @@ int emq_apply(emq_call *c, const emq_op *ops, int nops, const uint32_t *refs, co
     }
     // a script here would misread a reply with an error inside: the call
     // is refused whole, as its script can read that, and nothing written
-    if (scripts_misread_nested_errors && (api.GetContextFlags(c->ctx) & CTX_FLAGS_LUA) &&
-        has_error_element(replies, nreplies)) {
+    // (the reply looked at before the context's flags, which the server
+    // computes in full, its memory state among them, for each ask)
+    if (scripts_misread_nested_errors && has_error_element(replies, nreplies) &&
+        (api.GetContextFlags(c->ctx) & CTX_FLAGS_LUA)) {
         return -3;
     }
     // many appends to the events stream: all of them, or the call refused

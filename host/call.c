@@ -861,18 +861,16 @@ static int still_allowed(ValkeyModuleCtx *ctx, ValkeyModuleString **argv, int ar
     who->looked = 1;
     if (!name) return 1; // no user: unrestricted
     ValkeyModuleUser *user = api.GetModuleUserFromUserName(name);
-    int reason = ACL_LOG_CMD;
-    int allowed = !user;
+    int allowed = 1, reason = ACL_LOG_CMD;
     if (user && api.ACLCheckPermissions) {
         // Valkey 9.1's check of the command in the waiter's database (its
         // ACLCheckCommandPermissions refuses a user without alldbs always)
         allowed = api.ACLCheckPermissions(user, argv, argc, api.GetSelectedDb(ctx), &reason) == API_OK;
     } else if (user && api.ACLCheckCommandPermissions(user, argv, argc) != API_OK) {
+        allowed = 0;
         // the command and numkeys alone: the keys are past the arguments,
         // so the server checks none, only the command
         reason = api.ACLCheckCommandPermissions(user, argv, 2) != API_OK ? ACL_LOG_CMD : ACL_LOG_KEY;
-    } else {
-        allowed = 1;
     }
     if (!allowed && reason == ACL_LOG_KEY) {
         ValkeyModuleString *key = argv[2];
